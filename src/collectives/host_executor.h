@@ -1,0 +1,31 @@
+// The host executor: runs a communicator's batch of operations on host buffers with CPU primitives over
+// the transports' host FIFOs. Collectives run in issue order (every rank issues the same sequence), each
+// split across channels, one CPU thread per channel; point-to-point operations of the batch (send/recv,
+// and all-to-all/gather/scatter, which are built from them) progress together without blocking on any one
+// peer, so any pairing order across ranks completes.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "collectives/op_desc.h"
+#include "core/wait.h"
+#include "nccl.h"
+
+namespace braid {
+
+class ConnProvider;
+
+class HostExecutor {
+ public:
+  HostExecutor(ConnProvider* conns, const WaitContext* wait, int rank, int nranks, int nChannels);
+  ~HostExecutor();
+  // Runs the batch to completion (or the first error, with a recorded message naming the peer).
+  ncclResult_t run(const std::vector<OpDesc>& ops);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace braid

@@ -1,0 +1,55 @@
+// One enqueued operation, as the API layer hands it to planning/execution. Plain data.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "nccl.h"
+
+namespace braid {
+
+enum class CollType : int {
+  AllReduce,
+  Broadcast,
+  Reduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  Gather,
+  Scatter,
+  Send,
+  Recv,
+};
+const char* collName(CollType c);
+
+// The reduction as executed: user ops are resolved by the API layer (Avg becomes PreMulSum by 1/n for
+// floating types and SumPostDiv by n for integers; user PreMulSum ops carry their scalar).
+enum class RedKind : int { Sum, Prod, Max, Min, PreMulSum, SumPostDiv };
+
+struct RedOpDesc {
+  RedKind kind = RedKind::Sum;
+  // PreMulSum: the scalar, stored as a value of the op's datatype (bytes), or a pointer to one read when
+  // the op executes (ncclScalarDevice). SumPostDiv: divisor in `divisor`.
+  uint8_t scalar[8] = {};
+  const void* scalarPtr = nullptr;
+  uint64_t divisor = 1;
+};
+
+struct OpDesc {
+  CollType coll = CollType::AllReduce;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  // Elements: per rank for AllGather/ReduceScatter/AllToAll/Gather/Scatter (NCCL's meaning), total for
+  // AllReduce/Broadcast/Reduce, message size for Send/Recv.
+  size_t count = 0;
+  ncclDataType_t dtype = ncclFloat32;
+  RedOpDesc op;
+  int root = 0;  // Broadcast/Reduce/Gather/Scatter
+  int peer = 0;  // Send/Recv
+};
+
+size_t dtypeSize(ncclDataType_t t);
+bool dtypeIsFloat(ncclDataType_t t);
+const char* dtypeName(ncclDataType_t t);
+
+}  // namespace braid

@@ -1,0 +1,81 @@
+// struct ncclComm: the communicator behind ncclComm_t. Owned and torn down by the API layer
+// (src/api/comm_lifecycle.cc); parts from higher layers are held through unique_ptr to types declared
+// here only by name, so core does not depend on them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "core/peer_info.h"
+#include "core/wait.h"
+#include "nccl.h"
+
+namespace braid {
+class ConnectionManager;
+class HostExecutor;
+
+// A user reduction op made by ncclRedOpCreatePreMulSum.
+struct UserRedOp {
+  bool inUse = false;
+  ncclDataType_t dtype = ncclFloat32;
+  ncclScalarResidence_t residence = ncclScalarHostImmediate;
+  uint8_t value[8] = {};         // host-immediate scalar
+  const void* ptr = nullptr;     // device-resident scalar (host memory for host comms)
+};
+
+struct CommConfig {
+  int blocking = 1;
+  int minChannels = -1;
+  int maxChannels = -1;
+  std::string name;
+  int splitShare = 0;
+};
+
+constexpr uint64_t kCommMagic = 0x427261696443306dull;
+constexpr uint64_t kCommDeadMagic = 0xdeadc0ffeedeadull;
+}  // namespace braid
+
+struct ncclComm {
+  ncclComm();
+  ~ncclComm();  // defined in api/comm_lifecycle.cc, where the held parts are complete
+
+  uint64_t magic = braid::kCommMagic;
+  int rank = -1;
+  int nranks = 0;
+  int cudaDev = -1;
+  bool hostComm = true;
+  int nChannels = 1;
+  uint64_t commHash = 0;
+  braid::CommConfig config;
+
+  braid::PeerInfo self{};
+  std::vector<braid::PeerInfo> peers;
+  braid::WaitContext wait;
+  std::atomic<uint32_t> abortFlag{0};
+
+  std::unique_ptr<braid::Bootstrap> bootstrap;
+  std::unique_ptr<braid::ConnectionManager> conns;
+  std::unique_ptr<braid::HostExecutor> exec;
+
+  // ncclInProgress while a nonblocking init runs; then its result. Sticky errors from collectives too.
+  std::atomic<int> asyncError{ncclSuccess};
+  std::thread initThread;
+
+  std::mutex errMu;
+  std::string lastError;  // guarded by errMu
+
+  std::mutex redOpMu;
+  std::vector<braid::UserRedOp> userOps;  // index = op - ncclNumOps
+
+  bool finalized = false;
+  bool destroyed = false;
+
+  void setLastError(const std::string& msg);
+  std::string getLastError();
+};

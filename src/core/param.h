@@ -1,0 +1,33 @@
+// Typed accessors for the parameters of params.def. Values are read from the environment at each call
+// (these are read at init, never on a hot path), so tests may change the environment between comms.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace braid {
+
+// Reads an integer environment variable; a malformed value warns once and yields `def`.
+int64_t readIntEnv(const char* name, int64_t def);
+std::string readStrEnv(const char* name, const char* def);
+
+namespace params {
+#define BRAID_INT_PARAM(Name, env, def, doc) \
+  inline int64_t Name() { return ::braid::readIntEnv(env, def); }
+#define BRAID_STR_PARAM(Name, env, def, doc) \
+  inline std::string Name() { return ::braid::readStrEnv(env, def); }
+#include "params.def"
+#undef BRAID_INT_PARAM
+#undef BRAID_STR_PARAM
+}  // namespace params
+
+// One row per parameter, for `braid_info`-style listings and tests.
+struct ParamDesc {
+  const char* name;
+  const char* env;
+  const char* def;
+  const char* doc;
+};
+const ParamDesc* paramTable(int* count);
+
+}  // namespace braid

@@ -1,0 +1,50 @@
+// Bounded waiting. Every spin loop in Braid's host code goes through a Waiter: it spins briefly, then
+// yields, then sleeps in short naps (ranks may outnumber cores), and every few milliseconds checks the
+// abort flag, the deadline and whether the peer it waits on (or any observable peer) is still alive.
+// On failure it records a message naming the peer and what was awaited, and returns the error.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "core/peer_info.h"
+#include "nccl.h"
+
+namespace braid {
+
+// What a wait needs to know about its communicator. Owned by the comm; cheap to copy by pointer.
+struct WaitContext {
+  const std::atomic<uint32_t>* abortFlag = nullptr;  // non-zero: abort now (ncclCommAbort)
+  double timeoutSec = 300;                           // per wait
+  const PeerInfo* self = nullptr;
+  const std::vector<PeerInfo>* peers = nullptr;      // all ranks, indexed by rank; may be null
+  const char* commName = "";
+};
+
+class Waiter {
+ public:
+  // `peer`: the rank whose action we await (-1: none in particular); `what`: e.g. "data from rank 3".
+  Waiter(const WaitContext* ctx, int peer, const char* what);
+  // Call once per failed poll of the condition. Returns ncclSuccess to keep waiting, or the error
+  // (ncclRemoteError for a dead peer or timeout, ncclInvalidUsage... for abort) with a recorded message.
+  ncclResult_t poll();
+  // Forget elapsed spinning (progress was made).
+  void reset();
+
+ private:
+  ncclResult_t slowCheck();
+  const WaitContext* ctx_;
+  int peer_;
+  const char* what_;
+  uint64_t spins_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point nextCheck_;
+};
+
+// Scan all observable peers; if one is dead, record "rank R (pid P on host H) is gone" and return
+// ncclRemoteError. Rate-limited by the caller.
+ncclResult_t checkPeersAlive(const WaitContext* ctx);
+
+}  // namespace braid

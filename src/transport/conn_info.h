@@ -1,0 +1,54 @@
+// ConnInfo: the plain struct every transport's setup ends in (DESIGN.md §2.2). Executors (host threads now,
+// device kernels later) read only this; they never know which transport is behind it.
+//
+// A connection is a FIFO of nSteps slots of stepBytes each, living where the receiver reads it. The sender
+// writes slot (step % nSteps), stores the byte count in sizes[slot], then publishes tail = step + 1
+// (release). The receiver waits until tail > step (acquire), consumes, then publishes head = step + 1
+// (release) to hand the slot back. The sender may write step s only when s < head + nSteps.
+// For the socket transport the sender's buff/head/tail are a local staging FIFO that a proxy thread
+// drains into the socket; the receiver's are filled by the proxy on the other side.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+namespace braid {
+
+enum class TransportKind : uint32_t { None = 0, P2p = 1, Shm = 2, Net = 3 };
+
+struct ConnInfo {
+  char* buff = nullptr;      // nSteps * stepBytes bytes
+  uint64_t* head = nullptr;  // written by the receiver side (credits), read by the sender side
+  uint64_t* tail = nullptr;  // written by the sender side, read by the receiver side
+  int32_t* sizes = nullptr;  // nSteps entries: bytes in each slot, written before tail is published
+  // Set non-zero by a proxy/transport thread when the connection broke; waiters check it.
+  uint32_t* errorFlag = nullptr;
+  uint32_t stepBytes = 0;
+  uint32_t nSteps = 0;
+  int32_t peer = -1;
+  TransportKind kind = TransportKind::None;
+  uint64_t step = 0;  // executor-local: next step this side will produce/consume
+};
+static_assert(std::is_trivially_copyable<ConnInfo>::value, "ConnInfo must stay a plain struct");
+
+// Host-side atomic helpers (the device executor will have its own with the same semantics).
+inline uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline void storeRelease(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+inline uint32_t loadAcquire32(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+// What executors need from a communicator's connections. ConnectionManager (transport.h) implements it;
+// executor tests implement it in memory.
+class ConnProvider {
+ public:
+  virtual ~ConnProvider() = default;
+  virtual int ringChannels() const = 0;
+  virtual ConnInfo* ringSend(int channel) = 0;
+  virtual ConnInfo* ringRecv(int channel) = 0;
+  // Connects what is missing; the peers named must call it in the same batch (A's send to B pairs with
+  // B's recv from A). Returns with every listed connection usable.
+  virtual int connectP2p(const int* sendPeers, int nSend, const int* recvPeers, int nRecv) = 0;  // ncclResult_t
+  virtual ConnInfo* p2pSend(int peer) = 0;
+  virtual ConnInfo* p2pRecv(int peer) = 0;
+};
+
+}  // namespace braid

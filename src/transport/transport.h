@@ -1,0 +1,95 @@
+// The transport interface and the per-communicator connection manager. A Transport sets up one side of a
+// connection (send or recv) and exchanges an opaque handle with the peer through the bootstrap; both
+// sides pick the same transport because the choice is a pure function of the two PeerInfo values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "core/peer_info.h"
+#include "core/wait.h"
+#include "nccl.h"
+#include "transport/conn_info.h"
+
+namespace braid {
+
+// Opaque bytes a side sends to its peer during connection setup.
+struct ConnectHandle {
+  uint8_t data[256];
+};
+
+// Resources behind one side of a connection (segments, sockets, proxy registration). RAII.
+class ConnResources {
+ public:
+  virtual ~ConnResources() = default;
+};
+
+struct Connector {
+  ConnInfo info;                           // what executors read (copy it; pointers stay valid)
+  std::unique_ptr<ConnResources> res;      // freed with the connector
+  bool connected = false;
+};
+
+enum class Direction { Send, Recv };
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  virtual TransportKind kind() const = 0;
+  // Must be symmetric: canConnect(a, b) == canConnect(b, a).
+  virtual bool canConnect(const PeerInfo& me, const PeerInfo& peer) const = 0;
+  // Phase 1: allocate this side's resources, produce the handle to send to the peer.
+  virtual ncclResult_t setup(Direction dir, const PeerInfo& me, const PeerInfo& peer, int channel,
+                             size_t buffBytes, Connector* conn, ConnectHandle* myHandle) = 0;
+  // Phase 2: with the peer's handle, finish the connection and fill conn->info.
+  virtual ncclResult_t connect(Direction dir, const ConnectHandle& peerHandle, Connector* conn) = 0;
+};
+
+class NetProxy;  // socket transport's progress thread (transport/net)
+
+// Per-communicator shared state for transports (e.g., the proxy thread of the socket transport).
+struct TransportContext {
+  const WaitContext* wait = nullptr;
+  Bootstrap* bootstrap = nullptr;
+  const PeerInfo* self = nullptr;
+  const std::vector<PeerInfo>* peers = nullptr;
+  std::shared_ptr<NetProxy> proxy;  // created on first use
+};
+
+// Connections of one communicator: ring connections per channel and point-to-point connections per peer.
+class ConnectionManager final : public ConnProvider {
+ public:
+  ConnectionManager(const WaitContext* wait, Bootstrap* bootstrap, const PeerInfo* self,
+                    const std::vector<PeerInfo>* peers);
+  ~ConnectionManager();
+
+  // Collective over all ranks: send to (rank+1)%n, recv from (rank-1+n)%n on channels [0, nChannels).
+  ncclResult_t connectRing(int nChannels);
+  // Called by the ranks taking part: connects any of the listed connections not connected yet. Peer pairs
+  // must call it in the same group (A's send to B pairs with B's recv from A).
+  int connectP2p(const int* sendPeers, int nSend, const int* recvPeers, int nRecv) override;
+
+  ConnInfo* ringSend(int channel) override;
+  ConnInfo* ringRecv(int channel) override;
+  ConnInfo* p2pSend(int peer) override;
+  ConnInfo* p2pRecv(int peer) override;
+  int ringChannels() const override;
+  // Which transport serves a peer (for logs and tests).
+  const char* transportName(int peer) const;
+
+  // Marks every connection broken and stops proxies; used by abort.
+  void abort();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The ordered list of transports tried (SHM > NET for host communicators; P2P first for device).
+std::vector<Transport*> hostTransports();
+
+}  // namespace braid
