@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "nccl.h"
+
 namespace braid {
 
 enum class TransportKind : uint32_t { None = 0, P2p = 1, Shm = 2, Net = 3 };
@@ -46,7 +48,7 @@ class ConnProvider {
   virtual ConnInfo* ringRecv(int channel) = 0;
   // Connects what is missing; the peers named must call it in the same batch (A's send to B pairs with
   // B's recv from A). Returns with every listed connection usable.
-  virtual int connectP2p(const int* sendPeers, int nSend, const int* recvPeers, int nRecv) = 0;  // ncclResult_t
+  virtual ncclResult_t connectP2p(const int* sendPeers, int nSend, const int* recvPeers, int nRecv) = 0;
   virtual ConnInfo* p2pSend(int peer) = 0;
   virtual ConnInfo* p2pRecv(int peer) = 0;
 };

@@ -71,7 +71,7 @@ class ConnectionManager final : public ConnProvider {
   ncclResult_t connectRing(int nChannels);
   // Called by the ranks taking part: connects any of the listed connections not connected yet. Peer pairs
   // must call it in the same group (A's send to B pairs with B's recv from A).
-  int connectP2p(const int* sendPeers, int nSend, const int* recvPeers, int nRecv) override;
+  ncclResult_t connectP2p(const int* sendPeers, int nSend, const int* recvPeers, int nRecv) override;
 
   ConnInfo* ringSend(int channel) override;
   ConnInfo* ringRecv(int channel) override;
