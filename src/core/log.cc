@@ -1,0 +1,167 @@
+// Logging: NCCL_DEBUG level, NCCL_DEBUG_SUBSYS mask, NCCL_DEBUG_FILE destination. Lines read
+// "host:pid:tid [rank R] BRAID WARN message" so logs of many ranks can be merged and grepped.
+#include "core/log.h"
+
+#include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+namespace braid {
+namespace {
+
+struct LogState {
+  std::mutex mu;
+  std::atomic<bool> initialised{false};
+  std::atomic<int> level{static_cast<int>(LogLevel::Warn)};
+  std::atomic<uint64_t> mask{kSubAll};
+  FILE* out = stderr;
+  char host[64] = {};
+};
+
+LogState& state() {
+  static LogState* s = new LogState();  // never destroyed: logging may happen during exit
+  return *s;
+}
+
+thread_local int tRank = -1;
+
+struct SubsysName {
+  const char* name;
+  uint64_t bit;
+};
+const SubsysName kSubsys[] = {
+    {"INIT", kSubInit},   {"COLL", kSubColl},     {"P2P", kSubP2p},   {"SHM", kSubShm},
+    {"NET", kSubNet},     {"GRAPH", kSubGraph},   {"TUNING", kSubTuning}, {"ENV", kSubEnv},
+    {"ALLOC", kSubAlloc}, {"CALL", kSubCall},     {"PROXY", kSubProxy}, {"NVLS", kSubNvls},
+    {"BOOTSTRAP", kSubBootstrap}, {"REG", kSubReg}, {"PROFILE", kSubProfile}, {"RAS", kSubRas},
+    {"ALL", kSubAll},
+};
+
+std::string expandFileName(const char* pattern, const char* host) {
+  std::string out;
+  for (const char* p = pattern; *p; ++p) {
+    if (p[0] == '%' && p[1] == 'h') {
+      out += host;
+      ++p;
+    } else if (p[0] == '%' && p[1] == 'p') {
+      out += std::to_string(getpid());
+      ++p;
+    } else if (p[0] == '%' && p[1] == '%') {
+      out += '%';
+      ++p;
+    } else {
+      out += *p;
+    }
+  }
+  return out;
+}
+
+void initLocked(LogState& s) {
+  if (s.initialised.load(std::memory_order_acquire)) return;
+  gethostname(s.host, sizeof(s.host) - 1);
+  if (char* dot = strchr(s.host, '.')) *dot = '\0';
+  const char* lvl = getenv("NCCL_DEBUG");
+  s.level.store(static_cast<int>(lvl ? parseLogLevel(lvl) : LogLevel::None));
+  const char* sub = getenv("NCCL_DEBUG_SUBSYS");
+  s.mask.store(sub ? parseSubsysMask(sub) : (kSubInit | kSubBootstrap | kSubEnv));
+  if (s.out != stderr && s.out != stdout && s.out != nullptr) fclose(s.out);
+  s.out = stderr;
+  const char* file = getenv("NCCL_DEBUG_FILE");
+  if (file && *file && s.level.load() > static_cast<int>(LogLevel::None)) {
+    std::string name = expandFileName(file, s.host);
+    if (FILE* f = fopen(name.c_str(), "w")) {
+      setvbuf(f, nullptr, _IOLBF, 0);
+      s.out = f;
+    } else {
+      fprintf(stderr, "%s:%d BRAID WARN cannot open NCCL_DEBUG_FILE %s: %s\n", s.host, getpid(),
+              name.c_str(), strerror(errno));
+    }
+  }
+  s.initialised.store(true, std::memory_order_release);
+}
+
+}  // namespace
+
+LogLevel parseLogLevel(const char* s) {
+  if (strcasecmp(s, "VERSION") == 0) return LogLevel::Version;
+  if (strcasecmp(s, "WARN") == 0) return LogLevel::Warn;
+  if (strcasecmp(s, "INFO") == 0) return LogLevel::Info;
+  if (strcasecmp(s, "ABORT") == 0) return LogLevel::Abort;
+  if (strcasecmp(s, "TRACE") == 0) return LogLevel::Trace;
+  return LogLevel::None;
+}
+
+uint64_t parseSubsysMask(const char* s) {
+  bool invert = false;
+  if (*s == '^') {
+    invert = true;
+    ++s;
+  }
+  uint64_t mask = 0;
+  std::string all(s);
+  size_t pos = 0;
+  while (pos <= all.size()) {
+    size_t comma = all.find(',', pos);
+    if (comma == std::string::npos) comma = all.size();
+    std::string tok = all.substr(pos, comma - pos);
+    for (const auto& e : kSubsys)
+      if (strcasecmp(tok.c_str(), e.name) == 0) mask |= e.bit;
+    pos = comma + 1;
+  }
+  return invert ? ~mask : mask;
+}
+
+void resetLogging() {
+  LogState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.initialised.store(false, std::memory_order_release);
+  initLocked(s);
+}
+
+bool logEnabled(LogLevel level, uint64_t subsys) {
+  LogState& s = state();
+  if (!s.initialised.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    initLocked(s);
+  }
+  if (static_cast<int>(level) > s.level.load(std::memory_order_relaxed)) return false;
+  if (level == LogLevel::Warn || level == LogLevel::Version) return true;
+  return (s.mask.load(std::memory_order_relaxed) & subsys) != 0;
+}
+
+void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, const char* fmt, ...) {
+  LogState& s = state();
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  const char* lvl = level == LogLevel::Warn ? "WARN" : level == LogLevel::Trace ? "TRACE"
+                    : level == LogLevel::Version ? "VERSION" : "INFO";
+  char rank[24] = "";
+  if (tRank >= 0) snprintf(rank, sizeof(rank), " [rank %d]", tRank);
+  long tid = syscall(SYS_gettid);
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (level == LogLevel::Trace) {
+    const char* base = strrchr(file, '/');
+    fprintf(s.out, "%s:%d:%ld%s BRAID %s %s:%d %s\n", s.host, getpid(), tid, rank, lvl, base ? base + 1 : file,
+            line, msg);
+  } else {
+    fprintf(s.out, "%s:%d:%ld%s BRAID %s %s\n", s.host, getpid(), tid, rank, lvl, msg);
+  }
+  fflush(s.out);
+}
+
+int currentLogRank() { return tRank; }
+RankTag::RankTag(int rank) : prev_(tRank) { tRank = rank; }
+RankTag::~RankTag() { tRank = prev_; }
+
+}  // namespace braid

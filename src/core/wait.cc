@@ -1,0 +1,85 @@
+// Waiter: spin, then yield, then nap; every few milliseconds check abort, deadline and peer liveness.
+#include "core/wait.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include "core/result.h"
+
+namespace braid {
+namespace {
+constexpr uint64_t kSpinsBeforeYield = 256;
+constexpr uint64_t kSpinsBeforeNap = 4096;
+constexpr auto kCheckPeriod = std::chrono::milliseconds(20);
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
+Waiter::Waiter(const WaitContext* ctx, int peer, const char* what) : ctx_(ctx), peer_(peer), what_(what) {
+  start_ = std::chrono::steady_clock::now();
+  nextCheck_ = start_ + kCheckPeriod;
+}
+
+void Waiter::reset() {
+  spins_ = 0;
+  start_ = std::chrono::steady_clock::now();
+  nextCheck_ = start_ + kCheckPeriod;
+}
+
+ncclResult_t Waiter::poll() {
+  ++spins_;
+  if (spins_ < kSpinsBeforeYield) {
+    cpuRelax();
+    if ((spins_ & 63) != 0) return ncclSuccess;
+  } else if (spins_ < kSpinsBeforeNap) {
+    sched_yield();
+  } else {
+    // Ranks may outnumber cores: sleeping lets the peer we wait for run. 50 us keeps latency modest.
+    struct timespec ts = {0, 50 * 1000};
+    nanosleep(&ts, nullptr);
+  }
+  if (ctx_ && ctx_->abortFlag && ctx_->abortFlag->load(std::memory_order_relaxed))
+    return recordError(ncclInvalidUsage, "%s: communicator aborted while waiting for %s", ctx_->commName, what_);
+  auto now = std::chrono::steady_clock::now();
+  if (now < nextCheck_) return ncclSuccess;
+  nextCheck_ = now + kCheckPeriod;
+  return slowCheck();
+}
+
+ncclResult_t Waiter::slowCheck() {
+  if (ctx_ == nullptr) return ncclSuccess;
+  if (ctx_->self && ctx_->peers && peer_ >= 0 && peer_ < static_cast<int>(ctx_->peers->size())) {
+    const PeerInfo& p = (*ctx_->peers)[peer_];
+    if (!peerProcessAlive(*ctx_->self, p))
+      return recordError(ncclRemoteError, "rank %d (pid %d on host %s) is gone: it exited or was killed while we waited for %s",
+                         peer_, p.pid, p.hostName, what_);
+  }
+  // A dead rank further along the ring stalls us too: any observable dead peer ends the wait.
+  BRAID_CHECK(checkPeersAlive(ctx_));
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (ctx_->timeoutSec > 0 && waited > ctx_->timeoutSec) {
+    if (peer_ >= 0)
+      return recordError(ncclRemoteError, "timed out after %.0f s waiting for %s (rank %d made no progress; BRAID_TIMEOUT=%g)",
+                         waited, what_, peer_, ctx_->timeoutSec);
+    return recordError(ncclRemoteError, "timed out after %.0f s waiting for %s", waited, what_);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t checkPeersAlive(const WaitContext* ctx) {
+  if (ctx == nullptr || ctx->self == nullptr || ctx->peers == nullptr) return ncclSuccess;
+  const auto& peers = *ctx->peers;
+  for (size_t r = 0; r < peers.size(); ++r) {
+    if (static_cast<int>(r) == ctx->self->rank) continue;
+    if (!peerProcessAlive(*ctx->self, peers[r]))
+      return recordError(ncclRemoteError, "rank %zu (pid %d on host %s) is gone: it exited or was killed", r,
+                         peers[r].pid, peers[r].hostName);
+  }
+  return ncclSuccess;
+}
+
+}  // namespace braid
