@@ -66,12 +66,17 @@ struct ncclComm {
   // ncclInProgress while a nonblocking init runs; then its result. Sticky errors from collectives too.
   std::atomic<int> asyncError{ncclSuccess};
   std::thread initThread;
+  std::mutex initMu;  // guards joining initThread
 
   std::mutex errMu;
   std::string lastError;  // guarded by errMu
 
   std::mutex redOpMu;
   std::vector<braid::UserRedOp> userOps;  // index = op - ncclNumOps
+
+  int splitCount = 0;   // sequence numbers keep successive splits' messages apart
+  int shrinkCount = 0;
+  std::vector<uint8_t> shrinkIgnore;
 
   bool finalized = false;
   bool destroyed = false;

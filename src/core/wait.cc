@@ -75,6 +75,7 @@ ncclResult_t checkPeersAlive(const WaitContext* ctx) {
   const auto& peers = *ctx->peers;
   for (size_t r = 0; r < peers.size(); ++r) {
     if (static_cast<int>(r) == ctx->self->rank) continue;
+    if (ctx->ignore && r < ctx->ignore->size() && (*ctx->ignore)[r]) continue;
     if (!peerProcessAlive(*ctx->self, peers[r]))
       return recordError(ncclRemoteError, "rank %zu (pid %d on host %s) is gone: it exited or was killed", r,
                          peers[r].pid, peers[r].hostName);

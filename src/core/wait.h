@@ -21,6 +21,8 @@ struct WaitContext {
   const PeerInfo* self = nullptr;
   const std::vector<PeerInfo>* peers = nullptr;      // all ranks, indexed by rank; may be null
   const char* commName = "";
+  // Ranks not to watch for liveness (e.g. ranks excluded by ncclCommShrink); indexed by rank, may be null.
+  const std::vector<uint8_t>* ignore = nullptr;
 };
 
 class Waiter {

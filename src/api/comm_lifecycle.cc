@@ -1,0 +1,426 @@
+// Communicator lifecycle: init (rank, config, all, scalable; blocking and nonblocking), split, shrink,
+// finalize, destroy, abort, revoke, async error, and the queries. Owns ncclComm's out-of-line members
+// because the parts it holds (connections, executor) are complete only here.
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "api/api_common.h"
+#include "collectives/host_executor.h"
+#include "core/bootstrap.h"
+#include "core/param.h"
+#include "core/peer_info.h"
+#include "transport/transport.h"
+
+ncclComm::ncclComm() = default;
+
+ncclComm::~ncclComm() {
+  if (initThread.joinable()) initThread.join();
+  exec.reset();
+  conns.reset();
+  if (bootstrap) bootstrap->close();
+  bootstrap.reset();
+  magic = braid::kCommDeadMagic;
+}
+
+void ncclComm::setLastError(const std::string& msg) {
+  std::lock_guard<std::mutex> lock(errMu);
+  lastError = msg;
+}
+
+std::string ncclComm::getLastError() {
+  std::lock_guard<std::mutex> lock(errMu);
+  return lastError;
+}
+
+namespace braid {
+namespace {
+
+constexpr int kTagSplitId = 0x5000;      // + split sequence, over the parent's bootstrap
+constexpr int kTagShrinkId = 0x6000;
+
+// Reads the config the caller passed, honouring its size (older headers carry fewer fields).
+ncclResult_t parseConfig(const ncclConfig_t* cfg, const char* fn, CommConfig* out) {
+  int64_t envBlocking = params::CommBlocking();
+  out->blocking = envBlocking == 0 ? 0 : 1;
+  if (cfg == nullptr) return ncclSuccess;
+  if (cfg->magic != 0xcafebeef)
+    return recordError(ncclInvalidArgument,
+                       "%s: config magic 0x%x is wrong (initialise it with NCCL_CONFIG_INITIALIZER)", fn, cfg->magic);
+  size_t size = cfg->size;
+  auto has = [&](size_t offset, size_t len) { return size >= offset + len; };
+  if (has(offsetof(ncclConfig_t, blocking), sizeof(int)) && cfg->blocking != NCCL_CONFIG_UNDEF_INT) {
+    if (cfg->blocking != 0 && cfg->blocking != 1)
+      return recordError(ncclInvalidArgument, "%s: config.blocking must be 0 or 1, not %d", fn, cfg->blocking);
+    out->blocking = cfg->blocking;
+  }
+  if (has(offsetof(ncclConfig_t, minCTAs), sizeof(int)) && cfg->minCTAs != NCCL_CONFIG_UNDEF_INT)
+    out->minChannels = cfg->minCTAs;
+  if (has(offsetof(ncclConfig_t, maxCTAs), sizeof(int)) && cfg->maxCTAs != NCCL_CONFIG_UNDEF_INT)
+    out->maxChannels = cfg->maxCTAs;
+  if (out->minChannels != -1 && out->maxChannels != -1 && out->minChannels > out->maxChannels)
+    return recordError(ncclInvalidArgument, "%s: config.minCTAs %d > config.maxCTAs %d", fn, out->minChannels,
+                       out->maxChannels);
+  if (has(offsetof(ncclConfig_t, commName), sizeof(char*)) && cfg->commName != nullptr) out->name = cfg->commName;
+  if (has(offsetof(ncclConfig_t, splitShare), sizeof(int)) && cfg->splitShare != NCCL_CONFIG_UNDEF_INT)
+    out->splitShare = cfg->splitShare;
+  return ncclSuccess;
+}
+
+bool gpusVisible() {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+}
+
+int chooseHostChannels(const CommConfig& cfg) {
+  int64_t n = params::HostChannels();
+  int64_t lo = std::max<int64_t>(params::MinNChannels(), params::MinCtas());
+  int64_t hi = params::MaxNChannels() > 0 ? params::MaxNChannels() : params::MaxCtas();
+  if (cfg.minChannels > 0) lo = std::max<int64_t>(lo, cfg.minChannels);
+  if (cfg.maxChannels > 0) hi = hi > 0 ? std::min<int64_t>(hi, cfg.maxChannels) : cfg.maxChannels;
+  if (lo > 0) n = std::max(n, lo);
+  if (hi > 0) n = std::min(n, hi);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(n, 32)));
+}
+
+// Everything after argument checks; runs on the caller's thread or the nonblocking init thread.
+ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
+  RankTag tag(comm->rank);
+  if (!params::HostComm() && gpusVisible())
+    return recordError(ncclInvalidUsage,
+                       "rank %d: communicators on GPU buffers are not implemented yet in this build (GPU data path "
+                       "pending); set BRAID_HOST_COMM=1 to use host buffers",
+                       comm->rank);
+  comm->hostComm = true;
+  comm->cudaDev = -1;
+  fillLocalPeerInfo(&comm->self);
+  comm->self.rank = comm->rank;
+  comm->self.cudaDev = -1;
+  comm->self.busId = -1;
+  comm->self.isHost = 1;
+  comm->wait.abortFlag = &comm->abortFlag;
+  comm->wait.timeoutSec = static_cast<double>(params::BootstrapTimeout());
+  comm->wait.self = &comm->self;
+  comm->wait.commName = comm->config.name.empty() ? "braid" : comm->config.name.c_str();
+  BRAID_CHECK(Bootstrap::create(id, comm->rank, comm->nranks, comm->self, &comm->wait, &comm->bootstrap));
+  comm->peers = comm->bootstrap->peers();
+  comm->wait.peers = &comm->peers;
+  for (const PeerInfo& p : comm->peers)
+    if (!p.isHost)
+      return recordError(ncclInvalidUsage, "rank %d: rank %d uses GPU buffers but this rank is a host communicator",
+                         comm->rank, p.rank);
+
+  // Every rank must use the same number of channels even if environments differ: take the minimum.
+  std::vector<int> channels(comm->nranks);
+  channels[comm->rank] = chooseHostChannels(comm->config);
+  BRAID_CHECK(comm->bootstrap->allGather(channels.data(), sizeof(int)));
+  comm->nChannels = *std::min_element(channels.begin(), channels.end());
+
+  comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
+  BRAID_CHECK(comm->conns->connectRing(comm->nChannels));
+  comm->wait.timeoutSec = static_cast<double>(params::Timeout());
+  comm->exec = std::make_unique<HostExecutor>(comm->conns.get(), &comm->wait, comm->rank, comm->nranks,
+                                              comm->nChannels);
+  BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: host communicator ready, %d channel(s), ring next %s", (void*)comm,
+             comm->rank, comm->nranks, comm->nChannels, comm->conns->transportName((comm->rank + 1) % comm->nranks));
+  return ncclSuccess;
+}
+
+ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* cfg,
+                      const char* fn) {
+  BRAID_CHECK(checkPtr(out, "comm", fn));
+  *out = nullptr;
+  if (nranks < 1) return recordError(ncclInvalidArgument, "%s: nranks %d is invalid (must be >= 1)", fn, nranks);
+  if (rank < 0 || rank >= nranks)
+    return recordError(ncclInvalidArgument, "%s: rank %d is out of range (nranks %d)", fn, rank, nranks);
+  UniqueIdData idData;
+  BRAID_CHECK(bootstrapParseId(id, &idData));
+  CommConfig config;
+  BRAID_CHECK(parseConfig(cfg, fn, &config));
+
+  auto comm = std::make_unique<ncclComm>();
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->config = config;
+  comm->commHash = idData.secret;
+  if (config.blocking) {
+    BRAID_CHECK(initBody(comm.get(), id));
+    *out = comm.release();
+    return ncclSuccess;
+  }
+  // Nonblocking: the handle is valid at once; ncclCommGetAsyncError reports ncclInProgress until done.
+  ncclComm* c = comm.release();
+  c->asyncError.store(ncclInProgress);
+  c->initThread = std::thread([c, id]() {
+    ErrorScope scope;
+    ncclResult_t res = initBody(c, id);
+    if (res != ncclSuccess) {
+      std::string msg = pendingError().empty() ? errorString(res) : pendingError();
+      c->setLastError(msg);
+      setThreadLastError(msg);
+    }
+    c->asyncError.store(res);
+  });
+  *out = c;
+  return ncclInProgress;
+}
+
+void destroyComm(ncclComm* comm, bool abort) {
+  if (abort) {
+    comm->abortFlag.store(1);
+    if (comm->conns) comm->conns->abort();
+    if (comm->bootstrap) comm->bootstrap->close();
+  }
+  {
+    std::lock_guard<std::mutex> lock(comm->initMu);
+    if (comm->initThread.joinable()) comm->initThread.join();
+  }
+  delete comm;
+}
+
+}  // namespace
+}  // namespace braid
+
+using namespace braid;
+
+BRAID_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+          ncclConfig_t* config) {
+  return apiCall("ncclCommInitRankConfig", nullptr,
+                 [&] { return commInit(comm, nranks, commId, rank, config, "ncclCommInitRankConfig"); });
+}
+
+BRAID_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return apiCall("ncclCommInitRank", nullptr,
+                 [&] { return commInit(comm, nranks, commId, rank, nullptr, "ncclCommInitRank"); });
+}
+
+BRAID_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
+          ncclUniqueId* commIds, ncclConfig_t* config) {
+  return apiCall("ncclCommInitRankScalable", nullptr, [&]() -> ncclResult_t {
+    BRAID_CHECK(checkPtr(commIds, "commIds", "ncclCommInitRankScalable"));
+    if (nId < 1)
+      return recordError(ncclInvalidArgument, "ncclCommInitRankScalable: nId %d is invalid (must be >= 1)", nId);
+    // One root serves any number of ranks here; the first id is the one every rank shares.
+    return commInit(newcomm, nranks, commIds[0], myrank, config, "ncclCommInitRankScalable");
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
+  return apiCall("ncclCommInitAll", nullptr, [&]() -> ncclResult_t {
+    BRAID_CHECK(checkPtr(comms, "comms", "ncclCommInitAll"));
+    if (ndev < 1) return recordError(ncclInvalidArgument, "ncclCommInitAll: ndev %d is invalid (must be >= 1)", ndev);
+    if (devlist != nullptr)
+      for (int i = 0; i < ndev; ++i)
+        for (int j = 0; j < i; ++j)
+          if (devlist[i] == devlist[j])
+            return recordError(ncclInvalidUsage, "ncclCommInitAll: devlist[%d] and devlist[%d] are both device %d", j,
+                               i, devlist[i]);
+    ncclUniqueId id;
+    BRAID_CHECK(bootstrapCreateRootId(&id));
+    std::vector<ncclResult_t> results(ndev, ncclSuccess);
+    std::vector<std::string> messages(ndev);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < ndev; ++i)
+      threads.emplace_back([&, i]() {
+        ErrorScope scope;
+        results[i] = commInit(&comms[i], ndev, id, i, nullptr, "ncclCommInitAll");
+        messages[i] = pendingError();
+      });
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < ndev; ++i)
+      if (results[i] != ncclSuccess) {
+        for (int j = 0; j < ndev; ++j)
+          if (comms[j]) destroyComm(comms[j], true), comms[j] = nullptr;
+        return recordError(results[i], "ncclCommInitAll: rank %d: %s", i, messages[i].c_str());
+      }
+    return ncclSuccess;
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  return apiCall("ncclCommFinalize", comm, [&]() -> ncclResult_t {
+    BRAID_CHECK(checkComm(comm, "ncclCommFinalize"));
+    // Host communicators complete every operation before returning, so there is nothing left to flush.
+    comm->finalized = true;
+    return ncclSuccess;
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  return apiCall("ncclCommDestroy", nullptr, [&]() -> ncclResult_t {
+    if (comm == nullptr) return ncclSuccess;
+    BRAID_CHECK(checkComm(comm, "ncclCommDestroy"));
+    destroyComm(comm, false);
+    return ncclSuccess;
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  return apiCall("ncclCommAbort", nullptr, [&]() -> ncclResult_t {
+    if (comm == nullptr) return ncclSuccess;
+    BRAID_CHECK(checkComm(comm, "ncclCommAbort"));
+    destroyComm(comm, true);
+    return ncclSuccess;
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
+  return apiCall("ncclCommRevoke", comm, [&]() -> ncclResult_t {
+    BRAID_CHECK(checkComm(comm, "ncclCommRevoke"));
+    if (revokeFlags != NCCL_REVOKE_DEFAULT)
+      return recordError(ncclInvalidArgument, "ncclCommRevoke: revokeFlags %d is invalid", revokeFlags);
+    // Stop whatever is in flight; the comm can only be destroyed or shrunk afterwards.
+    comm->abortFlag.store(1);
+    if (comm->conns) comm->conns->abort();
+    int expected = ncclSuccess;
+    comm->asyncError.compare_exchange_strong(expected, ncclInvalidUsage);
+    comm->setLastError("communicator was revoked");
+    return ncclSuccess;
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
+  return apiCall("ncclCommGetAsyncError", comm, [&]() -> ncclResult_t {
+    BRAID_CHECK(checkComm(comm, "ncclCommGetAsyncError"));
+    BRAID_CHECK(checkPtr(asyncError, "asyncError", "ncclCommGetAsyncError"));
+    *asyncError = static_cast<ncclResult_t>(comm->asyncError.load());
+    if (*asyncError != ncclInProgress) {
+      std::lock_guard<std::mutex> lock(comm->initMu);
+      if (comm->initThread.joinable()) comm->initThread.join();
+    }
+    return ncclSuccess;
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
+  return apiCall("ncclCommCount", comm, [&]() -> ncclResult_t {
+    BRAID_CHECK(checkComm(comm, "ncclCommCount"));
+    BRAID_CHECK(checkPtr(count, "count", "ncclCommCount"));
+    *count = comm->nranks;
+    return ncclSuccess;
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
+  return apiCall("ncclCommCuDevice", comm, [&]() -> ncclResult_t {
+    BRAID_CHECK(checkComm(comm, "ncclCommCuDevice"));
+    BRAID_CHECK(checkPtr(device, "device", "ncclCommCuDevice"));
+    *device = comm->cudaDev;
+    return ncclSuccess;
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
+  return apiCall("ncclCommUserRank", comm, [&]() -> ncclResult_t {
+    BRAID_CHECK(checkComm(comm, "ncclCommUserRank"));
+    BRAID_CHECK(checkPtr(rank, "rank", "ncclCommUserRank"));
+    *rank = comm->rank;
+    return ncclSuccess;
+  });
+}
+
+namespace braid {
+namespace {
+
+// Members of a derived communicator agree on an id: the leader (new rank 0) makes one and sends it to the
+// others over the parent's bootstrap.
+ncclResult_t shareNewId(ncclComm* parent, const std::vector<int>& members, int tag, ncclUniqueId* id) {
+  if (members[0] == parent->rank) {
+    BRAID_CHECK(bootstrapCreateRootId(id));
+    for (size_t i = 1; i < members.size(); ++i) BRAID_CHECK(parent->bootstrap->send(members[i], tag, id, sizeof(*id)));
+    return ncclSuccess;
+  }
+  return parent->bootstrap->recv(members[0], tag, id, sizeof(*id));
+}
+
+ncclResult_t inheritConfig(ncclComm* parent, ncclConfig_t* cfg, ncclConfig_t* tmp) {
+  if (cfg != nullptr) return ncclSuccess;
+  *tmp = NCCL_CONFIG_INITIALIZER;
+  tmp->blocking = parent->config.blocking;
+  return ncclSuccess;
+}
+
+}  // namespace
+}  // namespace braid
+
+BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+          ncclConfig_t* config) {
+  return apiCall("ncclCommSplit", comm, [&]() -> ncclResult_t {
+    BRAID_CHECK(checkComm(comm, "ncclCommSplit"));
+    BRAID_CHECK(checkPtr(newcomm, "newcomm", "ncclCommSplit"));
+    RankTag tag(comm->rank);
+    *newcomm = nullptr;
+    if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
+      return recordError(ncclInvalidArgument, "ncclCommSplit: color %d is invalid (>= 0 or NCCL_SPLIT_NOCOLOR)",
+                         color);
+    if (!comm->bootstrap) return recordError(ncclInvalidUsage, "ncclCommSplit: communicator is not initialised");
+    struct Entry {
+      int color, key, rank;
+    };
+    std::vector<Entry> all(comm->nranks);
+    all[comm->rank] = {color, key, comm->rank};
+    BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Entry)));
+    int seq = comm->splitCount++;
+    if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
+    std::vector<Entry> mine;
+    for (const Entry& e : all)
+      if (e.color == color) mine.push_back(e);
+    std::stable_sort(mine.begin(), mine.end(),
+                     [](const Entry& a, const Entry& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
+    std::vector<int> members;
+    int newRank = -1;
+    for (const Entry& e : mine) {
+      if (e.rank == comm->rank) newRank = static_cast<int>(members.size());
+      members.push_back(e.rank);
+    }
+    ncclUniqueId id;
+    BRAID_CHECK(shareNewId(comm, members, kTagSplitId + (seq & 0xfff), &id));
+    ncclConfig_t tmp;
+    BRAID_CHECK(inheritConfig(comm, config, &tmp));
+    return commInit(newcomm, static_cast<int>(members.size()), id, newRank, config ? config : &tmp, "ncclCommSplit");
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+          ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  return apiCall("ncclCommShrink", comm, [&]() -> ncclResult_t {
+    BRAID_CHECK(checkComm(comm, "ncclCommShrink"));
+    BRAID_CHECK(checkPtr(newcomm, "newcomm", "ncclCommShrink"));
+    RankTag tag(comm->rank);
+    *newcomm = nullptr;
+    if (excludeRanksCount < 0 || (excludeRanksCount > 0 && excludeRanksList == nullptr))
+      return recordError(ncclInvalidArgument, "ncclCommShrink: excludeRanksList/excludeRanksCount (%d) are invalid",
+                         excludeRanksCount);
+    if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)
+      return recordError(ncclInvalidArgument, "ncclCommShrink: shrinkFlags %d is invalid", shrinkFlags);
+    std::vector<uint8_t> excluded(comm->nranks, 0);
+    for (int i = 0; i < excludeRanksCount; ++i) {
+      BRAID_CHECK(checkRank(excludeRanksList[i], comm->nranks, "excludeRanksList entry", "ncclCommShrink"));
+      excluded[excludeRanksList[i]] = 1;
+    }
+    if (excluded[comm->rank])
+      return recordError(ncclInvalidArgument, "ncclCommShrink: this rank (%d) is in excludeRanksList", comm->rank);
+    std::vector<int> members;
+    int newRank = -1;
+    for (int r = 0; r < comm->nranks; ++r)
+      if (!excluded[r]) {
+        if (r == comm->rank) newRank = static_cast<int>(members.size());
+        members.push_back(r);
+      }
+    // Excluded ranks may be dead: stop watching them, and clear a sticky error they caused.
+    comm->shrinkIgnore = excluded;
+    comm->wait.ignore = &comm->shrinkIgnore;
+    int seq = comm->shrinkCount++;
+    ncclUniqueId id;
+    BRAID_CHECK(shareNewId(comm, members, kTagShrinkId + (seq & 0xfff), &id));
+    ncclConfig_t tmp;
+    BRAID_CHECK(inheritConfig(comm, config, &tmp));
+    return commInit(newcomm, static_cast<int>(members.size()), id, newRank, config ? config : &tmp, "ncclCommShrink");
+  });
+}

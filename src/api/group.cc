@@ -1,0 +1,150 @@
+// ncclGroupStart/End/SimulateEnd and the per-thread queue of operations. At the outermost ncclGroupEnd
+// the queued ops are split per communicator; one communicator runs on the calling thread, several (one
+// thread driving many ranks, e.g. after ncclCommInitAll) run concurrently on helper threads, since each
+// rank's ops can only complete together with its peers'.
+#include "api/group.h"
+
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "api/api_common.h"
+#include "collectives/host_executor.h"
+
+namespace braid {
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  ncclResult_t error = ncclSuccess;
+  std::string errorMsg;
+  std::vector<std::pair<ncclComm*, OpDesc>> ops;
+};
+thread_local GroupState tGroup;
+
+ncclResult_t checkCommUsable(ncclComm* comm) {
+  int async = comm->asyncError.load();
+  if (async == ncclInProgress) {
+    std::lock_guard<std::mutex> lock(comm->initMu);
+    if (comm->initThread.joinable()) comm->initThread.join();
+    async = comm->asyncError.load();
+  }
+  if (async != ncclSuccess)
+    return recordError(static_cast<ncclResult_t>(async),
+                       "rank %d: communicator has an error from earlier (%s): %s; abort or destroy it", comm->rank,
+                       errorString(static_cast<ncclResult_t>(async)), comm->getLastError().c_str());
+  if (comm->finalized) return recordError(ncclInvalidUsage, "rank %d: communicator was finalized", comm->rank);
+  if (!comm->exec) return recordError(ncclInvalidUsage, "rank %d: communicator has no executor", comm->rank);
+  return ncclSuccess;
+}
+
+// Runs one communicator's batch; a failure becomes the comm's sticky async error (as in NCCL).
+ncclResult_t runBatch(ncclComm* comm, const std::vector<OpDesc>& ops) {
+  RankTag tag(comm->rank);
+  BRAID_CHECK(checkCommUsable(comm));
+  ncclResult_t res = comm->exec->run(ops);
+  if (res != ncclSuccess) {
+    comm->setLastError(pendingError().empty() ? std::string(errorString(res)) : pendingError());
+    int expected = ncclSuccess;
+    comm->asyncError.compare_exchange_strong(expected, res);
+  }
+  return res;
+}
+
+ncclResult_t flush(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
+  std::vector<ncclComm*> order;
+  std::map<ncclComm*, std::vector<OpDesc>> perComm;
+  for (auto& [comm, op] : queued) {
+    if (perComm.find(comm) == perComm.end()) order.push_back(comm);
+    perComm[comm].push_back(op);
+  }
+  queued.clear();
+  if (order.size() == 1) return runBatch(order[0], perComm[order[0]]);
+  std::vector<ncclResult_t> results(order.size(), ncclSuccess);
+  std::vector<std::string> messages(order.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < order.size(); ++i) {
+    threads.emplace_back([&, i]() {
+      ErrorScope scope;
+      results[i] = runBatch(order[i], perComm[order[i]]);
+      messages[i] = pendingError();
+    });
+  }
+  results[0] = runBatch(order[0], perComm[order[0]]);
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < order.size(); ++i)
+    if (results[i] != ncclSuccess) {
+      if (!messages[i].empty()) recordError(results[i], "%s", messages[i].c_str());
+      return results[i];
+    }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+bool inGroup() { return tGroup.depth > 0; }
+
+void noteGroupError(ncclResult_t res) {
+  if (tGroup.depth > 0 && tGroup.error == ncclSuccess) {
+    tGroup.error = res;
+    tGroup.errorMsg = pendingError();
+  }
+}
+
+ncclResult_t enqueueOp(ncclComm* comm, const OpDesc& op) {
+  if (tGroup.depth > 0) {
+    tGroup.ops.emplace_back(comm, op);
+    return ncclSuccess;
+  }
+  std::vector<std::pair<ncclComm*, OpDesc>> one{{comm, op}};
+  return flush(one);
+}
+
+}  // namespace braid
+
+using namespace braid;
+
+BRAID_API(ncclResult_t, ncclGroupStart, void) {
+  return apiCall("ncclGroupStart", nullptr, [&]() -> ncclResult_t {
+    ++tGroup.depth;
+    return ncclSuccess;
+  });
+}
+
+BRAID_API(ncclResult_t, ncclGroupEnd, void) {
+  return apiCall("ncclGroupEnd", nullptr, [&]() -> ncclResult_t {
+    if (tGroup.depth == 0)
+      return recordError(ncclInvalidUsage, "ncclGroupEnd: called without a matching ncclGroupStart");
+    if (--tGroup.depth > 0) return ncclSuccess;
+    if (tGroup.error != ncclSuccess) {
+      ncclResult_t res = tGroup.error;
+      std::string msg = tGroup.errorMsg;
+      tGroup.error = ncclSuccess;
+      tGroup.errorMsg.clear();
+      tGroup.ops.clear();
+      return recordError(res, "ncclGroupEnd: an operation of the group was invalid, nothing was executed: %s",
+                         msg.c_str());
+    }
+    return flush(tGroup.ops);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
+  return apiCall("ncclGroupSimulateEnd", nullptr, [&]() -> ncclResult_t {
+    BRAID_CHECK(checkPtr(simInfo, "simInfo", "ncclGroupSimulateEnd"));
+    if (simInfo->magic != 0x74685283u)
+      return recordError(ncclInvalidArgument,
+                         "ncclGroupSimulateEnd: simInfo magic 0x%x is wrong (use NCCL_SIM_INFO_INITIALIZER)",
+                         simInfo->magic);
+    if (tGroup.depth == 0)
+      return recordError(ncclInvalidUsage, "ncclGroupSimulateEnd: called without a matching ncclGroupStart");
+    if (--tGroup.depth > 0) return ncclSuccess;
+    // Until the tuner's cost model exists (issue 5): a host-path estimate of 10 us per op + 5 GB/s.
+    double us = 0;
+    for (auto& [comm, op] : tGroup.ops) us += 10.0 + static_cast<double>(op.count * dtypeSize(op.dtype)) / 5e3;
+    simInfo->estimatedTime = static_cast<float>(us);
+    tGroup.ops.clear();
+    tGroup.error = ncclSuccess;
+    return ncclSuccess;
+  });
+}
