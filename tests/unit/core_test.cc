@@ -1,0 +1,170 @@
+// Core unit tests: parameter parsing, log level/subsystem parsing and line format, error recording
+// (first failure wins inside a scope), and the Waiter's abort and timeout behaviour.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <set>
+#include <string>
+#include <vector>
+#include <sys/wait.h>
+
+#include "core/log.h"
+#include "core/param.h"
+#include "core/peer_info.h"
+#include "core/result.h"
+#include "core/wait.h"
+
+using namespace braid;
+
+TEST(Params, IntParsingAndDefaults) {
+  unsetenv("NCCL_BUFFSIZE");
+  EXPECT_EQ(params::BuffSize(), 4 << 20);
+  setenv("NCCL_BUFFSIZE", "65536", 1);
+  EXPECT_EQ(params::BuffSize(), 65536);
+  setenv("NCCL_BUFFSIZE", "0x1000", 1);
+  EXPECT_EQ(params::BuffSize(), 4096);
+  setenv("NCCL_BUFFSIZE", "12abc", 1);  // malformed: default, with a warning
+  EXPECT_EQ(params::BuffSize(), 4 << 20);
+  unsetenv("NCCL_BUFFSIZE");
+  setenv("NCCL_SOCKET_IFNAME", "^lo,docker", 1);
+  EXPECT_EQ(params::SocketIfname(), "^lo,docker");
+  unsetenv("NCCL_SOCKET_IFNAME");
+}
+
+TEST(Params, TableListsEveryParameterOnce) {
+  int n = 0;
+  const ParamDesc* t = paramTable(&n);
+  ASSERT_GT(n, 20);
+  std::set<std::string> envs;
+  for (int i = 0; i < n; ++i) {
+    EXPECT_TRUE(envs.insert(t[i].env).second) << "duplicate " << t[i].env;
+    EXPECT_TRUE(std::string(t[i].env).rfind("NCCL_", 0) == 0 || std::string(t[i].env).rfind("BRAID_", 0) == 0);
+  }
+  EXPECT_TRUE(envs.count("NCCL_PROTO"));
+  EXPECT_TRUE(envs.count("BRAID_BOOTSTRAP_TIMEOUT"));
+}
+
+TEST(Log, LevelAndSubsysParsing) {
+  EXPECT_EQ(parseLogLevel("WARN"), LogLevel::Warn);
+  EXPECT_EQ(parseLogLevel("info"), LogLevel::Info);
+  EXPECT_EQ(parseLogLevel("TRACE"), LogLevel::Trace);
+  EXPECT_EQ(parseLogLevel("VERSION"), LogLevel::Version);
+  EXPECT_EQ(parseLogLevel("bogus"), LogLevel::None);
+  EXPECT_EQ(parseSubsysMask("INIT,NET"), kSubInit | kSubNet);
+  EXPECT_EQ(parseSubsysMask("^INIT"), ~static_cast<uint64_t>(kSubInit));
+  EXPECT_EQ(parseSubsysMask("ALL"), static_cast<uint64_t>(kSubAll));
+  EXPECT_EQ(parseSubsysMask("coll,tuning"), kSubColl | kSubTuning);
+}
+
+TEST(Log, FileHasHostPidRankAndRespectsSubsys) {
+  char path[] = "/tmp/braid_log_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "NET", 1);
+  setenv("NCCL_DEBUG_FILE", path, 1);
+  resetLogging();
+  {
+    RankTag tag(3);
+    BRAID_INFO(kSubNet, "net line %d", 42);
+    BRAID_INFO(kSubInit, "init line should be filtered");
+    BRAID_WARN("warn line");
+  }
+  unsetenv("NCCL_DEBUG");
+  unsetenv("NCCL_DEBUG_SUBSYS");
+  unsetenv("NCCL_DEBUG_FILE");
+  resetLogging();
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string text = ss.str();
+  unlink(path);
+  EXPECT_NE(text.find("net line 42"), std::string::npos) << text;
+  EXPECT_EQ(text.find("init line"), std::string::npos) << text;
+  EXPECT_NE(text.find("warn line"), std::string::npos) << text;
+  EXPECT_NE(text.find("[rank 3] BRAID INFO"), std::string::npos) << text;
+  EXPECT_NE(text.find(":" + std::to_string(getpid()) + ":"), std::string::npos) << text;
+}
+
+TEST(Errors, FirstFailureWinsInsideScope) {
+  ErrorScope scope;
+  EXPECT_EQ(recordError(ncclSystemError, "open(%s) failed", "/dev/shm/x"), ncclSystemError);
+  EXPECT_EQ(recordError(ncclInternalError, "outer context"), ncclInternalError);
+  EXPECT_EQ(pendingError(), "open(/dev/shm/x) failed");
+  EXPECT_EQ(threadLastError(), "open(/dev/shm/x) failed");
+  {
+    ErrorScope inner;
+    EXPECT_TRUE(pendingError().empty());
+    recordError(ncclRemoteError, "inner");
+    EXPECT_EQ(pendingError(), "inner");
+  }
+  EXPECT_EQ(pendingError(), "open(/dev/shm/x) failed");
+  EXPECT_STREQ(errorString(ncclRemoteError), "remote process exited or there was a network error");
+}
+
+TEST(Wait, AbortFlagEndsWaitPromptly) {
+  std::atomic<uint32_t> abortFlag{0};
+  WaitContext ctx;
+  ctx.abortFlag = &abortFlag;
+  ctx.timeoutSec = 30;
+  ErrorScope scope;
+  Waiter w(&ctx, 1, "data from rank 1");
+  auto start = std::chrono::steady_clock::now();
+  ncclResult_t res = ncclSuccess;
+  for (int i = 0; res == ncclSuccess; ++i) {
+    if (i == 1000) abortFlag.store(1);
+    res = w.poll();
+  }
+  EXPECT_NE(res, ncclSuccess);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
+  EXPECT_NE(pendingError().find("aborted"), std::string::npos) << pendingError();
+}
+
+TEST(Wait, TimeoutNamesPeerAndWhat) {
+  WaitContext ctx;
+  ctx.timeoutSec = 0.2;
+  ErrorScope scope;
+  Waiter w(&ctx, 2, "credits from rank 2");
+  ncclResult_t res = ncclSuccess;
+  while (res == ncclSuccess) res = w.poll();
+  EXPECT_EQ(res, ncclRemoteError);
+  EXPECT_NE(pendingError().find("rank 2"), std::string::npos) << pendingError();
+  EXPECT_NE(pendingError().find("credits from rank 2"), std::string::npos) << pendingError();
+}
+
+TEST(Wait, DeadPeerDetectedByPid) {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  usleep(100 * 1000);  // child is now a zombie (not reaped): must still count as dead
+  PeerInfo me{}, peer{};
+  fillLocalPeerInfo(&me);
+  peer = me;
+  me.rank = 0;
+  peer.rank = 1;
+  peer.pid = child;
+  EXPECT_FALSE(peerProcessAlive(me, peer));
+  std::vector<PeerInfo> peers{me, peer};
+  WaitContext ctx;
+  ctx.self = &peers[0];
+  ctx.peers = &peers;
+  ctx.timeoutSec = 30;
+  ErrorScope scope;
+  Waiter w(&ctx, 1, "data from rank 1");
+  auto start = std::chrono::steady_clock::now();
+  ncclResult_t res = ncclSuccess;
+  while (res == ncclSuccess) res = w.poll();
+  EXPECT_EQ(res, ncclRemoteError);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
+  EXPECT_NE(pendingError().find("rank 1"), std::string::npos) << pendingError();
+  int status;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(peerProcessAlive(me, me));
+}
