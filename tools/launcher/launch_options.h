@@ -1,0 +1,24 @@
+// braidrun's command line: what it accepts and the usage text. Kept apart from the process supervision so
+// the parsing rules (flags end at the first non-flag word or "--") read in one place.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace braid {
+
+struct LaunchOptions {
+  int nranks = 0;
+  bool prefix = false;               // "[r] " before each output line of rank r
+  double timeoutSec = 0;             // 0: no timeout
+  std::vector<std::string> program;  // argv of every rank
+};
+
+enum class ParseOutcome { kRun, kHelp, kError };
+
+// Parses argv into `opts`. On kError, `error` says why (the caller prints it with the usage, exit 2).
+ParseOutcome parseLaunchOptions(int argc, char** argv, LaunchOptions* opts, std::string* error);
+
+const char* launchUsage();
+
+}  // namespace braid
