@@ -32,6 +32,9 @@ static_assert(sizeof(UniqueIdData) <= NCCL_UNIQUE_ID_BYTES, "unique id fits");
 // out and tells connected ranks which ranks never arrived). With NCCL_COMM_ID set, the id points at that
 // address and no root is started here: rank 0 starts it inside bootstrapInit.
 ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id);
+// Always starts a fresh root on an ephemeral port of the chosen interface, ignoring NCCL_COMM_ID (for
+// communicators derived inside the library: ncclCommSplit, ncclCommShrink).
+ncclResult_t bootstrapCreateRootId(ncclUniqueId* id);
 // Decodes and validates an id (magic); ncclInvalidArgument with a message if it is not one of ours.
 ncclResult_t bootstrapParseId(const ncclUniqueId& id, UniqueIdData* out);
 

@@ -27,6 +27,9 @@ ncclResult_t parseSockAddr(const char* text, SockAddr* out);
 // The address to listen on / advertise: first interface matching NCCL_SOCKET_IFNAME (default: skip
 // "lo" and "docker*" unless nothing else exists), port 0.
 ncclResult_t findInterfaceAddr(SockAddr* out, std::string* ifName);
+// NCCL_SOCKET_IFNAME matching (exposed for tests): `spec` is a comma-separated list of name prefixes; a
+// leading '^' excludes the listed names instead, a leading '=' (after any '^') compares whole names.
+bool matchIfName(const char* ifName, const std::string& spec);
 
 class Socket {
  public:
@@ -47,7 +50,8 @@ class Socket {
   }
   void close();
 
-  // Listen on `addr` (port 0 = any); `addr` is updated with the bound port.
+  // Listen on `addr` (port 0 = any); `addr` is updated with the bound port. A port already in use is
+  // ncclRemoteError (the holder may go away: callers with a fixed port may retry), else ncclSystemError.
   ncclResult_t listen(SockAddr* addr, int backlog = 256);
   // Accept with a deadline (seconds, <0 = forever but still abortable).
   ncclResult_t accept(Socket* out, double timeoutSec, const std::atomic<uint32_t>* abortFlag);
