@@ -176,6 +176,18 @@ class RootServer {
       c->got += static_cast<size_t>(r);
       if (c->got == sizeof(RootFrameHeader)) {
         // Check the header before trusting anything else the peer says.
+        if (c->hdr.magic == kRootFrameMagic && c->hdr.secret != secret_ && c->hdr.type == kRootHello) {
+          // A Braid rank holding an id of another root (or a stale one): tell it, so it fails at once with
+          // a clear message instead of timing out. The reply echoes its secret, not ours.
+          BRAID_WARN("bootstrap root %s: rejected rank %d from %s: its unique id belongs to another root",
+                     where_.c_str(), c->hdr.rank, c->peer.c_str());
+          sendError(*c, ncclInvalidArgument,
+                    "bootstrap: the unique id (commId) given to rank " + std::to_string(c->hdr.rank) +
+                        " does not belong to the root at " + where_ +
+                        " (secret mismatch: an id from another ncclGetUniqueId, or a stale one)",
+                    c->hdr.secret);
+          return false;
+        }
         if (c->hdr.magic != kRootFrameMagic || c->hdr.secret != secret_) {
           BRAID_WARN("bootstrap root %s: dropped a connection from %s: %s", where_.c_str(), c->peer.c_str(),
                      c->hdr.magic != kRootFrameMagic ? "not a Braid bootstrap hello (bad magic)"
@@ -243,9 +255,10 @@ class RootServer {
     sendError(c, code, msg);
   }
 
-  void sendError(RootConn& c, ncclResult_t code, const std::string& msg) {
+  // `replySecret`: the secret the receiver will check (ours, unless it holds another root's id).
+  void sendError(RootConn& c, ncclResult_t code, const std::string& msg, uint64_t replySecret = 0) {
     std::vector<char> buf(sizeof(RootFrameHeader) + sizeof(ErrorPayloadHeader) + msg.size());
-    RootFrameHeader h{kRootFrameMagic, secret_, kRootError, c.hdr.rank,
+    RootFrameHeader h{kRootFrameMagic, replySecret ? replySecret : secret_, kRootError, c.hdr.rank,
                       static_cast<uint64_t>(sizeof(ErrorPayloadHeader) + msg.size())};
     ErrorPayloadHeader e{static_cast<int32_t>(code), static_cast<uint32_t>(msg.size())};
     memcpy(buf.data(), &h, sizeof(h));

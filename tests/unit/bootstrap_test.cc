@@ -357,9 +357,15 @@ TEST(BootstrapComm, BogusConnectionsToRootDoNotDisturbInit) {
         EXPECT_EQ(r.boot->barrier(), ncclSuccess);
       });
   for (auto& r : ranks) EXPECT_EQ(r->createRes, ncclSuccess) << r->createErr;
-  // The root dropped the bad ones: they read EOF, not a table.
+  // The wrong-secret hello got an error frame (never the table), then EOF; the bad magic only EOF.
   char c;
   clearPendingError();
+  RootFrameHeader reply{};
+  ASSERT_EQ(wrongSecret.recvAll(&reply, sizeof(reply), 5, nullptr, "root"), ncclSuccess);
+  EXPECT_EQ(reply.type, kRootError);
+  EXPECT_EQ(reply.secret, d.secret ^ 1);
+  std::vector<char> rest(reply.size);
+  ASSERT_EQ(wrongSecret.recvAll(rest.data(), rest.size(), 5, nullptr, "root"), ncclSuccess);
   EXPECT_EQ(wrongSecret.recvAll(&c, 1, 5, nullptr, "root"), ncclRemoteError);
   clearPendingError();
   EXPECT_EQ(badMagic.recvAll(&c, 1, 5, nullptr, "root"), ncclRemoteError);
@@ -617,5 +623,34 @@ TEST(BootstrapInit, CommIdMode) {
   EXPECT_EQ(one[0]->createRes, ncclSuccess) << one[0]->createErr;
 }
 
+}  // namespace
+}  // namespace braid
+
+namespace braid {
+namespace {
+// A rank holding an id whose secret belongs to another root is told so at once (ncclInvalidArgument),
+// instead of timing out; the root keeps serving its own ranks.
+TEST(BootstrapInit, IdFromAnotherRootIsRejectedAtOnce) {
+  ncclUniqueId a = freshId();
+  ncclUniqueId b = freshId();
+  UniqueIdData da, db;
+  ASSERT_EQ(bootstrapParseId(a, &da), ncclSuccess);
+  ASSERT_EQ(bootstrapParseId(b, &db), ncclSuccess);
+  ncclUniqueId forged = a;  // a's root address, b's secret
+  UniqueIdData df = da;
+  df.secret = db.secret;
+  memcpy(forged.internal, &df, sizeof(df));
+  auto stray = makeRanks(1, 20);
+  runRanks(stray, [&](TestRank&) { return forged; }, nullptr);
+  EXPECT_EQ(stray[0]->createRes, ncclInvalidArgument);
+  EXPECT_NE(stray[0]->createErr.find("does not belong"), std::string::npos) << stray[0]->createErr;
+  EXPECT_LT(stray[0]->createSec, 5.0);
+  auto good = makeRanks(2, 20);
+  runRanks(good, [&](TestRank&) { return a; }, nullptr);
+  for (auto& r : good) EXPECT_EQ(r->createRes, ncclSuccess) << r->createErr;
+  auto goodB = makeRanks(1, 20);
+  runRanks(goodB, [&](TestRank&) { return b; }, nullptr);
+  EXPECT_EQ(goodB[0]->createRes, ncclSuccess) << goodB[0]->createErr;
+}
 }  // namespace
 }  // namespace braid
