@@ -27,10 +27,15 @@ class ConnResources {
   virtual ~ConnResources() = default;
 };
 
+struct TransportContext;
+
 struct Connector {
   ConnInfo info;                           // what executors read (copy it; pointers stay valid)
   std::unique_ptr<ConnResources> res;      // freed with the connector
   bool connected = false;
+  // The communicator's transport state (abort flag, timeouts, the NET proxy). Set by whoever drives
+  // setup/connect (ConnectionManager, tests) before setup(); must outlive the connector.
+  TransportContext* ctx = nullptr;
 };
 
 enum class Direction { Send, Recv };

@@ -1,0 +1,87 @@
+// Memory layout of a host FIFO: the bytes behind a ConnInfo for the SHM transport (a shared segment) and
+// for the socket transport (each side's local staging FIFO). One 4 KiB control page (head, tail and
+// errorFlag on separate cache lines so the two sides never false-share, then sizes[]), followed by
+// nSteps * stepBytes of data starting on a 4 KiB boundary.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "transport/conn_info.h"
+
+namespace braid {
+
+constexpr uint32_t kHostFifoSteps = 8;
+constexpr uint32_t kHostFifoMaxSteps = 256;
+constexpr size_t kHostFifoPage = 4096;
+constexpr uint32_t kHostFifoMaxStepBytes = 1u << 30;
+
+// 128-byte separation: adjacent-line prefetchers pair 64-byte lines.
+struct HostFifoCtrl {
+  alignas(128) uint64_t head;
+  alignas(128) uint64_t tail;
+  alignas(128) uint32_t errorFlag;
+  uint32_t attached;  // SHM: the sender sets it once it has mapped the segment
+  alignas(128) int32_t sizes[kHostFifoMaxSteps];
+};
+static_assert(sizeof(HostFifoCtrl) <= kHostFifoPage, "control block fits its page");
+
+inline size_t hostFifoBytes(uint32_t nSteps, uint32_t stepBytes) {
+  return kHostFifoPage + static_cast<size_t>(nSteps) * stepBytes;
+}
+
+// Step size for a connection buffer of `buffBytes` (NCCL_BUFFSIZE): buffBytes / nSteps rounded up to
+// 4 KiB, at least 4 KiB, at most 1 GiB.
+inline uint32_t hostFifoStepBytes(size_t buffBytes, uint32_t nSteps) {
+  size_t step = nSteps ? buffBytes / nSteps : buffBytes;
+  step = (step + kHostFifoPage - 1) / kHostFifoPage * kHostFifoPage;
+  if (step < kHostFifoPage) step = kHostFifoPage;
+  if (step > kHostFifoMaxStepBytes) step = kHostFifoMaxStepBytes;
+  return static_cast<uint32_t>(step);
+}
+
+// Points `info` at a FIFO laid out at `base` (control page, then data).
+inline void hostFifoView(void* base, uint32_t nSteps, uint32_t stepBytes, ConnInfo* info) {
+  auto* ctrl = static_cast<HostFifoCtrl*>(base);
+  info->buff = static_cast<char*>(base) + kHostFifoPage;
+  info->head = &ctrl->head;
+  info->tail = &ctrl->tail;
+  info->sizes = ctrl->sizes;
+  info->errorFlag = &ctrl->errorFlag;
+  info->nSteps = nSteps;
+  info->stepBytes = stepBytes;
+  info->step = 0;
+}
+
+// A process-local FIFO (socket transport): page-aligned, zeroed, freed on destruction.
+class HostFifoMem {
+ public:
+  HostFifoMem() = default;
+  ~HostFifoMem() { std::free(base_); }
+  HostFifoMem(const HostFifoMem&) = delete;
+  HostFifoMem& operator=(const HostFifoMem&) = delete;
+
+  // Returns false when the allocation fails.
+  bool allocate(uint32_t nSteps, uint32_t stepBytes) {
+    std::free(base_);
+    bytes_ = hostFifoBytes(nSteps, stepBytes);
+    base_ = std::aligned_alloc(kHostFifoPage, bytes_);
+    if (!base_) return false;
+    std::memset(base_, 0, kHostFifoPage);  // control page; data needs no initialisation
+    nSteps_ = nSteps;
+    stepBytes_ = stepBytes;
+    return true;
+  }
+  void view(ConnInfo* info) const { hostFifoView(base_, nSteps_, stepBytes_, info); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  uint32_t nSteps_ = 0;
+  uint32_t stepBytes_ = 0;
+};
+
+}  // namespace braid

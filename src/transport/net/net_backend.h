@@ -1,0 +1,99 @@
+// The network backend interface under the NET transport (DESIGN.md §2.3): listen / connect / accept set a
+// connection up; isend / irecv post a message (one FIFO slot) and test completes it; close (or the
+// destructor) releases it. Messages on one comm complete in posting order. Nothing here blocks after setup,
+// so one proxy thread drives every connection of a communicator. Backends: socket (net_socket.cc); an IB
+// verbs backend can implement the same classes.
+#pragma once
+
+#include <poll.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nccl.h"
+
+namespace braid {
+
+constexpr size_t kNetHandleBytes = 128;
+// Opaque bytes from listen(), carried to the connecting side through the bootstrap.
+struct NetHandle {
+  uint8_t data[kNetHandleBytes];
+};
+
+// Who is connecting to whom: presented by connect(), checked by accept(), so a stray or misrouted
+// connection cannot be mistaken for the peer.
+struct NetConnIdent {
+  int32_t sendRank;
+  int32_t recvRank;
+  uint32_t tag;  // e.g. the channel
+  uint32_t reserved;
+};
+
+// How long setup may block, and the abort flag it watches; `peer` names the other side in messages.
+struct NetSetupParams {
+  double timeoutSec = 120;
+  const std::atomic<uint32_t>* abortFlag = nullptr;
+  int peer = -1;
+};
+
+// Base of a backend's request type: owned by its comm, valid until test() reports it done.
+class NetRequest {
+ protected:
+  NetRequest() = default;
+  ~NetRequest() = default;
+};
+
+class NetComm {
+ public:
+  virtual ~NetComm() = default;
+  // Descriptors the proxy should poll when idle (appended to `fds`); the results come back through
+  // pollResult with the same entries. A backend without descriptors appends none and is simply polled.
+  virtual void pollFds(std::vector<pollfd>* fds) = 0;
+  // Error (e.g. the peer closed the connection) when the poll results show the connection broke.
+  virtual ncclResult_t pollResult(const pollfd* fds, size_t n) = 0;
+  virtual void close() = 0;
+};
+
+class NetSendComm : public NetComm {
+ public:
+  // Posts `size` bytes; `data` must stay untouched until test() says done. *req == nullptr: too many
+  // messages in flight, post again later.
+  virtual ncclResult_t isend(const void* data, size_t size, NetRequest** req) = 0;
+  // Progresses the comm; *done once the message has left (its buffer may be reused).
+  virtual ncclResult_t test(NetRequest* req, bool* done, size_t* size) = 0;
+};
+
+class NetRecvComm : public NetComm {
+ public:
+  // Posts a receive of up to `maxSize` bytes into `data`; *req == nullptr: too many posted already.
+  virtual ncclResult_t irecv(void* data, size_t maxSize, NetRequest** req) = 0;
+  // Progresses the comm; *done once the message is in `data`, *size its byte count.
+  virtual ncclResult_t test(NetRequest* req, bool* done, size_t* size) = 0;
+};
+
+class NetListenComm {
+ public:
+  virtual ~NetListenComm() = default;
+  // Waits (bounded by `p`) for the connection presenting `expect`; drops any other connection attempt.
+  virtual ncclResult_t accept(const NetConnIdent& expect, const NetSetupParams& p,
+                              std::unique_ptr<NetRecvComm>* out) = 0;
+  virtual void close() = 0;
+};
+
+class NetBackend {
+ public:
+  virtual ~NetBackend() = default;
+  virtual const char* name() const = 0;
+  virtual ncclResult_t listen(NetHandle* handle, std::unique_ptr<NetListenComm>* out) = 0;
+  virtual ncclResult_t connect(const NetHandle& handle, const NetConnIdent& ident, const NetSetupParams& p,
+                               std::unique_ptr<NetSendComm>* out) = 0;
+};
+
+NetBackend* socketNetBackend();
+// The backend NCCL_NET selects (only "Socket" exists so far; empty = best available).
+ncclResult_t selectNetBackend(NetBackend** out);
+
+}  // namespace braid

@@ -1,0 +1,324 @@
+// NetProxy implementation: one thread per communicator drives every NET connection through the backend's
+// nonblocking calls. While busy it loops; when idle it yields for a short while, then sleeps in ppoll on
+// the backends' descriptors (so incoming data wakes it at once) with a timeout growing to 250 us, and to
+// 1 ms after a longer lull (executors advancing a FIFO tail cannot signal a descriptor), plus an eventfd
+// for stop/add/remove.
+#include "transport/net/net_proxy.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "core/log.h"
+#include "core/result.h"
+#include "transport/host_fifo.h"
+
+namespace braid {
+namespace {
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
+constexpr int kMinSleepUs = 20;
+constexpr int kMaxSleepUs = 250;
+// Idle for this long (between operations), naps may grow to kLongSleepUs: many idle comms stay cheap.
+constexpr auto kLongIdle = std::chrono::milliseconds(20);
+constexpr int kLongSleepUs = 1000;
+}  // namespace
+
+struct NetProxy::Conn {
+  uint64_t id = 0;
+  bool send = false;
+  int peer = -1;
+  std::unique_ptr<NetSendComm> sendComm;
+  std::unique_ptr<NetRecvComm> recvComm;
+  NetComm* comm = nullptr;
+  ConnInfo info;
+  uint64_t posted = 0;  // slots handed to the backend
+  uint64_t done = 0;    // slots the backend finished
+  NetRequest* reqs[kHostFifoMaxSteps] = {};
+  bool dead = false;
+};
+
+NetProxy::NetProxy(int rank) : rank_(rank) {
+  eventFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // -1: we just wake by timeout
+}
+
+NetProxy::~NetProxy() {
+  stop();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    conns_.clear();
+  }
+  if (eventFd_ >= 0) ::close(eventFd_);
+}
+
+void NetProxy::wake() {
+  if (eventFd_ >= 0) {
+    uint64_t one = 1;
+    ssize_t r = write(eventFd_, &one, sizeof(one));
+    (void)r;  // a full counter already wakes the poll
+  }
+}
+
+ncclResult_t NetProxy::addSend(std::unique_ptr<NetSendComm> comm, const ConnInfo& info, uint64_t* id) {
+  auto c = std::make_unique<Conn>();
+  c->send = true;
+  c->comm = comm.get();
+  c->sendComm = std::move(comm);
+  c->info = info;
+  c->peer = info.peer;
+  return add(std::move(c), id);
+}
+
+ncclResult_t NetProxy::addRecv(std::unique_ptr<NetRecvComm> comm, const ConnInfo& info, uint64_t* id) {
+  auto c = std::make_unique<Conn>();
+  c->send = false;
+  c->comm = comm.get();
+  c->recvComm = std::move(comm);
+  c->info = info;
+  c->peer = info.peer;
+  return add(std::move(c), id);
+}
+
+ncclResult_t NetProxy::add(std::unique_ptr<Conn> c, uint64_t* id) {
+  if (c->info.nSteps == 0 || c->info.nSteps > kHostFifoMaxSteps) {
+    return recordError(ncclInternalError, "NET proxy: connection with rank %d has %u steps", c->peer, c->info.nSteps);
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  if (stopped_) {
+    return recordError(ncclInvalidUsage, "NET proxy of rank %d is stopped (communicator aborted); cannot add rank %d",
+                       rank_, c->peer);
+  }
+  c->id = nextId_++;
+  *id = c->id;
+  conns_[c->id] = std::move(c);
+  if (!thread_.joinable()) {
+    try {
+      thread_ = std::thread([this] { run(); });
+    } catch (const std::system_error& e) {
+      conns_.erase(*id);
+      return recordError(ncclSystemError, "NET proxy: cannot start the proxy thread of rank %d: %s", rank_, e.what());
+    }
+  }
+  wake();
+  return ncclSuccess;
+}
+
+void NetProxy::remove(uint64_t id) {
+  std::unique_ptr<Conn> victim;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = conns_.find(id);
+    if (it == conns_.end()) return;
+    victim = std::move(it->second);
+    conns_.erase(it);
+  }
+  // Closed outside the lock: the proxy thread is already past it.
+  victim.reset();
+  wake();
+}
+
+void NetProxy::stop() {
+  std::thread t;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopped_ = true;
+    stop_.store(true);
+    t = std::move(thread_);
+  }
+  wake();
+  if (t.joinable()) {
+    if (t.get_id() == std::this_thread::get_id()) {
+      t.detach();  // cannot happen today; never self-join
+    } else {
+      t.join();
+    }
+  }
+}
+
+bool NetProxy::drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSec);
+  for (;;) {
+    bool pending = false;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!thread_.joinable()) return conns_.empty();
+      for (auto& kv : conns_) {
+        const Conn& c = *kv.second;
+        if (c.send && !c.dead && !__atomic_load_n(c.info.errorFlag, __ATOMIC_ACQUIRE) &&
+            c.done < loadAcquire(c.info.tail)) {
+          pending = true;
+          break;
+        }
+      }
+    }
+    if (!pending) return true;
+    if ((abortFlag && abortFlag->load()) || std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+int NetProxy::connections() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return static_cast<int>(conns_.size());
+}
+
+void NetProxy::markDead(Conn* c, ncclResult_t res) {
+  c->dead = true;
+  __atomic_store_n(c->info.errorFlag, 1u, __ATOMIC_RELEASE);
+  std::string msg = pendingError();
+  clearPendingError();
+  // A peer closing between messages is how communicators end; anything else is a failure worth a warning.
+  bool clean = msg.find("closed the connection") != std::string::npos && msg.find("middle") == std::string::npos;
+  if (clean) {
+    BRAID_INFO(kSubNet | kSubProxy, "NET proxy: %s connection with rank %d ended: %s", c->send ? "send" : "recv",
+               c->peer, msg.c_str());
+  } else {
+    BRAID_WARN("NET proxy: %s connection with rank %d failed (%s): %s", c->send ? "send" : "recv", c->peer,
+               errorString(res), msg.c_str());
+  }
+}
+
+// One pass over one connection; true when anything moved.
+bool NetProxy::progress(Conn* c) {
+  ConnInfo& in = c->info;
+  if (__atomic_load_n(in.errorFlag, __ATOMIC_ACQUIRE)) {
+    c->dead = true;  // aborted, or the executor gave up on it
+    return false;
+  }
+  bool moved = false;
+  const uint32_t n = in.nSteps;
+  if (c->send) {
+    uint64_t tail = loadAcquire(in.tail);
+    while (c->posted < tail && c->posted < c->done + n) {
+      uint32_t slot = static_cast<uint32_t>(c->posted % n);
+      int32_t size = in.sizes[slot];
+      if (size < 0 || static_cast<uint32_t>(size) > in.stepBytes) {
+        markDead(c, recordError(ncclInternalError, "slot %u for rank %d holds %d bytes (step is %u)", slot, c->peer,
+                                size, in.stepBytes));
+        return true;
+      }
+      NetRequest* req = nullptr;
+      ncclResult_t r = c->sendComm->isend(in.buff + static_cast<size_t>(slot) * in.stepBytes, size, &req);
+      if (r != ncclSuccess) {
+        markDead(c, r);
+        return true;
+      }
+      if (!req) break;
+      c->reqs[slot] = req;
+      c->posted++;
+      moved = true;
+    }
+    while (c->done < c->posted) {
+      bool done = false;
+      size_t size = 0;
+      ncclResult_t r = c->sendComm->test(c->reqs[c->done % n], &done, &size);
+      if (r != ncclSuccess) {
+        markDead(c, r);
+        return true;
+      }
+      if (!done) break;
+      c->done++;
+      storeRelease(in.head, c->done);  // the slot is free again for the executor
+      moved = true;
+    }
+  } else {
+    uint64_t head = loadAcquire(in.head);
+    while (c->posted < head + n) {
+      uint32_t slot = static_cast<uint32_t>(c->posted % n);
+      NetRequest* req = nullptr;
+      ncclResult_t r = c->recvComm->irecv(in.buff + static_cast<size_t>(slot) * in.stepBytes, in.stepBytes, &req);
+      if (r != ncclSuccess) {
+        markDead(c, r);
+        return true;
+      }
+      if (!req) break;
+      c->reqs[slot] = req;
+      c->posted++;
+      moved = true;
+    }
+    while (c->done < c->posted) {
+      bool done = false;
+      size_t size = 0;
+      ncclResult_t r = c->recvComm->test(c->reqs[c->done % n], &done, &size);
+      if (r != ncclSuccess) {
+        markDead(c, r);
+        return true;
+      }
+      if (!done) break;
+      in.sizes[c->done % n] = static_cast<int32_t>(size);
+      c->done++;
+      storeRelease(in.tail, c->done);  // sizes[] is visible before the new tail
+      moved = true;
+    }
+  }
+  return moved;
+}
+
+void NetProxy::run() {
+  using Clock = std::chrono::steady_clock;
+  RankTag tag(rank_);
+  struct Range {
+    uint64_t id;
+    size_t start, count;
+  };
+  std::vector<pollfd> fds;
+  std::vector<Range> ranges;
+  auto idleSince = Clock::now();
+  int sleepUs = kMinSleepUs;
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stop_.load(std::memory_order_relaxed)) {
+    bool moved = false;
+    for (auto& kv : conns_) {
+      if (!kv.second->dead) moved |= progress(kv.second.get());
+    }
+    if (moved) {
+      idleSince = Clock::now();
+      sleepUs = kMinSleepUs;
+      continue;
+    }
+    if (Clock::now() - idleSince < kSpinBeforeSleep) {
+      lk.unlock();
+      sched_yield();
+      lk.lock();
+      continue;
+    }
+    fds.clear();
+    ranges.clear();
+    fds.push_back(pollfd{eventFd_, POLLIN, 0});
+    for (auto& kv : conns_) {
+      if (kv.second->dead) continue;
+      size_t start = fds.size();
+      kv.second->comm->pollFds(&fds);
+      ranges.push_back(Range{kv.first, start, fds.size() - start});
+    }
+    lk.unlock();
+    timespec ts{0, static_cast<long>(sleepUs) * 1000};
+    int ready = ppoll(fds.data(), fds.size(), &ts, nullptr);
+    if (ready > 0 && (fds[0].revents & POLLIN)) {
+      uint64_t v;
+      ssize_t r = read(eventFd_, &v, sizeof(v));
+      (void)r;
+    }
+    lk.lock();
+    if (ready > 0) {
+      sleepUs = kMinSleepUs;
+      for (const Range& rg : ranges) {
+        auto it = conns_.find(rg.id);
+        if (it == conns_.end() || it->second->dead) continue;  // removed while we slept
+        ncclResult_t r = it->second->comm->pollResult(fds.data() + rg.start, rg.count);
+        if (r != ncclSuccess) markDead(it->second.get(), r);
+      }
+      idleSince = Clock::now();  // something happened: spin again briefly
+    } else {
+      sleepUs = std::min(sleepUs * 2, Clock::now() - idleSince > kLongIdle ? kLongSleepUs : kMaxSleepUs);
+    }
+  }
+}
+
+}  // namespace braid

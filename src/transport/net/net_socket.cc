@@ -1,0 +1,547 @@
+// Socket backend of the NET transport. A connection is 1..16 TCP sockets (BRAID_NSOCKS_PERPEER, chosen by
+// the receiver). A message is a frame {size, seq} on socket 0 followed by its payload, which is split in
+// contiguous parts over the sockets when it is large; every socket carries its parts in message order, so
+// the receiver knows each part's place from the size alone. After setup every socket is nonblocking and
+// all progress is partial: the proxy thread polls and never waits on one connection.
+#include <arpa/inet.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "core/log.h"
+#include "core/param.h"
+#include "core/result.h"
+#include "core/socket.h"
+#include "transport/net/net_backend.h"
+#include "transport/net/net_socket.h"
+
+namespace braid {
+namespace {
+
+constexpr uint32_t kSockHandleMagic = 0x534f434b;        // "SOCK"
+constexpr uint64_t kPreambleMagic = 0x4272616964536b31;  // "BraidSk1"
+constexpr int kMaxSockRequests = 32;
+
+struct SocketHandle {
+  uint32_t magic;
+  uint32_t nSocks;
+  uint64_t nonce;
+  SockAddr addr;
+};
+static_assert(sizeof(SocketHandle) <= kNetHandleBytes, "socket handle fits");
+
+struct Preamble {
+  uint64_t magic;
+  uint64_t nonce;
+  NetConnIdent ident;
+  uint32_t sockIndex;
+  uint32_t nSocks;
+};
+
+struct FrameHeader {
+  uint32_t size;
+  uint32_t seq;  // low bits of the message number: catches a desynchronised stream
+};
+
+struct SockRequest final : NetRequest {
+  bool used = false;
+  bool done = false;
+  bool sized = false;  // recv: header read, parts known (send: always)
+  char* data = nullptr;
+  size_t size = 0;
+  size_t maxSize = 0;
+  uint64_t seq = 0;
+  FrameHeader hdr{};
+  size_t hdrDone = 0;
+  int partsLeft = 0;
+  size_t partOff[kNetMaxSocks] = {};
+  size_t partLen[kNetMaxSocks] = {};
+  size_t partDone[kNetMaxSocks] = {};
+
+  void setParts(int nSocks) {
+    netSocketPartition(size, nSocks, partOff, partLen);
+    partsLeft = 1;  // part 0 always exists: it carries the header
+    for (int i = 1; i < nSocks; i++) partsLeft += partLen[i] > 0;
+    for (int i = 0; i < nSocks; i++) partDone[i] = 0;
+  }
+};
+
+uint64_t randomNonce() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(v))) {
+    v = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+        (static_cast<uint64_t>(getpid()) << 32);
+  }
+  return v;
+}
+
+bool wouldBlock(int e) { return e == EAGAIN || e == EWOULDBLOCK; }
+
+// Replaces the pending message with one that says which step failed and with whom.
+ncclResult_t rewrapError(ncclResult_t code, const char* fmt, int peer) {
+  std::string inner = pendingError();
+  clearPendingError();
+  return recordError(code, fmt, peer, inner.c_str());
+}
+
+// State shared by both directions: the sockets, the request ring, the sticky failure.
+class SocketCommBase {
+ protected:
+  SocketCommBase(std::vector<Socket> socks, int peer) : socks_(std::move(socks)), peer_(peer) {
+    nSocks_ = static_cast<int>(socks_.size());
+    for (int i = 0; i < kNetMaxSocks; i++) cur_[i] = 0;
+  }
+
+  ncclResult_t fail(ncclResult_t code, const std::string& msg) {
+    if (!failed_) {
+      failed_ = true;
+      failCode_ = code;
+      failMsg_ = msg;
+    }
+    return recordError(failCode_, "%s", failMsg_.c_str());
+  }
+  ncclResult_t failErrno(const char* op, int sock, int e) {
+    char buf[256];
+    snprintf(buf, sizeof(buf), "NET/Socket: connection with rank %d broke: %s on socket %d: %s (errno %d)", peer_, op,
+             sock, strerror(e), e);
+    return fail(ncclRemoteError, buf);
+  }
+  ncclResult_t failClosed(int sock, bool midFrame) {
+    char buf[256];
+    snprintf(buf, sizeof(buf), "NET/Socket: rank %d closed the connection (socket %d%s)", peer_, sock,
+             midFrame ? ", in the middle of a message" : "");
+    return fail(ncclRemoteError, buf);
+  }
+  // Reads the socket's pending error for a POLLERR.
+  ncclResult_t failSoError(int sock) {
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(socks_[sock].fd(), SOL_SOCKET, SO_ERROR, &err, &len);
+    return failErrno("poll", sock, err ? err : ECONNRESET);
+  }
+  ncclResult_t checkFailed() { return failed_ ? recordError(failCode_, "%s", failMsg_.c_str()) : ncclSuccess; }
+
+  SockRequest* slotFor(uint64_t seq) { return &reqs_[seq % kMaxSockRequests]; }
+  void closeAll() {
+    for (auto& s : socks_) s.close();
+  }
+
+  std::vector<Socket> socks_;
+  int nSocks_ = 1;
+  int peer_ = -1;
+  SockRequest reqs_[kMaxSockRequests];
+  uint64_t posted_ = 0;
+  uint64_t cur_[kNetMaxSocks];  // per socket: next message whose part it carries
+  bool failed_ = false;
+  ncclResult_t failCode_ = ncclSuccess;
+  std::string failMsg_;
+};
+
+class SocketSendComm final : public NetSendComm, SocketCommBase {
+ public:
+  SocketSendComm(std::vector<Socket> socks, int peer) : SocketCommBase(std::move(socks), peer) {
+    for (bool& w : wantOut_) w = false;
+  }
+  ~SocketSendComm() override { closeAll(); }
+
+  ncclResult_t isend(const void* data, size_t size, NetRequest** req) override {
+    *req = nullptr;
+    BRAID_CHECK(checkFailed());
+    if (size > UINT32_MAX) return recordError(ncclInternalError, "NET/Socket: message of %zu bytes too large", size);
+    SockRequest* r = slotFor(posted_);
+    if (r->used) return ncclSuccess;
+    r->used = true;
+    r->done = false;
+    r->sized = true;
+    r->data = static_cast<char*>(const_cast<void*>(data));
+    r->size = size;
+    r->seq = posted_;
+    r->hdr = FrameHeader{static_cast<uint32_t>(size), static_cast<uint32_t>(posted_)};
+    r->hdrDone = 0;
+    r->setParts(nSocks_);
+    posted_++;
+    *req = r;
+    bool progressed = false;
+    return progress(&progressed);  // start right away: most small messages leave in this call
+  }
+
+  ncclResult_t test(NetRequest* req, bool* done, size_t* size) override {
+    auto* r = static_cast<SockRequest*>(req);
+    *done = false;
+    if (!r->done) {
+      bool progressed = false;
+      BRAID_CHECK(progress(&progressed));
+    }
+    if (r->done) {
+      *done = true;
+      if (size) *size = r->size;
+      r->used = false;
+    }
+    return ncclSuccess;
+  }
+
+  void pollFds(std::vector<pollfd>* fds) override {
+    // POLLIN on a send socket means EOF or reset: the receiver never writes.
+    for (int i = 0; i < nSocks_; i++) {
+      fds->push_back(pollfd{socks_[i].fd(), static_cast<short>(POLLIN | (wantOut_[i] ? POLLOUT : 0)), 0});
+    }
+  }
+
+  ncclResult_t pollResult(const pollfd* fds, size_t n) override {
+    BRAID_CHECK(checkFailed());
+    for (size_t i = 0; i < n && i < static_cast<size_t>(nSocks_); i++) {
+      if (fds[i].revents & POLLERR) return failSoError(static_cast<int>(i));
+      if (fds[i].revents & (POLLIN | POLLHUP)) {
+        char b;
+        ssize_t r = recv(socks_[i].fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (r == 0) return failClosed(static_cast<int>(i), false);
+        if (r < 0 && !wouldBlock(errno) && errno != EINTR) return failErrno("recv", static_cast<int>(i), errno);
+        if (r > 0) {
+          return fail(ncclRemoteError, "NET/Socket: rank " + std::to_string(peer_) +
+                                           " sent data on a send-only connection (protocol error)");
+        }
+      }
+    }
+    return ncclSuccess;
+  }
+
+  void close() override { closeAll(); }
+
+ private:
+  ncclResult_t progress(bool* progressed) {
+    BRAID_CHECK(checkFailed());
+    for (int i = 0; i < nSocks_; i++) BRAID_CHECK(progressSock(i, progressed));
+    return ncclSuccess;
+  }
+
+  ncclResult_t progressSock(int i, bool* progressed) {
+    while (cur_[i] < posted_) {
+      SockRequest& r = *slotFor(cur_[i]);
+      bool hdrPending = i == 0 && r.hdrDone < sizeof(FrameHeader);
+      size_t left = r.partLen[i] - r.partDone[i];
+      if (!hdrPending && left == 0) {
+        if (i == 0 || r.partLen[i] > 0) {
+          if (--r.partsLeft == 0) r.done = true;
+        }
+        cur_[i]++;
+        continue;
+      }
+      iovec iov[2];
+      int n = 0;
+      if (hdrPending) {
+        iov[n++] = iovec{reinterpret_cast<char*>(&r.hdr) + r.hdrDone, sizeof(FrameHeader) - r.hdrDone};
+      }
+      if (left > 0) iov[n++] = iovec{r.data + r.partOff[i] + r.partDone[i], left};
+      msghdr m{};
+      m.msg_iov = iov;
+      m.msg_iovlen = n;
+      ssize_t w = sendmsg(socks_[i].fd(), &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        if (wouldBlock(errno)) {
+          wantOut_[i] = true;
+          return ncclSuccess;
+        }
+        return failErrno("send", i, errno);
+      }
+      wantOut_[i] = false;
+      *progressed = true;
+      size_t got = static_cast<size_t>(w);
+      if (hdrPending) {
+        size_t h = std::min(got, sizeof(FrameHeader) - r.hdrDone);
+        r.hdrDone += h;
+        got -= h;
+      }
+      r.partDone[i] += got;
+    }
+    return ncclSuccess;
+  }
+
+  bool wantOut_[kNetMaxSocks];
+};
+
+class SocketRecvComm final : public NetRecvComm, SocketCommBase {
+ public:
+  SocketRecvComm(std::vector<Socket> socks, int peer) : SocketCommBase(std::move(socks), peer) {
+    for (bool& h : hup_) h = false;
+  }
+  ~SocketRecvComm() override { closeAll(); }
+
+  ncclResult_t irecv(void* data, size_t maxSize, NetRequest** req) override {
+    *req = nullptr;
+    BRAID_CHECK(checkFailed());
+    SockRequest* r = slotFor(posted_);
+    if (r->used) return ncclSuccess;
+    r->used = true;
+    r->done = false;
+    r->sized = false;
+    r->data = static_cast<char*>(data);
+    r->size = 0;
+    r->maxSize = maxSize;
+    r->seq = posted_;
+    r->hdrDone = 0;
+    posted_++;
+    *req = r;
+    return ncclSuccess;
+  }
+
+  ncclResult_t test(NetRequest* req, bool* done, size_t* size) override {
+    auto* r = static_cast<SockRequest*>(req);
+    *done = false;
+    if (!r->done) {
+      bool progressed = false;
+      BRAID_CHECK(progress(&progressed));
+    }
+    if (r->done) {
+      *done = true;
+      if (size) *size = r->size;
+      r->used = false;
+    }
+    return ncclSuccess;
+  }
+
+  void pollFds(std::vector<pollfd>* fds) override {
+    for (int i = 0; i < nSocks_; i++) {
+      // Read only what a posted receive can hold; a hung-up socket is left out (it would always be
+      // ready) until progress reads its remaining data and then the EOF.
+      // Sockets after the first can take their part only once socket 0 has sized the message.
+      bool want = cur_[i] < posted_ && (i == 0 || slotFor(cur_[i])->sized);
+      fds->push_back(pollfd{hup_[i] && !want ? -1 : socks_[i].fd(), static_cast<short>(want ? POLLIN : 0), 0});
+    }
+  }
+
+  ncclResult_t pollResult(const pollfd* fds, size_t n) override {
+    BRAID_CHECK(checkFailed());
+    for (size_t i = 0; i < n && i < static_cast<size_t>(nSocks_); i++) {
+      if (fds[i].revents & POLLERR) return failSoError(static_cast<int>(i));
+      if (fds[i].revents & POLLHUP) hup_[i] = true;
+    }
+    return ncclSuccess;
+  }
+
+  void close() override { closeAll(); }
+
+ private:
+  ncclResult_t progress(bool* progressed) {
+    BRAID_CHECK(checkFailed());
+    // Socket 0 first: its headers size the parts the other sockets carry.
+    for (int i = 0; i < nSocks_; i++) BRAID_CHECK(progressSock(i, progressed));
+    return ncclSuccess;
+  }
+
+  // recv() that maps EOF and errors onto the comm's failure; returns bytes read, 0 for "would block".
+  ncclResult_t readSome(int i, void* dst, size_t len, bool midFrame, size_t* got) {
+    *got = 0;
+    for (;;) {
+      ssize_t n = recv(socks_[i].fd(), dst, len, MSG_DONTWAIT);
+      if (n > 0) {
+        *got = static_cast<size_t>(n);
+        return ncclSuccess;
+      }
+      if (n == 0) return failClosed(i, midFrame);
+      if (errno == EINTR) continue;
+      if (wouldBlock(errno)) return ncclSuccess;
+      return failErrno("recv", i, errno);
+    }
+  }
+
+  ncclResult_t progressSock(int i, bool* progressed) {
+    while (cur_[i] < posted_) {
+      SockRequest& r = *slotFor(cur_[i]);
+      if (!r.sized) {
+        if (i != 0) return ncclSuccess;  // socket 0 has not told us this message's size yet
+        size_t got = 0;
+        BRAID_CHECK(readSome(0, reinterpret_cast<char*>(&r.hdr) + r.hdrDone, sizeof(FrameHeader) - r.hdrDone,
+                             r.hdrDone > 0, &got));
+        if (got == 0) return ncclSuccess;
+        *progressed = true;
+        r.hdrDone += got;
+        if (r.hdrDone < sizeof(FrameHeader)) continue;
+        if (r.hdr.seq != static_cast<uint32_t>(r.seq) || r.hdr.size > r.maxSize) {
+          char buf[256];
+          snprintf(buf, sizeof(buf),
+                   "NET/Socket: bad frame from rank %d: message %u of %u bytes, expected message %u of at most %zu "
+                   "bytes (protocol error)",
+                   peer_, r.hdr.seq, r.hdr.size, static_cast<uint32_t>(r.seq), r.maxSize);
+          return fail(ncclRemoteError, buf);
+        }
+        r.size = r.hdr.size;
+        r.setParts(nSocks_);
+        r.sized = true;
+      }
+      size_t left = r.partLen[i] - r.partDone[i];
+      if (left == 0) {
+        if (i == 0 || r.partLen[i] > 0) {
+          if (--r.partsLeft == 0) r.done = true;
+        }
+        cur_[i]++;
+        continue;
+      }
+      size_t got = 0;
+      BRAID_CHECK(readSome(i, r.data + r.partOff[i] + r.partDone[i], left, true, &got));
+      if (got == 0) return ncclSuccess;
+      *progressed = true;
+      r.partDone[i] += got;
+    }
+    return ncclSuccess;
+  }
+
+  bool hup_[kNetMaxSocks];
+};
+
+class SocketListenComm final : public NetListenComm {
+ public:
+  SocketListenComm(Socket listener, uint64_t nonce, int nSocks)
+      : listener_(std::move(listener)), nonce_(nonce), nSocks_(nSocks) {}
+
+  ncclResult_t accept(const NetConnIdent& expect, const NetSetupParams& p, std::unique_ptr<NetRecvComm>* out) override {
+    using Clock = std::chrono::steady_clock;
+    auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(p.timeoutSec));
+    std::vector<Socket> socks(nSocks_);
+    int got = 0;
+    while (got < nSocks_) {
+      double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+      if (left <= 0) {
+        return recordError(ncclRemoteError,
+                           "NET/Socket: rank %d did not connect within %.0f s (%d of %d sockets arrived)", p.peer,
+                           p.timeoutSec, got, nSocks_);
+      }
+      Socket s;
+      ncclResult_t r = listener_.accept(&s, left, p.abortFlag);
+      if (r != ncclSuccess) return rewrapError(r, "NET/Socket: waiting for rank %d to connect: %s", p.peer);
+      Preamble pre{};
+      // A stray client that never speaks must not hold us past a short grace period.
+      if (s.recvAll(&pre, sizeof(pre), std::min(left, 10.0), p.abortFlag, "the connecting side") != ncclSuccess) {
+        if (p.abortFlag && p.abortFlag->load()) {
+          return rewrapError(ncclInvalidUsage, "NET/Socket: setup with rank %d aborted: %s", p.peer);
+        }
+        BRAID_WARN("NET/Socket: dropped a connection that sent no valid preamble while waiting for rank %d: %s", p.peer,
+                   pendingError().c_str());
+        clearPendingError();
+        continue;
+      }
+      bool ok = pre.magic == kPreambleMagic && pre.nonce == nonce_ && pre.nSocks == static_cast<uint32_t>(nSocks_) &&
+                pre.sockIndex < static_cast<uint32_t>(nSocks_) && pre.ident.sendRank == expect.sendRank &&
+                pre.ident.recvRank == expect.recvRank && pre.ident.tag == expect.tag && !socks[pre.sockIndex].valid();
+      if (!ok) {
+        BRAID_WARN(
+            "NET/Socket: dropped a connection presenting rank %d -> %d tag %u socket %u (expected rank %d -> %d "
+            "tag %u, nonce %s)",
+            pre.ident.sendRank, pre.ident.recvRank, pre.ident.tag, pre.sockIndex, expect.sendRank, expect.recvRank,
+            expect.tag, pre.nonce == nonce_ ? "ok" : "wrong");
+        continue;
+      }
+      socks[pre.sockIndex] = std::move(s);
+      got++;
+    }
+    for (auto& s : socks) {
+      BRAID_CHECK(s.setNonBlocking(true));
+      BRAID_CHECK(s.setNoDelay());
+    }
+    out->reset(new SocketRecvComm(std::move(socks), p.peer));
+    listener_.close();  // one connection per listener
+    return ncclSuccess;
+  }
+
+  void close() override { listener_.close(); }
+
+ private:
+  Socket listener_;
+  uint64_t nonce_;
+  int nSocks_;
+};
+
+class SocketBackend final : public NetBackend {
+ public:
+  const char* name() const override { return "Socket"; }
+
+  ncclResult_t listen(NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
+    SocketHandle h{};
+    h.magic = kSockHandleMagic;
+    int64_t n = params::NSocketsPerPeer();
+    h.nSocks = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(n, kNetMaxSocks)));
+    h.nonce = randomNonce();
+    std::string ifName;
+    BRAID_CHECK(findInterfaceAddr(&h.addr, &ifName));
+    Socket listener;
+    BRAID_CHECK(listener.listen(&h.addr));
+    BRAID_TRACE(kSubNet, "NET/Socket: listening on %s (%s), %u socket(s)", sockAddrToString(h.addr).c_str(),
+                ifName.c_str(), h.nSocks);
+    std::memset(handle, 0, sizeof(*handle));
+    std::memcpy(handle->data, &h, sizeof(h));
+    out->reset(new SocketListenComm(std::move(listener), h.nonce, static_cast<int>(h.nSocks)));
+    return ncclSuccess;
+  }
+
+  ncclResult_t connect(const NetHandle& handle, const NetConnIdent& ident, const NetSetupParams& p,
+                       std::unique_ptr<NetSendComm>* out) override {
+    SocketHandle h;
+    std::memcpy(&h, handle.data, sizeof(h));
+    if (h.magic != kSockHandleMagic || h.nSocks < 1 || h.nSocks > static_cast<uint32_t>(kNetMaxSocks)) {
+      return recordError(ncclInternalError, "NET/Socket: bad connection handle from rank %d (magic %#x)", p.peer,
+                         h.magic);
+    }
+    std::vector<Socket> socks(h.nSocks);
+    for (uint32_t i = 0; i < h.nSocks; i++) {
+      ncclResult_t r = socks[i].connect(h.addr, p.timeoutSec, p.abortFlag);
+      if (r != ncclSuccess) return rewrapError(r, "NET/Socket: cannot connect to rank %d: %s", p.peer);
+      Preamble pre{kPreambleMagic, h.nonce, ident, i, h.nSocks};
+      r = socks[i].sendAll(&pre, sizeof(pre), p.timeoutSec, p.abortFlag, "the receiving rank");
+      if (r != ncclSuccess) return rewrapError(r, "NET/Socket: sending the preamble to rank %d failed: %s", p.peer);
+      BRAID_CHECK(socks[i].setNonBlocking(true));
+      BRAID_CHECK(socks[i].setNoDelay());
+    }
+    out->reset(new SocketSendComm(std::move(socks), p.peer));
+    return ncclSuccess;
+  }
+};
+
+}  // namespace
+
+void netSocketPartition(size_t size, int nSocks, size_t* off, size_t* len) {
+  int parts = 1;
+  if (nSocks > 1 && size >= 2 * kNetMinPart) {
+    parts = static_cast<int>(std::min<size_t>(static_cast<size_t>(nSocks), size / kNetMinPart));
+  }
+  size_t chunk = (size + parts - 1) / parts;
+  chunk = (chunk + 4095) / 4096 * 4096;  // page-sized parts keep the copies aligned
+  for (int i = 0; i < nSocks; i++) {
+    size_t o = std::min(size, static_cast<size_t>(i) * chunk);
+    off[i] = o;
+    len[i] = i < parts ? std::min(chunk, size - o) : 0;
+  }
+}
+
+NetBackend* socketNetBackend() {
+  static SocketBackend b;
+  return &b;
+}
+
+ncclResult_t selectNetBackend(NetBackend** out) {
+  std::string want = params::Net();
+  if (want.empty() || strcasecmp(want.c_str(), "Socket") == 0) {
+    *out = socketNetBackend();
+    return ncclSuccess;
+  }
+  if (strcasecmp(want.c_str(), "IB") == 0) {
+    static bool warned = false;
+    if (!warned) {
+      warned = true;
+      BRAID_WARN("NCCL_NET=IB: the IB verbs backend is not available in this build; using sockets");
+    }
+    *out = socketNetBackend();
+    return ncclSuccess;
+  }
+  return recordError(ncclInvalidArgument, "NCCL_NET=%s: unknown network backend (known: Socket, IB)", want.c_str());
+}
+
+}  // namespace braid

@@ -1,0 +1,149 @@
+// NET transport: setup/connect of a connection through the selected NetBackend, and the hand-over of the
+// connected comm to the communicator's NetProxy. The receiver listens at setup and sends the backend's
+// handle with its FIFO geometry; the sender connects at connect() with a local FIFO of the same geometry.
+#include <cstring>
+#include <memory>
+
+#include "core/log.h"
+#include "core/param.h"
+#include "core/result.h"
+#include "transport/host_fifo.h"
+#include "transport/net/net_internal.h"
+#include "transport/net/net_proxy.h"
+
+namespace braid {
+namespace {
+
+constexpr uint32_t kNetConnMagic = 0x4e455431;  // "NET1"
+
+struct NetConnHandle {
+  uint32_t magic;
+  int32_t rank;     // the side that wrote it
+  uint32_t tag;     // channel (or the p2p tag): both sides must agree
+  uint32_t nSteps;  // receiver's FIFO geometry; the sender mirrors it
+  uint32_t stepBytes;
+  uint32_t reserved;
+  NetHandle net;
+};
+static_assert(sizeof(NetConnHandle) <= sizeof(ConnectHandle), "NET handle fits");
+
+struct NetResources final : ConnResources {
+  Direction dir = Direction::Send;
+  int me = -1;
+  int peer = -1;
+  uint32_t tag = 0;
+  NetBackend* backend = nullptr;
+  TransportContext* ctx = nullptr;
+  std::unique_ptr<NetListenComm> listen;
+  HostFifoMem fifo;
+  std::shared_ptr<NetProxy> proxy;
+  uint64_t proxyId = 0;
+
+  // The proxy lets go of the FIFO before the members (fifo included) are destroyed.
+  ~NetResources() override {
+    if (proxy && proxyId) proxy->remove(proxyId);
+  }
+};
+
+NetSetupParams setupParams(const NetResources& res) {
+  NetSetupParams p;
+  p.timeoutSec = static_cast<double>(params::BootstrapTimeout());
+  p.abortFlag = res.ctx->wait ? res.ctx->wait->abortFlag : nullptr;
+  p.peer = res.peer;
+  return p;
+}
+
+ncclResult_t allocFifo(NetResources* res, uint32_t nSteps, uint32_t stepBytes, Connector* conn) {
+  if (!res->fifo.allocate(nSteps, stepBytes)) {
+    return recordError(ncclSystemError, "NET: cannot allocate %zu bytes of FIFO for the connection with rank %d",
+                       hostFifoBytes(nSteps, stepBytes), res->peer);
+  }
+  res->fifo.view(&conn->info);
+  conn->info.peer = res->peer;
+  conn->info.kind = TransportKind::Net;
+  return ncclSuccess;
+}
+
+std::shared_ptr<NetProxy> proxyOf(TransportContext* ctx, int me) {
+  if (!ctx->proxy) ctx->proxy = std::make_shared<NetProxy>(ctx->self ? ctx->self->rank : me);
+  return ctx->proxy;
+}
+
+}  // namespace
+
+ncclResult_t NetTransport::setup(Direction dir, const PeerInfo& me, const PeerInfo& peer, int channel, size_t buffBytes,
+                                 Connector* conn, ConnectHandle* myHandle) {
+  if (!conn->ctx) {
+    return recordError(ncclInternalError, "NET: connection with rank %d set up without a TransportContext", peer.rank);
+  }
+  auto res = std::make_unique<NetResources>();
+  res->dir = dir;
+  res->me = me.rank;
+  res->peer = peer.rank;
+  res->tag = static_cast<uint32_t>(channel);
+  res->ctx = conn->ctx;
+  BRAID_CHECK(selectNetBackend(&res->backend));
+  conn->info = ConnInfo{};
+  conn->info.peer = peer.rank;
+  conn->info.kind = TransportKind::Net;
+
+  NetConnHandle h{};
+  h.magic = kNetConnMagic;
+  h.rank = me.rank;
+  h.tag = res->tag;
+  if (dir == Direction::Recv) {
+    h.nSteps = kHostFifoSteps;
+    h.stepBytes = hostFifoStepBytes(buffBytes, kHostFifoSteps);
+    BRAID_CHECK(allocFifo(res.get(), h.nSteps, h.stepBytes, conn));
+    BRAID_CHECK(res->backend->listen(&h.net, &res->listen));
+  }
+  std::memset(myHandle, 0, sizeof(*myHandle));
+  std::memcpy(myHandle->data, &h, sizeof(h));
+  conn->res = std::move(res);
+  conn->connected = false;
+  return ncclSuccess;
+}
+
+ncclResult_t NetTransport::connect(Direction dir, const ConnectHandle& peerHandle, Connector* conn) {
+  auto* res = dynamic_cast<NetResources*>(conn->res.get());
+  if (!res) return recordError(ncclInternalError, "NET: connect before setup (rank %d)", conn->info.peer);
+  NetConnHandle h;
+  std::memcpy(&h, peerHandle.data, sizeof(h));
+  if (h.magic != kNetConnMagic || h.rank != res->peer || h.tag != res->tag) {
+    return recordError(ncclInternalError,
+                       "NET: bad connection handle from rank %d (magic %#x, rank %d, tag %u; expected tag %u): both "
+                       "sides must pick NET",
+                       res->peer, h.magic, h.rank, h.tag, res->tag);
+  }
+  NetSetupParams p = setupParams(*res);
+  res->proxy = proxyOf(res->ctx, res->me);
+  if (dir == Direction::Send) {
+    if (h.nSteps == 0 || h.nSteps > kHostFifoMaxSteps || h.stepBytes == 0 || h.stepBytes > kHostFifoMaxStepBytes) {
+      return recordError(ncclInternalError, "NET: rank %d sent a FIFO of %u x %u bytes", res->peer, h.nSteps,
+                         h.stepBytes);
+    }
+    BRAID_CHECK(allocFifo(res, h.nSteps, h.stepBytes, conn));
+    std::unique_ptr<NetSendComm> comm;
+    NetConnIdent ident{res->me, res->peer, res->tag, 0};
+    BRAID_CHECK(res->backend->connect(h.net, ident, p, &comm));
+    BRAID_CHECK(res->proxy->addSend(std::move(comm), conn->info, &res->proxyId));
+  } else {
+    std::unique_ptr<NetRecvComm> comm;
+    NetConnIdent expect{res->peer, res->me, res->tag, 0};
+    BRAID_CHECK(res->listen->accept(expect, p, &comm));
+    res->listen.reset();
+    BRAID_CHECK(res->proxy->addRecv(std::move(comm), conn->info, &res->proxyId));
+  }
+  BRAID_INFO(kSubNet, "NET/%s: %s rank %d tag %u connected, %u x %u bytes", res->backend->name(),
+             dir == Direction::Send ? "send to" : "recv from", res->peer, res->tag, conn->info.nSteps,
+             conn->info.stepBytes);
+  conn->connected = true;
+  return ncclSuccess;
+}
+
+Transport* netTransport() {
+  static NetTransport t;
+  return &t;
+}
+
+}  // namespace braid

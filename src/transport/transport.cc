@@ -1,0 +1,275 @@
+// ConnectionManager: a communicator's connections (ring per channel, point-to-point per peer) and the
+// order of host transports. Connecting runs in phases over a batch so no pair of ranks can deadlock: set up
+// every connection (receivers create FIFOs / listen), send every handle, receive every peer handle, then
+// connect all senders (which need nothing from the peer but its handle) before all receivers (which may
+// wait for their sender, e.g. a socket accept).
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "core/log.h"
+#include "core/param.h"
+#include "core/result.h"
+#include "transport/net/net_internal.h"
+#include "transport/net/net_proxy.h"
+#include "transport/shm/shm_internal.h"
+#include "transport/transport.h"
+
+namespace braid {
+namespace {
+
+// Bootstrap tags (below kBootstrapInternalTag). A handle travels with the tag of the direction of the
+// connection side that wrote it, so with two ranks the ring's send and recv handles do not mix.
+constexpr int kRingTagBase = 0x10000000;
+constexpr int kP2pTagBase = 0x20000000;
+constexpr int kMaxRingChannels = 1 << 20;
+// Both sides of a p2p connection present this as their "channel" (NET ident, handle check).
+constexpr int kP2pChannel = 0xfffff;
+constexpr double kDrainTimeoutSec = 10;
+static_assert(kP2pTagBase + 2 < kBootstrapInternalTag, "tags stay clear of the bootstrap's own");
+
+int tagFor(bool p2p, int channel, Direction dir) {
+  int d = dir == Direction::Send ? 0 : 1;
+  return p2p ? kP2pTagBase + d : kRingTagBase + channel * 2 + d;
+}
+
+const char* dirName(Direction d) { return d == Direction::Send ? "send to" : "recv from"; }
+
+}  // namespace
+
+std::vector<Transport*> hostTransports() { return {shmTransport(), netTransport()}; }
+
+struct ConnectionManager::Impl {
+  const WaitContext* wait = nullptr;
+  Bootstrap* bootstrap = nullptr;
+  const PeerInfo* self = nullptr;
+  const std::vector<PeerInfo>* peers = nullptr;
+  TransportContext ctx;
+  std::vector<std::unique_ptr<Connector>> ringSend, ringRecv;
+  std::map<int, std::unique_ptr<Connector>> p2pSend, p2pRecv;
+  std::map<int, Transport*> chosen;  // per peer, for transportName and logging once
+  bool aborted = false;
+
+  struct Pending {
+    Direction dir;
+    int peer;
+    int channel;
+    bool p2p;
+    Transport* transport;
+    std::unique_ptr<Connector> conn;
+    ConnectHandle mine;
+    ConnectHandle theirs;
+  };
+
+  int rank() const { return self->rank; }
+  int nranks() const { return static_cast<int>(peers->size()); }
+
+  ncclResult_t pick(int peer, Transport** out) {
+    auto it = chosen.find(peer);
+    if (it != chosen.end()) {
+      *out = it->second;
+      return ncclSuccess;
+    }
+    const PeerInfo& p = (*peers)[peer];
+    for (Transport* t : hostTransports()) {
+      if (t->canConnect(*self, p)) {
+        chosen[peer] = t;
+        *out = t;
+        BRAID_INFO(kSubInit, "rank %d <-> rank %d (%s, pid %d): via %s", rank(), peer, p.hostName, p.pid, t->name());
+        return ncclSuccess;
+      }
+    }
+    return recordError(ncclSystemError, "no transport can connect rank %d to rank %d (host %s)", rank(), peer,
+                       p.hostName);
+  }
+
+  // Setup, exchange and connect one batch; connectors land in `batch` (connected) on success.
+  ncclResult_t run(std::vector<Pending>& batch) {
+    const size_t buffBytes = static_cast<size_t>(std::max<int64_t>(params::BuffSize(), 0));
+    for (auto& b : batch) {
+      BRAID_CHECK(pick(b.peer, &b.transport));
+      b.conn = std::make_unique<Connector>();
+      b.conn->ctx = &ctx;
+      ncclResult_t r = b.transport->setup(b.dir, *self, (*peers)[b.peer], b.channel, buffBytes, b.conn.get(), &b.mine);
+      if (r != ncclSuccess) return failed(r, b, "setup");
+    }
+    // Connections to ourselves (a one-rank ring, a send to self) pair up locally.
+    for (auto& b : batch) {
+      if (b.peer != rank()) continue;
+      Direction other = b.dir == Direction::Send ? Direction::Recv : Direction::Send;
+      auto mate = std::find_if(batch.begin(), batch.end(), [&](const Pending& o) {
+        return o.peer == b.peer && o.dir == other && o.channel == b.channel && o.p2p == b.p2p;
+      });
+      if (mate == batch.end()) {
+        return recordError(ncclInvalidUsage, "rank %d: a %s to itself needs the matching %s in the same group", rank(),
+                           b.dir == Direction::Send ? "send" : "recv", b.dir == Direction::Send ? "recv" : "send");
+      }
+      b.theirs = mate->mine;
+    }
+    for (auto& b : batch) {
+      if (b.peer == rank()) continue;
+      ncclResult_t r = bootstrap->send(b.peer, tagFor(b.p2p, b.channel, b.dir), &b.mine, sizeof(b.mine));
+      if (r != ncclSuccess) return failed(r, b, "sending the connection handle");
+    }
+    for (auto& b : batch) {
+      if (b.peer == rank()) continue;
+      Direction other = b.dir == Direction::Send ? Direction::Recv : Direction::Send;
+      ncclResult_t r = bootstrap->recv(b.peer, tagFor(b.p2p, b.channel, other), &b.theirs, sizeof(b.theirs));
+      if (r != ncclSuccess) return failed(r, b, "receiving the connection handle");
+    }
+    for (Direction d : {Direction::Send, Direction::Recv}) {
+      for (auto& b : batch) {
+        if (b.dir != d) continue;
+        ncclResult_t r = b.transport->connect(b.dir, b.theirs, b.conn.get());
+        if (r != ncclSuccess) return failed(r, b, "connect");
+      }
+    }
+    return ncclSuccess;
+  }
+
+  // The transport recorded the precise cause; the log line adds which connection it was.
+  ncclResult_t failed(ncclResult_t r, const Pending& b, const char* phase) {
+    if (pendingError().empty()) {
+      recordError(r, "%s: %s of the %s connection (%s rank %d, channel %d) failed", b.transport->name(), phase,
+                  b.p2p ? "p2p" : "ring", dirName(b.dir), b.peer, b.channel);
+    }
+    BRAID_WARN("rank %d: %s %s of the %s connection %s rank %d (channel %d) failed: %s", rank(), b.transport->name(),
+               phase, b.p2p ? "p2p" : "ring", dirName(b.dir), b.peer, b.p2p ? -1 : b.channel, pendingError().c_str());
+    return r;
+  }
+
+  void forEach(void (*fn)(Connector*)) {
+    for (auto& c : ringSend) fn(c.get());
+    for (auto& c : ringRecv) fn(c.get());
+    for (auto& kv : p2pSend) fn(kv.second.get());
+    for (auto& kv : p2pRecv) fn(kv.second.get());
+  }
+};
+
+ConnectionManager::ConnectionManager(const WaitContext* wait, Bootstrap* bootstrap, const PeerInfo* self,
+                                     const std::vector<PeerInfo>* peers)
+    : impl_(new Impl) {
+  impl_->wait = wait;
+  impl_->bootstrap = bootstrap;
+  impl_->self = self;
+  impl_->peers = peers;
+  impl_->ctx.wait = wait;
+  impl_->ctx.bootstrap = bootstrap;
+  impl_->ctx.self = self;
+  impl_->ctx.peers = peers;
+}
+
+ConnectionManager::~ConnectionManager() {
+  if (auto& proxy = impl_->ctx.proxy) {
+    // Slots published by the last operation may still sit in a local send FIFO; let them leave (the peer
+    // may still be receiving them), unless the communicator was aborted.
+    if (!impl_->aborted && !proxy->drain(kDrainTimeoutSec, impl_->wait ? impl_->wait->abortFlag : nullptr)) {
+      BRAID_WARN("rank %d: NET send connections did not drain within %.0f s at close; peers may miss data",
+                 impl_->self ? impl_->self->rank : -1, kDrainTimeoutSec);
+    }
+    // Join the proxy before connectors free the FIFOs it reads.
+    proxy->stop();
+  }
+  impl_->ringSend.clear();
+  impl_->ringRecv.clear();
+  impl_->p2pSend.clear();
+  impl_->p2pRecv.clear();
+  impl_->ctx.proxy.reset();
+}
+
+ncclResult_t ConnectionManager::connectRing(int nChannels) {
+  Impl& m = *impl_;
+  if (!m.self || !m.peers || m.peers->empty() || (m.nranks() > 1 && !m.bootstrap)) {
+    return recordError(ncclInternalError, "connectRing: connection manager has no peers/bootstrap");
+  }
+  if (nChannels < 1 || nChannels > kMaxRingChannels) {
+    return recordError(ncclInvalidArgument, "connectRing: %d channels (must be 1..%d)", nChannels, kMaxRingChannels);
+  }
+  int have = static_cast<int>(m.ringSend.size());
+  if (nChannels <= have) return ncclSuccess;
+  const int n = m.nranks(), r = m.rank();
+  const int next = (r + 1) % n, prev = (r - 1 + n) % n;
+  std::vector<Impl::Pending> batch;
+  for (int c = have; c < nChannels; c++) {
+    batch.push_back(Impl::Pending{Direction::Send, next, c, false, nullptr, nullptr, {}, {}});
+    batch.push_back(Impl::Pending{Direction::Recv, prev, c, false, nullptr, nullptr, {}, {}});
+  }
+  BRAID_CHECK(m.run(batch));
+  for (auto& b : batch) {
+    (b.dir == Direction::Send ? m.ringSend : m.ringRecv).push_back(std::move(b.conn));
+  }
+  BRAID_INFO(kSubInit, "rank %d: ring channels %d..%d connected (send to %d via %s, recv from %d via %s)", r, have,
+             nChannels - 1, next, transportName(next), prev, transportName(prev));
+  return ncclSuccess;
+}
+
+ncclResult_t ConnectionManager::connectP2p(const int* sendPeers, int nSend, const int* recvPeers, int nRecv) {
+  Impl& m = *impl_;
+  if (!m.self || !m.peers || m.peers->empty()) {
+    return recordError(ncclInternalError, "connectP2p: connection manager has no peers");
+  }
+  const int n = m.nranks();
+  std::vector<Impl::Pending> batch;
+  std::set<int> seenSend, seenRecv;
+  auto add = [&](const int* list, int count, Direction dir) -> ncclResult_t {
+    auto& have = dir == Direction::Send ? m.p2pSend : m.p2pRecv;
+    auto& seen = dir == Direction::Send ? seenSend : seenRecv;
+    for (int i = 0; i < count; i++) {
+      int p = list[i];
+      if (p < 0 || p >= n) {
+        return recordError(ncclInvalidArgument, "connectP2p: peer %d out of range (nranks %d)", p, n);
+      }
+      if (have.count(p) || !seen.insert(p).second) continue;
+      if (p != m.rank() && !m.bootstrap) return recordError(ncclInternalError, "connectP2p: no bootstrap");
+      batch.push_back(Impl::Pending{dir, p, kP2pChannel, true, nullptr, nullptr, {}, {}});
+    }
+    return ncclSuccess;
+  };
+  BRAID_CHECK(add(sendPeers, nSend, Direction::Send));
+  BRAID_CHECK(add(recvPeers, nRecv, Direction::Recv));
+  if (batch.empty()) return ncclSuccess;
+  BRAID_CHECK(m.run(batch));
+  for (auto& b : batch) {
+    (b.dir == Direction::Send ? m.p2pSend : m.p2pRecv)[b.peer] = std::move(b.conn);
+  }
+  return ncclSuccess;
+}
+
+ConnInfo* ConnectionManager::ringSend(int channel) {
+  auto& v = impl_->ringSend;
+  return channel >= 0 && channel < static_cast<int>(v.size()) ? &v[channel]->info : nullptr;
+}
+
+ConnInfo* ConnectionManager::ringRecv(int channel) {
+  auto& v = impl_->ringRecv;
+  return channel >= 0 && channel < static_cast<int>(v.size()) ? &v[channel]->info : nullptr;
+}
+
+ConnInfo* ConnectionManager::p2pSend(int peer) {
+  auto it = impl_->p2pSend.find(peer);
+  return it == impl_->p2pSend.end() ? nullptr : &it->second->info;
+}
+
+ConnInfo* ConnectionManager::p2pRecv(int peer) {
+  auto it = impl_->p2pRecv.find(peer);
+  return it == impl_->p2pRecv.end() ? nullptr : &it->second->info;
+}
+
+int ConnectionManager::ringChannels() const { return static_cast<int>(impl_->ringSend.size()); }
+
+const char* ConnectionManager::transportName(int peer) const {
+  auto it = impl_->chosen.find(peer);
+  return it == impl_->chosen.end() ? "none" : it->second->name();
+}
+
+void ConnectionManager::abort() {
+  impl_->aborted = true;
+  // Flags first, so executors stop waiting at once; then the proxy, which may be mid-transfer.
+  impl_->forEach([](Connector* c) {
+    if (c && c->info.errorFlag) __atomic_store_n(c->info.errorFlag, 1u, __ATOMIC_RELEASE);
+  });
+  if (impl_->ctx.proxy) impl_->ctx.proxy->stop();
+}
+
+}  // namespace braid

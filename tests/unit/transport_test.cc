@@ -1,0 +1,426 @@
+// Transports exercised directly (no ConnectionManager): setup/connect handshakes, data pumped through the
+// ConnInfo FIFO protocol for many steps (slot wrap-around, sizes 0..stepBytes) over SHM and over sockets
+// (1 and 2 sockets per peer), the /dev/shm-too-small error, and peer failure setting errorFlag.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "core/result.h"
+#include "transport/host_fifo.h"
+#include "transport/net/net_backend.h"
+#include "transport/net/net_internal.h"
+#include "transport/net/net_proxy.h"
+#include "transport/net/net_socket.h"
+#include "transport/shm/shm_internal.h"
+#include "transport_test_util.h"
+
+namespace braid {
+namespace {
+
+using testutil::TestRank;
+
+// Scoped environment variable (tests run one at a time, before threads read it).
+class EnvVar {
+ public:
+  EnvVar(const char* name, const char* value) : name_(name) {
+    const char* old = getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~EnvVar() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+// Sets up and connects sender (rank s) -> receiver (rank r) through `t`, in the order ConnectionManager
+// uses: both setups, then send connect, then recv connect.
+void connectPair(Transport* t, TestRank& s, TestRank& r, int channel, size_t buffBytes, Connector* sc, Connector* rc) {
+  sc->ctx = &s.ctx;
+  rc->ctx = &r.ctx;
+  ConnectHandle hs, hr;
+  ASSERT_EQ(t->setup(Direction::Recv, r.info, s.info, channel, buffBytes, rc, &hr), ncclSuccess) << pendingError();
+  ASSERT_EQ(t->setup(Direction::Send, s.info, r.info, channel, buffBytes, sc, &hs), ncclSuccess) << pendingError();
+  ASSERT_EQ(t->connect(Direction::Send, hr, sc), ncclSuccess) << pendingError();
+  ASSERT_EQ(t->connect(Direction::Recv, hs, rc), ncclSuccess) << pendingError();
+  ASSERT_TRUE(sc->connected && rc->connected);
+  EXPECT_EQ(sc->info.peer, r.info.rank);
+  EXPECT_EQ(rc->info.peer, s.info.rank);
+  EXPECT_EQ(sc->info.nSteps, rc->info.nSteps);
+  EXPECT_EQ(sc->info.stepBytes, rc->info.stepBytes);
+}
+
+int countShmSegmentsOfThisProcess() {
+  std::string prefix = "braid-" + std::to_string(getpid()) + "-";
+  int n = 0;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) n += std::string(e->d_name).rfind(prefix, 0) == 0;
+    closedir(d);
+  }
+  return n;
+}
+
+TEST(HostFifo, StepBytes) {
+  EXPECT_EQ(hostFifoStepBytes(4 << 20, 8), 512u << 10);
+  EXPECT_EQ(hostFifoStepBytes(0, 8), 4096u);
+  EXPECT_EQ(hostFifoStepBytes(1000, 8), 4096u);
+  EXPECT_EQ(hostFifoStepBytes(8 * 4097, 8), 8192u);
+  EXPECT_EQ(hostFifoBytes(8, 4096), 4096u + 8 * 4096);
+}
+
+TEST(ShmTransport, CanConnectFollowsHostAndEnv) {
+  TestRank a(0), b(1);
+  Transport* t = shmTransport();
+  EXPECT_TRUE(t->canConnect(a.info, b.info));
+  b.info.hostHash ^= 1;
+  EXPECT_FALSE(t->canConnect(a.info, b.info));
+  EXPECT_FALSE(t->canConnect(b.info, a.info));
+  b.info.hostHash ^= 1;
+  EnvVar off("NCCL_SHM_DISABLE", "1");
+  EXPECT_FALSE(t->canConnect(a.info, b.info));
+}
+
+TEST(ShmTransport, PumpSmallStepsManyWraps) {
+  TestRank a(0), b(1);
+  Connector s, r;
+  connectPair(shmTransport(), a, b, 0, 64 << 10, &s, &r);
+  EXPECT_EQ(s.info.kind, TransportKind::Shm);
+  EXPECT_EQ(s.info.nSteps, 8u);
+  EXPECT_EQ(s.info.stepBytes, 8192u);
+  EXPECT_EQ(s.info.buff, s.info.buff) << "mapped";
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(r.info.buff) % 4096, 0u);
+  EXPECT_EQ(testutil::pump(s.info, r.info, 1, 4000), "");
+}
+
+TEST(ShmTransport, PumpDefaultBuffer) {
+  TestRank a(0), b(1);
+  Connector s, r;
+  connectPair(shmTransport(), a, b, 3, 4 << 20, &s, &r);
+  EXPECT_EQ(s.info.stepBytes, 512u << 10);
+  EXPECT_EQ(testutil::pump(s.info, r.info, 2, 120), "");
+}
+
+TEST(ShmTransport, SelfConnection) {
+  TestRank a(0);
+  Connector s, r;
+  connectPair(shmTransport(), a, a, 0, 64 << 10, &s, &r);
+  EXPECT_EQ(testutil::pump(s.info, r.info, 3, 500), "");
+}
+
+TEST(ShmTransport, NamesUnlinkedOnceMapped) {
+  int before = countShmSegmentsOfThisProcess();
+  TestRank a(0), b(1);
+  {
+    Connector s, r;
+    s.ctx = &a.ctx;
+    r.ctx = &b.ctx;
+    ConnectHandle hs, hr;
+    ASSERT_EQ(shmTransport()->setup(Direction::Recv, b.info, a.info, 0, 64 << 10, &r, &hr), ncclSuccess);
+    ASSERT_EQ(shmTransport()->setup(Direction::Send, a.info, b.info, 0, 64 << 10, &s, &hs), ncclSuccess);
+    EXPECT_EQ(countShmSegmentsOfThisProcess(), before + 1);
+    ASSERT_EQ(shmTransport()->connect(Direction::Send, hr, &s), ncclSuccess);
+    EXPECT_EQ(countShmSegmentsOfThisProcess(), before) << "the sender unlinks the name after mapping";
+    ASSERT_EQ(shmTransport()->connect(Direction::Recv, hs, &r), ncclSuccess);
+  }
+  {
+    // A receiver whose sender never came still removes its name.
+    Connector r;
+    r.ctx = &b.ctx;
+    ConnectHandle hr;
+    ASSERT_EQ(shmTransport()->setup(Direction::Recv, b.info, a.info, 0, 64 << 10, &r, &hr), ncclSuccess);
+    EXPECT_EQ(countShmSegmentsOfThisProcess(), before + 1);
+  }
+  EXPECT_EQ(countShmSegmentsOfThisProcess(), before);
+}
+
+TEST(ShmTransport, TooLargeSegmentGivesClearError) {
+  clearPendingError();
+  ShmSegment seg;
+  ncclResult_t r = ShmSegment::create(1ull << 50, 5, &seg);
+  EXPECT_EQ(r, ncclSystemError);
+  const std::string& msg = pendingError();
+  EXPECT_NE(msg.find("/dev/shm"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1125899906842624"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("free"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rank 5"), std::string::npos) << msg;
+  EXPECT_EQ(seg.base(), nullptr);
+  clearPendingError();
+}
+
+TEST(ShmTransport, ErrorFlagIsShared) {
+  TestRank a(0), b(1);
+  Connector s, r;
+  connectPair(shmTransport(), a, b, 0, 64 << 10, &s, &r);
+  __atomic_store_n(r.info.errorFlag, 1u, __ATOMIC_RELEASE);
+  EXPECT_EQ(__atomic_load_n(s.info.errorFlag, __ATOMIC_ACQUIRE), 1u);
+}
+
+TEST(NetSocket, Partition) {
+  size_t off[kNetMaxSocks], len[kNetMaxSocks];
+  for (int socks : {1, 2, 3, 16}) {
+    for (size_t size : {size_t(0), size_t(1), size_t(4096), kNetMinPart * 2 - 1, kNetMinPart * 2, size_t(512 << 10),
+                        size_t(1000003)}) {
+      netSocketPartition(size, socks, off, len);
+      size_t covered = 0;
+      for (int i = 0; i < socks; i++) {
+        if (len[i] == 0) continue;
+        EXPECT_EQ(off[i], covered) << size << " over " << socks;
+        covered += len[i];
+      }
+      EXPECT_EQ(covered, size) << size << " over " << socks;
+      if (size < 2 * kNetMinPart) EXPECT_EQ(len[0], size);
+    }
+  }
+  netSocketPartition(512 << 10, 2, off, len);
+  EXPECT_EQ(len[0], 256u << 10);
+  EXPECT_EQ(len[1], 256u << 10);
+}
+
+TEST(NetTransport, PumpOneSocketSmallSteps) {
+  EnvVar socks("BRAID_NSOCKS_PERPEER", "1");
+  TestRank a(0), b(1);
+  Connector s, r;
+  connectPair(netTransport(), a, b, 0, 64 << 10, &s, &r);
+  EXPECT_EQ(s.info.kind, TransportKind::Net);
+  EXPECT_NE(s.info.buff, r.info.buff) << "each side has its own FIFO";
+  EXPECT_EQ(testutil::pump(s.info, r.info, 4, 3000), "");
+}
+
+TEST(NetTransport, PumpOneSocketDefaultBuffer) {
+  EnvVar socks("BRAID_NSOCKS_PERPEER", "1");
+  TestRank a(0), b(1);
+  Connector s, r;
+  connectPair(netTransport(), a, b, 1, 4 << 20, &s, &r);
+  EXPECT_EQ(testutil::pump(s.info, r.info, 5, 100), "");
+}
+
+TEST(NetTransport, PumpTwoSocketsPerPeer) {
+  EnvVar socks("BRAID_NSOCKS_PERPEER", "2");
+  TestRank a(0), b(1);
+  Connector s, r;
+  connectPair(netTransport(), a, b, 2, 4 << 20, &s, &r);
+  EXPECT_EQ(testutil::pump(s.info, r.info, 6, 100), "");
+  // And small slots, which stay on the first socket, interleaved with split ones.
+  Connector s2, r2;
+  connectPair(netTransport(), a, b, 3, 1 << 20, &s2, &r2);
+  EXPECT_EQ(testutil::pump(s2.info, r2.info, 7, 400), "");
+}
+
+TEST(NetTransport, BothDirectionsShareOneProxyPerRank) {
+  TestRank a(0), b(1);
+  Connector ab, ba_r, ba, ab_r;
+  connectPair(netTransport(), a, b, 0, 64 << 10, &ab, &ab_r);
+  connectPair(netTransport(), b, a, 0, 64 << 10, &ba, &ba_r);
+  ASSERT_TRUE(a.ctx.proxy && b.ctx.proxy);
+  EXPECT_EQ(a.ctx.proxy->connections(), 2);
+  std::string e1, e2;
+  std::thread t([&] { e1 = testutil::pump(ab.info, ab_r.info, 8, 1500); });
+  e2 = testutil::pump(ba.info, ba_r.info, 9, 1500);
+  t.join();
+  EXPECT_EQ(e1, "");
+  EXPECT_EQ(e2, "");
+}
+
+TEST(NetTransport, SelfConnection) {
+  TestRank a(0);
+  Connector s, r;
+  connectPair(netTransport(), a, a, 0, 64 << 10, &s, &r);
+  EXPECT_EQ(testutil::pump(s.info, r.info, 10, 500), "");
+}
+
+bool waitFlag(const uint32_t* flag, double sec) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(sec);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (__atomic_load_n(flag, __ATOMIC_ACQUIRE)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+TEST(NetTransport, ReceiverGoneSetsSenderErrorFlag) {
+  TestRank a(0), b(1);
+  Connector s;
+  auto r = std::make_unique<Connector>();
+  connectPair(netTransport(), a, b, 0, 64 << 10, &s, r.get());
+  EXPECT_EQ(testutil::pump(s.info, r->info, 11, 50), "");
+  EXPECT_EQ(__atomic_load_n(s.info.errorFlag, __ATOMIC_ACQUIRE), 0u);
+  r.reset();  // closes the receiver's sockets, as a dying process would
+  b.ctx.proxy.reset();
+  EXPECT_TRUE(waitFlag(s.info.errorFlag, 5)) << "sender's errorFlag not set after the receiver closed";
+}
+
+TEST(NetTransport, SenderGoneSetsReceiverErrorFlag) {
+  TestRank a(0), b(1);
+  auto s = std::make_unique<Connector>();
+  Connector r;
+  connectPair(netTransport(), a, b, 0, 64 << 10, s.get(), &r);
+  EXPECT_EQ(testutil::pump(s->info, r.info, 12, 50), "");
+  s.reset();
+  a.ctx.proxy.reset();
+  EXPECT_TRUE(waitFlag(r.info.errorFlag, 5)) << "receiver's errorFlag not set after the sender closed";
+  // An executor waiting for data now fails fast instead of timing out.
+  ConnInfo next = r.info;
+  next.step = 50;
+  std::string err = testutil::recvSteps(next, 12, 1, 5);
+  EXPECT_NE(err.find("errorFlag"), std::string::npos) << err;
+}
+
+TEST(NetTransport, SenderClosedAfterProxyStopSetsReceiverErrorFlag) {
+  TestRank a(0), b(1);
+  Connector r;
+  ConnectHandle hr;
+  r.ctx = &b.ctx;
+  ASSERT_EQ(netTransport()->setup(Direction::Recv, b.info, a.info, 0, 64 << 10, &r, &hr), ncclSuccess);
+  Connector s;
+  s.ctx = &a.ctx;
+  ConnectHandle hs;
+  ASSERT_EQ(netTransport()->setup(Direction::Send, a.info, b.info, 0, 64 << 10, &s, &hs), ncclSuccess);
+  ASSERT_EQ(netTransport()->connect(Direction::Send, hr, &s), ncclSuccess) << pendingError();
+  ASSERT_EQ(netTransport()->connect(Direction::Recv, hs, &r), ncclSuccess) << pendingError();
+  a.ctx.proxy->stop();  // freeze the sender's proxy: nothing more leaves
+  EXPECT_EQ(__atomic_load_n(r.info.errorFlag, __ATOMIC_ACQUIRE), 0u);
+  s.res.reset();  // sockets close with the receiver waiting for data
+  EXPECT_TRUE(waitFlag(r.info.errorFlag, 5));
+}
+
+// A real process death: a forked child sends 40 steps, then SIGKILLs itself while the parent waits for
+// more. The parent's receive connection must report the break through errorFlag.
+TEST(NetTransport, KilledSenderProcessSetsErrorFlag) {
+  TestRank b(1);
+  TestRank a(0);
+  Connector r;
+  r.ctx = &b.ctx;
+  ConnectHandle hr, hs;
+  ASSERT_EQ(netTransport()->setup(Direction::Recv, b.info, a.info, 0, 64 << 10, &r, &hr), ncclSuccess);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    TestRank me(0);
+    Connector s;
+    s.ctx = &me.ctx;
+    ConnectHandle h;
+    if (netTransport()->setup(Direction::Send, me.info, b.info, 0, 64 << 10, &s, &h) != ncclSuccess) _exit(2);
+    if (netTransport()->connect(Direction::Send, hr, &s) != ncclSuccess) _exit(3);
+    std::string e = testutil::sendSteps(s.info, 14, 40, 10);
+    if (!e.empty()) _exit(4);
+    // Wait for the credits of everything sent, so the parent got it all, then die without closing.
+    while (loadAcquire(s.info.head) < 40) sched_yield();
+    kill(getpid(), SIGKILL);
+    _exit(5);
+  }
+  // The child's send handle carries only its identity (no pipe needed): make the same one here.
+  Connector sameIdentity;
+  sameIdentity.ctx = &a.ctx;
+  ASSERT_EQ(netTransport()->setup(Direction::Send, a.info, b.info, 0, 64 << 10, &sameIdentity, &hs), ncclSuccess);
+  ASSERT_EQ(netTransport()->connect(Direction::Recv, hs, &r), ncclSuccess) << pendingError();
+  EXPECT_EQ(testutil::recvSteps(r.info, 14, 40, 10), "");
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child status " << status;
+  EXPECT_TRUE(waitFlag(r.info.errorFlag, 5)) << "receiver's errorFlag not set after the sender was killed";
+  ConnInfo next = r.info;
+  next.step = 40;
+  std::string err = testutil::recvSteps(next, 14, 1, 5);
+  EXPECT_NE(err.find("errorFlag"), std::string::npos) << err;
+}
+
+TEST(NetBackendSocket, AcceptDropsWrongIdentity) {
+  NetBackend* be = socketNetBackend();
+  NetHandle h;
+  std::unique_ptr<NetListenComm> l;
+  ASSERT_EQ(be->listen(&h, &l), ncclSuccess) << pendingError();
+  NetSetupParams p;
+  p.timeoutSec = 10;
+  p.peer = 3;
+  std::unique_ptr<NetSendComm> wrong, right;
+  ASSERT_EQ(be->connect(h, NetConnIdent{9, 4, 0, 0}, p, &wrong), ncclSuccess) << pendingError();
+  ASSERT_EQ(be->connect(h, NetConnIdent{3, 4, 0, 0}, p, &right), ncclSuccess) << pendingError();
+  std::unique_ptr<NetRecvComm> rc;
+  ASSERT_EQ(l->accept(NetConnIdent{3, 4, 0, 0}, p, &rc), ncclSuccess) << pendingError();
+  // One message through the raw backend API.
+  char out[100], in[100] = {};
+  for (int i = 0; i < 100; i++) out[i] = static_cast<char>(i * 3);
+  NetRequest *sr = nullptr, *rr = nullptr;
+  ASSERT_EQ(right->isend(out, sizeof(out), &sr), ncclSuccess);
+  ASSERT_EQ(rc->irecv(in, sizeof(in), &rr), ncclSuccess);
+  ASSERT_TRUE(sr && rr);
+  bool sd = false, rd = false;
+  size_t rsize = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!(sd && rd) && std::chrono::steady_clock::now() < deadline) {
+    if (!sd) ASSERT_EQ(right->test(sr, &sd, nullptr), ncclSuccess);
+    if (!rd) ASSERT_EQ(rc->test(rr, &rd, &rsize), ncclSuccess);
+  }
+  ASSERT_TRUE(sd && rd);
+  EXPECT_EQ(rsize, sizeof(out));
+  EXPECT_EQ(memcmp(in, out, sizeof(out)), 0);
+}
+
+TEST(NetBackendSocket, AcceptTimesOutNamingPeer) {
+  clearPendingError();
+  NetHandle h;
+  std::unique_ptr<NetListenComm> l;
+  ASSERT_EQ(socketNetBackend()->listen(&h, &l), ncclSuccess);
+  NetSetupParams p;
+  p.timeoutSec = 0.3;
+  p.peer = 6;
+  std::unique_ptr<NetRecvComm> rc;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(l->accept(NetConnIdent{6, 0, 0, 0}, p, &rc), ncclRemoteError);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  EXPECT_NE(pendingError().find("rank 6"), std::string::npos) << pendingError();
+  clearPendingError();
+}
+
+TEST(NetBackendSocket, AcceptReturnsOnAbort) {
+  clearPendingError();
+  NetHandle h;
+  std::unique_ptr<NetListenComm> l;
+  ASSERT_EQ(socketNetBackend()->listen(&h, &l), ncclSuccess);
+  std::atomic<uint32_t> abortFlag{0};
+  NetSetupParams p;
+  p.timeoutSec = 60;
+  p.abortFlag = &abortFlag;
+  p.peer = 2;
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    abortFlag = 1;
+  });
+  std::unique_ptr<NetRecvComm> rc;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(l->accept(NetConnIdent{2, 0, 0, 0}, p, &rc), ncclSuccess);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  t.join();
+  clearPendingError();
+}
+
+TEST(NetProxy, StopWithDataInFlightDoesNotHang) {
+  TestRank a(0), b(1);
+  Connector s, r;
+  connectPair(netTransport(), a, b, 0, 4 << 20, &s, &r);
+  // Fill the sender's FIFO; the receiver never consumes, so the socket backs up.
+  std::string err = testutil::sendSteps(s.info, 13, 64, 1);
+  auto t0 = std::chrono::steady_clock::now();
+  a.ctx.proxy->stop();
+  b.ctx.proxy->stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+}
+
+}  // namespace
+}  // namespace braid
