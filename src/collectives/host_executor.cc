@@ -1,0 +1,181 @@
+// HostExecutor: runs a batch on host buffers. Collectives go first, in issue order, each split over the
+// ring channels with one CPU thread per channel (channel 0 on the caller, persistent workers for the
+// rest); a barrier between collectives keeps a later op from reading what an earlier one still writes
+// on another channel. Then the batch's point-to-point part progresses as one nonblocking set.
+#include "collectives/host_executor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "collectives/host_coll.h"
+#include "collectives/host_p2p.h"
+#include "core/log.h"
+#include "core/result.h"
+#include "transport/conn_info.h"
+
+namespace braid {
+
+struct HostExecutor::Impl {
+  ConnProvider* conns = nullptr;
+  WaitContext defaultWait;
+  const WaitContext* wait = nullptr;
+  int rank = 0;
+  int nranks = 1;
+  int nChannels = 1;
+
+  // Worker pool: worker i serves channel i + 1. Guarded by mu.
+  std::mutex mu;
+  std::condition_variable startCv;
+  std::condition_variable doneCv;
+  uint64_t generation = 0;
+  bool stopping = false;
+  int remaining = 0;
+  int activeChannels = 0;
+  CollChannelFn fn = nullptr;
+  const CollChannelWork* work = nullptr;
+  std::vector<ncclResult_t> results;
+  std::vector<std::string> messages;
+  std::atomic<bool> cancel{false};
+  std::vector<std::thread> workers;
+
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      stopping = true;
+    }
+    startCv.notify_all();
+    for (std::thread& t : workers) t.join();
+  }
+
+  void workerLoop(int channel) {
+    RankTag tag(rank);
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lk(mu);
+    for (;;) {
+      startCv.wait(lk, [&] { return stopping || generation != seen; });
+      if (stopping) return;
+      seen = generation;
+      if (channel >= activeChannels) continue;
+      CollChannelFn f = fn;
+      const CollChannelWork* w = work;
+      lk.unlock();
+      clearPendingError();  // this thread's first message of this op is the one to report
+      ncclResult_t r = f(*w, channel);
+      std::string msg;
+      if (r != ncclSuccess && r != kCancelled) {
+        msg = pendingError();
+        cancel.store(true, std::memory_order_relaxed);
+      }
+      clearPendingError();
+      lk.lock();
+      results[channel] = r;
+      messages[channel] = std::move(msg);
+      if (--remaining == 0) doneCv.notify_all();
+    }
+  }
+
+  ncclResult_t ensureWorkers(int nch) {
+    while (static_cast<int>(workers.size()) < nch - 1) {
+      const int channel = static_cast<int>(workers.size()) + 1;
+      try {
+        workers.emplace_back([this, channel] { workerLoop(channel); });
+      } catch (const std::exception& e) {
+        return recordError(ncclSystemError, "rank %d: cannot start the host executor thread for channel %d: %s", rank,
+                           channel, e.what());
+      }
+    }
+    return ncclSuccess;
+  }
+
+  ncclResult_t runCollective(const OpDesc& op) {
+    CollChannelFn f;
+    BRAID_CHECK(selectCollChannelFn(op, &f));
+    if (op.count == 0) return ncclSuccess;  // every rank sees the same count: nothing moves anywhere
+    int nch = 1;
+    if (nranks > 1) {
+      const int ring = conns ? conns->ringChannels() : 0;
+      if (ring < 1)
+        return recordError(ncclInternalError, "%s on rank %d: no ring channels are connected", collName(op.coll), rank);
+      nch = std::max(1, std::min(nChannels, ring));
+    }
+    CollChannelWork w;
+    w.op = &op;
+    w.rank = rank;
+    w.nranks = nranks;
+    w.nChannels = nch;
+    w.conns = conns;
+    w.wait = wait;
+    w.cancel = &cancel;
+    BRAID_TRACE(kSubColl, "%s count %zu %s root %d on %d channel(s)", collName(op.coll), op.count, dtypeName(op.dtype),
+                op.root, nch);
+    cancel.store(false, std::memory_order_relaxed);
+    if (nch == 1) return f(w, 0);
+
+    BRAID_CHECK(ensureWorkers(nch));
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      results.assign(nch, ncclSuccess);
+      messages.assign(nch, std::string());
+      fn = f;
+      work = &w;
+      activeChannels = nch;
+      remaining = nch - 1;
+      ++generation;
+    }
+    startCv.notify_all();
+    ncclResult_t r0 = f(w, 0);
+    if (r0 != ncclSuccess && r0 != kCancelled) cancel.store(true, std::memory_order_relaxed);
+    std::unique_lock<std::mutex> lk(mu);
+    doneCv.wait(lk, [&] { return remaining == 0; });
+    if (r0 != ncclSuccess && r0 != kCancelled) return r0;  // message already recorded on this thread
+    for (int c = 1; c < nch; ++c) {
+      if (results[c] != ncclSuccess && results[c] != kCancelled)
+        return recordError(results[c], "%s", messages[c].c_str());
+    }
+    if (r0 == kCancelled) return recordError(ncclInternalError, "%s: channel 0 was cancelled with no failing channel",
+                                             collName(op.coll));
+    return ncclSuccess;
+  }
+};
+
+HostExecutor::HostExecutor(ConnProvider* conns, const WaitContext* wait, int rank, int nranks, int nChannels)
+    : impl_(new Impl) {
+  impl_->conns = conns;
+  impl_->wait = wait ? wait : &impl_->defaultWait;
+  impl_->rank = rank;
+  impl_->nranks = nranks;
+  impl_->nChannels = std::max(1, nChannels);
+}
+
+HostExecutor::~HostExecutor() = default;
+
+static bool isRingCollective(CollType c) {
+  switch (c) {
+    case CollType::AllReduce:
+    case CollType::Broadcast:
+    case CollType::Reduce:
+    case CollType::AllGather:
+    case CollType::ReduceScatter: return true;
+    default: return false;
+  }
+}
+
+ncclResult_t HostExecutor::run(const std::vector<OpDesc>& ops) {
+  std::vector<const OpDesc*> p2p;
+  for (const OpDesc& op : ops) {
+    if (isRingCollective(op.coll)) {
+      BRAID_CHECK(impl_->runCollective(op));
+    } else {
+      p2p.push_back(&op);
+    }
+  }
+  if (p2p.empty()) return ncclSuccess;
+  return runHostP2p(impl_->conns, impl_->wait, impl_->rank, impl_->nranks, p2p);
+}
+
+}  // namespace braid
