@@ -59,6 +59,7 @@ ncclResult_t flush(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
     perComm[comm].push_back(op);
   }
   queued.clear();
+  if (order.empty()) return ncclSuccess;
   if (order.size() == 1) return runBatch(order[0], perComm[order[0]]);
   std::vector<ncclResult_t> results(order.size(), ncclSuccess);
   std::vector<std::string> messages(order.size());
