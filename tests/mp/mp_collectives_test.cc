@@ -1,0 +1,303 @@
+// Every collective x datatype x op on host communicators of 1..5 forked ranks, over shared memory and over
+// sockets (NCCL_SHM_DISABLE=1): out-of-place and in-place, roots 0 and last, counts 0, 1, 7, nranks-1,
+// 1001 and one spanning many FIFO steps, with outputs poisoned and guard regions checked. One forked job
+// per (nranks, transport); the ranks walk the same list of cases in lockstep.
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "mp/common/coll_check.h"
+#include "mp/common/dtypes.h"
+#include "mp/common/harness.h"
+#include "nccl.h"
+
+namespace {
+
+using mp::Case;
+using mp::Coll;
+
+std::vector<Case> buildCases(int n) {
+  std::vector<Case> cases;
+  uint64_t seed = 1000;
+  const int last = n - 1;
+  // A. Full datatype x op matrix at moderate counts.
+  for (int dt = 0; dt < mp::kNumTypes; dt++) {
+    for (int op = 0; op < mp::kNumOpKinds; op++) {
+      Case c;
+      c.dt = (ncclDataType_t)dt;
+      c.opKind = op;
+      c.seed = seed++;
+      c.coll = Coll::kAllReduce;
+      c.count = 1001;
+      cases.push_back(c);
+      c.coll = Coll::kReduce;
+      c.root = ((dt + op) % 2) ? last : 0;
+      cases.push_back(c);
+      c.coll = Coll::kReduceScatter;
+      c.count = 257;
+      c.root = 0;
+      cases.push_back(c);
+    }
+    Case m;
+    m.dt = (ncclDataType_t)dt;
+    m.seed = seed++;
+    struct {
+      Coll coll;
+      size_t count;
+      int root;
+    } moves[] = {{Coll::kBroadcast, 1001, dt % 2 ? 0 : last},
+                 {Coll::kBcast, 1001, dt % 2 ? last : 0},
+                 {Coll::kAllGather, 257, 0},
+                 {Coll::kAlltoAll, 129, 0},
+                 {Coll::kGather, 129, dt % 2 ? last : 0},
+                 {Coll::kScatter, 129, dt % 2 ? 0 : last},
+                 {Coll::kSendRecvRing, 1001, 0},
+                 {Coll::kSendRecvAllPairs, 65, 0},
+                 {Coll::kSendRecvPairs, 333, 0}};
+    for (auto& mv : moves) {
+      m.coll = mv.coll;
+      m.count = mv.count;
+      m.root = mv.root;
+      cases.push_back(m);
+    }
+  }
+  // B. Counts 0, 1, 7, nranks-1, 1001 for every collective form (out-of-place, in-place, both roots) x
+  // every datatype x every op, with buffer misalignment rotating across cases.
+  std::set<size_t> counts = {0, 1, 7, (size_t)(n - 1), 1001};
+  struct Form {
+    Coll coll;
+    bool inPlace;
+    int root;
+  };
+  std::vector<Form> forms;
+  for (Coll cl : {Coll::kAllReduce, Coll::kBroadcast, Coll::kBcast, Coll::kReduce, Coll::kAllGather,
+                  Coll::kReduceScatter, Coll::kAlltoAll, Coll::kGather, Coll::kScatter, Coll::kSendRecvRing,
+                  Coll::kSendRecvAllPairs, Coll::kSendRecvPairs}) {
+    std::vector<int> roots = {0};
+    if (mp::collHasRoot(cl) && last != 0) roots.push_back(last);
+    for (int root : roots) {
+      forms.push_back({cl, false, root});
+      if (mp::collHasInPlace(cl)) forms.push_back({cl, true, root});
+    }
+  }
+  int idx = 0;
+  for (size_t count : counts) {
+    for (auto& f : forms) {
+      for (int dt = 0; dt < mp::kNumTypes; dt++) {
+        int nops = mp::collHasOp(f.coll) ? mp::kNumOpKinds : 1;
+        for (int op = 0; op < nops; op++) {
+          Case c;
+          c.coll = f.coll;
+          c.inPlace = f.inPlace;
+          c.root = f.root;
+          c.count = count;
+          c.dt = (ncclDataType_t)dt;
+          c.opKind = op;
+          c.misalign = (idx % 3 == 1) ? 1 : 0;
+          c.seed = seed++;
+          cases.push_back(c);
+          idx++;
+        }
+      }
+    }
+  }
+  // C. Large messages: many FIFO steps (the jobs set NCCL_BUFFSIZE small) and several channels.
+  const size_t big = 300000;
+  auto large = [&](Coll cl, ncclDataType_t dt, int op, size_t count, int root, bool inPlace) {
+    Case c;
+    c.coll = cl;
+    c.dt = dt;
+    c.opKind = op;
+    c.count = count;
+    c.root = root;
+    c.inPlace = inPlace;
+    c.seed = seed++;
+    cases.push_back(c);
+  };
+  large(Coll::kAllReduce, ncclFloat32, ncclSum, big, 0, false);
+  large(Coll::kAllReduce, ncclBfloat16, ncclAvg, big + 3, 0, true);
+  large(Coll::kAllReduce, ncclInt64, ncclProd, big / 2 + 1, 0, false);
+  large(Coll::kReduce, ncclFloat16, ncclMax, big, last, false);
+  large(Coll::kReduceScatter, ncclInt32, ncclSum, big / n + 1, 0, false);
+  large(Coll::kReduceScatter, ncclFloat8e4m3, mp::kOpPreMulImm, big / n, 0, true);
+  large(Coll::kAllGather, ncclUint8, -1, big / n + 1, 0, false);
+  large(Coll::kAllGather, ncclFloat32, -1, big / n, 0, true);
+  large(Coll::kBroadcast, ncclFloat64, -1, big / 2, last, false);
+  large(Coll::kAlltoAll, ncclInt32, -1, big / n / 2 + 1, 0, false);
+  large(Coll::kGather, ncclUint32, -1, big / n / 2, last, false);
+  large(Coll::kScatter, ncclInt8, -1, big / n + 5, 0, false);
+  large(Coll::kSendRecvRing, ncclFloat32, -1, big, 0, false);
+  return cases;
+}
+
+struct JobParam {
+  int nranks;
+  bool sockets;
+};
+
+void PrintTo(const JobParam& p, std::ostream* os) {
+  *os << p.nranks << " ranks over " << (p.sockets ? "sockets" : "shared memory");
+}
+
+std::string paramName(const testing::TestParamInfo<JobParam>& info) {
+  return std::to_string(info.param.nranks) + "ranks_" + (info.param.sockets ? "socket" : "shm");
+}
+
+class Collectives : public testing::TestWithParam<JobParam> {};
+
+// Per-job environment: vary channels and FIFO sizes across jobs so several configurations are covered.
+mp::Options jobOptions(const JobParam& p) {
+  mp::Options o;
+  o.timeoutSec = 240;
+  o.env.push_back({"BRAID_TIMEOUT", "60"});
+  if (p.sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
+  switch (p.nranks * 2 + (p.sockets ? 1 : 0)) {
+    case 4:
+      o.env.push_back({"BRAID_HOST_NCHANNELS", "2"});
+      break;  // 2 shm
+    case 5:
+      o.env.push_back({"NCCL_BUFFSIZE", "65536"});
+      break;  // 2 sock
+    case 6:
+      o.env.insert(o.env.end(), {{"BRAID_HOST_NCHANNELS", "3"}, {"NCCL_BUFFSIZE", "65536"}});
+      break;  // 3 shm
+    case 7:
+      o.env.push_back({"BRAID_HOST_NCHANNELS", "2"});
+      break;  // 3 sock
+    case 8:
+      o.env.push_back({"NCCL_BUFFSIZE", "65536"});
+      break;  // 4 shm
+    case 9:
+      o.env.insert(o.env.end(), {{"BRAID_HOST_NCHANNELS", "2"}, {"NCCL_BUFFSIZE", "65536"}});
+      break;  // 4 sock
+    case 10:
+      o.env.insert(o.env.end(), {{"BRAID_HOST_NCHANNELS", "2"}, {"NCCL_BUFFSIZE", "65536"}});
+      break;  // 5 shm
+    case 11:
+      o.env.push_back({"NCCL_BUFFSIZE", "65536"});
+      break;  // 5 sock
+    default:
+      break;
+  }
+  return o;
+}
+
+TEST_P(Collectives, EveryCollectiveTypeOpCount) {
+  const JobParam p = GetParam();
+  mp::Options o = jobOptions(p);
+  auto r = mp::runRanks(p.nranks, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    int count = -1, me = -1, dev = 0;
+    EXPECT_EQ(ncclCommCount(comm, &count), ncclSuccess);
+    EXPECT_EQ(count, ctx.nranks);
+    EXPECT_EQ(ncclCommUserRank(comm, &me), ncclSuccess);
+    EXPECT_EQ(me, ctx.rank);
+    EXPECT_EQ(ncclCommCuDevice(comm, &dev), ncclSuccess);
+    EXPECT_EQ(dev, -1) << "host communicators report device -1";
+    mp::setReportBudget(25);
+    std::vector<Case> cases = buildCases(ctx.nranks);
+    double t0 = mp::nowSec();
+    for (size_t i = 0; i < cases.size(); i++) {
+      if (!mp::runCase(comm, ctx.rank, ctx.nranks, cases[i])) {
+        ADD_FAILURE() << "stopping after case " << i << " of " << cases.size() << " (an NCCL call failed)";
+        ncclCommAbort(comm);
+        mp::reportSuppressed();
+        return;
+      }
+    }
+    mp::note("%zu cases in %.1f s", cases.size(), mp::nowSec() - t0);
+    mp::reportSuppressed();
+    mp::setStatus("ncclCommDestroy");
+    MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
+  });
+  mp::expectAllPassed(r);
+}
+
+// ---- the harness checks itself (no library calls) ----
+
+TEST(Harness, FloatConverters) {
+  // Every finite code survives decode -> encode; known values; ties round to even.
+  for (uint32_t h = 0; h < 0x10000; h++) {
+    float f = mp::halfToFloat((uint16_t)h);
+    if (!std::isnan(f)) ASSERT_EQ(mp::floatToHalf(f), h) << std::hex << h;
+    float b = mp::bf16ToFloat((uint16_t)h);
+    if (!std::isnan(b)) ASSERT_EQ(mp::floatToBf16(b), h) << std::hex << h;
+  }
+  for (uint32_t c = 0; c < 256; c++) {
+    for (bool e4 : {true, false}) {
+      double v = mp::fp8ToDouble((uint8_t)c, e4);
+      if (std::isnan(v)) continue;
+      ASSERT_EQ(mp::doubleToFp8(v, e4), c) << (e4 ? "e4m3 " : "e5m2 ") << std::hex << c;
+    }
+  }
+  EXPECT_EQ(mp::floatToHalf(1.0f), 0x3C00);
+  EXPECT_EQ(mp::floatToHalf(65504.0f), 0x7BFF);
+  EXPECT_EQ(mp::floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3C00);      // tie -> even
+  EXPECT_EQ(mp::floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // tie -> even (up)
+  EXPECT_EQ(mp::floatToHalf(std::ldexp(1.0f, -24)), 0x0001);             // smallest subnormal
+  EXPECT_EQ(mp::floatToBf16(1.0f), 0x3F80);
+  EXPECT_EQ(mp::floatToBf16(1.0f + std::ldexp(1.0f, -8)), 0x3F80);  // tie -> even
+  EXPECT_EQ(mp::doubleToFp8(448, true), 0x7E);
+  EXPECT_EQ(mp::doubleToFp8(1.0, true), 0x38);
+  EXPECT_EQ(mp::doubleToFp8(1.0625, true), 0x38);  // tie between 1 and 1.125 -> even
+  EXPECT_EQ(mp::doubleToFp8(1.1875, true), 0x3A);  // tie between 1.125 and 1.25 -> even
+  EXPECT_EQ(mp::doubleToFp8(1000, true), 0x7E);    // saturates (no inf in e4m3)
+  EXPECT_EQ(mp::doubleToFp8(57344, false), 0x7B);
+  EXPECT_EQ(mp::doubleToFp8(1.0, false), 0x3C);
+  EXPECT_EQ(mp::doubleToFp8(-2.0, false), 0xC0);
+  EXPECT_EQ(mp::fp8ToDouble(0x01, true), std::ldexp(1.0, -9));
+  EXPECT_EQ(mp::fp8ToDouble(0x01, false), std::ldexp(1.0, -16));
+}
+
+// Every case of the suite, filled with the reference result, passes the checker; and the checker catches a
+// wrong element, an unwritten element, guard damage on both sides and a modified send buffer.
+TEST(Harness, CheckerAcceptsReferenceAndCatchesDamage) {
+  using C = mp::CaseRun::Corruption;
+  mp::setReportBudget(1 << 30);
+  int caught = 0;
+  for (int n : {1, 2, 3, 5}) {
+    std::vector<Case> cases = buildCases(n);
+    for (int rank = 0; rank < n; rank++) {
+      for (size_t k = 0; k < cases.size(); k++) {
+        const Case& c = cases[k];
+        if (c.count > 5000 || (k + rank) % 5 != 0) continue;  // a fifth of the small cases per rank
+        mp::CaseRun good(c, rank, n);
+        good.prepare();
+        good.simulate();
+        ASSERT_TRUE(good.check()) << "reference result rejected: " << mp::caseName(c, n) << " rank " << rank;
+        for (C m : {C::kOneElement, C::kUnwritten, C::kGuardBefore, C::kGuardAfter, C::kSendBuffer}) {
+          mp::CaseRun bad(c, rank, n);
+          bad.prepare();
+          bad.simulate();
+          if (!bad.corrupt(m)) continue;
+          testing::TestPartResultArray res;
+          bool ok;
+          {
+            testing::ScopedFakeTestPartResultReporter rep(
+                testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &res);
+            ok = bad.check();
+          }
+          ASSERT_FALSE(ok) << "damage " << (int)m << " not caught: " << mp::caseName(c, n) << " rank " << rank;
+          ASSERT_GT(res.size(), 0) << "damage " << (int)m << " caught silently";
+          caught++;
+        }
+      }
+    }
+  }
+  EXPECT_GT(caught, 1000);
+}
+
+INSTANTIATE_TEST_SUITE_P(Jobs, Collectives,
+                         testing::Values(JobParam{1, false}, JobParam{2, false}, JobParam{2, true}, JobParam{3, false},
+                                         JobParam{3, true}, JobParam{4, false}, JobParam{4, true}, JobParam{5, false},
+                                         JobParam{5, true}),
+                         paramName);
+
+}  // namespace

@@ -1,0 +1,184 @@
+// Faults: a rank that never arrives at init, a rank killed in the middle of an all-reduce loop (over shared
+// memory and over sockets), ncclCommAbort on healthy comms and while a peer waits. Every survivor must get
+// an error naming the dead rank within the timeout; nothing may hang; abort returns promptly.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mp/common/coll_check.h"
+#include "mp/common/harness.h"
+#include "nccl.h"
+
+namespace {
+
+// Expects exactly the listed ranks to have ended as described, and every other rank to have passed.
+void expectSurvivorsPassed(const mp::RunResult& r, int deadRank, bool deadBySigkill) {
+  bool ok = r.harnessError.empty();
+  for (auto& rr : r.ranks) {
+    if (rr.timedOut) ok = false;
+    if (rr.rank == deadRank) {
+      if (deadBySigkill ? rr.termSignal != SIGKILL : !(rr.exited && rr.exitCode == 1)) ok = false;
+    } else if (!rr.exited || rr.exitCode != 0) {
+      ok = false;
+    }
+  }
+  if (!ok)
+    ADD_FAILURE() << r.describe();
+  else if (getenv("MP_VERBOSE"))
+    std::cout << r.describe();
+}
+
+// (a) Rank 2 of 4 exits before init. Every other rank's init fails within the bootstrap timeout and the
+// message names rank 2.
+TEST(Fault, RankMissingAtInit) {
+  mp::Options o;
+  o.idSource = mp::IdSource::kRank0;  // the root lives in rank 0 and reads BRAID_BOOTSTRAP_TIMEOUT there
+  o.timeoutSec = 45;
+  o.env = {{"BRAID_BOOTSTRAP_TIMEOUT", "3"}};
+  const int dead = 2;
+  auto r = mp::runRanks(4, o, [&](mp::RankCtx& ctx) {
+    if (ctx.rank == dead) _exit(1);
+    ncclComm_t comm = nullptr;
+    mp::setStatus("init with rank %d missing", dead);
+    double t0 = mp::nowSec();
+    ncclResult_t res = ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank);
+    double dt = mp::nowSec() - t0;
+    std::string msg = mp::lastError(nullptr);
+    mp::note("init -> %s after %.1f s: %s", ncclGetErrorString(res), dt, msg.c_str());
+    EXPECT_NE(res, ncclSuccess) << "init must fail when rank " << dead << " never arrives";
+    EXPECT_LT(dt, 10.0) << "BRAID_BOOTSTRAP_TIMEOUT=3";
+    EXPECT_TRUE(mp::mentionsRank(msg, dead)) << "the message should name rank " << dead << ": " << msg;
+    if (res == ncclSuccess && comm) ncclCommAbort(comm);
+  });
+  expectSurvivorsPassed(r, dead, false);
+}
+
+struct KillShared {
+  std::atomic<double> killTime;
+};
+
+// (b) One rank raises SIGKILL at a random point inside a large all-reduce loop.
+void killDuringAllReduce(int nranks, int victim, bool sockets, int timeoutEnv, double maxDetect, bool strictMessage) {
+  auto* sh = (KillShared*)mp::sharedAlloc(sizeof(KillShared));
+  ASSERT_NE(sh, nullptr);
+  mp::Options o;
+  o.timeoutSec = 90;
+  o.env = {{"BRAID_TIMEOUT", std::to_string(timeoutEnv)}, {"NCCL_BUFFSIZE", "262144"}};
+  if (sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
+  auto r = mp::runRanks(nranks, o, [&](mp::RankCtx& ctx) {
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    const size_t count = 1 << 20;
+    std::vector<float> in(count, 1.0f), out(count);
+    ncclResult_t res = ncclSuccess;
+    double tErr = 0;
+    int iter = 0;
+    double tEnd = mp::nowSec() + 45;
+    for (; mp::nowSec() < tEnd; iter++) {
+      if (ctx.rank == victim && iter == 3) {
+        std::thread([sh] {
+          usleep(20000);  // somewhere inside the next all-reduces
+          sh->killTime.store(mp::nowSec());
+          raise(SIGKILL);
+        }).detach();
+      }
+      mp::setStatus("all-reduce iteration %d", iter);
+      res = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+      if (res != ncclSuccess) {
+        tErr = mp::nowSec();
+        break;
+      }
+      if (iter < 3) ASSERT_EQ(out[count - 1], (float)ctx.nranks);
+    }
+    ASSERT_NE(ctx.rank, victim) << "the victim should be dead by now";
+    ASSERT_NE(res, ncclSuccess) << "no error after " << iter << " all-reduces with rank " << victim << " dead";
+    double killed = sh->killTime.load();
+    ASSERT_GT(killed, 0) << "the victim never recorded its death";
+    double detect = tErr - killed;
+    std::string msg = mp::lastError(comm);
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm, &async);
+    mp::note("rank %d: %s after %.2f s (iteration %d), async=%s: %s", ctx.rank, ncclGetErrorString(res), detect, iter,
+             ncclGetErrorString(async), msg.c_str());
+    EXPECT_LE(detect, maxDetect) << "the survivor took too long to notice the dead rank";
+    EXPECT_EQ(res, ncclRemoteError) << "a dead peer is ncclRemoteError (DESIGN.md 2.6): " << msg;
+    if (strictMessage) {
+      EXPECT_TRUE(mp::mentionsRank(msg, victim)) << "the message should name rank " << victim << ": " << msg;
+    } else {
+      EXPECT_TRUE(mp::containsCI(msg, "rank")) << "the message should name a rank: " << msg;
+    }
+    mp::setStatus("ncclCommAbort after the fault");
+    double t0 = mp::nowSec();
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+    EXPECT_LT(mp::nowSec() - t0, 2.0) << "ncclCommAbort must return promptly";
+  });
+  expectSurvivorsPassed(r, victim, true);
+}
+
+TEST(Fault, RankKilledDuringAllReduce_3ranks_shm) { killDuringAllReduce(3, 1, false, 20, 15, true); }
+TEST(Fault, RankKilledDuringAllReduce_3ranks_socket) { killDuringAllReduce(3, 1, true, 20, 15, true); }
+// With 4 ranks, rank 0 is not a ring neighbour of rank 2: it may only learn through the timeout.
+TEST(Fault, RankKilledDuringAllReduce_4ranks_socket) { killDuringAllReduce(4, 2, true, 8, 8 + 6, false); }
+
+// (c) Abort on a healthy comm returns promptly, also right after traffic.
+TEST(Fault, AbortHealthyCommIsPrompt) {
+  mp::Options o;
+  o.timeoutSec = 40;
+  auto r = mp::runRanks(3, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    mp::Case c;
+    c.coll = mp::Coll::kAllReduce;
+    c.count = 100000;
+    EXPECT_TRUE(mp::runCase(comm, ctx.rank, ctx.nranks, c));
+    mp::setStatus("ncclCommAbort");
+    double t0 = mp::nowSec();
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+    EXPECT_LT(mp::nowSec() - t0, 2.0) << "ncclCommAbort on a healthy comm";
+  });
+  mp::expectAllPassed(r);
+}
+
+// Rank 1 aborts while rank 0 waits in an all-reduce that rank 1 never joins; rank 1 stays alive. Rank 0
+// must get an error (the peer closed its connections, or the timeout), not hang.
+TEST(Fault, AbortWhilePeerWaits) {
+  mp::Options o;
+  o.timeoutSec = 60;
+  o.env = {{"BRAID_TIMEOUT", "10"}};
+  auto r = mp::runRanks(2, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    std::vector<int32_t> in(100000, 1), out(100000, 0);
+    MP_NCCL_ASSERT_COMM(ncclAllReduce(in.data(), out.data(), in.size(), ncclInt32, ncclSum, comm, nullptr), comm);
+    if (ctx.rank == 1) {
+      usleep(300000);
+      double t0 = mp::nowSec();
+      EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+      EXPECT_LT(mp::nowSec() - t0, 2.0);
+      sleep(3);  // stay alive: the peer must not rely on process death
+      return;
+    }
+    double t0 = mp::nowSec();
+    mp::setStatus("all-reduce the peer never joins");
+    ncclResult_t res = ncclAllReduce(in.data(), out.data(), in.size(), ncclInt32, ncclSum, comm, nullptr);
+    double dt = mp::nowSec() - t0;
+    std::string msg = mp::lastError(comm);
+    mp::note("waiting rank: %s after %.1f s: %s", ncclGetErrorString(res), dt, msg.c_str());
+    EXPECT_NE(res, ncclSuccess);
+    EXPECT_LT(dt, 10 + 6.0) << "BRAID_TIMEOUT=10 bounds the wait";
+    t0 = mp::nowSec();
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+    EXPECT_LT(mp::nowSec() - t0, 2.0);
+  });
+  mp::expectAllPassed(r);
+}
+
+}  // namespace
