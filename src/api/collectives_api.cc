@@ -80,8 +80,9 @@ ncclResult_t collCall(const char* fn, ncclComm* comm, F&& body) {
   });
 }
 
-OpDesc makeOp(CollType c, const void* send, void* recv, size_t count, ncclDataType_t t) {
+OpDesc makeOp(CollType c, const void* send, void* recv, size_t count, ncclDataType_t t, cudaStream_t stream) {
   OpDesc op;
+  op.stream = static_cast<void*>(stream);
   op.coll = c;
   op.sendbuff = send;
   op.recvbuff = recv;
@@ -98,7 +99,7 @@ using namespace braid;
 BRAID_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return collCall("ncclAllReduce", comm, [&] {
-    return submit(comm, "ncclAllReduce", makeOp(CollType::AllReduce, sendbuff, recvbuff, count, datatype), true,
+    return submit(comm, "ncclAllReduce", makeOp(CollType::AllReduce, sendbuff, recvbuff, count, datatype, stream), true,
                   true, true, op, false, false);
   });
 }
@@ -106,7 +107,7 @@ BRAID_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, siz
 BRAID_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   return collCall("ncclBroadcast", comm, [&] {
-    OpDesc o = makeOp(CollType::Broadcast, sendbuff, recvbuff, count, datatype);
+    OpDesc o = makeOp(CollType::Broadcast, sendbuff, recvbuff, count, datatype, stream);
     o.root = root;
     bool isRoot = comm != nullptr && comm->magic == kCommMagic && comm->rank == root;
     return submit(comm, "ncclBroadcast", o, isRoot, true, false, ncclSum, true, false);
@@ -116,7 +117,7 @@ BRAID_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, siz
 BRAID_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
           cudaStream_t stream) {
   return collCall("ncclBcast", comm, [&] {
-    OpDesc o = makeOp(CollType::Broadcast, buff, buff, count, datatype);
+    OpDesc o = makeOp(CollType::Broadcast, buff, buff, count, datatype, stream);
     o.root = root;
     return submit(comm, "ncclBcast", o, false, true, false, ncclSum, true, false);
   });
@@ -125,7 +126,7 @@ BRAID_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t data
 BRAID_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   return collCall("ncclReduce", comm, [&] {
-    OpDesc o = makeOp(CollType::Reduce, sendbuff, recvbuff, count, datatype);
+    OpDesc o = makeOp(CollType::Reduce, sendbuff, recvbuff, count, datatype, stream);
     o.root = root;
     bool isRoot = comm != nullptr && comm->magic == kCommMagic && comm->rank == root;
     return submit(comm, "ncclReduce", o, true, isRoot, true, op, true, false);
@@ -135,7 +136,7 @@ BRAID_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t
 BRAID_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return collCall("ncclAllGather", comm, [&] {
-    return submit(comm, "ncclAllGather", makeOp(CollType::AllGather, sendbuff, recvbuff, sendcount, datatype),
+    return submit(comm, "ncclAllGather", makeOp(CollType::AllGather, sendbuff, recvbuff, sendcount, datatype, stream),
                   true, true, false, ncclSum, false, false);
   });
 }
@@ -144,7 +145,7 @@ BRAID_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff,
           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return collCall("ncclReduceScatter", comm, [&] {
     return submit(comm, "ncclReduceScatter",
-                  makeOp(CollType::ReduceScatter, sendbuff, recvbuff, recvcount, datatype), true, true, true, op,
+                  makeOp(CollType::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, stream), true, true, true, op,
                   false, false);
   });
 }
@@ -152,7 +153,7 @@ BRAID_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff,
 BRAID_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return collCall("ncclAlltoAll", comm, [&] {
-    return submit(comm, "ncclAlltoAll", makeOp(CollType::AllToAll, sendbuff, recvbuff, count, datatype), true,
+    return submit(comm, "ncclAlltoAll", makeOp(CollType::AllToAll, sendbuff, recvbuff, count, datatype, stream), true,
                   true, false, ncclSum, false, false);
   });
 }
@@ -160,7 +161,7 @@ BRAID_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size
 BRAID_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           int root, ncclComm_t comm, cudaStream_t stream) {
   return collCall("ncclGather", comm, [&] {
-    OpDesc o = makeOp(CollType::Gather, sendbuff, recvbuff, count, datatype);
+    OpDesc o = makeOp(CollType::Gather, sendbuff, recvbuff, count, datatype, stream);
     o.root = root;
     bool isRoot = comm != nullptr && comm->magic == kCommMagic && comm->rank == root;
     return submit(comm, "ncclGather", o, true, isRoot, false, ncclSum, true, false);
@@ -170,7 +171,7 @@ BRAID_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t
 BRAID_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           int root, ncclComm_t comm, cudaStream_t stream) {
   return collCall("ncclScatter", comm, [&] {
-    OpDesc o = makeOp(CollType::Scatter, sendbuff, recvbuff, count, datatype);
+    OpDesc o = makeOp(CollType::Scatter, sendbuff, recvbuff, count, datatype, stream);
     o.root = root;
     bool isRoot = comm != nullptr && comm->magic == kCommMagic && comm->rank == root;
     return submit(comm, "ncclScatter", o, isRoot, true, false, ncclSum, true, false);
@@ -180,7 +181,7 @@ BRAID_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_
 BRAID_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
           ncclComm_t comm, cudaStream_t stream) {
   return collCall("ncclSend", comm, [&] {
-    OpDesc o = makeOp(CollType::Send, sendbuff, nullptr, count, datatype);
+    OpDesc o = makeOp(CollType::Send, sendbuff, nullptr, count, datatype, stream);
     o.peer = peer;
     return submit(comm, "ncclSend", o, true, false, false, ncclSum, false, true);
   });
@@ -189,7 +190,7 @@ BRAID_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataTy
 BRAID_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
           ncclComm_t comm, cudaStream_t stream) {
   return collCall("ncclRecv", comm, [&] {
-    OpDesc o = makeOp(CollType::Recv, nullptr, recvbuff, count, datatype);
+    OpDesc o = makeOp(CollType::Recv, nullptr, recvbuff, count, datatype, stream);
     o.peer = peer;
     return submit(comm, "ncclRecv", o, false, true, false, ncclSum, false, true);
   });

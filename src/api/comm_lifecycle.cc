@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/api_common.h"
+#include "collectives/device_comm.h"
 #include "collectives/host_executor.h"
 #include "core/bootstrap.h"
 #include "core/param.h"
@@ -17,6 +18,7 @@ ncclComm::ncclComm() = default;
 
 ncclComm::~ncclComm() {
   if (initThread.joinable()) initThread.join();
+  devExec.reset();
   exec.reset();
   conns.reset();
   if (bootstrap) bootstrap->close();
@@ -92,18 +94,14 @@ int chooseHostChannels(const CommConfig& cfg) {
 // Everything after argument checks; runs on the caller's thread or the nonblocking init thread.
 ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   RankTag tag(comm->rank);
-  if (!params::HostComm() && gpusVisible())
-    return recordError(ncclInvalidUsage,
-                       "rank %d: communicators on GPU buffers are not implemented yet in this build (GPU data path "
-                       "pending); set BRAID_HOST_COMM=1 to use host buffers",
-                       comm->rank);
-  comm->hostComm = true;
-  comm->cudaDev = -1;
+  comm->hostComm = params::HostComm() != 0 || !gpusVisible();
   fillLocalPeerInfo(&comm->self);
   comm->self.rank = comm->rank;
   comm->self.cudaDev = -1;
   comm->self.busId = -1;
-  comm->self.isHost = 1;
+  comm->self.isHost = comm->hostComm ? 1 : 0;
+  comm->cudaDev = -1;
+  if (!comm->hostComm) BRAID_CHECK(describeLocalDevice(comm));
   comm->wait.abortFlag = &comm->abortFlag;
   comm->wait.timeoutSec = static_cast<double>(params::BootstrapTimeout());
   comm->wait.self = &comm->self;
@@ -112,9 +110,16 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   comm->peers = comm->bootstrap->peers();
   comm->wait.peers = &comm->peers;
   for (const PeerInfo& p : comm->peers)
-    if (!p.isHost)
-      return recordError(ncclInvalidUsage, "rank %d: rank %d uses GPU buffers but this rank is a host communicator",
-                         comm->rank, p.rank);
+    if (p.isHost != comm->self.isHost)
+      return recordError(ncclInvalidUsage,
+                         "rank %d: rank %d is a %s communicator but this rank is a %s one (set BRAID_HOST_COMM the "
+                         "same way on every rank)",
+                         comm->rank, p.rank, p.isHost ? "host-buffer" : "GPU", comm->hostComm ? "host-buffer" : "GPU");
+  if (!comm->hostComm) {
+    BRAID_CHECK(initDeviceComm(comm));
+    comm->wait.timeoutSec = static_cast<double>(params::Timeout());
+    return ncclSuccess;
+  }
 
   // Every rank must use the same number of channels even if environments differ: take the minimum.
   std::vector<int> channels(comm->nranks);

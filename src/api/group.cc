@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/api_common.h"
+#include "collectives/device_comm.h"
 #include "collectives/host_executor.h"
 
 namespace braid {
@@ -34,7 +35,8 @@ ncclResult_t checkCommUsable(ncclComm* comm) {
                        "rank %d: communicator has an error from earlier (%s): %s; abort or destroy it", comm->rank,
                        errorString(static_cast<ncclResult_t>(async)), comm->getLastError().c_str());
   if (comm->finalized) return recordError(ncclInvalidUsage, "rank %d: communicator was finalized", comm->rank);
-  if (!comm->exec) return recordError(ncclInvalidUsage, "rank %d: communicator has no executor", comm->rank);
+  if (!comm->exec && !comm->devExec)
+    return recordError(ncclInvalidUsage, "rank %d: communicator has no executor", comm->rank);
   return ncclSuccess;
 }
 
@@ -42,7 +44,7 @@ ncclResult_t checkCommUsable(ncclComm* comm) {
 ncclResult_t runBatch(ncclComm* comm, const std::vector<OpDesc>& ops) {
   RankTag tag(comm->rank);
   BRAID_CHECK(checkCommUsable(comm));
-  ncclResult_t res = comm->exec->run(ops);
+  ncclResult_t res = comm->devExec ? comm->devExec->run(ops) : comm->exec->run(ops);
   if (res != ncclSuccess) {
     comm->setLastError(pendingError().empty() ? std::string(errorString(res)) : pendingError());
     int expected = ncclSuccess;

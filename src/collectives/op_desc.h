@@ -46,6 +46,7 @@ struct OpDesc {
   RedOpDesc op;
   int root = 0;  // Broadcast/Reduce/Gather/Scatter
   int peer = 0;  // Send/Recv
+  void* stream = nullptr;  // cudaStream_t of the call (device communicators); ignored by host ones
 };
 
 size_t dtypeSize(ncclDataType_t t);

@@ -19,6 +19,7 @@
 namespace braid {
 class ConnectionManager;
 class HostExecutor;
+class DeviceExecutor;
 
 // A user reduction op made by ncclRedOpCreatePreMulSum.
 struct UserRedOp {
@@ -62,6 +63,7 @@ struct ncclComm {
   std::unique_ptr<braid::Bootstrap> bootstrap;
   std::unique_ptr<braid::ConnectionManager> conns;
   std::unique_ptr<braid::HostExecutor> exec;
+  std::unique_ptr<braid::DeviceExecutor> devExec;  // device communicators only
 
   // ncclInProgress while a nonblocking init runs; then its result. Sticky errors from collectives too.
   std::atomic<int> asyncError{ncclSuccess};
