@@ -225,9 +225,12 @@ ncclResult_t P2pBatch::advanceRecv(Queue& q, int peer, bool* progressed) {
 ncclResult_t P2pBatch::checkBroken() {
   for (int p = 0; p < nranks_; ++p) {
     for (const Queue* q : {&send_[p], &recv_[p]}) {
-      if (q->active() && q->conn->errorFlag && loadAcquire32(q->conn->errorFlag) != 0)
-        return recordError(ncclRemoteError, "rank %d: p2p connection with rank %d broke (transport reported an error)",
-                           rank_, p);
+      if (!q->active() || !q->conn->errorFlag || loadAcquire32(q->conn->errorFlag) == 0) continue;
+      // Data the transport delivered before it saw the peer close is still ours to consume.
+      if (q == &recv_[p] && loadAcquire(q->conn->tail) > q->conn->step) continue;
+      BRAID_CHECK(checkPeersAlive(wait_));
+      return recordError(ncclRemoteError, "rank %d: p2p connection with rank %d broke (transport reported an error)",
+                         rank_, p);
     }
   }
   return ncclSuccess;

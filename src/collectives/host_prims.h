@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "collectives/reduce_ops.h"
+#include "core/log.h"
 #include "core/result.h"
 #include "core/wait.h"
 #include "transport/conn_info.h"
@@ -137,20 +138,34 @@ class HostPrims {
   }
 
  private:
-  // Returns false (with res_ set) when the wait must stop.
-  bool checkStop(const ConnInfo* c, Waiter& w) {
-    if (cancel_ && cancel_->load(std::memory_order_relaxed)) {
-      res_ = kCancelled;
-      return false;
-    }
-    if (c->errorFlag && loadAcquire32(c->errorFlag) != 0) {
-      res_ = recordError(ncclRemoteError, "ring connection with rank %d broke (transport reported an error)", c->peer);
-      return false;
-    }
-    ncclResult_t r = w.poll();
-    if (r != ncclSuccess) {
-      res_ = r;
-      return false;
+  // Waits until ready() holds. Returns false (with res_ set) when the wait must stop.
+  template <typename Ready>
+  bool waitUntil(const ConnInfo* c, const char* what, Ready ready) {
+    if (ready()) return true;
+    Waiter w(wait_, c->peer, what);
+    while (!ready()) {
+      if (cancel_ && cancel_->load(std::memory_order_relaxed)) {
+        res_ = kCancelled;
+        return false;
+      }
+      if (c->errorFlag && loadAcquire32(c->errorFlag) != 0) {
+        // The transport may have delivered our data just before it saw the peer close.
+        if (ready()) return true;
+        // Name the rank that died, if one did, rather than the neighbour that reported it.
+        res_ = checkPeersAlive(wait_);
+        if (res_ == ncclSuccess)
+          res_ = recordError(ncclRemoteError, "ring connection with rank %d broke (transport reported an error; %s)",
+                             c->peer, what);
+        BRAID_INFO(kSubColl, "ring connection with rank %d broke while waiting for %s (step %llu head %llu tail %llu)",
+                   c->peer, what, (unsigned long long)c->step, (unsigned long long)loadAcquire(c->head),
+                   (unsigned long long)loadAcquire(c->tail));
+        return false;
+      }
+      ncclResult_t r = w.poll();
+      if (r != ncclSuccess) {
+        res_ = r;
+        return false;
+      }
     }
     return true;
   }
@@ -158,24 +173,17 @@ class HostPrims {
   T* waitSendSlot() {
     if (res_ != ncclSuccess) return nullptr;
     ConnInfo* c = send_;
-    if (c->step >= loadAcquire(c->head) + c->nSteps) {
-      Waiter w(wait_, c->peer, "ring FIFO credit from the next rank");
-      while (c->step >= loadAcquire(c->head) + c->nSteps) {
-        if (!checkStop(c, w)) return nullptr;
-      }
-    }
+    if (!waitUntil(c, "ring FIFO credit from the next rank",
+                   [c] { return c->step < loadAcquire(c->head) + c->nSteps; }))
+      return nullptr;
     return reinterpret_cast<T*>(c->buff + (c->step % c->nSteps) * static_cast<size_t>(c->stepBytes));
   }
 
   const T* waitRecvSlot(size_t n) {
     if (res_ != ncclSuccess) return nullptr;
     ConnInfo* c = recv_;
-    if (loadAcquire(c->tail) <= c->step) {
-      Waiter w(wait_, c->peer, "ring data from the previous rank");
-      while (loadAcquire(c->tail) <= c->step) {
-        if (!checkStop(c, w)) return nullptr;
-      }
-    }
+    if (!waitUntil(c, "ring data from the previous rank", [c] { return loadAcquire(c->tail) > c->step; }))
+      return nullptr;
     const size_t slot = c->step % c->nSteps;
     const int32_t got = c->sizes[slot];
     if (static_cast<size_t>(got) != n * sizeof(T)) {

@@ -11,6 +11,7 @@ namespace {
 constexpr uint64_t kSpinsBeforeYield = 256;
 constexpr uint64_t kSpinsBeforeNap = 4096;
 constexpr auto kCheckPeriod = std::chrono::milliseconds(20);
+constexpr auto kDeadGrace = std::chrono::milliseconds(500);
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -26,6 +27,7 @@ Waiter::Waiter(const WaitContext* ctx, int peer, const char* what) : ctx_(ctx), 
 
 void Waiter::reset() {
   spins_ = 0;
+  deadSeen_ = false;
   start_ = std::chrono::steady_clock::now();
   nextCheck_ = start_ + kCheckPeriod;
 }
@@ -52,15 +54,31 @@ ncclResult_t Waiter::poll() {
 
 ncclResult_t Waiter::slowCheck() {
   if (ctx_ == nullptr) return ncclSuccess;
-  if (ctx_->self && ctx_->peers && peer_ >= 0 && peer_ < static_cast<int>(ctx_->peers->size())) {
-    const PeerInfo& p = (*ctx_->peers)[peer_];
-    if (!peerProcessAlive(*ctx_->self, p))
-      return recordError(ncclRemoteError, "rank %d (pid %d on host %s) is gone: it exited or was killed while we waited for %s",
-                         peer_, p.pid, p.hostName, what_);
+  // A peer that exited may still have data in flight to us (socket buffers, a proxy thread): it only
+  // counts as dead when the wait has also made no progress for kDeadGrace after we noticed.
+  int dead = -1;
+  if (ctx_->self && ctx_->peers) {
+    const auto& peers = *ctx_->peers;
+    if (peer_ >= 0 && peer_ < static_cast<int>(peers.size()) && !peerProcessAlive(*ctx_->self, peers[peer_]))
+      dead = peer_;
+    for (size_t r = 0; dead < 0 && r < peers.size(); ++r) {
+      if (static_cast<int>(r) == ctx_->self->rank) continue;
+      if (ctx_->ignore && r < ctx_->ignore->size() && (*ctx_->ignore)[r]) continue;
+      if (!peerProcessAlive(*ctx_->self, peers[r])) dead = static_cast<int>(r);
+    }
   }
-  // A dead rank further along the ring stalls us too: any observable dead peer ends the wait.
-  BRAID_CHECK(checkPeersAlive(ctx_));
-  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  auto now = std::chrono::steady_clock::now();
+  if (dead < 0) {
+    deadSeen_ = false;
+  } else if (!deadSeen_) {
+    deadSeen_ = true;
+    deadSince_ = now;
+  } else if (now - deadSince_ > kDeadGrace) {
+    const PeerInfo& p = (*ctx_->peers)[dead];
+    return recordError(ncclRemoteError, "rank %d (pid %d on host %s) is gone: it exited or was killed while we waited for %s",
+                       dead, p.pid, p.hostName, what_);
+  }
+  double waited = std::chrono::duration<double>(now - start_).count();
   if (ctx_->timeoutSec > 0 && waited > ctx_->timeoutSec) {
     if (peer_ >= 0)
       return recordError(ncclRemoteError, "timed out after %.0f s waiting for %s (rank %d made no progress; BRAID_TIMEOUT=%g)",

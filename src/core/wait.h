@@ -43,10 +43,13 @@ class Waiter {
   uint64_t spins_ = 0;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point nextCheck_;
+  bool deadSeen_ = false;
+  std::chrono::steady_clock::time_point deadSince_;
 };
 
 // Scan all observable peers; if one is dead, record "rank R (pid P on host H) is gone" and return
-// ncclRemoteError. Rate-limited by the caller.
+// ncclRemoteError. Used when a connection broke, to name the rank that died rather than the neighbour
+// that reported it.
 ncclResult_t checkPeersAlive(const WaitContext* ctx);
 
 }  // namespace braid

@@ -178,7 +178,11 @@ class SocketSendComm final : public NetSendComm, SocketCommBase {
     *done = false;
     if (!r->done) {
       bool progressed = false;
-      BRAID_CHECK(progress(&progressed));
+      ncclResult_t res = progress(&progressed);
+      // progress() may complete this request and then hit EOF on a later one: report this one first;
+      // the failure is sticky and surfaces on the next test().
+      if (res != ncclSuccess && !r->done) return res;
+      if (res != ncclSuccess) clearPendingError();
     }
     if (r->done) {
       *done = true;
@@ -298,7 +302,11 @@ class SocketRecvComm final : public NetRecvComm, SocketCommBase {
     *done = false;
     if (!r->done) {
       bool progressed = false;
-      BRAID_CHECK(progress(&progressed));
+      ncclResult_t res = progress(&progressed);
+      // progress() may complete this request and then hit EOF on a later one: report this one first;
+      // the failure is sticky and surfaces on the next test().
+      if (res != ncclSuccess && !r->done) return res;
+      if (res != ncclSuccess) clearPendingError();
     }
     if (r->done) {
       *done = true;
