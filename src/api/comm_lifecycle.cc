@@ -234,6 +234,16 @@ BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int*
     for (int i = 0; i < ndev; ++i)
       threads.emplace_back([&, i]() {
         ErrorScope scope;
+        // Rank i drives device devlist[i] (or i): the device is chosen by the thread that creates the comm.
+        if (!params::HostComm() && gpusVisible()) {
+          cudaError_t e = cudaSetDevice(devlist ? devlist[i] : i);
+          if (e != cudaSuccess) {
+            results[i] = recordError(ncclInvalidArgument, "ncclCommInitAll: cannot use device %d (devlist[%d]): %s",
+                                     devlist ? devlist[i] : i, i, cudaGetErrorString(e));
+            messages[i] = pendingError();
+            return;
+          }
+        }
         results[i] = commInit(&comms[i], ndev, id, i, nullptr, "ncclCommInitAll");
         messages[i] = pendingError();
       });
