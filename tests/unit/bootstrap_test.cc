@@ -7,6 +7,8 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include "common/env_guard.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -27,31 +29,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const char* value) : name_(name) {
-    const char* old = getenv(name);
-    if (old) {
-      had_ = true;
-      old_ = old;
-    }
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvGuard() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using braid_test::EnvGuard;
 
 // One rank as a thread: what a communicator would hold for its bootstrap.
 struct TestRank {

@@ -5,6 +5,8 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include "common/env_guard.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -47,31 +49,7 @@ void connectedPair(Socket* client, Socket* server) {
   ASSERT_EQ(listener.accept(server, 5, nullptr), ncclSuccess);
 }
 
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const char* value) : name_(name) {
-    const char* old = getenv(name);
-    if (old) {
-      had_ = true;
-      old_ = old;
-    }
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvGuard() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using braid_test::EnvGuard;
 
 TEST(SocketAddr, ParseAndPrintIpv4) {
   clearPendingError();
