@@ -9,6 +9,8 @@
 #include <set>
 #include <string>
 
+#include <unistd.h>
+
 #include "nccl.h"
 #include "nccl_device.h"
 
@@ -58,9 +60,13 @@ TEST(Abi, ConfigInitializer) {
 }
 
 namespace {
+// Test binaries live in build/bin, the library in build/lib.
 std::string libPath() {
-  const char* bin = getenv("BRAID_BIN_DIR");
-  return std::string(bin ? bin : "build/bin") + "/../lib/libnccl.so.2";
+  if (const char* bin = getenv("BRAID_BIN_DIR")) return std::string(bin) + "/../lib/libnccl.so.2";
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string("build/bin/x");
+  return dir.substr(0, dir.rfind('/')) + "/../lib/libnccl.so.2";
 }
 std::set<std::string> exportedSymbols() {
   std::set<std::string> out;

@@ -1,0 +1,302 @@
+// Input generation and the exact check (see perf_data.h for how values are chosen).
+#include "perf_data.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "perf_types.h"
+
+namespace braid {
+namespace perf {
+namespace {
+
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Largest K with 2^K exact (and no overflow) in the type, for products.
+int maxProdExponent(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8:
+      return 6;
+    case ncclUint8:
+      return 7;
+    case ncclFloat8e4m3:
+      return 8;
+    case ncclFloat8e5m2:
+    case ncclFloat16:
+      return 15;
+    default:
+      return 30;
+  }
+}
+
+// Encoding small integers into the 8/16-bit float types goes through a table: the generic encoder costs
+// tens of nanoseconds per element, which would dominate checks of large buffers.
+class Encoder {
+ public:
+  explicit Encoder(ncclDataType_t t) : type_(t), size_(typeSize(t)) {
+    if (size_ <= 2 && typeIsFloat(t)) {
+      table_.resize(kTable * size_);
+      for (int64_t v = 0; v < kTable; ++v) encodeInt(t, v, &table_[static_cast<size_t>(v) * size_]);
+    }
+  }
+  void put(int64_t v, unsigned char* dst) const {
+    if (!table_.empty() && v >= 0 && v < kTable) {
+      std::memcpy(dst, &table_[static_cast<size_t>(v) * size_], size_);
+      return;
+    }
+    switch (type_) {
+      case ncclFloat32: {
+        float f = static_cast<float>(v);
+        std::memcpy(dst, &f, 4);
+        return;
+      }
+      case ncclFloat64: {
+        double d = static_cast<double>(v);
+        std::memcpy(dst, &d, 8);
+        return;
+      }
+      case ncclInt32:
+      case ncclUint32: {
+        uint32_t x = static_cast<uint32_t>(v);
+        std::memcpy(dst, &x, 4);
+        return;
+      }
+      case ncclInt8:
+      case ncclUint8: {
+        uint8_t x = static_cast<uint8_t>(v);
+        std::memcpy(dst, &x, 1);
+        return;
+      }
+      default:
+        encodeInt(type_, v, dst);
+        return;
+    }
+  }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr int64_t kTable = 4097;
+  ncclDataType_t type_;
+  size_t size_;
+  std::vector<unsigned char> table_;
+};
+
+// Where an element of a rank's checked region comes from.
+struct Source {
+  enum Kind { kSentinel, kInput, kReduce } kind = kSentinel;
+  int rank = 0;      // kInput: whose input
+  size_t index = 0;  // kInput: element of that rank's input; kReduce: element reduced over all ranks
+};
+
+Source sourceOf(const DataSpec& s, int r, size_t k) {
+  const size_t pc = s.counts.paramCount;
+  const int n = s.nranks;
+  Source src;
+  switch (s.coll) {
+    case Coll::AllReduce:
+      src = {Source::kReduce, 0, k};
+      break;
+    case Coll::ReduceScatter:
+      src = {Source::kReduce, 0, static_cast<size_t>(r) * pc + k};
+      break;
+    case Coll::AllGather:
+      src = {Source::kInput, static_cast<int>(k / pc), k % pc};
+      break;
+    case Coll::Broadcast:
+      src = {Source::kInput, s.root, k};
+      break;
+    case Coll::Reduce:
+      if (r == s.root) {
+        src = {Source::kReduce, 0, k};
+      } else if (s.inPlace) {
+        src = {Source::kInput, r, k};
+      }
+      break;
+    case Coll::AlltoAll:
+      src = {Source::kInput, static_cast<int>(k / pc), static_cast<size_t>(r) * pc + k % pc};
+      break;
+    case Coll::Gather:
+      if (r == s.root) {
+        src = {Source::kInput, static_cast<int>(k / pc), k % pc};
+      } else if (s.inPlace && static_cast<int>(k / pc) == r) {
+        src = {Source::kInput, r, k % pc};
+      }
+      break;
+    case Coll::Scatter:
+      src = {Source::kInput, s.root, static_cast<size_t>(r) * pc + k};
+      break;
+    case Coll::SendRecv:
+      src = {Source::kInput, (r - 1 + n) % n, k};
+      break;
+  }
+  return src;
+}
+
+}  // namespace
+
+ValueRule valueRule(Coll coll, ncclDataType_t type, OpKind op, int nranks) {
+  const int64_t m = maxExactInt(type);
+  const int64_t n = std::max(nranks, 1);
+  ValueRule rule;
+  if (!collInfo(coll).hasOp) op = OpKind::Max;  // copies: any exact values
+  switch (op) {
+    case OpKind::Sum:
+    case OpKind::Avg:
+      if (m / n >= 1) {
+        rule.maxValue = std::min<int64_t>(m / n, int64_t(1) << 30);
+      } else {
+        rule.kind = ValueRule::kSparseOnes;
+        rule.stride = ceilDiv(n, m);
+      }
+      break;
+    case OpKind::MulSum: {
+      int64_t even = m & ~int64_t(1);
+      if (even / (2 * n) >= 1) {
+        rule.maxValue = std::min<int64_t>(even / (2 * n), int64_t(1) << 30);
+      } else {
+        rule.kind = ValueRule::kSparseOnes;
+        rule.stride = ceilDiv(2 * n, even);
+      }
+      break;
+    }
+    case OpKind::Prod:
+      rule.kind = ValueRule::kProdTwos;
+      rule.stride = ceilDiv(n, maxProdExponent(type));
+      break;
+    case OpKind::Max:
+    case OpKind::Min:
+      rule.maxValue = std::min<int64_t>(m, int64_t(1) << 20);
+      break;
+  }
+  return rule;
+}
+
+int64_t inputValue(const DataSpec& spec, const ValueRule& rule, int q, size_t j) {
+  switch (rule.kind) {
+    case ValueRule::kDense: {
+      uint64_t h = mix64(mix64(spec.seed ^ (static_cast<uint64_t>(q) * 0xD6E8FEB86659FD93ull)) + j);
+      return static_cast<int64_t>(h % static_cast<uint64_t>(rule.maxValue + 1));
+    }
+    case ValueRule::kSparseOnes:
+      return ((j + static_cast<size_t>(q)) % static_cast<size_t>(rule.stride) == 0) ? 1 : 0;
+    case ValueRule::kProdTwos: {
+      if ((j + static_cast<size_t>(q)) % static_cast<size_t>(rule.stride) != 0) return 1;
+      uint64_t h = mix64(mix64(spec.seed ^ (static_cast<uint64_t>(q) * 0xD6E8FEB86659FD93ull)) + j);
+      return (h & 1) ? 2 : 1;
+    }
+  }
+  return 0;
+}
+
+void fillInput(const DataSpec& spec, int rank, void* dst, size_t count, size_t first) {
+  ValueRule rule = valueRule(spec.coll, spec.type, spec.op, spec.nranks);
+  Encoder enc(spec.type);
+  auto* out = static_cast<unsigned char*>(dst);
+  for (size_t i = 0; i < count; ++i) enc.put(inputValue(spec, rule, rank, first + i), out + i * enc.size());
+}
+
+int64_t checkOutput(const DataSpec& spec, int rank, const void* got, const std::string& what) {
+  const size_t count = spec.counts.recvCount;
+  if (count == 0) return 0;
+  const ValueRule rule = valueRule(spec.coll, spec.type, spec.op, spec.nranks);
+  const Encoder enc(spec.type);
+  const size_t es = enc.size();
+  const bool tolerant = spec.op == OpKind::Avg && typeIsFloat(spec.type) && collInfo(spec.coll).hasOp;
+  const double tolUnit = (spec.nranks + 2) * std::ldexp(1.0, -(mantissaBits(spec.type) + 1));
+  const auto* g = static_cast<const unsigned char*>(got);
+  unsigned char want[8];
+  unsigned char sentinel[8];
+  std::memset(sentinel, kSentinelByte, sizeof(sentinel));
+  int64_t wrong = 0;
+  for (size_t k = 0; k < count; ++k) {
+    const unsigned char* elem = g + k * es;
+    Source src = sourceOf(spec, rank, k);
+    const unsigned char* expect = want;
+    double expectValue = 0;
+    bool ok;
+    if (src.kind == Source::kSentinel) {
+      expect = sentinel;
+      ok = std::memcmp(elem, expect, es) == 0;
+    } else if (src.kind == Source::kInput) {
+      int64_t v = inputValue(spec, rule, src.rank, src.index);
+      enc.put(v, want);
+      expectValue = static_cast<double>(v);
+      ok = std::memcmp(elem, want, es) == 0;
+    } else {
+      int64_t acc = 0;
+      for (int q = 0; q < spec.nranks; ++q) {
+        int64_t v = inputValue(spec, rule, q, src.index);
+        switch (spec.op) {
+          case OpKind::Sum:
+          case OpKind::Avg:
+            acc = q == 0 ? v : acc + v;
+            break;
+          case OpKind::MulSum:
+            acc = q == 0 ? v * mulsumScalar(q) : acc + v * mulsumScalar(q);
+            break;
+          case OpKind::Prod:
+            acc = q == 0 ? v : acc * v;
+            break;
+          case OpKind::Max:
+            acc = q == 0 ? v : std::max(acc, v);
+            break;
+          case OpKind::Min:
+            acc = q == 0 ? v : std::min(acc, v);
+            break;
+        }
+      }
+      if (tolerant) {
+        expectValue = static_cast<double>(acc) / spec.nranks;
+        double v = decodeValue(spec.type, elem);
+        ok = std::fabs(v - expectValue) <= tolUnit * std::max(std::fabs(expectValue), 1.0);
+        encodeValue(spec.type, expectValue, want);
+      } else {
+        if (spec.op == OpKind::Avg) acc /= spec.nranks;  // integer types: NCCL divides the sum, truncating
+        expectValue = static_cast<double>(acc);
+        enc.put(acc, want);
+        ok = std::memcmp(elem, want, es) == 0;
+      }
+    }
+    if (!ok) {
+      if (wrong < 5) {
+        double gotValue = decodeValue(spec.type, elem);
+        if (src.kind == Source::kSentinel) {
+          std::fprintf(stderr, "%s: rank %d element %zu is %g, expected the untouched fill pattern\n", what.c_str(),
+                       rank, k, gotValue);
+        } else {
+          std::fprintf(stderr, "%s: rank %d element %zu is %g, expected %g\n", what.c_str(), rank, k, gotValue,
+                       expectValue);
+        }
+      }
+      ++wrong;
+    }
+  }
+  if (wrong > 5) std::fprintf(stderr, "%s: rank %d: %" PRId64 " wrong elements in all\n", what.c_str(), rank, wrong);
+  return wrong;
+}
+
+int corruptRank(Coll coll, int nranks, int root) {
+  if (coll == Coll::Reduce || coll == Coll::Gather) return root;
+  return nranks - 1;
+}
+
+void corruptElement(const DataSpec& spec, void* hostOutput) {
+  size_t es = typeSize(spec.type);
+  size_t k = spec.counts.recvCount / 2;
+  auto* p = static_cast<unsigned char*>(hostOutput) + k * es;
+  p[es - 1] ^= 0x40;  // a high exponent bit for floats, bit 6 (or 62) for integers
+}
+
+}  // namespace perf
+}  // namespace braid
