@@ -9,7 +9,7 @@
 namespace braid {
 namespace {
 constexpr uint64_t kSpinsBeforeYield = 256;
-constexpr uint64_t kSpinsBeforeNap = 4096;
+constexpr auto kYieldPeriod = std::chrono::milliseconds(5);
 constexpr auto kCheckPeriod = std::chrono::milliseconds(20);
 constexpr auto kDeadGrace = std::chrono::milliseconds(500);
 
@@ -37,10 +37,11 @@ ncclResult_t Waiter::poll() {
   if (spins_ < kSpinsBeforeYield) {
     cpuRelax();
     if ((spins_ & 63) != 0) return ncclSuccess;
-  } else if (spins_ < kSpinsBeforeNap) {
+  } else if (std::chrono::steady_clock::now() - start_ < kYieldPeriod) {
+    // Yielding keeps latency low when ranks outnumber cores (the peer we wait for gets our core).
     sched_yield();
   } else {
-    // Ranks may outnumber cores: sleeping lets the peer we wait for run. 50 us keeps latency modest.
+    // Long waits nap so an idle rank does not burn a core; 50 us keeps the wake-up latency modest.
     struct timespec ts = {0, 50 * 1000};
     nanosleep(&ts, nullptr);
   }
