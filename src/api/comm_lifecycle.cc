@@ -162,8 +162,15 @@ ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   // Nonblocking: the handle is valid at once; ncclCommGetAsyncError reports ncclInProgress until done.
   ncclComm* c = comm.release();
   c->asyncError.store(ncclInProgress);
-  c->initThread = std::thread([c, id]() {
+  // The comm belongs to the caller's current device, not to whatever device the init thread starts on.
+  int callerDev = -1;
+  if (!params::HostComm() && gpusVisible() && cudaGetDevice(&callerDev) != cudaSuccess) {
+    cudaGetLastError();
+    callerDev = -1;
+  }
+  c->initThread = std::thread([c, id, callerDev]() {
     ErrorScope scope;
+    if (callerDev >= 0) cudaSetDevice(callerDev);
     ncclResult_t res = initBody(c, id);
     if (res != ncclSuccess) {
       std::string msg = pendingError().empty() ? errorString(res) : pendingError();
@@ -305,6 +312,16 @@ BRAID_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* as
     BRAID_CHECK(checkComm(comm, "ncclCommGetAsyncError"));
     BRAID_CHECK(checkPtr(asyncError, "asyncError", "ncclCommGetAsyncError"));
     *asyncError = static_cast<ncclResult_t>(comm->asyncError.load());
+    if (*asyncError == ncclSuccess && comm->devExec) {
+      // Kernels report aborts, broken connections and mismatched sizes through the device executor.
+      ncclResult_t dev = comm->devExec->asyncError();
+      if (dev != ncclSuccess) {
+        if (!pendingError().empty()) comm->setLastError(pendingError());
+        int expected = ncclSuccess;
+        comm->asyncError.compare_exchange_strong(expected, dev);
+        *asyncError = static_cast<ncclResult_t>(comm->asyncError.load());
+      }
+    }
     if (*asyncError != ncclInProgress) {
       std::lock_guard<std::mutex> lock(comm->initMu);
       if (comm->initThread.joinable()) comm->initThread.join();

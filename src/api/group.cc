@@ -4,7 +4,10 @@
 // rank's ops can only complete together with its peers'.
 #include "api/group.h"
 
+#include <condition_variable>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -53,6 +56,54 @@ ncclResult_t runBatch(ncclComm* comm, const std::vector<OpDesc>& ops) {
   return res;
 }
 
+// Helper threads for groups that span several communicators (one thread driving several ranks). They
+// persist across groups: creating a thread per communicator per group cost tens of microseconds a call.
+class GroupWorkers {
+ public:
+  static GroupWorkers& get() {
+    static GroupWorkers* w = new GroupWorkers();  // never destroyed: workers may outlive static teardown
+    return *w;
+  }
+
+  // Runs tasks[1..] on workers and tasks[0] on the caller; returns when all are done.
+  void runAll(std::vector<std::function<void()>>& tasks) {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (idle_ < tasks.size() - 1) {
+      std::thread([this] { loop(); }).detach();
+      ++idle_;
+    }
+    pending_ = tasks.size() - 1;
+    for (size_t i = 1; i < tasks.size(); ++i) queue_.push_back(&tasks[i]);
+    cv_.notify_all();
+    lk.unlock();
+    tasks[0]();
+    lk.lock();
+    doneCv_.wait(lk, [&] { return pending_ == 0; });
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [&] { return !queue_.empty(); });
+      std::function<void()>* task = queue_.back();
+      queue_.pop_back();
+      --idle_;
+      lk.unlock();
+      (*task)();
+      lk.lock();
+      ++idle_;
+      if (--pending_ == 0) doneCv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_, doneCv_;
+  std::vector<std::function<void()>*> queue_;
+  size_t idle_ = 0;
+  size_t pending_ = 0;
+};
+
 ncclResult_t flush(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
   std::vector<ncclComm*> order;
   std::map<ncclComm*, std::vector<OpDesc>> perComm;
@@ -65,16 +116,15 @@ ncclResult_t flush(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
   if (order.size() == 1) return runBatch(order[0], perComm[order[0]]);
   std::vector<ncclResult_t> results(order.size(), ncclSuccess);
   std::vector<std::string> messages(order.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < order.size(); ++i) {
-    threads.emplace_back([&, i]() {
+  std::vector<std::function<void()>> tasks;
+  for (size_t i = 0; i < order.size(); ++i) {
+    tasks.emplace_back([&, i]() {
       ErrorScope scope;
       results[i] = runBatch(order[i], perComm[order[i]]);
       messages[i] = pendingError();
     });
   }
-  results[0] = runBatch(order[0], perComm[order[0]]);
-  for (auto& t : threads) t.join();
+  GroupWorkers::get().runAll(tasks);
   for (size_t i = 0; i < order.size(); ++i)
     if (results[i] != ncclSuccess) {
       if (!messages[i].empty()) recordError(results[i], "%s", messages[i].c_str());

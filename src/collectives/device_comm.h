@@ -18,6 +18,9 @@ class DeviceExecutor {
   virtual ~DeviceExecutor() = default;
   // Enqueues the batch on the ops' streams and returns without waiting for completion.
   virtual ncclResult_t run(const std::vector<OpDesc>& ops) = 0;
+  // An error a kernel reported since (abort seen, size mismatch, broken host connection), with a recorded
+  // message; ncclSuccess otherwise. Non-blocking: for ncclCommGetAsyncError.
+  virtual ncclResult_t asyncError() { return ncclSuccess; }
 };
 
 // Fills comm->cudaDev, comm->self.cudaDev/busId for this thread's current device (before the bootstrap).

@@ -13,6 +13,7 @@
 #include "core/result.h"
 #include "transport/net/net_internal.h"
 #include "transport/net/net_proxy.h"
+#include "transport/p2p/p2p_internal.h"
 #include "transport/shm/shm_internal.h"
 #include "transport/transport.h"
 
@@ -39,6 +40,7 @@ const char* dirName(Direction d) { return d == Direction::Send ? "send to" : "re
 }  // namespace
 
 std::vector<Transport*> hostTransports() { return {shmTransport(), netTransport()}; }
+std::vector<Transport*> deviceTransports() { return {p2pTransport(), shmTransport(), netTransport()}; }
 
 struct ConnectionManager::Impl {
   const WaitContext* wait = nullptr;
@@ -49,6 +51,8 @@ struct ConnectionManager::Impl {
   std::vector<std::unique_ptr<Connector>> ringSend, ringRecv;
   std::map<int, std::unique_ptr<Connector>> p2pSend, p2pRecv;
   std::map<int, Transport*> chosen;  // per peer, for transportName and logging once
+  std::vector<Transport*> order = hostTransports();
+  std::function<void()> abortHook;
   bool aborted = false;
 
   struct Pending {
@@ -72,7 +76,7 @@ struct ConnectionManager::Impl {
       return ncclSuccess;
     }
     const PeerInfo& p = (*peers)[peer];
-    for (Transport* t : hostTransports()) {
+    for (Transport* t : order) {
       if (t->canConnect(*self, p)) {
         chosen[peer] = t;
         *out = t;
@@ -263,7 +267,12 @@ const char* ConnectionManager::transportName(int peer) const {
   return it == impl_->chosen.end() ? "none" : it->second->name();
 }
 
+void ConnectionManager::setTransports(std::vector<Transport*> order) { impl_->order = std::move(order); }
+
+void ConnectionManager::setAbortHook(std::function<void()> hook) { impl_->abortHook = std::move(hook); }
+
 void ConnectionManager::abort() {
+  if (impl_->abortHook) impl_->abortHook();
   impl_->aborted = true;
   // Flags first, so executors stop waiting at once; then the proxy, which may be mid-transfer.
   impl_->forEach([](Connector* c) {

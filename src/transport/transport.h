@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -89,6 +90,12 @@ class ConnectionManager final : public ConnProvider {
   // Marks every connection broken and stops proxies; used by abort.
   void abort();
 
+  // The transports tried, in order, for connections made from now on (default: hostTransports()).
+  // Device communicators pass deviceTransports().
+  void setTransports(std::vector<Transport*> order);
+  // Runs first thing in abort(), e.g. to raise a device-visible abort flag so kernels stop spinning.
+  void setAbortHook(std::function<void()> hook);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -96,5 +103,7 @@ class ConnectionManager final : public ConnProvider {
 
 // The ordered list of transports tried (SHM > NET for host communicators; P2P first for device).
 std::vector<Transport*> hostTransports();
+// For device buffers: P2P > SHM > NET (SHM and NET FIFOs are host memory the kernels reach mapped).
+std::vector<Transport*> deviceTransports();
 
 }  // namespace braid

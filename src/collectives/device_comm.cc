@@ -1,0 +1,159 @@
+// Device communicators: describing the local GPU before the bootstrap, and after it connecting the ring
+// channels for device buffers (P2P > SHM > NET) and building the device-side connection state
+// (DeviceState) that the DeviceExecutor launches kernels over.
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "collectives/device_state.h"
+#include "core/comm.h"
+#include "core/log.h"
+#include "core/param.h"
+#include "core/result.h"
+#include "transport/host_fifo.h"
+#include "transport/p2p/p2p_internal.h"
+#include "transport/transport.h"
+
+namespace braid {
+
+ncclResult_t cudaError(cudaError_t e, const char* fmt, ...) {
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof(what), fmt, ap);
+  va_end(ap);
+  cudaGetLastError();
+  return recordError(ncclUnhandledCudaError, "%s failed: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+DeviceState::~DeviceState() {
+  DeviceGuard g(dev);
+  for (void* p : registered) cudaHostUnregister(p);
+  for (auto& kv : p2pSend) cudaFree(kv.second);
+  for (auto& kv : p2pRecv) cudaFree(kv.second);
+  if (ringConns) cudaFree(ringConns);
+  if (statusHost) cudaFreeHost(statusHost);
+  cudaGetLastError();
+}
+
+ncclResult_t DeviceState::upload(const ConnInfo& info, DevConn* dst) {
+  DevConn d{};
+  d.buff = info.buff;
+  d.head = info.head;
+  d.tail = info.tail;
+  d.sizes = info.sizes;
+  d.errorFlag = info.errorFlag;
+  d.step = 0;
+  d.stepBytes = info.stepBytes;
+  d.nSteps = info.nSteps;
+  d.peer = info.peer;
+  d.flags = 0;
+  if (info.kind != TransportKind::P2p) {
+    // A host FIFO (SHM segment or NET staging FIFO, host_fifo.h): map the whole of it for the GPU.
+    char* base = info.buff - kHostFifoPage;
+    const size_t bytes = hostFifoBytes(info.nSteps, info.stepBytes);
+    BRAID_CUDA_CHECK(cudaHostRegister(base, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable),
+                     "rank %d: cudaHostRegister of the %zu-byte host FIFO shared with rank %d", rank, bytes, info.peer);
+    registered.push_back(base);
+    void* devBase = nullptr;
+    BRAID_CUDA_CHECK(cudaHostGetDevicePointer(&devBase, base, 0),
+                     "rank %d: cudaHostGetDevicePointer of the host FIFO shared with rank %d", rank, info.peer);
+    auto map = [&](void* p) -> char* {
+      return p ? static_cast<char*>(devBase) + (static_cast<char*>(p) - base) : nullptr;
+    };
+    d.buff = map(info.buff);
+    d.head = reinterpret_cast<uint64_t*>(map(info.head));
+    d.tail = reinterpret_cast<uint64_t*>(map(info.tail));
+    d.sizes = reinterpret_cast<int32_t*>(map(info.sizes));
+    d.errorFlag = reinterpret_cast<uint32_t*>(map(info.errorFlag));
+    d.flags = kDevConnHostFifo;
+  }
+  BRAID_CUDA_CHECK(cudaMemcpy(dst, &d, sizeof(d), cudaMemcpyHostToDevice),
+                   "rank %d: uploading the connection state for rank %d", rank, info.peer);
+  return ncclSuccess;
+}
+
+ncclResult_t describeLocalDevice(ncclComm* comm) {
+  int dev = -1;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return cudaError(e, "rank %d: cudaGetDevice", comm->rank);
+  char bus[32] = {};
+  e = cudaDeviceGetPCIBusId(bus, sizeof(bus), dev);
+  if (e != cudaSuccess) return cudaError(e, "rank %d: cudaDeviceGetPCIBusId of device %d", comm->rank, dev);
+  comm->cudaDev = dev;
+  comm->self.cudaDev = dev;
+  comm->self.busId = p2pBusIdFromString(bus);
+  return ncclSuccess;
+}
+
+namespace {
+
+constexpr int kDefaultDevChannels = 16;
+
+int chooseDevChannels(const CommConfig& cfg) {
+  int64_t n = kDefaultDevChannels;
+  int64_t lo = std::max<int64_t>(params::MinNChannels(), params::MinCtas());
+  int64_t hi = params::MaxNChannels() > 0 ? params::MaxNChannels() : params::MaxCtas();
+  if (cfg.minChannels > 0) lo = std::max<int64_t>(lo, cfg.minChannels);
+  if (cfg.maxChannels > 0) hi = hi > 0 ? std::min<int64_t>(hi, cfg.maxChannels) : cfg.maxChannels;
+  if (lo > 0) n = std::max(n, lo);
+  if (hi > 0) n = std::min(n, hi);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(n, kMaxDevChannels)));
+}
+
+int chooseThreads() {
+  int64_t t = params::NThreads();
+  if (t <= 0) return kDevThreads;
+  t = std::max<int64_t>(64, std::min<int64_t>(t, kDevMaxThreads));
+  return static_cast<int>(t / 32 * 32);
+}
+
+}  // namespace
+
+ncclResult_t initDeviceComm(ncclComm* comm) {
+  DeviceGuard guard(comm->cudaDev);
+  auto st = std::make_unique<DeviceState>();
+  st->dev = comm->cudaDev;
+  st->rank = comm->rank;
+  st->nranks = comm->nranks;
+  st->nThreads = chooseThreads();
+  void* status = nullptr;
+  BRAID_CUDA_CHECK(cudaHostAlloc(&status, sizeof(DevStatus), cudaHostAllocMapped | cudaHostAllocPortable),
+                   "rank %d: cudaHostAlloc of the device status word", comm->rank);
+  st->statusHost = static_cast<DevStatus*>(status);
+  std::memset(st->statusHost, 0, sizeof(DevStatus));
+  void* statusDev = nullptr;
+  BRAID_CUDA_CHECK(cudaHostGetDevicePointer(&statusDev, status, 0), "rank %d: mapping the device status word",
+                   comm->rank);
+  st->statusDev = static_cast<DevStatus*>(statusDev);
+
+  // Every rank must use the same number of channels even if environments differ: take the minimum.
+  std::vector<int> channels(comm->nranks);
+  channels[comm->rank] = chooseDevChannels(comm->config);
+  BRAID_CHECK(comm->bootstrap->allGather(channels.data(), sizeof(int)));
+  comm->nChannels = *std::min_element(channels.begin(), channels.end());
+  st->nChannels = comm->nChannels;
+
+  if (comm->nranks > 1) {
+    comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
+    comm->conns->setTransports(deviceTransports());
+    DeviceState* raw = st.get();
+    comm->conns->setAbortHook([raw] { raw->raiseAbort(); });
+    BRAID_CHECK(comm->conns->connectRing(comm->nChannels));
+    BRAID_CUDA_CHECK(cudaMalloc(&st->ringConns, sizeof(DevConn) * 2 * st->nChannels),
+                     "rank %d: cudaMalloc of %d ring connection states", comm->rank, 2 * st->nChannels);
+    for (int c = 0; c < st->nChannels; ++c) {
+      BRAID_CHECK(st->upload(*comm->conns->ringSend(c), st->ringSend(c)));
+      BRAID_CHECK(st->upload(*comm->conns->ringRecv(c), st->ringRecv(c)));
+    }
+  }
+  BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: device communicator on GPU %d ready, %d channel(s) x %d threads%s%s",
+             (void*)comm, comm->rank, comm->nranks, comm->cudaDev, comm->nChannels, st->nThreads,
+             comm->nranks > 1 ? ", ring next via " : "",
+             comm->nranks > 1 ? comm->conns->transportName((comm->rank + 1) % comm->nranks) : "");
+  comm->devExec = makeDeviceExecutor(comm, std::move(st));
+  return ncclSuccess;
+}
+
+}  // namespace braid

@@ -1,0 +1,356 @@
+// DeviceExecutor: turns a batch of ops into kernel launches on the callers' streams and returns without
+// waiting. Collectives launch one kernel each (one CTA per channel, in batch order); the batch's p2p part
+// (send/recv, all-to-all, gather, scatter) is one launch with one CTA per (connection, direction). All of
+// a batch runs on the first op's stream; other streams in the batch are joined to it with events before
+// and after, and successive batches of one communicator on different streams are ordered by an event too
+// (the kernels share connection state). Under CUDA graph capture that cross-batch event is skipped.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "collectives/device_state.h"
+#include "core/comm.h"
+#include "core/log.h"
+#include "core/result.h"
+#include "device/dev_kernels.h"
+#include "transport/transport.h"
+
+namespace braid {
+namespace {
+
+// Fewer channels for small ops: a channel below ~64 KiB costs launch width and buys no bandwidth.
+int channelsFor(size_t bytes, int nChannels) {
+  const size_t want = (bytes + (64u << 10) - 1) / (64u << 10);
+  return static_cast<int>(std::max<size_t>(1, std::min<size_t>(want, static_cast<size_t>(nChannels))));
+}
+
+bool isRingCollective(CollType c) {
+  return c == CollType::AllReduce || c == CollType::Broadcast || c == CollType::Reduce || c == CollType::AllGather ||
+         c == CollType::ReduceScatter;
+}
+
+int32_t devCollCode(CollType c) {
+  switch (c) {
+    case CollType::AllReduce: return kDevAllReduce;
+    case CollType::Broadcast: return kDevBroadcast;
+    case CollType::Reduce: return kDevReduce;
+    case CollType::AllGather: return kDevAllGather;
+    default: return kDevReduceScatter;
+  }
+}
+
+struct Xfer {
+  char* buf;
+  size_t bytes;
+};
+
+class DeviceExecutorImpl final : public DeviceExecutor {
+ public:
+  DeviceExecutorImpl(ncclComm* comm, std::unique_ptr<DeviceState> st) : comm_(comm), st_(std::move(st)) {}
+  ~DeviceExecutorImpl() override;
+  ncclResult_t run(const std::vector<OpDesc>& ops) override;
+  ncclResult_t asyncError() override { return checkStatus(); }
+
+ private:
+  ncclResult_t checkStatus();
+  ncclResult_t launchColl(const OpDesc& op, cudaStream_t s);
+  ncclResult_t launchP2p(const std::vector<const OpDesc*>& ops, cudaStream_t s);
+  ncclResult_t p2pConn(int peer, bool send, DevConn** out);
+  ncclResult_t event(size_t i, cudaEvent_t* out);
+
+  ncclComm* comm_;
+  std::unique_ptr<DeviceState> st_;
+  std::vector<cudaEvent_t> events_;  // [0]: the last batch's completion; others: joins
+  cudaStream_t lastStream_ = nullptr;
+  bool haveLast_ = false;
+};
+
+DeviceExecutorImpl::~DeviceExecutorImpl() {
+  DeviceGuard g(st_->dev);
+  if (comm_->conns) comm_->conns->setAbortHook(nullptr);
+  // Kernels still running read the FIFOs freed next: give them the communicator's timeout to finish (a
+  // destroy right after the last op), then stop them through the abort flag and wait for that.
+  if (haveLast_) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(comm_->abortFlag.load() ? 0.0 : 30.0);
+    while (cudaEventQuery(events_[0]) == cudaErrorNotReady && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    st_->raiseAbort();
+    cudaEventSynchronize(events_[0]);
+  }
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  cudaGetLastError();
+}
+
+ncclResult_t DeviceExecutorImpl::event(size_t i, cudaEvent_t* out) {
+  while (events_.size() <= i) {
+    cudaEvent_t e;
+    BRAID_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "rank %d: cudaEventCreate", st_->rank);
+    events_.push_back(e);
+  }
+  *out = events_[i];
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceExecutorImpl::checkStatus() {
+  const volatile DevStatus* s = st_->statusHost;
+  const uint32_t err = s->error;
+  if (err == kDevOk) return ncclSuccess;
+  switch (err) {
+    case kDevAborted:
+      return recordError(ncclInvalidUsage, "rank %d: communicator was aborted while a kernel waited on rank %d",
+                         st_->rank, s->errorPeer);
+    case kDevSizeMismatch:
+      return recordError(ncclInvalidUsage,
+                         "rank %d: a FIFO step from rank %d carried %u bytes where %u were expected: ranks called "
+                         "collectives with different counts, types or order",
+                         st_->rank, s->errorPeer, s->errorBytes, s->expectBytes);
+    default:
+      return recordError(ncclRemoteError, "rank %d: the connection with rank %d broke during a kernel", st_->rank,
+                         s->errorPeer);
+  }
+}
+
+ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
+  if (ops.empty()) return ncclSuccess;
+  DeviceGuard g(st_->dev);
+  BRAID_CHECK(checkStatus());
+  if (comm_->abortFlag.load())
+    return recordError(ncclInvalidUsage, "rank %d: communicator was aborted", st_->rank);
+  cudaStream_t main = static_cast<cudaStream_t>(ops[0].stream);
+  std::vector<cudaStream_t> others;
+  for (const OpDesc& op : ops) {
+    cudaStream_t s = static_cast<cudaStream_t>(op.stream);
+    if (s != main && std::find(others.begin(), others.end(), s) == others.end()) others.push_back(s);
+  }
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  BRAID_CUDA_CHECK(cudaStreamIsCapturing(main, &cap), "rank %d: cudaStreamIsCapturing", st_->rank);
+  const bool capturing = cap != cudaStreamCaptureStatusNone;
+  cudaEvent_t ev = nullptr;
+  if (!capturing && haveLast_ && lastStream_ != main)
+    BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, events_[0], 0), "rank %d: ordering after the previous batch",
+                     st_->rank);
+  for (size_t i = 0; i < others.size(); ++i) {
+    BRAID_CHECK(event(i + 1, &ev));
+    BRAID_CUDA_CHECK(cudaEventRecord(ev, others[i]), "rank %d: cudaEventRecord on a batch stream", st_->rank);
+    BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, ev, 0), "rank %d: joining the batch's streams", st_->rank);
+  }
+  std::vector<const OpDesc*> p2p;
+  for (const OpDesc& op : ops) {
+    if (isRingCollective(op.coll)) {
+      BRAID_CHECK(launchColl(op, main));
+    } else {
+      p2p.push_back(&op);
+    }
+  }
+  if (!p2p.empty()) BRAID_CHECK(launchP2p(p2p, main));
+  BRAID_CHECK(event(0, &ev));
+  if (!others.empty() || !capturing) {
+    BRAID_CUDA_CHECK(cudaEventRecord(ev, main), "rank %d: cudaEventRecord after the batch", st_->rank);
+    for (cudaStream_t s : others)
+      BRAID_CUDA_CHECK(cudaStreamWaitEvent(s, ev, 0), "rank %d: ordering the batch's streams after it", st_->rank);
+  }
+  if (!capturing) {
+    haveLast_ = true;
+    lastStream_ = main;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
+  const void* kernel = devCollKernel(op.coll, op.dtype, op.op.kind);
+  if (!kernel)
+    return recordError(ncclInvalidArgument,
+                       "%s: no device kernel for datatype %s with reduction %d in this build (BRAID_KERNELS_MINIMAL?)",
+                       collName(op.coll), dtypeName(op.dtype), static_cast<int>(op.op.kind));
+  if (op.count == 0) return ncclSuccess;
+  const bool copy = op.coll == CollType::AllGather || op.coll == CollType::Broadcast;
+  const size_t esize = dtypeSize(op.dtype);
+  CollLaunchArgs a;
+  std::memset(&a, 0, sizeof(a));
+  a.sendbuff = op.sendbuff;
+  a.recvbuff = op.recvbuff;
+  a.count = copy ? op.count * esize : op.count;
+  a.scalarPtr = op.op.scalarPtr;
+  std::memcpy(&a.scalar, op.op.scalar, sizeof(a.scalar));
+  a.divisor = op.op.divisor;
+  a.coll = devCollCode(op.coll);
+  a.root = op.root;
+  a.rank = st_->rank;
+  a.nranks = st_->nranks;
+  const size_t totalBytes = op.count * esize * (op.coll == CollType::AllGather || op.coll == CollType::ReduceScatter
+                                                    ? static_cast<size_t>(st_->nranks)
+                                                    : 1);
+  a.nChannels = channelsFor(totalBytes, st_->nChannels);
+  a.status = st_->statusDev;
+  if (st_->nranks > 1) {
+    for (int c = 0; c < a.nChannels; ++c) {
+      a.send[c] = st_->ringSend(c);
+      a.recv[c] = st_->ringRecv(c);
+    }
+  }
+  void* args[] = {&a};
+  BRAID_CUDA_CHECK(cudaLaunchKernel(kernel, dim3(a.nChannels), dim3(st_->nThreads), args, 0, s),
+                   "rank %d: launching the %s kernel (%zu x %s, %d channels)", st_->rank, collName(op.coll), op.count,
+                   dtypeName(op.dtype), a.nChannels);
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceExecutorImpl::p2pConn(int peer, bool send, DevConn** out) {
+  auto& map = send ? st_->p2pSend : st_->p2pRecv;
+  auto it = map.find(peer);
+  if (it != map.end()) {
+    *out = it->second;
+    return ncclSuccess;
+  }
+  ConnInfo* info = send ? comm_->conns->p2pSend(peer) : comm_->conns->p2pRecv(peer);
+  if (!info) return recordError(ncclInternalError, "rank %d: p2p connection %s rank %d is missing", st_->rank,
+                                send ? "to" : "from", peer);
+  DevConn* d = nullptr;
+  BRAID_CUDA_CHECK(cudaMalloc(&d, sizeof(DevConn)), "rank %d: cudaMalloc of a p2p connection state", st_->rank);
+  map[peer] = d;
+  BRAID_CHECK(st_->upload(*info, d));
+  *out = d;
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops, cudaStream_t s) {
+  const int n = st_->nranks, me = st_->rank;
+  std::vector<std::vector<Xfer>> sends(n), recvs(n);
+  std::vector<Xfer> selfSends, selfRecvs;
+  std::vector<std::pair<Xfer, const char*>> copies;  // (dst, src)
+  for (const OpDesc* op : ops) {
+    const size_t bytes = op->count * dtypeSize(op->dtype);
+    const char* sb = static_cast<const char*>(op->sendbuff);
+    char* rb = static_cast<char*>(op->recvbuff);
+    auto snd = [&](int p, const char* b) {
+      if (p == me) selfSends.push_back(Xfer{const_cast<char*>(b), bytes});
+      else sends[p].push_back(Xfer{const_cast<char*>(b), bytes});
+    };
+    auto rcv = [&](int p, char* b) {
+      if (p == me) selfRecvs.push_back(Xfer{b, bytes});
+      else recvs[p].push_back(Xfer{b, bytes});
+    };
+    switch (op->coll) {
+      case CollType::Send: snd(op->peer, sb); break;
+      case CollType::Recv: rcv(op->peer, rb); break;
+      case CollType::AllToAll:
+        for (int p = 0; p < n; ++p) {
+          const size_t off = static_cast<size_t>(p) * bytes;
+          if (p == me) {
+            copies.push_back({Xfer{rb + off, bytes}, sb + off});
+          } else {
+            snd(p, sb + off);
+            rcv(p, rb + off);
+          }
+        }
+        break;
+      case CollType::Gather:
+        if (me == op->root) {
+          for (int p = 0; p < n; ++p) {
+            if (p == me) copies.push_back({Xfer{rb + static_cast<size_t>(p) * bytes, bytes}, sb});
+            else rcv(p, rb + static_cast<size_t>(p) * bytes);
+          }
+        } else {
+          snd(op->root, sb);
+        }
+        break;
+      case CollType::Scatter:
+        if (me == op->root) {
+          for (int p = 0; p < n; ++p) {
+            if (p == me) copies.push_back({Xfer{rb, bytes}, sb + static_cast<size_t>(p) * bytes});
+            else snd(p, sb + static_cast<size_t>(p) * bytes);
+          }
+        } else {
+          rcv(op->root, rb);
+        }
+        break;
+      default:
+        return recordError(ncclInternalError, "%s is not a point-to-point operation", collName(op->coll));
+    }
+  }
+  if (selfSends.size() != selfRecvs.size())
+    return recordError(ncclInvalidUsage, "rank %d posted %zu sends to itself but %zu receives from itself in one group",
+                       me, selfSends.size(), selfRecvs.size());
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    if (selfSends[i].bytes != selfRecvs[i].bytes)
+      return recordError(ncclInvalidUsage, "rank %d: send to itself of %zu bytes is matched by a receive of %zu bytes",
+                         me, selfSends[i].bytes, selfRecvs[i].bytes);
+    copies.push_back({selfRecvs[i], selfSends[i].buf});
+  }
+  for (auto& c : copies) {
+    if (c.first.bytes == 0 || c.first.buf == c.second) continue;
+    BRAID_CUDA_CHECK(cudaMemcpyAsync(c.first.buf, c.second, c.first.bytes, cudaMemcpyDeviceToDevice, s),
+                     "rank %d: local copy of %zu bytes", me, c.first.bytes);
+  }
+
+  // Ring neighbours go over the ring connections, all channels; other peers over one p2p connection each.
+  const int next = (me + 1) % n, prev = (me - 1 + n) % n;
+  std::vector<int> sendPeers, recvPeers;
+  for (int p = 0; p < n; ++p) {
+    if (!sends[p].empty() && p != next) sendPeers.push_back(p);
+    if (!recvs[p].empty() && p != prev) recvPeers.push_back(p);
+  }
+  if ((!sendPeers.empty() || !recvPeers.empty()))
+    BRAID_CHECK(comm_->conns->connectP2p(sendPeers.data(), static_cast<int>(sendPeers.size()), recvPeers.data(),
+                                         static_cast<int>(recvPeers.size())));
+  P2pLaunchArgs a;
+  std::memset(&a, 0, sizeof(a));
+  a.status = st_->statusDev;
+  int nCta = 0;
+  auto add = [&](const std::vector<Xfer>& xs, DevConn* conn, bool isSend, int ch, int nch) -> ncclResult_t {
+    if (nCta >= kMaxP2pBlocks || a.nBlocks + static_cast<int>(xs.size()) > kMaxP2pBlocks)
+      return recordError(ncclInvalidUsage, "rank %d: a group holds more point-to-point transfers than one launch takes "
+                         "(%d); split the group", me, kMaxP2pBlocks);
+    a.ctaFirst[nCta++] = static_cast<int16_t>(a.nBlocks);
+    const int first = a.nBlocks;
+    for (const Xfer& x : xs) {
+      // Channel ch of nch: a contiguous, 64-byte aligned share, the same cut on both sides.
+      const size_t per = nch <= 1 ? x.bytes : (((x.bytes + nch - 1) / nch + 63) & ~size_t(63));
+      const size_t off = std::min(per * ch, x.bytes);
+      P2pBlock& b = a.blocks[a.nBlocks++];
+      b.buf = x.buf + off;
+      b.bytes = std::min(per, x.bytes - off);
+      b.conn = conn;
+      b.isSend = isSend;
+      b.nSeg = 0;
+    }
+    a.blocks[first].nSeg = a.nBlocks - first;
+    return ncclSuccess;
+  };
+  for (int p = 0; p < n; ++p) {
+    for (int dir = 0; dir < 2; ++dir) {
+      const bool isSend = dir == 0;
+      const std::vector<Xfer>& xs = isSend ? sends[p] : recvs[p];
+      if (xs.empty()) continue;
+      const bool ring = isSend ? p == next : p == prev;
+      if (ring) {
+        size_t maxBytes = 0;
+        for (const Xfer& x : xs) maxBytes = std::max(maxBytes, x.bytes);
+        // Both sides see the same message sizes, so they pick the same channel count.
+        const int nch = channelsFor(maxBytes, st_->nChannels);
+        for (int c = 0; c < nch; ++c)
+          BRAID_CHECK(add(xs, isSend ? st_->ringSend(c) : st_->ringRecv(c), isSend, c, nch));
+      } else {
+        DevConn* conn = nullptr;
+        BRAID_CHECK(p2pConn(p, isSend, &conn));
+        BRAID_CHECK(add(xs, conn, isSend, 0, 1));
+      }
+    }
+  }
+  if (nCta == 0) return ncclSuccess;
+  void* args[] = {&a};
+  BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(), dim3(nCta), dim3(st_->nThreads), args, 0, s),
+                   "rank %d: launching the p2p kernel (%d CTAs)", me, nCta);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+std::unique_ptr<DeviceExecutor> makeDeviceExecutor(ncclComm* comm, std::unique_ptr<DeviceState> state) {
+  return std::make_unique<DeviceExecutorImpl>(comm, std::move(state));
+}
+
+}  // namespace braid

@@ -1,0 +1,75 @@
+// Internal to the device communicator (device_comm.cc, device_executor.cc): the per-communicator device
+// state behind DeviceExecutor (mapped status/abort words, DevConn copies of the connections in device
+// memory, host FIFOs registered for device access) and the CUDA error helper.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "collectives/device_comm.h"
+#include "device/dev_work.h"
+#include "nccl.h"
+#include "transport/conn_info.h"
+
+struct ncclComm;
+
+namespace braid {
+
+// Records "<what>: <CUDA error name> (<string>)" as ncclUnhandledCudaError and clears CUDA's sticky
+// last error. `fmt` says what was attempted, naming rank/peer.
+ncclResult_t cudaError(cudaError_t e, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define BRAID_CUDA_CHECK(call, ...)                                           \
+  do {                                                                        \
+    cudaError_t braid_cuda_err_ = (call);                                     \
+    if (braid_cuda_err_ != cudaSuccess) return ::braid::cudaError(braid_cuda_err_, __VA_ARGS__); \
+  } while (0)
+
+// Sets the device for a scope and restores the caller's on exit (API calls must not move the user's
+// current device).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int dev) {
+    if (cudaGetDevice(&prev_) != cudaSuccess) prev_ = -1;
+    if (dev != prev_) cudaSetDevice(dev);
+  }
+  ~DeviceGuard() {
+    int cur = -1;
+    if (prev_ >= 0 && cudaGetDevice(&cur) == cudaSuccess && cur != prev_) cudaSetDevice(prev_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = -1;
+};
+
+class DeviceState {
+ public:
+  ~DeviceState();
+  int dev = -1;
+  int rank = 0;
+  int nranks = 1;
+  int nChannels = 1;
+  int nThreads = kDevThreads;
+  DevStatus* statusHost = nullptr;  // mapped pinned memory
+  DevStatus* statusDev = nullptr;   // the same, as the kernels see it
+  DevConn* ringConns = nullptr;     // device memory: [0, nChannels) send, [nChannels, 2 nChannels) recv
+  std::map<int, DevConn*> p2pSend, p2pRecv;  // non-neighbour peers, connected lazily
+  std::vector<void*> registered;    // host FIFO bases registered with cudaHostRegister
+
+  DevConn* ringSend(int c) const { return ringConns + c; }
+  DevConn* ringRecv(int c) const { return ringConns + nChannels + c; }
+  // Device-side copy of a connection (registers host FIFOs), uploaded to `dst` in device memory.
+  ncclResult_t upload(const ConnInfo& info, DevConn* dst);
+  void raiseAbort() {
+    if (statusHost) *reinterpret_cast<volatile uint32_t*>(&statusHost->abort) = 1;
+  }
+};
+
+std::unique_ptr<DeviceExecutor> makeDeviceExecutor(ncclComm* comm, std::unique_ptr<DeviceState> state);
+
+}  // namespace braid

@@ -1,0 +1,124 @@
+// Kernel entry points (DESIGN.md §2.5, top layer): the ring collectives and the p2p transfers. One CTA per
+// channel (collectives) or per connection (p2p); arguments arrive by value, connection state is loaded
+// from and stored back to device memory, so a launch depends on nothing the host does afterwards and CUDA
+// graph capture/replay works. Included by the variant files (dev_coll_*.cu), which instantiate it.
+#pragma once
+
+#include <cstring>
+
+#include "collectives/op_desc.h"
+#include "collectives/reduce_ops.h"
+#include "collectives/ring_schedules.h"
+#include "device/dev_work.h"
+#include "device/prims_simple.h"
+
+namespace braid {
+
+template <typename Fn>
+struct DevMakeFn {
+  static __device__ Fn make(const CollLaunchArgs&) { return Fn{}; }
+};
+template <typename T>
+struct DevMakeFn<FuncPreMulSum<T>> {
+  static __device__ FuncPreMulSum<T> make(const CollLaunchArgs& a) {
+    FuncPreMulSum<T> f;
+    if (a.scalarPtr) {
+      memcpy(&f.scalar, a.scalarPtr, sizeof(T));
+    } else {
+      memcpy(&f.scalar, &a.scalar, sizeof(T));
+    }
+    return f;
+  }
+};
+template <typename T>
+struct DevMakeFn<FuncSumPostDiv<T>> {
+  static __device__ FuncSumPostDiv<T> make(const CollLaunchArgs& a) {
+    FuncSumPostDiv<T> f;
+    f.divisor = a.divisor == 0 ? 1 : a.divisor;
+    return f;
+  }
+};
+
+// IsCopy: all-gather/broadcast on bytes; otherwise all-reduce/reduce/reduce-scatter on T.
+template <typename T, typename Fn, bool IsCopy>
+__global__ void __launch_bounds__(kDevMaxThreads, 1) collKernel(const CollLaunchArgs args) {
+  __shared__ PrimsShared sh;
+  const int ch = blockIdx.x;
+  const bool ring = args.nranks > 1;
+  if (threadIdx.x == 0) {
+    sh.stop = 0;
+    if (ring) {
+      sh.send = *args.send[ch];
+      sh.recv = *args.recv[ch];
+    }
+  }
+  __syncthreads();
+  RingArgs a;
+  a.rank = args.rank;
+  a.nranks = args.nranks;
+  a.root = args.root;
+  a.count = args.count;
+  const uint32_t stepBytes = ring ? sh.send.stepBytes : (1u << 20);
+  a.chunkElems = chunkElemsFor(stepBytes, sizeof(T));
+  a.alignElems = alignElemsFor(a.chunkElems, sizeof(T));
+  a.ch = channelRange(args.count, args.nChannels, ch, a.alignElems);
+  if (a.ch.count != 0) {
+    DevPrims<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
+                          DevMakeFn<Fn>::make(args), args.status);
+    if (IsCopy) {
+      if (args.coll == kDevAllGather) {
+        ringAllGather(prims, a);
+      } else {
+        ringBroadcast(prims, a);
+      }
+    } else {
+      if (args.coll == kDevAllReduce) {
+        ringAllReduce(prims, a);
+      } else if (args.coll == kDevReduce) {
+        ringReduce(prims, a);
+      } else {
+        ringReduceScatter(prims, a);
+      }
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0 && ring) {
+    args.send[ch]->step = sh.send.step;
+    args.recv[ch]->step = sh.recv.step;
+  }
+}
+
+template <typename T, typename Fn>
+const void* reduceKernelPtr() {
+  return reinterpret_cast<const void*>(&collKernel<T, Fn, false>);
+}
+
+// Selects the reducing kernel for T and a reduction kind (SumPostDiv only for integers).
+template <typename T>
+const void* floatKernelFor(RedKind kind) {
+  switch (kind) {
+    case RedKind::Sum: return reduceKernelPtr<T, FuncSum<T>>();
+    case RedKind::Prod: return reduceKernelPtr<T, FuncProd<T>>();
+    case RedKind::Max: return reduceKernelPtr<T, FuncMax<T>>();
+    case RedKind::Min: return reduceKernelPtr<T, FuncMin<T>>();
+    case RedKind::PreMulSum: return reduceKernelPtr<T, FuncPreMulSum<T>>();
+    case RedKind::SumPostDiv: break;
+  }
+  return nullptr;
+}
+
+// Integers: sum/prod/premulsum on the unsigned type (same wrapping bits); max/min/average need the sign.
+template <typename S, typename U>
+const void* intKernelFor(RedKind kind) {
+  switch (kind) {
+    case RedKind::Sum: return reduceKernelPtr<U, FuncSum<U>>();
+    case RedKind::Prod: return reduceKernelPtr<U, FuncProd<U>>();
+    case RedKind::PreMulSum: return reduceKernelPtr<U, FuncPreMulSum<U>>();
+    case RedKind::Max: return reduceKernelPtr<S, FuncMax<S>>();
+    case RedKind::Min: return reduceKernelPtr<S, FuncMin<S>>();
+    case RedKind::SumPostDiv: return reduceKernelPtr<S, FuncSumPostDiv<S>>();
+  }
+  return nullptr;
+}
+
+}  // namespace braid

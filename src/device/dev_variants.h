@@ -1,0 +1,20 @@
+// The kernel-variant table: which (datatype, reduction) pairs get a compiled reducing kernel, and how they
+// fold. Each group below is compiled by its own translation unit (dev_coll_<group>.cu) so the build
+// parallelises; dev_kernels.cu dispatches to them. Folding (as NCCL): signed and unsigned integer
+// sum/prod/premulsum share the unsigned kernel; all-gather/broadcast and every p2p op run one byte kernel.
+// Preset: BRAID_KERNELS_MINIMAL (CMake option) compiles only float and the byte kernels, for quick
+// development builds; a missing variant is refused at run time with a message naming it.
+#pragma once
+
+#include "collectives/op_desc.h"
+
+namespace braid {
+
+const void* devSelectFloat(ncclDataType_t dtype, RedKind kind);  // float, double
+const void* devSelectHalf(ncclDataType_t dtype, RedKind kind);   // half, bfloat16
+const void* devSelectFp8(ncclDataType_t dtype, RedKind kind);    // e4m3, e5m2
+const void* devSelectInt8(ncclDataType_t dtype, RedKind kind);   // int8, uint8
+const void* devSelectInt32(ncclDataType_t dtype, RedKind kind);  // int32, uint32
+const void* devSelectInt64(ncclDataType_t dtype, RedKind kind);  // int64, uint64
+
+}  // namespace braid

@@ -1,0 +1,85 @@
+// The plain structs shared by the device executor (host C++) and the kernels: a connection's device-side
+// state (DevConn, in device memory, so FIFO step counters persist across launches and CUDA graph replays
+// need no host), and the by-value kernel arguments (one collective, or a list of p2p transfers).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace braid {
+
+constexpr int kMaxDevChannels = 32;
+constexpr int kMaxP2pBlocks = 192;
+constexpr int kDevThreads = 512;     // default threads per CTA (NCCL_NTHREADS overrides, up to the max)
+constexpr int kDevMaxThreads = 512;  // __launch_bounds__: 128 registers per thread, no spills
+
+enum DevConnFlags : uint32_t {
+  kDevConnHostFifo = 1u,  // the FIFO lives in (registered) host memory: fence at system scope, slow path
+};
+
+// One side of one connection, as the kernel sees it. Pointers are device-accessible (peer device memory,
+// or host memory mapped with cudaHostRegister).
+struct DevConn {
+  char* buff;
+  uint64_t* head;
+  uint64_t* tail;
+  int32_t* sizes;
+  uint32_t* errorFlag;  // may be null (P2P); non-zero: the host transport broke
+  uint64_t step;        // next step this side produces/consumes; persists across launches
+  uint32_t stepBytes;
+  uint32_t nSteps;
+  int32_t peer;
+  uint32_t flags;
+};
+static_assert(std::is_trivially_copyable<DevConn>::value, "DevConn is copied as bytes");
+
+// Device-visible words the host watches: an abort flag the host sets (ncclCommAbort) and an error word
+// the kernels set (first error wins). Both live in mapped pinned host memory.
+enum DevError : uint32_t { kDevOk = 0, kDevAborted = 1, kDevSizeMismatch = 2, kDevConnBroken = 3 };
+struct DevStatus {
+  uint32_t abort;
+  uint32_t error;
+  int32_t errorPeer;
+  uint32_t errorBytes;   // what arrived (size mismatch)
+  uint32_t expectBytes;  // what was expected
+};
+
+// Collective codes understood by the kernels (same order as CollType's ring collectives).
+enum DevColl : int32_t { kDevAllReduce = 0, kDevBroadcast = 1, kDevReduce = 2, kDevAllGather = 3, kDevReduceScatter = 4 };
+
+struct CollLaunchArgs {
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;      // elements of the kernel's type (bytes for the copy kernel)
+  const void* scalarPtr;  // PreMulSum with a device-resident scalar, else null
+  uint64_t scalar;   // PreMulSum scalar bits (host-immediate)
+  uint64_t divisor;  // SumPostDiv
+  int32_t coll;
+  int32_t root;
+  int32_t rank;
+  int32_t nranks;
+  int32_t nChannels;
+  DevStatus* status;
+  DevConn* send[kMaxDevChannels];
+  DevConn* recv[kMaxDevChannels];
+};
+
+// One CTA of a p2p launch: sends `bytes` from `buf` over `conn` (or receives into `buf`), as ceil(bytes /
+// stepBytes) FIFO steps. Blocks sharing a connection run in one CTA, in order (nSeg consecutive entries).
+struct P2pBlock {
+  char* buf;
+  size_t bytes;
+  DevConn* conn;
+  int32_t isSend;
+  int32_t nSeg;  // first entry of a CTA: how many consecutive entries it runs; 0 on the following ones
+};
+struct P2pLaunchArgs {
+  DevStatus* status;
+  int32_t nBlocks;
+  int16_t ctaFirst[kMaxP2pBlocks];  // CTA i runs blocks[ctaFirst[i]] .. + its nSeg
+  P2pBlock blocks[kMaxP2pBlocks];
+};
+static_assert(sizeof(P2pLaunchArgs) < 32000, "kernel parameters stay under CUDA's 32 KB limit");
+
+}  // namespace braid

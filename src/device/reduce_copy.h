@@ -1,0 +1,148 @@
+// reduce_copy: the one hot loop (DESIGN.md §2.5). One or two sources are combined element-wise by Fn
+// (pre-op on the rank's own contribution, post-op on the final value) and written to one or two
+// destinations, by all threads of the CTA: 16-byte packs, UNROLL packs in flight per thread, then single
+// packs, then a scalar tail. Pointers that do not share one 16-byte alignment fall back to scalar code;
+// pointers sharing a misalignment do a scalar head first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "device/op128.h"
+
+#ifdef __CUDACC__
+
+namespace braid {
+
+// How a value is formed: v = NSrc == 2 ? fn(s0, Pre1 ? pre(s1) : s1) : (Pre0 ? pre(s0) : s0); Post: post(v).
+template <int NSrc, int NDst, bool Pre0, bool Pre1, bool Post>
+struct RcMode {
+  static constexpr int kSrc = NSrc;
+  static constexpr int kDst = NDst;
+  static constexpr bool kPre0 = Pre0;
+  static constexpr bool kPre1 = Pre1;
+  static constexpr bool kPost = Post;
+};
+
+template <typename T, typename Fn, typename M>
+__device__ __forceinline__ T rcElem(const Fn& fn, T a, T b) {
+  T v;
+  if (M::kSrc == 2) {
+    v = fn(a, M::kPre1 ? fn.pre(b) : b);
+  } else {
+    v = M::kPre0 ? fn.pre(a) : a;
+  }
+  if (M::kPost) v = fn.post(v);
+  return v;
+}
+
+template <typename T>
+union PackOf {
+  Pack128 p;
+  T e[16 / sizeof(T)];
+};
+
+template <typename T, typename Fn, typename M>
+__device__ __forceinline__ Pack128 rcPack(const Fn& fn, const Pack128& a, const Pack128& b) {
+  constexpr int kN = 16 / sizeof(T);
+  if (M::kSrc == 1 && !M::kPre0 && !M::kPost) return a;  // plain copy: no unpacking
+  PackOf<T> x, y, r;
+  x.p = a;
+  y.p = b;
+#pragma unroll
+  for (int i = 0; i < kN; ++i) r.e[i] = rcElem<T, Fn, M>(fn, x.e[i], y.e[i]);
+  return r.p;
+}
+
+// Scalar loads bypass L1 too (see ld128Volatile).
+template <typename T>
+__device__ __forceinline__ T ldVolatileElem(const T* p) {
+  T t;
+  if (sizeof(T) == 1) {
+    uint8_t b = *reinterpret_cast<const volatile uint8_t*>(p);
+    memcpy(&t, &b, 1);
+  } else if (sizeof(T) == 2) {
+    uint16_t b = *reinterpret_cast<const volatile uint16_t*>(p);
+    memcpy(&t, &b, 2);
+  } else if (sizeof(T) == 4) {
+    uint32_t b = *reinterpret_cast<const volatile uint32_t*>(p);
+    memcpy(&t, &b, 4);
+  } else {
+    uint64_t b = *reinterpret_cast<const volatile uint64_t*>(p);
+    memcpy(&t, &b, 8);
+  }
+  return t;
+}
+
+template <typename T, typename Fn, typename M>
+__device__ __forceinline__ void rcScalar(const Fn& fn, int tid, int nthreads, const T* s0, const T* s1, T* d0, T* d1,
+                                         size_t begin, size_t end) {
+  for (size_t i = begin + tid; i < end; i += nthreads) {
+    T a = ldVolatileElem(s0 + i);
+    T b = M::kSrc == 2 ? ldVolatileElem(s1 + i) : a;
+    T v = rcElem<T, Fn, M>(fn, a, b);
+    d0[i] = v;
+    if (M::kDst == 2) d1[i] = v;
+  }
+}
+
+template <int Unroll, typename T, typename Fn, typename M>
+__device__ __forceinline__ void rcPacks(const Fn& fn, int tid, int nthreads, const char* s0, const char* s1, char* d0,
+                                        char* d1, size_t nPacks) {
+  size_t p = tid;
+  for (; p + static_cast<size_t>(Unroll - 1) * nthreads < nPacks; p += static_cast<size_t>(Unroll) * nthreads) {
+    Pack128 a[Unroll], b[Unroll];
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) a[u] = ld128Volatile(s0 + (p + static_cast<size_t>(u) * nthreads) * 16);
+    if (M::kSrc == 2) {
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u) b[u] = ld128Volatile(s1 + (p + static_cast<size_t>(u) * nthreads) * 16);
+    }
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) {
+      Pack128 v = rcPack<T, Fn, M>(fn, a[u], M::kSrc == 2 ? b[u] : a[u]);
+      const size_t off = (p + static_cast<size_t>(u) * nthreads) * 16;
+      st128(d0 + off, v);
+      if (M::kDst == 2) st128(d1 + off, v);
+    }
+  }
+  for (; p < nPacks; p += nthreads) {
+    Pack128 a = ld128Volatile(s0 + p * 16);
+    Pack128 b = M::kSrc == 2 ? ld128Volatile(s1 + p * 16) : a;
+    Pack128 v = rcPack<T, Fn, M>(fn, a, b);
+    st128(d0 + p * 16, v);
+    if (M::kDst == 2) st128(d1 + p * 16, v);
+  }
+}
+
+// All threads of the CTA call this with the same arguments. s1/d1 are ignored unless M uses them.
+template <typename T, typename Fn, typename M>
+__device__ void reduceCopy(const Fn& fn, int tid, int nthreads, const T* s0, const T* s1, T* d0, T* d1, size_t n) {
+  if (n == 0) return;
+  const uintptr_t mis = reinterpret_cast<uintptr_t>(s0) & 15;
+  bool same = (reinterpret_cast<uintptr_t>(d0) & 15) == mis;
+  if (M::kSrc == 2) same = same && (reinterpret_cast<uintptr_t>(s1) & 15) == mis;
+  if (M::kDst == 2) same = same && (reinterpret_cast<uintptr_t>(d1) & 15) == mis;
+  if (!same || mis % sizeof(T) != 0) {
+    rcScalar<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, 0, n);
+    return;
+  }
+  size_t head = mis ? (16 - mis) / sizeof(T) : 0;
+  if (head > n) head = n;
+  if (head) rcScalar<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, 0, head);
+  constexpr size_t kPerPack = 16 / sizeof(T);
+  const size_t nPacks = (n - head) / kPerPack;
+  // Copies keep more loads in flight; reductions are register-heavier.
+  constexpr int kUnroll = (M::kSrc == 1 && !M::kPre0 && !M::kPost) ? 8 : 4;
+  rcPacks<kUnroll, T, Fn, M>(fn, tid, nthreads, reinterpret_cast<const char*>(s0 + head),
+                             reinterpret_cast<const char*>(M::kSrc == 2 ? s1 + head : s0 + head),
+                             reinterpret_cast<char*>(d0 + head), reinterpret_cast<char*>(M::kDst == 2 ? d1 + head : d0 + head),
+                             nPacks);
+  const size_t done = head + nPacks * kPerPack;
+  if (done < n) rcScalar<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, done, n);
+}
+
+}  // namespace braid
+
+#endif  // __CUDACC__

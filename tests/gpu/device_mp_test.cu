@@ -1,0 +1,126 @@
+// GPU tests, two processes with one GPU each: the parent forks before any CUDA call (its unique id comes
+// from ncclGetUniqueId, which uses no CUDA), each child drives GPU `rank` through ncclCommInitRank and runs
+// the collective cases over P2P (CUDA IPC), SHM and sockets. Skips where fewer than 2 GPUs exist (counted
+// in a probe child, so the parent stays CUDA-free).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "gpu_harness.h"
+
+using namespace gpu_test;
+
+namespace {
+
+int probeGpus() {
+  int fds[2];
+  if (pipe(fds) != 0) return 0;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+    (void)!write(fds[1], &n, sizeof(n));
+    _exit(0);
+  }
+  close(fds[1]);
+  int n = 0;
+  if (read(fds[0], &n, sizeof(n)) != sizeof(n)) n = 0;
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  return n;
+}
+
+bool childMain(int rank, const ncclUniqueId& id, bool quick) {
+  GT_CUDA(cudaSetDevice(rank));
+  ncclComm_t comm;
+  GT_NCCL(ncclCommInitRank(&comm, 2, id, rank));
+  cudaStream_t s;
+  GT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  int failures = 0;
+  for (const Case& c : allCases(2, quick)) {
+    RankBufs b;
+    if (!prepare(c, rank, 2, &b) || !enqueue(c, rank, 2, comm, s, b)) return false;
+    GT_CUDA(cudaStreamSynchronize(s));
+    if (!check(c, rank, 2, &b)) {
+      fprintf(stderr, "rank %d: FAILED %s\n", rank, c.name().c_str());
+      if (++failures > 10) break;
+    }
+  }
+  GT_NCCL(ncclCommDestroy(comm));
+  return failures == 0;
+}
+
+void runTwoProcesses(bool quick) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  pid_t pids[2];
+  for (int r = 0; r < 2; ++r) {
+    pids[r] = fork();
+    if (pids[r] == 0) _exit(childMain(r, id, quick) ? 0 : 1);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  int status[2] = {-1, -1};
+  int left = 2;
+  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
+    for (int r = 0; r < 2; ++r) {
+      if (status[r] != -1) continue;
+      int st;
+      if (waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+        status[r] = st;
+        --left;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (int r = 0; r < 2; ++r) {
+    if (status[r] == -1) {
+      kill(pids[r], SIGKILL);
+      waitpid(pids[r], nullptr, 0);
+      ADD_FAILURE() << "rank " << r << " timed out";
+    } else {
+      EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0) << "rank " << r << " failed (status "
+                                                                        << status[r] << ")";
+    }
+  }
+}
+
+struct EnvScope {
+  std::vector<std::string> names;
+  void set(const char* n, const char* v) {
+    setenv(n, v, 1);
+    names.push_back(n);
+  }
+  ~EnvScope() {
+    for (auto& n : names) unsetenv(n.c_str());
+  }
+};
+
+}  // namespace
+
+TEST(DeviceColl2Proc, P2pIpc) {
+  int n = probeGpus();
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << n;
+  runTwoProcesses(false);
+}
+
+TEST(DeviceColl2Proc, Shm) {
+  int n = probeGpus();
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << n;
+  EnvScope e;
+  e.set("NCCL_P2P_DISABLE", "1");
+  runTwoProcesses(true);
+}
+
+TEST(DeviceColl2Proc, Socket) {
+  int n = probeGpus();
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << n;
+  EnvScope e;
+  e.set("NCCL_P2P_DISABLE", "1");
+  e.set("NCCL_SHM_DISABLE", "1");
+  runTwoProcesses(true);
+}

@@ -1,0 +1,331 @@
+// GPU test harness: the collective cases (every collective x datatype x op x in/out of place), written per
+// rank so one body serves one process driving 2 GPUs (ncclCommInitAll + groups) and one process per GPU.
+// Inputs are small integers so every datatype (fp8 included) represents them; the reference folds the
+// exact result rounded once to the type (numeric_types.h conversions), so results must match bit for bit.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <type_traits>
+
+#include "../../src/collectives/numeric_types.h"
+#include "nccl.h"
+
+namespace gpu_test {
+
+using namespace braid;
+
+#define GT_CUDA(call)                                                                             \
+  do {                                                                                            \
+    cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));       \
+      return false;                                                                               \
+    }                                                                                             \
+  } while (0)
+#define GT_NCCL(call)                                                                             \
+  do {                                                                                            \
+    ncclResult_t r_ = (call);                                                                     \
+    if (r_ != ncclSuccess) {                                                                      \
+      fprintf(stderr, "%s:%d %s: %s (%s)\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_),   \
+              ncclGetLastError(nullptr));                                                         \
+      return false;                                                                               \
+    }                                                                                             \
+  } while (0)
+
+inline size_t typeSize(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    default: return 8;
+  }
+}
+inline const char* typeName(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: return "int8"; case ncclUint8: return "uint8"; case ncclInt32: return "int32";
+    case ncclUint32: return "uint32"; case ncclInt64: return "int64"; case ncclUint64: return "uint64";
+    case ncclFloat16: return "half"; case ncclFloat32: return "float"; case ncclFloat64: return "double";
+    case ncclBfloat16: return "bf16"; case ncclFloat8e4m3: return "fp8e4m3"; case ncclFloat8e5m2: return "fp8e5m2";
+    default: return "?";
+  }
+}
+inline const char* opName(ncclRedOp_t o) {
+  switch (o) { case ncclSum: return "sum"; case ncclProd: return "prod"; case ncclMax: return "max";
+    case ncclMin: return "min"; case ncclAvg: return "avg"; default: return "?"; }
+}
+enum Coll { kAllReduce, kReduce, kReduceScatter, kAllGather, kBroadcast, kSendRecv, kAllToAll, kGather, kScatter };
+inline const char* collStr(Coll c) {
+  static const char* n[] = {"AllReduce", "Reduce", "ReduceScatter", "AllGather", "Broadcast", "SendRecv",
+                            "AllToAll", "Gather", "Scatter"};
+  return n[c];
+}
+
+// Input element i of rank r: small integers (exact in fp8 e5m2 too after a 2-rank sum/prod).
+inline int inputValue(int r, size_t i) { return static_cast<int>((i * 7 + r * 3) % 4) + 1; }
+
+template <typename T> T fromInt(int v) { return static_cast<T>(v); }
+template <> inline Half fromInt<Half>(int v) { return Half(static_cast<float>(v)); }
+template <> inline BFloat16 fromInt<BFloat16>(int v) { return BFloat16(static_cast<float>(v)); }
+template <> inline Fp8E4M3 fromInt<Fp8E4M3>(int v) { return Fp8E4M3(static_cast<float>(v)); }
+template <> inline Fp8E5M2 fromInt<Fp8E5M2>(int v) { return Fp8E5M2(static_cast<float>(v)); }
+
+template <typename T>
+void fillTyped(void* dst, int r, size_t n) {
+  T* p = static_cast<T*>(dst);
+  for (size_t i = 0; i < n; ++i) p[i] = fromInt<T>(inputValue(r, i));
+}
+
+// Reference: the exact result of the op over the ranks' small-integer inputs (computed in double, where it
+// is exact), rounded once to T. With 2 ranks the device also rounds once (one operation), so they agree.
+inline double combine(ncclRedOp_t op, double a, double b) {
+  switch (op) {
+    case ncclProd: return a * b;
+    case ncclMax: return a > b ? a : b;
+    case ncclMin: return a < b ? a : b;
+    default: return a + b;
+  }
+}
+template <typename T>
+void refTyped(ncclRedOp_t op, void* out, size_t n, int nranks, size_t off, bool isFloat) {
+  T* o = static_cast<T*>(out);
+  for (size_t i = 0; i < n; ++i) {
+    const double scale = (op == ncclAvg && isFloat) ? 1.0 / nranks : 1.0;
+    double acc = inputValue(0, off + i) * scale;
+    for (int r = 1; r < nranks; ++r) acc = combine(op, acc, inputValue(r, off + i) * scale);
+    if (op == ncclAvg && !isFloat) acc = static_cast<double>(static_cast<long long>(acc) / nranks);
+    o[i] = fromInt<T>(0);
+    if constexpr (IsLowPrecision<T>::value) {
+      o[i] = T(static_cast<float>(acc));
+    } else {
+      o[i] = static_cast<T>(acc);
+    }
+  }
+}
+
+#define GT_DISPATCH(t, F, ...)                              \
+  switch (t) {                                              \
+    case ncclInt8: F<int8_t>(__VA_ARGS__); break;           \
+    case ncclUint8: F<uint8_t>(__VA_ARGS__); break;         \
+    case ncclInt32: F<int32_t>(__VA_ARGS__); break;         \
+    case ncclUint32: F<uint32_t>(__VA_ARGS__); break;       \
+    case ncclInt64: F<int64_t>(__VA_ARGS__); break;         \
+    case ncclUint64: F<uint64_t>(__VA_ARGS__); break;       \
+    case ncclFloat16: F<Half>(__VA_ARGS__); break;          \
+    case ncclFloat32: F<float>(__VA_ARGS__); break;         \
+    case ncclFloat64: F<double>(__VA_ARGS__); break;        \
+    case ncclBfloat16: F<BFloat16>(__VA_ARGS__); break;     \
+    case ncclFloat8e4m3: F<Fp8E4M3>(__VA_ARGS__); break;    \
+    case ncclFloat8e5m2: F<Fp8E5M2>(__VA_ARGS__); break;    \
+    default: break;                                         \
+  }
+
+inline bool isFloatType(ncclDataType_t t) {
+  return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 || t == ncclFloat8e4m3 ||
+         t == ncclFloat8e5m2;
+}
+template <typename T> void fillT(void* d, int r, size_t n) { fillTyped<T>(d, r, n); }
+inline void fillInput(ncclDataType_t t, void* dst, int r, size_t n) { GT_DISPATCH(t, fillT, dst, r, n); }
+template <typename T> void refT(ncclRedOp_t op, void* out, size_t n, int nranks, size_t off, bool isF) {
+  refTyped<T>(op, out, n, nranks, off, isF);
+}
+inline void reference(ncclDataType_t t, ncclRedOp_t op, void* out, size_t n, int nranks, size_t off) {
+  GT_DISPATCH(t, refT, op, out, n, nranks, off, isFloatType(t));
+}
+
+struct Case {
+  Coll coll;
+  ncclDataType_t dtype;
+  ncclRedOp_t op;
+  size_t count;  // NCCL's count: per rank for AllGather/ReduceScatter/AllToAll/Gather/Scatter
+  bool inPlace;
+  int root;
+  std::string name() const {
+    char b[160];
+    snprintf(b, sizeof(b), "%s %s %s count %zu %s root %d", collStr(coll), typeName(dtype), opName(op), count,
+             inPlace ? "in-place" : "out-of-place", root);
+    return b;
+  }
+};
+
+// One rank's buffers for one case.
+struct RankBufs {
+  void* send = nullptr;
+  void* recv = nullptr;
+  size_t sendBytes = 0, recvBytes = 0;
+  const void* sendArg = nullptr;
+  void* recvArg = nullptr;
+};
+
+inline void sizes(const Case& c, int nranks, size_t* inElems, size_t* outElems) {
+  const size_t n = c.count;
+  switch (c.coll) {
+    case kAllReduce: case kReduce: case kBroadcast: case kSendRecv: *inElems = n; *outElems = n; break;
+    case kReduceScatter: *inElems = n * nranks; *outElems = n; break;
+    case kAllGather: *inElems = n; *outElems = n * nranks; break;
+    case kAllToAll: *inElems = n * nranks; *outElems = n * nranks; break;
+    case kGather: *inElems = n; *outElems = n * nranks; break;
+    case kScatter: *inElems = n * nranks; *outElems = n; break;
+  }
+}
+
+// Allocates, fills the input (host pattern: rank r's element i is inputValue(r, global index)), poisons the
+// output. The current device must be the rank's.
+inline bool prepare(const Case& c, int rank, int nranks, RankBufs* b) {
+  size_t inE, outE;
+  sizes(c, nranks, &inE, &outE);
+  const size_t es = typeSize(c.dtype);
+  b->sendBytes = inE * es;
+  b->recvBytes = outE * es;
+  const size_t allocRecv = std::max<size_t>(std::max(b->recvBytes, b->sendBytes), 1) + 64;
+  const size_t allocSend = std::max<size_t>(b->sendBytes, 1) + 64;
+  GT_CUDA(cudaMalloc(&b->recv, allocRecv));
+  GT_CUDA(cudaMemset(b->recv, 0xA5, allocRecv));
+  std::vector<char> host(std::max<size_t>(b->sendBytes, 1));
+  // The pattern's element index is global where ranks' inputs are blocks of one whole (ReduceScatter and
+  // AllToAll inputs are indexed as one array; AllGather/Gather inputs sit at rank * count in the output).
+  fillInput(c.dtype, host.data(), rank, inE);
+  if (c.inPlace && c.coll != kSendRecv && c.coll != kAllToAll && c.coll != kGather && c.coll != kScatter) {
+    char* r = static_cast<char*>(b->recv);
+    if (c.coll == kAllGather) {
+      // Input block sits at rank * count in the output; its pattern uses indices rank*count.. for rank.
+      std::vector<char> blk(std::max<size_t>(c.count * es, 1));
+      std::vector<char> full(std::max<size_t>(c.count * nranks * es, 1));
+      fillInput(c.dtype, full.data(), rank, c.count * nranks);
+      memcpy(blk.data(), full.data() + rank * c.count * es, c.count * es);
+      GT_CUDA(cudaMemcpy(r + rank * c.count * es, blk.data(), c.count * es, cudaMemcpyHostToDevice));
+      b->sendArg = r + rank * c.count * es;
+    } else {
+      GT_CUDA(cudaMemcpy(r, host.data(), b->sendBytes, cudaMemcpyHostToDevice));
+      b->sendArg = (c.coll == kReduceScatter) ? static_cast<const void*>(r) : r;
+    }
+    b->recvArg = c.coll == kReduceScatter ? r + rank * c.count * es : r;
+    GT_CUDA(cudaDeviceSynchronize());  // see below
+    return true;
+  }
+  GT_CUDA(cudaMalloc(&b->send, allocSend));
+  if (c.coll == kAllGather || c.coll == kGather) {
+    std::vector<char> full(std::max<size_t>(c.count * nranks * es, 1));
+    fillInput(c.dtype, full.data(), rank, c.count * nranks);
+    GT_CUDA(cudaMemcpy(b->send, full.data() + rank * c.count * es, c.count * es, cudaMemcpyHostToDevice));
+  } else {
+    GT_CUDA(cudaMemcpy(b->send, host.data(), b->sendBytes, cudaMemcpyHostToDevice));
+  }
+  b->sendArg = b->send;
+  b->recvArg = b->recv;
+  // The copies and memsets above run on the legacy stream, which the tests' non-blocking streams do not
+  // wait for.
+  GT_CUDA(cudaDeviceSynchronize());
+  return true;
+}
+
+inline bool enqueue(const Case& c, int rank, int nranks, ncclComm_t comm, cudaStream_t s, const RankBufs& b) {
+  switch (c.coll) {
+    case kAllReduce: GT_NCCL(ncclAllReduce(b.sendArg, b.recvArg, c.count, c.dtype, c.op, comm, s)); break;
+    case kReduce: GT_NCCL(ncclReduce(b.sendArg, b.recvArg, c.count, c.dtype, c.op, c.root, comm, s)); break;
+    case kReduceScatter: GT_NCCL(ncclReduceScatter(b.sendArg, b.recvArg, c.count, c.dtype, c.op, comm, s)); break;
+    case kAllGather: GT_NCCL(ncclAllGather(b.sendArg, b.recvArg, c.count, c.dtype, comm, s)); break;
+    case kBroadcast: GT_NCCL(ncclBroadcast(b.sendArg, b.recvArg, c.count, c.dtype, c.root, comm, s)); break;
+    case kSendRecv: {
+      // Ring shift: send to rank+1, receive from rank-1.
+      GT_NCCL(ncclGroupStart());
+      GT_NCCL(ncclSend(b.sendArg, c.count, c.dtype, (rank + 1) % nranks, comm, s));
+      GT_NCCL(ncclRecv(b.recvArg, c.count, c.dtype, (rank - 1 + nranks) % nranks, comm, s));
+      GT_NCCL(ncclGroupEnd());
+      break;
+    }
+    case kAllToAll: GT_NCCL(ncclAlltoAll(b.sendArg, b.recvArg, c.count, c.dtype, comm, s)); break;
+    case kGather: GT_NCCL(ncclGather(b.sendArg, b.recvArg, c.count, c.dtype, c.root, comm, s)); break;
+    case kScatter: GT_NCCL(ncclScatter(b.sendArg, b.recvArg, c.count, c.dtype, c.root, comm, s)); break;
+  }
+  return true;
+}
+
+// Expected output of `rank` (nullptr-sized when the rank's output is not defined, e.g. Reduce non-root).
+inline bool expected(const Case& c, int rank, int nranks, std::vector<char>* out) {
+  const size_t es = typeSize(c.dtype), n = c.count;
+  size_t inE, outE;
+  sizes(c, nranks, &inE, &outE);
+  out->assign(outE * es, 0);
+  std::vector<char> tmp;
+  auto input = [&](int r, size_t elems) {
+    tmp.assign(std::max<size_t>(elems * es, 1), 0);
+    fillInput(c.dtype, tmp.data(), r, elems);
+    return tmp.data();
+  };
+  switch (c.coll) {
+    case kAllReduce: reference(c.dtype, c.op, out->data(), n, nranks, 0); return true;
+    case kReduce:
+      if (rank != c.root) return false;
+      reference(c.dtype, c.op, out->data(), n, nranks, 0);
+      return true;
+    case kReduceScatter: reference(c.dtype, c.op, out->data(), n, nranks, rank * n); return true;
+    case kAllGather:
+    case kGather:
+      if (c.coll == kGather && rank != c.root) return false;
+      for (int r = 0; r < nranks; ++r) memcpy(out->data() + r * n * es, input(r, n * nranks) + r * n * es, n * es);
+      return true;
+    case kBroadcast: memcpy(out->data(), input(c.root, n), n * es); return true;
+    case kSendRecv: memcpy(out->data(), input((rank - 1 + nranks) % nranks, n), n * es); return true;
+    case kAllToAll:
+      for (int r = 0; r < nranks; ++r) memcpy(out->data() + r * n * es, input(r, n * nranks) + rank * n * es, n * es);
+      return true;
+    case kScatter: memcpy(out->data(), input(c.root, n * nranks) + rank * n * es, n * es); return true;
+  }
+  return false;
+}
+
+inline bool check(const Case& c, int rank, int nranks, RankBufs* b) {
+  std::vector<char> want;
+  bool ok = true;
+  if (expected(c, rank, nranks, &want)) {
+    std::vector<char> got(want.size());
+    const char* src = static_cast<const char*>(c.coll == kReduceScatter && c.inPlace ? b->recvArg : b->recv);
+    if (!got.empty()) GT_CUDA(cudaMemcpy(got.data(), src, got.size(), cudaMemcpyDeviceToHost));
+    const size_t es = typeSize(c.dtype);
+    for (size_t i = 0; i < want.size(); i += es) {
+      if (memcmp(&got[i], &want[i], es) != 0) {
+        unsigned long long g = 0, w = 0;
+        memcpy(&g, &got[i], es);
+        memcpy(&w, &want[i], es);
+        fprintf(stderr, "rank %d: %s: element %zu is 0x%llx, expected 0x%llx\n", rank, c.name().c_str(), i / es, g, w);
+        ok = false;
+        break;
+      }
+    }
+  }
+  cudaFree(b->send);
+  cudaFree(b->recv);
+  *b = RankBufs{};
+  return ok;
+}
+
+// The case list: every collective x datatype x op x in/out of place at a few counts.
+inline std::vector<Case> allCases(int nranks, bool quick) {
+  std::vector<Case> v;
+  const ncclDataType_t types[] = {ncclFloat32, ncclFloat16, ncclBfloat16, ncclInt32, ncclInt8, ncclUint8,
+                                  ncclFloat8e4m3, ncclFloat8e5m2, ncclFloat64, ncclInt64, ncclUint32};
+  const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  std::vector<size_t> counts = quick ? std::vector<size_t>{0, 1031} : std::vector<size_t>{0, 1, 1031, 262147};
+  for (size_t n : counts)
+    for (ncclDataType_t t : types) {
+      for (Coll c : {kAllReduce, kReduce, kReduceScatter})
+        for (ncclRedOp_t o : ops)
+          for (bool ip : {false, true}) v.push_back(Case{c, t, o, n, ip, nranks - 1});
+      for (Coll c : {kAllGather, kBroadcast})
+        for (bool ip : {false, true}) v.push_back(Case{c, t, ncclSum, n, ip, nranks - 1});
+      for (Coll c : {kSendRecv, kAllToAll, kGather, kScatter}) v.push_back(Case{c, t, ncclSum, n, false, 0});
+    }
+  // Large, multi-step, every channel busy.
+  for (Coll c : {kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kSendRecv, kAllToAll})
+    v.push_back(Case{c, ncclFloat32, ncclSum, (size_t(1) << 22) + 5, false, 0});
+  v.push_back(Case{kAllReduce, ncclFloat16, ncclSum, (size_t(1) << 22) + 3, true, 0});
+  return v;
+}
+
+}  // namespace gpu_test
