@@ -89,7 +89,9 @@ ncclResult_t describeLocalDevice(ncclComm* comm) {
 
 namespace {
 
-constexpr int kDefaultDevChannels = 16;
+// 32 channels: on 2xH200 (NV18) all-reduce busbw at 1 GB went 258 -> 312-321 GB/s from 16 -> 32 channels
+// (measured with NCCL_MIN/MAX_NCHANNELS, 2026-11-22; see docs/PERFORMANCE.md).
+constexpr int kDefaultDevChannels = 32;
 
 int chooseDevChannels(const CommConfig& cfg) {
   int64_t n = kDefaultDevChannels;
