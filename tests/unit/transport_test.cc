@@ -424,3 +424,54 @@ TEST(NetProxy, StopWithDataInFlightDoesNotHang) {
 
 }  // namespace
 }  // namespace braid
+
+namespace braid {
+namespace {
+// Regression: a receive completed in the same progress pass that then reads the peer's EOF (on the next
+// posted receive) must still be reported as done, with its data; the close surfaces on the next test().
+TEST(NetBackendSocket, MessagesBeforeEofAreDeliveredAfterPeerCloses) {
+  NetBackend* be = socketNetBackend();
+  NetHandle h;
+  std::unique_ptr<NetListenComm> l;
+  ASSERT_EQ(be->listen(&h, &l), ncclSuccess) << pendingError();
+  NetSetupParams p;
+  p.timeoutSec = 10;
+  p.peer = 1;
+  std::unique_ptr<NetSendComm> sc;
+  ASSERT_EQ(be->connect(h, NetConnIdent{1, 0, 0, 0}, p, &sc), ncclSuccess) << pendingError();
+  std::unique_ptr<NetRecvComm> rc;
+  ASSERT_EQ(l->accept(NetConnIdent{1, 0, 0, 0}, p, &rc), ncclSuccess) << pendingError();
+  constexpr int kMsgs = 3;
+  char out[kMsgs][64], in[kMsgs + 1][64] = {};
+  for (int m = 0; m < kMsgs; m++) {
+    for (int i = 0; i < 64; i++) out[m][i] = static_cast<char>(m * 64 + i);
+    NetRequest* sr = nullptr;
+    ASSERT_EQ(sc->isend(out[m], sizeof(out[m]), &sr), ncclSuccess);
+    ASSERT_TRUE(sr);
+    bool sd = false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!sd && std::chrono::steady_clock::now() < deadline) ASSERT_EQ(sc->test(sr, &sd, nullptr), ncclSuccess);
+    ASSERT_TRUE(sd);
+  }
+  sc.reset();  // the sender goes away: data then FIN are in the receiver's socket
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Post one receive more than was sent, so a single progress pass reads all messages and then the EOF.
+  NetRequest* rr[kMsgs + 1] = {};
+  for (int m = 0; m <= kMsgs; m++) ASSERT_EQ(rc->irecv(in[m], sizeof(in[m]), &rr[m]), ncclSuccess);
+  for (int m = 0; m < kMsgs; m++) {
+    bool rd = false;
+    size_t got = 0;
+    clearPendingError();
+    ASSERT_EQ(rc->test(rr[m], &rd, &got), ncclSuccess) << "message " << m << ": " << pendingError();
+    ASSERT_TRUE(rd) << "message " << m;
+    EXPECT_EQ(got, sizeof(out[m]));
+    EXPECT_EQ(memcmp(in[m], out[m], sizeof(out[m])), 0) << "message " << m;
+  }
+  bool rd = false;
+  clearPendingError();
+  EXPECT_EQ(rc->test(rr[kMsgs], &rd, nullptr), ncclRemoteError);
+  EXPECT_NE(pendingError().find("closed the connection"), std::string::npos) << pendingError();
+  clearPendingError();
+}
+}  // namespace
+}  // namespace braid

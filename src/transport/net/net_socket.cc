@@ -130,6 +130,26 @@ class SocketCommBase {
   ncclResult_t checkFailed() { return failed_ ? recordError(failCode_, "%s", failMsg_.c_str()) : ncclSuccess; }
 
   SockRequest* slotFor(uint64_t seq) { return &reqs_[seq % kMaxSockRequests]; }
+
+  // Shared by send and receive: progress the sockets unless `r` is already complete, then report it.
+  template <typename Progress>
+  ncclResult_t testRequest(SockRequest* r, Progress progress, bool* done, size_t* size) {
+    *done = false;
+    if (!r->done) {
+      bool progressed = false;
+      ncclResult_t res = progress(&progressed);
+      // progress() may complete this request and then hit EOF on a later one: report this one first;
+      // the failure is sticky and surfaces on the next test().
+      if (res != ncclSuccess && !r->done) return res;
+      if (res != ncclSuccess) clearPendingError();
+    }
+    if (r->done) {
+      *done = true;
+      if (size) *size = r->size;
+      r->used = false;
+    }
+    return ncclSuccess;
+  }
   void closeAll() {
     for (auto& s : socks_) s.close();
   }
@@ -174,22 +194,7 @@ class SocketSendComm final : public NetSendComm, SocketCommBase {
   }
 
   ncclResult_t test(NetRequest* req, bool* done, size_t* size) override {
-    auto* r = static_cast<SockRequest*>(req);
-    *done = false;
-    if (!r->done) {
-      bool progressed = false;
-      ncclResult_t res = progress(&progressed);
-      // progress() may complete this request and then hit EOF on a later one: report this one first;
-      // the failure is sticky and surfaces on the next test().
-      if (res != ncclSuccess && !r->done) return res;
-      if (res != ncclSuccess) clearPendingError();
-    }
-    if (r->done) {
-      *done = true;
-      if (size) *size = r->size;
-      r->used = false;
-    }
-    return ncclSuccess;
+    return testRequest(static_cast<SockRequest*>(req), [this](bool* p) { return progress(p); }, done, size);
   }
 
   void pollFds(std::vector<pollfd>* fds) override {
@@ -298,22 +303,7 @@ class SocketRecvComm final : public NetRecvComm, SocketCommBase {
   }
 
   ncclResult_t test(NetRequest* req, bool* done, size_t* size) override {
-    auto* r = static_cast<SockRequest*>(req);
-    *done = false;
-    if (!r->done) {
-      bool progressed = false;
-      ncclResult_t res = progress(&progressed);
-      // progress() may complete this request and then hit EOF on a later one: report this one first;
-      // the failure is sticky and surfaces on the next test().
-      if (res != ncclSuccess && !r->done) return res;
-      if (res != ncclSuccess) clearPendingError();
-    }
-    if (r->done) {
-      *done = true;
-      if (size) *size = r->size;
-      r->used = false;
-    }
-    return ncclSuccess;
+    return testRequest(static_cast<SockRequest*>(req), [this](bool* p) { return progress(p); }, done, size);
   }
 
   void pollFds(std::vector<pollfd>* fds) override {
