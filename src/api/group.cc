@@ -14,6 +14,7 @@
 #include "api/api_common.h"
 #include "collectives/device_comm.h"
 #include "collectives/host_executor.h"
+#include "collectives/tuner.h"
 
 namespace braid {
 namespace {
@@ -192,12 +193,20 @@ BRAID_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
     if (tGroup.depth == 0)
       return recordError(ncclInvalidUsage, "ncclGroupSimulateEnd: called without a matching ncclGroupStart");
     if (--tGroup.depth > 0) return ncclSuccess;
-    // Until the tuner's cost model exists (issue 5): a host-path estimate of 10 us per op + 5 GB/s.
-    double us = 0;
-    for (auto& [comm, op] : tGroup.ops) us += 10.0 + static_cast<double>(op.count * dtypeSize(op.dtype)) / 5e3;
-    simInfo->estimatedTime = static_cast<float>(us);
+    // The tuner's cost model: host communicators use the host rows, device ones P2P-NVLink (the only
+    // device path measured so far; per-comm transport classes come with topology detection).
+    std::vector<TuneRequest> reqs;
+    for (auto& [comm, op] : tGroup.ops) {
+      TuneRequest r = makeTuneRequest(op, comm->nranks,
+                                      comm->hostComm ? TransportClass::HostShm : TransportClass::P2pNvlink);
+      r.connectedChannels = comm->nChannels;
+      reqs.push_back(r);
+    }
     tGroup.ops.clear();
     tGroup.error = ncclSuccess;
+    TunerConfig cfg;
+    BRAID_CHECK(loadTunerConfig(&cfg));  // a bad NCCL_ALGO/NCCL_PROTO is an error here too
+    simInfo->estimatedTime = static_cast<float>(estimateGroupTime(reqs, cfg));
     return ncclSuccess;
   });
 }

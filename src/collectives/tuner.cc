@@ -1,0 +1,505 @@
+// The tuner: NCCL_ALGO / NCCL_PROTO parsing, the cost model (rows in tuner_model.def, algorithm shapes
+// here), and the search for the cheapest allowed (algorithm, protocol, channels) of one call.
+#include "collectives/tuner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+#include "core/log.h"
+#include "core/param.h"
+#include "core/result.h"
+
+namespace braid {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// ---------------------------------------------------------------------------------------------------------
+// Names
+
+const char* const kAlgoNames[kNumAlgos] = {"Ring", "Tree",     "CollNetDirect", "CollNetChain", "NVLS",
+                                           "NVLSTree", "PAT", "OneShot",       "TwoShot"};
+const char* const kProtoNames[kNumProtos] = {"LL", "LL128", "Simple"};
+const char* const kTransportNames[kNumTransportClasses] = {"P2P-NVLink", "P2P-PCIe",  "SHM",
+                                                           "NET-socket", "host-SHM", "host-socket"};
+
+// Collective names as NCCL spells them in per-collective overrides (plus Braid's other operations).
+struct CollName {
+  const char* name;
+  uint32_t colls;  // bit per CollType
+};
+constexpr uint32_t collBit(CollType c) { return 1u << static_cast<int>(c); }
+const CollName kCollNames[] = {
+    {"broadcast", collBit(CollType::Broadcast)},
+    {"reduce", collBit(CollType::Reduce)},
+    {"allgather", collBit(CollType::AllGather)},
+    {"reducescatter", collBit(CollType::ReduceScatter)},
+    {"allreduce", collBit(CollType::AllReduce)},
+    {"sendrecv", collBit(CollType::Send) | collBit(CollType::Recv)},
+    {"send", collBit(CollType::Send)},
+    {"recv", collBit(CollType::Recv)},
+    {"alltoall", collBit(CollType::AllToAll)},
+    {"gather", collBit(CollType::Gather)},
+    {"scatter", collBit(CollType::Scatter)},
+};
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\n\r");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\n\r");
+  return s.substr(b, e - b + 1);
+}
+
+bool equalsNoCase(const std::string& a, const char* b) {
+  size_t n = std::char_traits<char>::length(b);
+  if (a.size() != n) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
+    if (pos == std::string::npos) return out;
+    start = pos + 1;
+  }
+}
+
+// One "[^]a,b,c" list against a name table. `what` is "algorithm" or "protocol" for messages.
+ncclResult_t parseNameList(const char* var, const std::string& whole, const std::string& listIn,
+                           const char* const* names, int count, const char* what, uint32_t* mask) {
+  std::string list = trim(listIn);
+  bool exclude = !list.empty() && list[0] == '^';
+  if (exclude) list = trim(list.substr(1));
+  if (list.empty())
+    return recordError(ncclInvalidArgument, "%s=\"%s\": empty %s list in \"%s\"", var, whole.c_str(), what,
+                       listIn.c_str());
+  uint32_t named = 0;
+  for (const std::string& raw : split(list, ',')) {
+    std::string tok = trim(raw);
+    if (tok.empty())
+      return recordError(ncclInvalidArgument, "%s=\"%s\": empty %s name in \"%s\"", var, whole.c_str(), what,
+                         listIn.c_str());
+    int found = -1;
+    for (int i = 0; i < count && found < 0; ++i)
+      if (equalsNoCase(tok, names[i])) found = i;
+    if (found < 0) {
+      std::string known;
+      for (int i = 0; i < count; ++i) known += std::string(i ? ", " : "") + names[i];
+      return recordError(ncclInvalidArgument, "%s=\"%s\": unknown %s \"%s\" (known: %s)", var, whole.c_str(), what,
+                         tok.c_str(), known.c_str());
+    }
+    named |= 1u << found;
+  }
+  uint32_t all = (1u << count) - 1;
+  *mask = exclude ? (all & ~named) : named;
+  if (*mask == 0)
+    return recordError(ncclInvalidArgument, "%s=\"%s\": \"%s\" excludes every %s", var, whole.c_str(),
+                       listIn.c_str(), what);
+  return ncclSuccess;
+}
+
+ncclResult_t parseSelection(const char* var, const std::string& value, const char* const* names, int count,
+                            const char* what, SelectionMask* out) {
+  SelectionMask result;
+  uint32_t all = (1u << count) - 1;
+  for (uint32_t& m : result.mask) m = all;
+  result.overridden = false;
+  std::string v = trim(value);
+  if (v.empty()) {
+    *out = result;
+    return ncclSuccess;
+  }
+  // The default list first (wherever it appears), then the per-collective segments on top of it.
+  bool haveDefault = false;
+  uint32_t perColl[kNumCollTypes];
+  uint32_t setColls = 0;
+  uint32_t defaultMask = all;
+  for (const std::string& rawSeg : split(v, ';')) {
+    std::string seg = trim(rawSeg);
+    if (seg.empty())
+      return recordError(ncclInvalidArgument, "%s=\"%s\": empty segment between ';'", var, value.c_str());
+    size_t colon = seg.find(':');
+    if (colon == std::string::npos) {
+      if (haveDefault)
+        return recordError(ncclInvalidArgument, "%s=\"%s\": more than one default list (\"%s\")", var,
+                           value.c_str(), seg.c_str());
+      haveDefault = true;
+      BRAID_CHECK(parseNameList(var, value, seg, names, count, what, &defaultMask));
+      continue;
+    }
+    std::string coll = trim(seg.substr(0, colon));
+    const CollName* cn = nullptr;
+    for (const CollName& c : kCollNames)
+      if (equalsNoCase(coll, c.name)) cn = &c;
+    if (!cn)
+      return recordError(ncclInvalidArgument,
+                         "%s=\"%s\": unknown collective \"%s\" (known: broadcast, reduce, allgather, reducescatter, "
+                         "allreduce, sendrecv, send, recv, alltoall, gather, scatter)",
+                         var, value.c_str(), coll.c_str());
+    uint32_t m = 0;
+    BRAID_CHECK(parseNameList(var, value, seg.substr(colon + 1), names, count, what, &m));
+    for (int c = 0; c < kNumCollTypes; ++c)
+      if (cn->colls & (1u << c)) {
+        perColl[c] = m;
+        setColls |= 1u << c;
+      }
+  }
+  for (int c = 0; c < kNumCollTypes; ++c) result.mask[c] = (setColls & (1u << c)) ? perColl[c] : defaultMask;
+  result.overridden = true;
+  *out = result;
+  return ncclSuccess;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The model's rows
+
+struct ModelRow {
+  double baseUs, stepUs, chunkUs, perChannelUs, bwPerChGBs, capGBs;
+  int maxChannels;
+  size_t chunkBytes;
+  bool measured;
+};
+
+struct ModelTable {
+  ModelRow rows[kNumTransportClasses][kNumProtos] = {};
+  ModelTable() {
+#define BRAID_TUNER_ROW(T, P, base, step, chunkUs, perCh, bwCh, cap, maxCh, chunkB, meas) \
+  rows[static_cast<int>(TransportClass::T)][static_cast<int>(Proto::P)] =              \
+      ModelRow{base, step, chunkUs, perCh, bwCh, cap, maxCh, static_cast<size_t>(chunkB), meas};
+#include "collectives/tuner_model.def"
+#undef BRAID_TUNER_ROW
+  }
+};
+
+const ModelRow& row(TransportClass t, Proto p) {
+  static const ModelTable table;
+  return table.rows[static_cast<int>(t)][static_cast<int>(p)];
+}
+
+bool isHost(TransportClass t) { return t == TransportClass::HostShm || t == TransportClass::HostSocket; }
+bool isP2p(TransportClass t) { return t == TransportClass::P2pNvlink || t == TransportClass::P2pPcie; }
+// Collectives built from point-to-point transfers: NCCL_ALGO does not apply to them (as in NCCL).
+bool isP2pColl(CollType c) {
+  return c == CollType::Send || c == CollType::Recv || c == CollType::AllToAll || c == CollType::Gather ||
+         c == CollType::Scatter;
+}
+// LL128 relies on a warp's 128-byte store arriving whole, which only NVLink on sm_90+ guarantees.
+bool ll128Safe(const TuneRequest& r) { return r.transport == TransportClass::P2pNvlink && r.smVersion >= 90; }
+
+// ---------------------------------------------------------------------------------------------------------
+// Algorithm shapes: bytes each rank moves over its busiest link, latency steps, bandwidth efficiency.
+
+struct Shape {
+  double wireBytes = 0;
+  int steps = 0;
+  double eff = 1.0;
+  bool ok = false;
+};
+
+int ceilLog2(int n) {
+  int l = 0;
+  while ((1 << l) < n) ++l;
+  return l;
+}
+
+Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p) {
+  Shape s;
+  double S = static_cast<double>(bytes);
+  double frac = n > 1 ? static_cast<double>(n - 1) / n : 0.0;
+  if (isP2pColl(c)) {
+    if (a != Algo::Ring) return s;
+    s.ok = true;
+    bool single = c == CollType::Send || c == CollType::Recv;
+    s.wireBytes = single ? S : frac * S;
+    s.steps = 1;
+    return s;
+  }
+  switch (a) {
+    case Algo::Ring:
+      s.ok = true;
+      if (c == CollType::AllReduce) {
+        s.wireBytes = 2 * frac * S;
+        s.steps = 2 * (n - 1);
+      } else if (c == CollType::AllGather || c == CollType::ReduceScatter) {
+        s.wireBytes = frac * S;
+        s.steps = n - 1;
+      } else {  // broadcast, reduce: pipelined along the ring
+        s.wireBytes = n > 1 ? S : 0;
+        s.steps = n - 1;
+      }
+      return s;
+    case Algo::Tree:
+      // Reduce up + broadcast down a binary tree; the same CTAs reduce and forward, so each channel gets
+      // about half a ring channel's bandwidth (estimate; NCCL's intra-node tree also runs well below ring).
+      if (c != CollType::AllReduce || n < 2) return s;
+      s.ok = true;
+      s.wireBytes = S;
+      s.steps = 2 * ceilLog2(n);
+      s.eff = 0.5;
+      return s;
+    case Algo::OneShot:
+    case Algo::TwoShot:
+      // Direct all-reduce over peer-mapped staging buffers: needs every peer reachable by P2P, and runs its
+      // own flag protocol (LL-style lines or SIMPLE barriers), not LL128.
+      if (c != CollType::AllReduce || !isP2p(t) || p == Proto::LL128 || n < 2) return s;
+      s.ok = true;
+      if (a == Algo::OneShot) {  // every rank reads all peers' full buffers, reduces locally
+        s.wireBytes = (n - 1) * S;
+        s.steps = 1;
+        s.eff = 0.8;  // estimate: remote loads are less efficient than pushed stores
+      } else {        // direct reduce-scatter, then direct all-gather
+        s.wireBytes = 2 * frac * S;
+        s.steps = 2;
+        s.eff = 0.9;
+      }
+      return s;
+    default:  // CollNet, NVLS, PAT: known names, never run by Braid
+      return s;
+  }
+}
+
+uint32_t applicableAlgos(const TuneRequest& r) {
+  uint32_t m = 0;
+  for (int a = 0; a < kNumAlgos; ++a)
+    for (int p = 0; p < kNumProtos; ++p)
+      if (shapeOf(static_cast<Algo>(a), r.coll, r.nranks, 0, r.transport, static_cast<Proto>(p)).ok)
+        m |= 1u << a;
+  return m & (isP2pColl(r.coll) ? bit(Algo::Ring) : r.algosAvailable);
+}
+
+size_t chunkFor(const TuneRequest& r, Proto p, int64_t buffSize) {
+  const ModelRow& m = row(r.transport, p);
+  if (m.chunkBytes) return m.chunkBytes;
+  // SIMPLE: NCCL_BUFFSIZE split in kStepsPerBuffer steps; a floor keeps the step count sane for tiny buffers.
+  return std::max<size_t>(4096, static_cast<size_t>(buffSize) / kStepsPerBuffer);
+}
+
+int threadsFor(const TuneRequest& r, Proto p, const TunerConfig& cfg, int maxThreads) {
+  if (isHost(r.transport)) return 1;
+  int t = cfg.nThreads > 0 ? cfg.nThreads : (p == Proto::LL128 ? 640 : 512);
+  return std::max(64, std::min(t, maxThreads)) / 32 * 32;
+}
+
+// Warn once per (reason, transport class) so a forced, refused protocol is said once, not on every call.
+std::atomic<uint32_t> gWarned{0};
+bool firstWarning(uint32_t reasonBit, TransportClass t) {
+  uint32_t b = 1u << (static_cast<int>(t) * 4 + __builtin_ctz(reasonBit));
+  return !(gWarned.fetch_or(b) & b);
+}
+
+struct Best {
+  double us = kInf;
+  Algo algo = Algo::Ring;
+  Proto proto = Proto::Simple;
+  int nChannels = 1;
+  size_t chunk = 0;
+};
+
+// The channel count minimising perChannelUs*n + W/(n*bwPerCh*eff): n* = sqrt(W / (bwPerCh*eff*perChannelUs)),
+// checked with the full formula at the bounds and the integers around n*.
+void searchPair(const TuneRequest& r, Algo a, Proto p, int lo, int hi, size_t chunk, Best* best) {
+  const ModelRow& m = row(r.transport, p);
+  Shape s = shapeOf(a, r.coll, r.nranks, r.bytes, r.transport, p);
+  if (!s.ok || m.bwPerChGBs <= 0) return;
+  int cands[4] = {lo, hi, lo, hi};
+  if (m.perChannelUs > 0 && s.wireBytes > 0) {
+    double nStar = std::sqrt(s.wireBytes / 1e3 / (m.bwPerChGBs * s.eff * m.perChannelUs));
+    double f = std::floor(std::min(nStar, static_cast<double>(hi)));
+    cands[2] = std::max(lo, std::min(hi, static_cast<int>(f)));
+    cands[3] = std::max(lo, std::min(hi, static_cast<int>(f) + 1));
+  }
+  for (int n : cands) {
+    double us = predictUs(r, a, p, n, chunk);
+    if (us < best->us) *best = Best{us, a, p, n, chunk};
+  }
+}
+
+void searchAll(const TuneRequest& r, uint32_t algos, uint32_t protos, const int lo[], const int hi[],
+               const size_t chunk[], Best* best) {
+  for (int p = 0; p < kNumProtos; ++p) {
+    if (!(protos & (1u << p))) continue;
+    for (int a = 0; a < kNumAlgos; ++a)
+      if (algos & (1u << a)) searchPair(r, static_cast<Algo>(a), static_cast<Proto>(p), lo[p], hi[p], chunk[p], best);
+  }
+}
+
+}  // namespace
+
+const char* algoName(Algo a) { return a < Algo::kCount ? kAlgoNames[static_cast<int>(a)] : "?"; }
+const char* protoName(Proto p) { return p < Proto::kCount ? kProtoNames[static_cast<int>(p)] : "?"; }
+const char* transportClassName(TransportClass t) {
+  return t < TransportClass::kCount ? kTransportNames[static_cast<int>(t)] : "?";
+}
+
+ncclResult_t parseAlgoList(const char* var, const std::string& value, SelectionMask* out) {
+  return parseSelection(var, value, kAlgoNames, kNumAlgos, "algorithm", out);
+}
+ncclResult_t parseProtoList(const char* var, const std::string& value, SelectionMask* out) {
+  return parseSelection(var, value, kProtoNames, kNumProtos, "protocol", out);
+}
+
+TunerConfig::TunerConfig() {
+  for (uint32_t& m : algos.mask) m = kAllAlgosMask;
+  for (uint32_t& m : protos.mask) m = kAllProtosMask;
+}
+
+ncclResult_t loadTunerConfig(TunerConfig* out) {
+  TunerConfig cfg;
+  BRAID_CHECK(parseAlgoList("NCCL_ALGO", params::Algo(), &cfg.algos));
+  BRAID_CHECK(parseProtoList("NCCL_PROTO", params::Proto(), &cfg.protos));
+  // Same precedence as device_comm.cc's channel setup: the larger minimum, the explicit maximum first.
+  int64_t lo = std::max<int64_t>(params::MinNChannels(), params::MinCtas());
+  int64_t hi = params::MaxNChannels() > 0 ? params::MaxNChannels() : params::MaxCtas();
+  cfg.minChannels = lo > 0 ? static_cast<int>(std::min<int64_t>(lo, kTunerMaxChannels)) : -1;
+  cfg.maxChannels = hi > 0 ? static_cast<int>(std::min<int64_t>(hi, kTunerMaxChannels)) : -1;
+  int64_t t = params::NThreads();
+  cfg.nThreads = t > 0 ? static_cast<int>(std::min<int64_t>(t, 1024)) : -1;
+  int64_t b = params::BuffSize();
+  if (b < 64 * 1024 || b > (int64_t{1} << 31)) {
+    BRAID_WARN("NCCL_BUFFSIZE=%lld is outside [64 KiB, 2 GiB]; the tuner uses %d", static_cast<long long>(b),
+               4 << 20);
+    b = 4 << 20;
+  }
+  cfg.buffSize = b;
+  *out = cfg;
+  return ncclSuccess;
+}
+
+double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, size_t chunkBytes) {
+  if (algo >= Algo::kCount || proto >= Proto::kCount || nChannels < 1) return kInf;
+  if (proto == Proto::LL128 && !ll128Safe(r)) return kInf;
+  const ModelRow& m = row(r.transport, proto);
+  if (m.bwPerChGBs <= 0) return kInf;
+  Shape s = shapeOf(algo, r.coll, r.nranks, r.bytes, r.transport, proto);
+  if (!s.ok) return kInf;
+  double n = nChannels;
+  // GB/s = bytes per ns, so bytes / (GB/s) / 1e3 is microseconds.
+  double bwUs = s.wireBytes / (n * m.bwPerChGBs * s.eff) / 1e3 + s.wireBytes / (m.capGBs * s.eff) / 1e3;
+  double perChannel = s.wireBytes / n;
+  double chunks = chunkBytes ? std::ceil(perChannel / static_cast<double>(chunkBytes)) : 1.0;
+  chunks = std::max(1.0, chunks);
+  // baseUs covers the first channel; each further one adds its launch/scheduling cost.
+  return m.baseUs + m.perChannelUs * (n - 1) + s.steps * m.stepUs + chunks * m.chunkUs + bwUs;
+}
+
+TuneDecision tune(const TuneRequest& r, const TunerConfig& cfg) {
+  TuneDecision d;
+  const int c = static_cast<int>(r.coll);
+  // Protocols this path can run at all.
+  uint32_t usableP = r.protosAvailable;
+  for (int p = 0; p < kNumProtos; ++p)
+    if (row(r.transport, static_cast<Proto>(p)).bwPerChGBs <= 0) usableP &= ~(1u << p);
+  uint32_t askedP = cfg.protos.mask[c];
+  if (!ll128Safe(r) && (usableP & bit(Proto::LL128))) usableP &= ~bit(Proto::LL128);
+  if (cfg.protos.overridden && (askedP & bit(Proto::LL128)) && !ll128Safe(r)) {
+    if ((askedP & usableP) == 0) {
+      // LL128 was forced: refuse it loudly (once per path) and fall back below.
+      d.flags |= kTuneLl128Refused;
+      if (firstWarning(kTuneLl128Refused, r.transport))
+        BRAID_WARN("NCCL_PROTO forces LL128 but %s%s does not guarantee whole 128-byte stores: LL128 refused",
+                   transportClassName(r.transport), r.transport == TransportClass::P2pNvlink ? " before sm_90" : "");
+    } else {
+      BRAID_INFO(kSubTuning, "NCCL_PROTO allows LL128, not used on %s (128-byte stores not guaranteed whole)",
+                 transportClassName(r.transport));
+    }
+  }
+  if (usableP == 0) usableP = bit(Proto::Simple);  // every executor runs SIMPLE
+  uint32_t allowedP = askedP & usableP;
+  if (allowedP == 0) {
+    d.flags |= kTuneProtoFallback;
+    allowedP = usableP;
+  }
+  uint32_t applicableA = applicableAlgos(r);
+  if (applicableA == 0) applicableA = bit(Algo::Ring);
+  uint32_t allowedA = isP2pColl(r.coll) ? applicableA : (cfg.algos.mask[c] & applicableA);
+  if (allowedA == 0) {
+    d.flags |= kTuneAlgoFallback;
+    allowedA = applicableA;
+  }
+
+  // Channel bounds per protocol: env bounds within what the comm connected; the model's preference inside.
+  int hard = r.connectedChannels > 0 ? std::min(r.connectedChannels, kTunerMaxChannels) : kTunerMaxChannels;
+  if (cfg.maxChannels > 0) hard = std::min(hard, cfg.maxChannels);
+  int lo[kNumProtos], hi[kNumProtos];
+  size_t chunk[kNumProtos];
+  for (int p = 0; p < kNumProtos; ++p) {
+    const ModelRow& m = row(r.transport, static_cast<Proto>(p));
+    lo[p] = std::max(1, std::min(cfg.minChannels > 0 ? cfg.minChannels : 1, hard));
+    hi[p] = std::max(lo[p], std::min(hard, std::max(1, m.maxChannels)));
+    chunk[p] = chunkFor(r, static_cast<Proto>(p), cfg.buffSize);
+  }
+
+  Best best;
+  searchAll(r, allowedA, allowedP, lo, hi, chunk, &best);
+  // Allowed algorithms and protocols may not combine (e.g. OneShot with only LL128): relax one, then both.
+  if (best.us == kInf) {
+    searchAll(r, allowedA, usableP, lo, hi, chunk, &best);
+    if (best.us < kInf) d.flags |= kTuneProtoFallback;
+  }
+  if (best.us == kInf) {
+    searchAll(r, applicableA, allowedP, lo, hi, chunk, &best);
+    if (best.us < kInf) d.flags |= kTuneAlgoFallback;
+  }
+  if (best.us == kInf) {
+    searchAll(r, applicableA, usableP, lo, hi, chunk, &best);
+    d.flags |= kTuneAlgoFallback | kTuneProtoFallback;
+  }
+  if (best.us == kInf) best = Best{predictUs(r, Algo::Ring, Proto::Simple, lo[2], chunk[2]), Algo::Ring,
+                                   Proto::Simple, lo[2], chunk[2]};
+  if ((d.flags & (kTuneProtoFallback | kTuneAlgoFallback)) && !(d.flags & kTuneLl128Refused) &&
+      firstWarning(d.flags & kTuneProtoFallback ? kTuneProtoFallback : kTuneAlgoFallback, r.transport))
+    BRAID_WARN("NCCL_ALGO/NCCL_PROTO leave nothing usable for %s on %s: using %s/%s instead", collName(r.coll),
+               transportClassName(r.transport), algoName(best.algo), protoName(best.proto));
+
+  d.algo = best.algo;
+  d.proto = best.proto;
+  d.nChannels = best.nChannels;
+  d.chunkBytes = best.chunk;
+  d.predictedUs = best.us;
+  d.nThreads = threadsFor(r, best.proto, cfg, r.maxThreads);
+  BRAID_INFO(kSubTuning, "%s %zu bytes, %d ranks, %s: %s/%s, %d channels x %d threads, chunk %zu, predicted %.2f us%s",
+             collName(r.coll), r.bytes, r.nranks, transportClassName(r.transport), algoName(d.algo),
+             protoName(d.proto), d.nChannels, d.nThreads, d.chunkBytes, d.predictedUs,
+             d.flags ? " (override not fully honoured)" : "");
+  return d;
+}
+
+size_t opBytes(const OpDesc& op, int nranks) {
+  size_t b = op.count * dtypeSize(op.dtype);
+  switch (op.coll) {
+    case CollType::AllGather:
+    case CollType::ReduceScatter:
+    case CollType::AllToAll:
+    case CollType::Gather:
+    case CollType::Scatter:
+      return b * static_cast<size_t>(std::max(1, nranks));
+    default:
+      return b;
+  }
+}
+
+TuneRequest makeTuneRequest(const OpDesc& op, int nranks, TransportClass transport) {
+  TuneRequest r;
+  r.coll = op.coll;
+  r.bytes = opBytes(op, nranks);
+  r.nranks = nranks;
+  r.transport = transport;
+  return r;
+}
+
+double estimateGroupTime(const std::vector<TuneRequest>& ops, const TunerConfig& cfg) {
+  double us = 0;
+  for (const TuneRequest& r : ops) us += tune(r, cfg).predictedUs;
+  return us;
+}
+
+}  // namespace braid

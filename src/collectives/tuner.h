@@ -1,0 +1,116 @@
+// The tuner: for one call, picks (algorithm, protocol, channels, threads, chunk size) by minimising a cost
+// model kept as data (tuner_model.def), within what NCCL_ALGO / NCCL_PROTO allow and what the channel,
+// thread and buffer parameters bound. Pure CPU code (no CUDA), so every decision is testable without a GPU.
+// Also parses NCCL_ALGO / NCCL_PROTO, including '^' exclusion and the per-collective "allreduce:ring;..."
+// form, and estimates a group's time for ncclGroupSimulateEnd.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/op_desc.h"
+#include "nccl.h"
+
+namespace braid {
+
+// NCCL's algorithm names are all known so that NCCL scripts (e.g. NCCL_ALGO=^NVLS) parse; Braid runs only
+// Ring, Tree and its direct (peer-mapped) all-reduces OneShot / TwoShot.
+enum class Algo : int { Ring, Tree, CollNetDirect, CollNetChain, Nvls, NvlsTree, Pat, OneShot, TwoShot, kCount };
+enum class Proto : int { LL, LL128, Simple, kCount };
+// Where the bytes of a call travel; selects the cost model's row.
+enum class TransportClass : int { P2pNvlink, P2pPcie, Shm, NetSocket, HostShm, HostSocket, kCount };
+
+constexpr int kNumAlgos = static_cast<int>(Algo::kCount);
+constexpr int kNumProtos = static_cast<int>(Proto::kCount);
+constexpr int kNumTransportClasses = static_cast<int>(TransportClass::kCount);
+constexpr int kNumCollTypes = static_cast<int>(CollType::Recv) + 1;
+constexpr uint32_t kAllAlgosMask = (1u << kNumAlgos) - 1;
+constexpr uint32_t kAllProtosMask = (1u << kNumProtos) - 1;
+constexpr uint32_t bit(Algo a) { return 1u << static_cast<int>(a); }
+constexpr uint32_t bit(Proto p) { return 1u << static_cast<int>(p); }
+// The algorithms Braid can execute at all (the executor narrows this further per request).
+constexpr uint32_t kBraidAlgosMask = bit(Algo::Ring) | bit(Algo::Tree) | bit(Algo::OneShot) | bit(Algo::TwoShot);
+// SIMPLE's FIFO of NCCL_BUFFSIZE bytes is cut in this many pipeline steps (as NCCL_STEPS).
+constexpr int kStepsPerBuffer = 8;
+constexpr int kTunerMaxChannels = 64;
+
+const char* algoName(Algo a);
+const char* protoName(Proto p);
+const char* transportClassName(TransportClass t);
+
+// The allowed set per collective, as parsed from NCCL_ALGO or NCCL_PROTO. `overridden` is false when the
+// variable was unset or empty (then every mask is "all").
+struct SelectionMask {
+  uint32_t mask[kNumCollTypes];
+  bool overridden = false;
+};
+
+// Parses `value` of variable `var` ("NCCL_ALGO" or "NCCL_PROTO"; it names the variable in error messages).
+// Syntax: "[^]name,name" for every collective, or ";"-separated segments, each either such a list (the
+// default, at most one) or "collective:[^]name,name" for one collective (broadcast, reduce, allgather,
+// reducescatter, allreduce, sendrecv, send, recv, alltoall, gather, scatter). Names are case-insensitive.
+// Unknown names, empty lists or segments, unknown collectives, repeated defaults or a list that leaves
+// nothing allowed fail with ncclInvalidArgument and a recorded message naming the offending token.
+ncclResult_t parseAlgoList(const char* var, const std::string& value, SelectionMask* out);
+ncclResult_t parseProtoList(const char* var, const std::string& value, SelectionMask* out);
+
+// Everything the environment says about tuning, read once per communicator (or per simulate call).
+struct TunerConfig {
+  SelectionMask algos;
+  SelectionMask protos;
+  int minChannels = -1;  // NCCL_MIN_NCHANNELS (or NCCL_MIN_CTAS); -1: unset
+  int maxChannels = -1;  // NCCL_MAX_NCHANNELS (or NCCL_MAX_CTAS); -1: unset
+  int nThreads = -1;     // NCCL_NTHREADS; -1: per-protocol default
+  int64_t buffSize = 4 << 20;  // NCCL_BUFFSIZE: SIMPLE's FIFO bytes per connection
+  TunerConfig();         // everything allowed, nothing set
+};
+// Reads NCCL_ALGO, NCCL_PROTO, NCCL_{MIN,MAX}_NCHANNELS (+ _CTAS aliases), NCCL_NTHREADS, NCCL_BUFFSIZE.
+// Bad override strings fail (see parse*List); out-of-range numbers warn and fall back to defaults.
+ncclResult_t loadTunerConfig(TunerConfig* out);
+
+// One call to tune. `bytes` is NCCL's nBytes: the full buffer of all-reduce/broadcast/reduce, the gathered
+// total (count x size x nranks) for all-gather/reduce-scatter/all-to-all/gather/scatter, the message of
+// send/recv (opBytes() computes it from an OpDesc).
+struct TuneRequest {
+  CollType coll = CollType::AllReduce;
+  size_t bytes = 0;
+  int nranks = 2;
+  TransportClass transport = TransportClass::P2pNvlink;
+  int smVersion = 90;        // LL128 needs NVLink P2P on sm_90 or later (whole 128-byte stores)
+  uint32_t algosAvailable = kBraidAlgosMask;  // what the executor implements for this comm
+  uint32_t protosAvailable = kAllProtosMask;
+  int connectedChannels = 0;  // channels the comm has set up; 0: no limit beyond the model
+  int maxThreads = 512;       // the kernel's launch bound (kDevMaxThreads in src/device/dev_work.h)
+};
+
+// Why a decision departs from what the user asked; also logged.
+enum TuneFlags : uint32_t {
+  kTuneLl128Refused = 1u << 0,   // LL128 allowed/forced but the path does not guarantee whole 128 B stores
+  kTuneProtoFallback = 1u << 1,  // no allowed protocol usable here: fell back to the usable ones
+  kTuneAlgoFallback = 1u << 2,   // no allowed algorithm applies here: fell back to the applicable ones
+};
+
+struct TuneDecision {
+  Algo algo = Algo::Ring;
+  Proto proto = Proto::Simple;
+  int nChannels = 1;
+  int nThreads = 512;     // per CTA on devices; 1 (one CPU thread per channel) on host communicators
+  size_t chunkBytes = 0;  // data bytes per pipeline step and channel
+  double predictedUs = 0;
+  uint32_t flags = 0;     // TuneFlags
+};
+
+// Predicted time of one fixed choice (no search, no env); +inf when the choice cannot run on this path.
+double predictUs(const TuneRequest& req, Algo algo, Proto proto, int nChannels, size_t chunkBytes);
+// The cheapest allowed choice. Never fails: when overrides allow nothing usable, falls back (flags say so).
+// Logs the decision under NCCL_DEBUG_SUBSYS=TUNING.
+TuneDecision tune(const TuneRequest& req, const TunerConfig& cfg);
+
+size_t opBytes(const OpDesc& op, int nranks);
+TuneRequest makeTuneRequest(const OpDesc& op, int nranks, TransportClass transport);
+// Sum of the per-op predictions (each op is its own launch today), in microseconds.
+double estimateGroupTime(const std::vector<TuneRequest>& ops, const TunerConfig& cfg);
+
+}  // namespace braid
