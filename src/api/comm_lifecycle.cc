@@ -9,6 +9,7 @@
 #include "api/api_common.h"
 #include "collectives/device_comm.h"
 #include "collectives/host_executor.h"
+#include "collectives/tuner.h"
 #include "core/bootstrap.h"
 #include "core/param.h"
 #include "core/peer_info.h"
@@ -148,6 +149,9 @@ ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   BRAID_CHECK(bootstrapParseId(id, &idData));
   CommConfig config;
   BRAID_CHECK(parseConfig(cfg, fn, &config));
+  // A malformed NCCL_PROTO/NCCL_ALGO is refused here, before any rank waits on the others.
+  TunerConfig tuning;
+  BRAID_CHECK(loadTunerConfig(&tuning));
 
   auto comm = std::make_unique<ncclComm>();
   comm->rank = rank;

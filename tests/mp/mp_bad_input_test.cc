@@ -199,3 +199,40 @@ TEST(BadInput, UnreachableRootFailsWithinTimeout) {
 }
 
 }  // namespace
+
+// Malformed NCCL_PROTO / NCCL_ALGO are rejected at init on every rank, promptly, with a message naming the
+// variable and the bad token; a valid override initialises normally.
+void expectOverrideRejected(const char* var, const char* value, const char* token) {
+  mp::Options o;
+  o.timeoutSec = 30;
+  o.env = {{var, value}, {"BRAID_BOOTSTRAP_TIMEOUT", "5"}};
+  auto r = mp::runRanks(2, o, [&](mp::RankCtx& ctx) {
+    ncclComm_t comm = nullptr;
+    double t0 = mp::nowSec();
+    ncclResult_t res = ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank);
+    EXPECT_EQ(res, ncclInvalidArgument);
+    EXPECT_EQ(comm, nullptr);
+    EXPECT_LT(mp::nowSec() - t0, 3.0) << "rejected before waiting on other ranks";
+    std::string msg = mp::lastError(nullptr);
+    EXPECT_NE(msg.find(var), std::string::npos) << msg;
+    EXPECT_NE(msg.find(token), std::string::npos) << msg;
+  });
+  mp::expectAllPassed(r);
+}
+
+TEST(BadInput, MalformedProtoOverrideRejected) { expectOverrideRejected("NCCL_PROTO", "LL,Bogus", "Bogus"); }
+TEST(BadInput, MalformedAlgoOverrideRejected) {
+  expectOverrideRejected("NCCL_ALGO", "allreduce:ring;nosuchcoll:tree", "nosuchcoll");
+}
+
+TEST(BadInput, ValidOverridesInitialise) {
+  mp::Options o;
+  o.env = {{"NCCL_PROTO", "^LL128"}, {"NCCL_ALGO", "allreduce:ring;broadcast:ring"}};
+  auto r = mp::runRanks(2, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm = nullptr;
+    MP_NCCL_ASSERT(ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank));
+    checkAllReduceWorks(comm, ctx, 1);
+    MP_NCCL_ASSERT(ncclCommDestroy(comm));
+  });
+  mp::expectAllPassed(r);
+}
