@@ -316,6 +316,8 @@ int main(int argc, char** argv) {
     err = "--root " + std::to_string(o.root) + " is not a rank (the job has " + std::to_string(l.nranks) + ")";
   }
   if (!ok || o.help) {
+    // Every rank names the error: the launcher may kill rank 0 as soon as another rank exits.
+    if (!ok && l.rank != 0) std::fprintf(stderr, "matmul_demo: rank %d: %s\n", l.rank, err.c_str());
     if (l.rank == 0) {
       if (!ok) std::fprintf(stderr, "matmul_demo: %s\n", err.c_str());
       std::fputs(usageText().c_str(), ok ? stdout : stderr);
