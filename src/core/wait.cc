@@ -4,6 +4,9 @@
 #include <sched.h>
 #include <time.h>
 
+#include <cstdio>
+#include <string>
+
 #include "core/result.h"
 
 namespace braid {
@@ -17,6 +20,33 @@ inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
+}
+}  // namespace
+
+namespace {
+// Every observable dead peer, `first` (if dead) listed first: when one rank dies, survivors may abort and
+// exit in turn, so the message names all of them rather than whichever was checked first.
+std::string describeDead(const WaitContext* ctx, int first, int* count) {
+  std::string out;
+  *count = 0;
+  if (ctx == nullptr || ctx->self == nullptr || ctx->peers == nullptr) return out;
+  const auto& peers = *ctx->peers;
+  auto add = [&](int r) {
+    const PeerInfo& p = peers[r];
+    char buf[160];
+    snprintf(buf, sizeof(buf), "%srank %d (pid %d on host %s)", *count ? ", " : "", r, p.pid, p.hostName);
+    out += buf;
+    ++*count;
+  };
+  if (first >= 0 && first < static_cast<int>(peers.size()) && first != ctx->self->rank &&
+      !peerProcessAlive(*ctx->self, peers[first]))
+    add(first);
+  for (size_t r = 0; r < peers.size(); ++r) {
+    if (static_cast<int>(r) == ctx->self->rank || static_cast<int>(r) == first) continue;
+    if (ctx->ignore && r < ctx->ignore->size() && (*ctx->ignore)[r]) continue;
+    if (!peerProcessAlive(*ctx->self, peers[r])) add(static_cast<int>(r));
+  }
+  return out;
 }
 }  // namespace
 
@@ -57,27 +87,17 @@ ncclResult_t Waiter::slowCheck() {
   if (ctx_ == nullptr) return ncclSuccess;
   // A peer that exited may still have data in flight to us (socket buffers, a proxy thread): it only
   // counts as dead when the wait has also made no progress for kDeadGrace after we noticed.
-  int dead = -1;
-  if (ctx_->self && ctx_->peers) {
-    const auto& peers = *ctx_->peers;
-    if (peer_ >= 0 && peer_ < static_cast<int>(peers.size()) && !peerProcessAlive(*ctx_->self, peers[peer_]))
-      dead = peer_;
-    for (size_t r = 0; dead < 0 && r < peers.size(); ++r) {
-      if (static_cast<int>(r) == ctx_->self->rank) continue;
-      if (ctx_->ignore && r < ctx_->ignore->size() && (*ctx_->ignore)[r]) continue;
-      if (!peerProcessAlive(*ctx_->self, peers[r])) dead = static_cast<int>(r);
-    }
-  }
+  int nDead = 0;
+  std::string dead = describeDead(ctx_, peer_, &nDead);
   auto now = std::chrono::steady_clock::now();
-  if (dead < 0) {
+  if (nDead == 0) {
     deadSeen_ = false;
   } else if (!deadSeen_) {
     deadSeen_ = true;
     deadSince_ = now;
   } else if (now - deadSince_ > kDeadGrace) {
-    const PeerInfo& p = (*ctx_->peers)[dead];
-    return recordError(ncclRemoteError, "rank %d (pid %d on host %s) is gone: it exited or was killed while we waited for %s",
-                       dead, p.pid, p.hostName, what_);
+    return recordError(ncclRemoteError, "%s %s gone: exited or killed while we waited for %s", dead.c_str(),
+                       nDead > 1 ? "are" : "is", what_);
   }
   double waited = std::chrono::duration<double>(now - start_).count();
   if (ctx_->timeoutSec > 0 && waited > ctx_->timeoutSec) {
@@ -90,16 +110,10 @@ ncclResult_t Waiter::slowCheck() {
 }
 
 ncclResult_t checkPeersAlive(const WaitContext* ctx) {
-  if (ctx == nullptr || ctx->self == nullptr || ctx->peers == nullptr) return ncclSuccess;
-  const auto& peers = *ctx->peers;
-  for (size_t r = 0; r < peers.size(); ++r) {
-    if (static_cast<int>(r) == ctx->self->rank) continue;
-    if (ctx->ignore && r < ctx->ignore->size() && (*ctx->ignore)[r]) continue;
-    if (!peerProcessAlive(*ctx->self, peers[r]))
-      return recordError(ncclRemoteError, "rank %zu (pid %d on host %s) is gone: it exited or was killed", r,
-                         peers[r].pid, peers[r].hostName);
-  }
-  return ncclSuccess;
+  int nDead = 0;
+  std::string dead = describeDead(ctx, -1, &nDead);
+  if (nDead == 0) return ncclSuccess;
+  return recordError(ncclRemoteError, "%s %s gone: exited or killed", dead.c_str(), nDead > 1 ? "are" : "is");
 }
 
 }  // namespace braid
