@@ -18,6 +18,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sched.h>
+
+#include <set>
 
 namespace {
 
@@ -249,6 +252,7 @@ TEST_F(BraidrunTest, BadFlagsPrintUsageAndExit2) {
                                              {"-n"},
                                              {"-n", "2"},
                                              {"--timeout", "-1", "-n", "2", "true"},
+                                             {"--bind", "socket", "-n", "2", "true"},
                                              {"true"}}) {
     RunResult r = runBraidrun(args);
     EXPECT_EQ(r.exitCode, 2) << args[0] << ": " << r.output;
@@ -263,3 +267,30 @@ TEST_F(BraidrunTest, HelpExits0) {
 }
 
 }  // namespace
+
+// Default binding pins each rank to its own CPU when the job fits; --bind none and oversubscribed jobs leave
+// placement to the kernel.
+TEST_F(BraidrunTest, BindsRanksToDistinctCpusWhenTheyFit) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  const int cpus = CPU_COUNT(&mine);
+  const std::string show = "grep Cpus_allowed_list /proc/self/status | cut -f2";
+  if (cpus >= 2) {
+    RunResult r = runBraidrun({"-n", "2", "--prefix", "--", "/bin/sh", "-c", show});
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    std::set<std::string> seen;
+    for (const std::string& l : lines(r.output)) {
+      std::string list = l.substr(l.find("] ") + 2);
+      EXPECT_EQ(list.find_first_of(",-"), std::string::npos) << "rank bound to more than one CPU: " << l;
+      seen.insert(list);
+    }
+    EXPECT_EQ(seen.size(), 2u) << r.output;
+  }
+  RunResult none = runBraidrun({"-n", "2", "--bind", "none", "--", "/bin/sh", "-c", show});
+  ASSERT_EQ(none.exitCode, 0) << none.output;
+  RunResult self = runBraidrun({"-n", "1", "--bind", "none", "--", "/bin/sh", "-c", show});
+  for (const std::string& l : lines(none.output)) EXPECT_EQ(l, lines(self.output).at(0)) << none.output;
+  RunResult over = runBraidrun({"-n", std::to_string(cpus + 1), "--", "/bin/sh", "-c", show});
+  ASSERT_EQ(over.exitCode, 0) << over.output;
+  for (const std::string& l : lines(over.output)) EXPECT_EQ(l, lines(self.output).at(0)) << over.output;
+}

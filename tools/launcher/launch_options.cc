@@ -33,7 +33,7 @@ bool parseSeconds(const char* s, double* out) {
 }  // namespace
 
 const char* launchUsage() {
-  return "usage: braidrun -n N [-p|--prefix] [--timeout SEC] [--] program [args...]\n"
+  return "usage: braidrun -n N [-p|--prefix] [--timeout SEC] [--bind core|none] [--] program [args...]\n"
          "\n"
          "Starts N local processes of `program`, each with BRAID_RANK, BRAID_NRANKS, BRAID_LOCAL_RANK,\n"
          "BRAID_LOCAL_NRANKS, a fresh NCCL_COMM_ID=127.0.0.1:<port> and BRAID_JOB_SECRET set.\n"
@@ -41,6 +41,7 @@ const char* launchUsage() {
          "  -n N, --nranks N   number of ranks (1..4096)\n"
          "  -p, --prefix       prefix every output line of rank r with \"[r] \"\n"
          "  --timeout SEC      kill all ranks after SEC seconds and exit 124\n"
+         "  --bind core|none   core (default): pin rank r to the r-th usable CPU when N <= usable CPUs\n"
          "  -h, --help         this text\n"
          "\n"
          "As soon as one rank exits non-zero or dies by a signal, the others are killed (SIGTERM, then SIGKILL\n"
@@ -96,6 +97,16 @@ ParseOutcome parseLaunchOptions(int argc, char** argv, LaunchOptions* opts, std:
       if (!takeValue(arg, inlineValue, &value)) return ParseOutcome::kError;
       if (!parseRanks(value, &opts->nranks)) {
         *error = std::string("bad rank count '") + value + "' (want an integer from 1 to 4096)";
+        return ParseOutcome::kError;
+      }
+    } else if (name == "--bind") {
+      if (!takeValue(arg, inlineValue, &value)) return ParseOutcome::kError;
+      if (std::string(value) == "core") {
+        opts->bindCores = true;
+      } else if (std::string(value) == "none") {
+        opts->bindCores = false;
+      } else {
+        *error = std::string("bad --bind '") + value + "' (want core or none)";
         return ParseOutcome::kError;
       }
     } else if (name == "--timeout" || name == "-t") {

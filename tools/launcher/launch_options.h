@@ -11,6 +11,10 @@ struct LaunchOptions {
   int nranks = 0;
   bool prefix = false;               // "[r] " before each output line of rank r
   double timeoutSec = 0;             // 0: no timeout
+  // --bind core (default) pins rank r to the r-th CPU braidrun may use, when there are at least N of them
+  // (what mpirun does for small jobs: two spinning ranks sharing one core lose most of their speed);
+  // --bind none leaves placement to the kernel.
+  bool bindCores = true;
   std::vector<std::string> program;  // argv of every rank
 };
 

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -211,6 +212,25 @@ void Launcher::execRank(int rank, int outFd, int errFd) {
       ::close(devnull);
     }
   }
+#ifdef __linux__
+  if (opts_.bindCores) {
+    // The r-th CPU of braidrun's own affinity mask, if the job fits one rank per CPU.
+    cpu_set_t allowed;
+    if (::sched_getaffinity(0, sizeof(allowed), &allowed) == 0 && CPU_COUNT(&allowed) >= opts_.nranks) {
+      int seen = 0;
+      for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (!CPU_ISSET(cpu, &allowed)) continue;
+        if (seen++ == rank) {
+          cpu_set_t one;
+          CPU_ZERO(&one);
+          CPU_SET(cpu, &one);
+          ::sched_setaffinity(0, sizeof(one), &one);
+          break;
+        }
+      }
+    }
+  }
+#endif
   std::string n = std::to_string(opts_.nranks), r = std::to_string(rank);
   ::setenv("BRAID_RANK", r.c_str(), 1);
   ::setenv("BRAID_NRANKS", n.c_str(), 1);
