@@ -21,33 +21,33 @@ struct Arith;
 template <typename T>
 struct Arith<T, true> {
   using U = typename std::make_unsigned<T>::type;
-  BRAID_HD static T add(T a, T b) { return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b))); }
-  BRAID_HD static T mul(T a, T b) {
+  BRAID_HDI static T add(T a, T b) { return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b))); }
+  BRAID_HDI static T mul(T a, T b) {
     // uint8 operands promote to int: 255*255 fits. Wider types multiply as unsigned.
     using W = typename std::conditional<(sizeof(T) < sizeof(unsigned)), unsigned, U>::type;
     return static_cast<T>(static_cast<U>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
   }
-  BRAID_HD static T max(T a, T b) { return a > b ? a : b; }
-  BRAID_HD static T min(T a, T b) { return a < b ? a : b; }
+  BRAID_HDI static T max(T a, T b) { return a > b ? a : b; }
+  BRAID_HDI static T min(T a, T b) { return a < b ? a : b; }
 };
 
 // float/double: max/min ignore a NaN operand (fmax semantics, as NCCL's fmaxf), written as selects so
 // the loops vectorise.
 template <typename T, bool Low = IsLowPrecision<T>::value>
 struct FloatArith {
-  BRAID_HD static T add(T a, T b) { return a + b; }
-  BRAID_HD static T mul(T a, T b) { return a * b; }
-  BRAID_HD static T max(T a, T b) { return (a > b || b != b) ? a : b; }
-  BRAID_HD static T min(T a, T b) { return (a < b || b != b) ? a : b; }
+  BRAID_HDI static T add(T a, T b) { return a + b; }
+  BRAID_HDI static T mul(T a, T b) { return a * b; }
+  BRAID_HDI static T max(T a, T b) { return (a > b || b != b) ? a : b; }
+  BRAID_HDI static T min(T a, T b) { return (a < b || b != b) ? a : b; }
 };
 template <typename T>
 struct FloatArith<T, true> {
-  BRAID_HD static T add(T a, T b) { return T(static_cast<float>(a) + static_cast<float>(b)); }
-  BRAID_HD static T mul(T a, T b) { return T(static_cast<float>(a) * static_cast<float>(b)); }
-  BRAID_HD static T max(T a, T b) {
+  BRAID_HDI static T add(T a, T b) { return T(static_cast<float>(a) + static_cast<float>(b)); }
+  BRAID_HDI static T mul(T a, T b) { return T(static_cast<float>(a) * static_cast<float>(b)); }
+  BRAID_HDI static T max(T a, T b) {
     return T(FloatArith<float>::max(static_cast<float>(a), static_cast<float>(b)));
   }
-  BRAID_HD static T min(T a, T b) {
+  BRAID_HDI static T min(T a, T b) {
     return T(FloatArith<float>::min(static_cast<float>(a), static_cast<float>(b)));
   }
 };
@@ -59,25 +59,25 @@ template <typename T>
 struct FuncBase {
   static constexpr bool kHasPre = false;
   static constexpr bool kHasPost = false;
-  BRAID_HD T pre(T x) const { return x; }
-  BRAID_HD T post(T x) const { return x; }
+  BRAID_HDI T pre(T x) const { return x; }
+  BRAID_HDI T post(T x) const { return x; }
 };
 
 template <typename T>
 struct FuncSum : FuncBase<T> {
-  BRAID_HD T operator()(T a, T b) const { return detail::Arith<T>::add(a, b); }
+  BRAID_HDI T operator()(T a, T b) const { return detail::Arith<T>::add(a, b); }
 };
 template <typename T>
 struct FuncProd : FuncBase<T> {
-  BRAID_HD T operator()(T a, T b) const { return detail::Arith<T>::mul(a, b); }
+  BRAID_HDI T operator()(T a, T b) const { return detail::Arith<T>::mul(a, b); }
 };
 template <typename T>
 struct FuncMax : FuncBase<T> {
-  BRAID_HD T operator()(T a, T b) const { return detail::Arith<T>::max(a, b); }
+  BRAID_HDI T operator()(T a, T b) const { return detail::Arith<T>::max(a, b); }
 };
 template <typename T>
 struct FuncMin : FuncBase<T> {
-  BRAID_HD T operator()(T a, T b) const { return detail::Arith<T>::min(a, b); }
+  BRAID_HDI T operator()(T a, T b) const { return detail::Arith<T>::min(a, b); }
 };
 
 // Each rank's contribution is multiplied by `scalar` once, then everything is summed.
@@ -86,9 +86,9 @@ struct FuncPreMulSum {
   static constexpr bool kHasPre = true;
   static constexpr bool kHasPost = false;
   T scalar;
-  BRAID_HD T operator()(T a, T b) const { return detail::Arith<T>::add(a, b); }
-  BRAID_HD T pre(T x) const { return detail::Arith<T>::mul(x, scalar); }
-  BRAID_HD T post(T x) const { return x; }
+  BRAID_HDI T operator()(T a, T b) const { return detail::Arith<T>::add(a, b); }
+  BRAID_HDI T pre(T x) const { return detail::Arith<T>::mul(x, scalar); }
+  BRAID_HDI T post(T x) const { return x; }
 };
 
 // Integer average: wrapping sum, then one division of the final value.
@@ -98,9 +98,9 @@ struct FuncSumPostDiv {
   static constexpr bool kHasPre = false;
   static constexpr bool kHasPost = true;
   uint64_t divisor;  // kept wide: nranks may exceed the range of an 8-bit type
-  BRAID_HD T operator()(T a, T b) const { return detail::Arith<T>::add(a, b); }
-  BRAID_HD T pre(T x) const { return x; }
-  BRAID_HD T post(T x) const {
+  BRAID_HDI T operator()(T a, T b) const { return detail::Arith<T>::add(a, b); }
+  BRAID_HDI T pre(T x) const { return x; }
+  BRAID_HDI T post(T x) const {
     if (std::is_signed<T>::value) return static_cast<T>(static_cast<int64_t>(x) / static_cast<int64_t>(divisor));
     return static_cast<T>(static_cast<uint64_t>(x) / divisor);
   }
@@ -108,7 +108,7 @@ struct FuncSumPostDiv {
 
 // Copy collectives (all-gather, broadcast) move bytes; the functor is never asked to reduce.
 struct FuncCopy : FuncBase<uint8_t> {
-  BRAID_HD uint8_t operator()(uint8_t a, uint8_t) const { return a; }
+  BRAID_HDI uint8_t operator()(uint8_t a, uint8_t) const { return a; }
 };
 
 }  // namespace braid
