@@ -66,43 +66,52 @@ class GroupWorkers {
     return *w;
   }
 
-  // Runs tasks[1..] on workers and tasks[0] on the caller; returns when all are done.
+  // Runs tasks[1..] on workers and tasks[0] on the caller; returns when all are done. Safe to call from
+  // several application threads at once: each call waits only for its own tasks.
   void runAll(std::vector<std::function<void()>>& tasks) {
+    Batch batch;
+    batch.pending = tasks.size() - 1;
     std::unique_lock<std::mutex> lk(mu_);
-    while (idle_ < tasks.size() - 1) {
+    while (idle_ < queue_.size() + tasks.size() - 1) {
       std::thread([this] { loop(); }).detach();
       ++idle_;
     }
-    pending_ = tasks.size() - 1;
-    for (size_t i = 1; i < tasks.size(); ++i) queue_.push_back(&tasks[i]);
+    for (size_t i = 1; i < tasks.size(); ++i) queue_.push_back({&tasks[i], &batch});
     cv_.notify_all();
     lk.unlock();
     tasks[0]();
     lk.lock();
-    doneCv_.wait(lk, [&] { return pending_ == 0; });
+    doneCv_.wait(lk, [&] { return batch.pending == 0; });
   }
 
  private:
+  struct Batch {
+    size_t pending = 0;
+  };
+  struct Item {
+    std::function<void()>* task;
+    Batch* batch;
+  };
+
   void loop() {
     std::unique_lock<std::mutex> lk(mu_);
     for (;;) {
       cv_.wait(lk, [&] { return !queue_.empty(); });
-      std::function<void()>* task = queue_.back();
+      Item item = queue_.back();
       queue_.pop_back();
       --idle_;
       lk.unlock();
-      (*task)();
+      (*item.task)();
       lk.lock();
       ++idle_;
-      if (--pending_ == 0) doneCv_.notify_all();
+      if (--item.batch->pending == 0) doneCv_.notify_all();
     }
   }
 
   std::mutex mu_;
   std::condition_variable cv_, doneCv_;
-  std::vector<std::function<void()>*> queue_;
-  size_t idle_ = 0;
-  size_t pending_ = 0;
+  std::vector<Item> queue_;
+  size_t idle_ = 0;  // workers not running a task (some may not have picked up a queued one yet)
 };
 
 ncclResult_t flush(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {

@@ -361,3 +361,49 @@ TEST(Comm, InitAllOneProcessOneThread) {
 }
 
 }  // namespace
+
+// Two application threads, each driving its own set of communicators through multi-comm groups at the same
+// time: the shared group workers must keep the two threads' batches apart (each waits only for its own).
+TEST(Comm, TwoThreadsEachDrivingSeveralComms) {
+  mp::Options o;
+  o.idSource = mp::IdSource::kNone;
+  o.timeoutSec = 60;
+  o.env = {{"BRAID_TIMEOUT", "30"}};
+  auto r = mp::runRanks(1, o, [](mp::RankCtx&) {
+    const int n = 2;
+    ncclComm_t a[n] = {nullptr, nullptr}, b[n] = {nullptr, nullptr};
+    MP_NCCL_ASSERT(ncclCommInitAll(a, n, nullptr));
+    MP_NCCL_ASSERT(ncclCommInitAll(b, n, nullptr));
+    std::atomic<int> failures{0};
+    auto drive = [&](ncclComm_t* comms, int salt) {
+      const size_t count = 4099;
+      std::vector<std::vector<int32_t>> in(n, std::vector<int32_t>(count)), out(n);
+      for (int iter = 0; iter < 50; iter++) {
+        for (int i = 0; i < n; i++) {
+          for (size_t j = 0; j < count; j++) in[i][j] = (int32_t)(j * 3 + i * 101 + iter * 7 + salt);
+          out[i].assign(count, -1);
+        }
+        if (ncclGroupStart() != ncclSuccess) failures++;
+        for (int i = 0; i < n; i++)
+          if (ncclAllReduce(in[i].data(), out[i].data(), count, ncclInt32, ncclSum, comms[i], nullptr) != ncclSuccess)
+            failures++;
+        if (ncclGroupEnd() != ncclSuccess) failures++;
+        for (int i = 0; i < n; i++)
+          for (size_t j = 0; j < count; j++)
+            if (out[i][j] != in[0][j] + in[1][j]) {
+              failures++;
+              break;
+            }
+      }
+    };
+    std::thread t1(drive, a, 0), t2(drive, b, 1000000);
+    t1.join();
+    t2.join();
+    EXPECT_EQ(failures.load(), 0);
+    for (int i = 0; i < n; i++) {
+      MP_NCCL_ASSERT(ncclCommDestroy(a[i]));
+      MP_NCCL_ASSERT(ncclCommDestroy(b[i]));
+    }
+  });
+  mp::expectAllPassed(r);
+}
