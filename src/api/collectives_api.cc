@@ -73,6 +73,7 @@ ncclResult_t submit(ncclComm* comm, const char* fn, OpDesc op, bool needSend, bo
 // Wraps submit so that argument errors inside a group also fail the group's ncclGroupEnd.
 template <typename F>
 ncclResult_t collCall(const char* fn, ncclComm* comm, F&& body) {
+  CommUse use(comm);
   return apiCall(fn, comm, [&]() -> ncclResult_t {
     ncclResult_t res = body();
     if (res != ncclSuccess && inGroup()) noteGroupError(res);

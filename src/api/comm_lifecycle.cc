@@ -2,6 +2,7 @@
 // finalize, destroy, abort, revoke, async error, and the queries. Owns ncclComm's out-of-line members
 // because the parts it holds (connections, executor) are complete only here.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -196,6 +197,17 @@ void destroyComm(ncclComm* comm, bool abort) {
   {
     std::lock_guard<std::mutex> lock(comm->initMu);
     if (comm->initThread.joinable()) comm->initThread.join();
+  }
+  // A collective still running on another thread (abort from a watchdog) returns promptly once the abort
+  // flag is up; wait for it to leave. Should one not leave, leak the comm rather than free it under it.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (comm->activeCalls.load() > 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      BRAID_WARN("rank %d: %d call(s) still running on the communicator 30 s after %s; not freeing it", comm->rank,
+                 comm->activeCalls.load(), abort ? "ncclCommAbort" : "ncclCommDestroy");
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   delete comm;
 }

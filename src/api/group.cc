@@ -46,6 +46,7 @@ ncclResult_t checkCommUsable(ncclComm* comm) {
 
 // Runs one communicator's batch; a failure becomes the comm's sticky async error (as in NCCL).
 ncclResult_t runBatch(ncclComm* comm, const std::vector<OpDesc>& ops) {
+  CommUse use(comm);
   RankTag tag(comm->rank);
   BRAID_CHECK(checkCommUsable(comm));
   ncclResult_t res = comm->devExec ? comm->devExec->run(ops) : comm->exec->run(ops);

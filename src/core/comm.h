@@ -82,7 +82,28 @@ struct ncclComm {
 
   bool finalized = false;
   bool destroyed = false;
+  // API calls running on this communicator (a host collective runs inside the call). ncclCommAbort from
+  // another thread (a framework's watchdog) waits for them to leave before freeing the communicator.
+  std::atomic<int> activeCalls{0};
 
   void setLastError(const std::string& msg);
   std::string getLastError();
 };
+
+namespace braid {
+// Marks an API call as running on `comm` for its lifetime (see ncclComm::activeCalls).
+class CommUse {
+ public:
+  explicit CommUse(ncclComm* comm) : comm_(comm && comm->magic == kCommMagic ? comm : nullptr) {
+    if (comm_) comm_->activeCalls.fetch_add(1);
+  }
+  ~CommUse() {
+    if (comm_) comm_->activeCalls.fetch_sub(1);
+  }
+  CommUse(const CommUse&) = delete;
+  CommUse& operator=(const CommUse&) = delete;
+
+ private:
+  ncclComm* comm_;
+};
+}  // namespace braid

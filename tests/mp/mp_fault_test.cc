@@ -181,4 +181,43 @@ TEST(Fault, AbortWhilePeerWaits) {
   mp::expectAllPassed(r);
 }
 
+
+// A watchdog thread aborts the communicator while the main thread is blocked inside a host collective that
+// the peer never joins: the collective returns an error promptly, the abort returns promptly, and the
+// communicator is freed only after the collective has left it (no crash, no hang).
+TEST(Fault, AbortFromAnotherThreadWhileCollectiveBlocks) {
+  mp::Options o;
+  o.timeoutSec = 60;
+  o.env = {{"BRAID_TIMEOUT", "30"}};
+  auto r = mp::runRanks(2, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    if (ctx.rank == 1) {
+      sleep(4);  // never joins the collective; stays alive so only the abort can end rank 0's wait
+      EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+      return;
+    }
+    std::vector<float> in(1 << 20, 1.f), out(1 << 20, 0.f);
+    std::atomic<double> abortSec{-1};
+    std::thread watchdog([&] {
+      usleep(500000);
+      double t0 = mp::nowSec();
+      EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+      abortSec = mp::nowSec() - t0;
+    });
+    double t0 = mp::nowSec();
+    ncclResult_t res = ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat32, ncclSum, comm, nullptr);
+    double dt = mp::nowSec() - t0;
+    watchdog.join();
+    EXPECT_NE(res, ncclSuccess);
+    EXPECT_LT(dt, 3.0) << "the abort must end the blocked collective";
+    EXPECT_GE(abortSec.load(), 0.0);
+    EXPECT_LT(abortSec.load(), 3.0);
+    mp::note("blocked all-reduce returned %s after %.2f s; abort took %.3f s", ncclGetErrorString(res), dt,
+             abortSec.load());
+  });
+  mp::expectAllPassed(r);
+}
+
 }  // namespace
