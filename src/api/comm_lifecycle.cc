@@ -41,6 +41,7 @@ std::string ncclComm::getLastError() {
 namespace braid {
 namespace {
 
+constexpr int kMaxHostChannels = 32;     // CPU threads per host communicator
 constexpr int kTagSplitId = 0x5000;      // + split sequence, over the parent's bootstrap
 constexpr int kTagShrinkId = 0x6000;
 
@@ -82,17 +83,6 @@ bool gpusVisible() {
   return n > 0;
 }
 
-int chooseHostChannels(const CommConfig& cfg) {
-  int64_t n = params::HostChannels();
-  int64_t lo = std::max<int64_t>(params::MinNChannels(), params::MinCtas());
-  int64_t hi = params::MaxNChannels() > 0 ? params::MaxNChannels() : params::MaxCtas();
-  if (cfg.minChannels > 0) lo = std::max<int64_t>(lo, cfg.minChannels);
-  if (cfg.maxChannels > 0) hi = hi > 0 ? std::min<int64_t>(hi, cfg.maxChannels) : cfg.maxChannels;
-  if (lo > 0) n = std::max(n, lo);
-  if (hi > 0) n = std::min(n, hi);
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(n, 32)));
-}
-
 // Everything after argument checks; runs on the caller's thread or the nonblocking init thread.
 ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   RankTag tag(comm->rank);
@@ -123,11 +113,7 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
     return ncclSuccess;
   }
 
-  // Every rank must use the same number of channels even if environments differ: take the minimum.
-  std::vector<int> channels(comm->nranks);
-  channels[comm->rank] = chooseHostChannels(comm->config);
-  BRAID_CHECK(comm->bootstrap->allGather(channels.data(), sizeof(int)));
-  comm->nChannels = *std::min_element(channels.begin(), channels.end());
+  BRAID_CHECK(agreeOnChannels(comm, params::HostChannels(), kMaxHostChannels));
 
   comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
   BRAID_CHECK(comm->conns->connectRing(comm->nChannels));

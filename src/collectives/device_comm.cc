@@ -93,17 +93,6 @@ namespace {
 // (measured with NCCL_MIN/MAX_NCHANNELS, 2026-11-22; see docs/PERFORMANCE.md).
 constexpr int kDefaultDevChannels = 32;
 
-int chooseDevChannels(const CommConfig& cfg) {
-  int64_t n = kDefaultDevChannels;
-  int64_t lo = std::max<int64_t>(params::MinNChannels(), params::MinCtas());
-  int64_t hi = params::MaxNChannels() > 0 ? params::MaxNChannels() : params::MaxCtas();
-  if (cfg.minChannels > 0) lo = std::max<int64_t>(lo, cfg.minChannels);
-  if (cfg.maxChannels > 0) hi = hi > 0 ? std::min<int64_t>(hi, cfg.maxChannels) : cfg.maxChannels;
-  if (lo > 0) n = std::max(n, lo);
-  if (hi > 0) n = std::min(n, hi);
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(n, kMaxDevChannels)));
-}
-
 int chooseThreads() {
   int64_t t = params::NThreads();
   if (t <= 0) return kDevThreads;
@@ -130,11 +119,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
                    comm->rank);
   st->statusDev = static_cast<DevStatus*>(statusDev);
 
-  // Every rank must use the same number of channels even if environments differ: take the minimum.
-  std::vector<int> channels(comm->nranks);
-  channels[comm->rank] = chooseDevChannels(comm->config);
-  BRAID_CHECK(comm->bootstrap->allGather(channels.data(), sizeof(int)));
-  comm->nChannels = *std::min_element(channels.begin(), channels.end());
+  BRAID_CHECK(agreeOnChannels(comm, kDefaultDevChannels, kMaxDevChannels));
   st->nChannels = comm->nChannels;
 
   if (comm->nranks > 1) {

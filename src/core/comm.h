@@ -91,6 +91,11 @@ struct ncclComm {
 };
 
 namespace braid {
+// Sets comm->nChannels: `preferred` bounded by NCCL_MIN/MAX_NCHANNELS (or _CTAS), config.minCTAs/maxCTAs and
+// [1, maxChannels], then the minimum over all ranks (environments may differ per rank; every rank must run
+// the same channels). Collective over the comm's bootstrap.
+ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels);
+
 // Marks an API call as running on `comm` for its lifetime (see ncclComm::activeCalls).
 class CommUse {
  public:
