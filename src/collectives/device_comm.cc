@@ -89,9 +89,9 @@ ncclResult_t describeLocalDevice(ncclComm* comm) {
 
 namespace {
 
-// 32 channels: on 2xH200 (NV18) all-reduce busbw at 1 GB went 258 -> 312-321 GB/s from 16 -> 32 channels
-// (measured with NCCL_MIN/MAX_NCHANNELS, 2026-11-22; see docs/PERFORMANCE.md).
-constexpr int kDefaultDevChannels = 32;
+// 64 channels: on 2xH200 (NV18) all-reduce busbw at 2 GB went 303 -> 347 GB/s from 32 -> 64 channels, and
+// 16 -> 32 had given 258 -> 312-321 at 1 GB (NCCL_MIN/MAX_NCHANNELS sweeps; see docs/PERFORMANCE.md).
+constexpr int kDefaultDevChannels = 64;
 
 int chooseThreads() {
   int64_t t = params::NThreads();

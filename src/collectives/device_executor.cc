@@ -192,7 +192,7 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
     }
   }
   void* args[] = {&a};
-  BRAID_CUDA_CHECK(cudaLaunchKernel(kernel, dim3(a.nChannels), dim3(st_->nThreads), args, 0, s),
+  BRAID_CUDA_CHECK(cudaLaunchKernel(kernel, dim3(a.nChannels), dim3(st_->nThreads + kDevPostWarp), args, 0, s),
                    "rank %d: launching the %s kernel (%zu x %s, %d channels)", st_->rank, collName(op.coll), op.count,
                    dtypeName(op.dtype), a.nChannels);
   return ncclSuccess;
@@ -342,7 +342,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   }
   if (nCta == 0) return ncclSuccess;
   void* args[] = {&a};
-  BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(), dim3(nCta), dim3(st_->nThreads), args, 0, s),
+  BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(), dim3(nCta), dim3(st_->nThreads + kDevPostWarp), args, 0, s),
                    "rank %d: launching the p2p kernel (%d CTAs)", me, nCta);
   return ncclSuccess;
 }

@@ -9,10 +9,12 @@
 
 namespace braid {
 
-constexpr int kMaxDevChannels = 32;
+constexpr int kMaxDevChannels = 64;
 constexpr int kMaxP2pBlocks = 192;
 constexpr int kDevThreads = 512;     // default threads per CTA (NCCL_NTHREADS overrides, up to the max)
-constexpr int kDevMaxThreads = 512;  // __launch_bounds__: 128 registers per thread, no spills
+constexpr int kDevMaxThreads = 512;  // most data-moving threads per CTA
+constexpr int kDevPostWarp = 32;     // plus one warp that publishes FIFO steps (prims_simple.h)
+constexpr int kDevLaunchMax = kDevMaxThreads + kDevPostWarp;  // __launch_bounds__: 120 registers, no spills
 
 enum DevConnFlags : uint32_t {
   kDevConnHostFifo = 1u,  // the FIFO lives in (registered) host memory: fence at system scope, slow path
