@@ -63,7 +63,30 @@ struct Pair {
   }
 };
 
-bool runCase(Pair& p, const Case& c) {
+// Waits for both streams with a deadline: a hung case is reported by name and the comms are aborted
+// (which stops the kernels), instead of the whole test hanging. BRAID_TEST_VERBOSE=1 prints each case.
+bool finish(Pair& p, const Case& c, bool* hung) {
+  const double limit = std::getenv("BRAID_CASE_TIMEOUT") ? std::atof(std::getenv("BRAID_CASE_TIMEOUT")) : 20.0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < 2; ++r) {
+    GT_CUDA(cudaSetDevice(r));
+    cudaError_t e;
+    while ((e = cudaStreamQuery(p.stream[r])) == cudaErrorNotReady) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > limit) {
+        ADD_FAILURE() << c.name() << ": rank " << r << " still running after " << limit << " s; aborting";
+        *hung = true;
+        for (int k = 0; k < 2; ++k) ncclCommAbort(p.comm[k]);
+        p.comm[0] = p.comm[1] = nullptr;
+        return false;
+      }
+    }
+    GT_CUDA(e);
+  }
+  return true;
+}
+
+bool runCase(Pair& p, const Case& c, bool* hung) {
+  if (std::getenv("BRAID_TEST_VERBOSE")) printf("case: %s\n", c.name().c_str()), fflush(stdout);
   RankBufs b[2];
   for (int r = 0; r < 2; ++r) {
     GT_CUDA(cudaSetDevice(r));
@@ -75,10 +98,10 @@ bool runCase(Pair& p, const Case& c) {
     if (!enqueue(c, r, 2, p.comm[r], p.stream[r], b[r])) return false;
   }
   GT_NCCL(ncclGroupEnd());
+  if (!finish(p, c, hung)) return false;
   bool ok = true;
   for (int r = 0; r < 2; ++r) {
     GT_CUDA(cudaSetDevice(r));
-    GT_CUDA(cudaStreamSynchronize(p.stream[r]));
     ok = check(c, r, 2, &b[r]) && ok;
   }
   return ok;
@@ -91,11 +114,12 @@ void runAll(const char* p2pDisable, const char* shmDisable, bool quick) {
   Pair p;
   ASSERT_TRUE(p.init());
   int failures = 0, n = 0;
+  bool hung = false;
   for (const Case& c : allCases(2, quick)) {
     ++n;
-    if (!runCase(p, c)) {
+    if (!runCase(p, c, &hung)) {
       ADD_FAILURE() << c.name();
-      if (++failures > 20) break;
+      if (hung || ++failures > 20) break;  // after an abort the comms are gone
     }
   }
   printf("%d cases, %d failed\n", n, failures);
@@ -233,9 +257,10 @@ TEST(DeviceColl2Gpu, TwoCommsAlternately) {
   Pair a, b;
   ASSERT_TRUE(a.init());
   ASSERT_TRUE(b.init());
-  for (int i = 0; i < 6; ++i) {
+  bool hung = false;
+  for (int i = 0; i < 6 && !hung; ++i) {
     Pair& p = (i % 2) ? b : a;
-    EXPECT_TRUE(runCase(p, Case{kAllReduce, ncclFloat32, ncclSum, 100003, false, 0})) << "iteration " << i;
+    EXPECT_TRUE(runCase(p, Case{kAllReduce, ncclFloat32, ncclSum, 100003, false, 0}, &hung)) << "iteration " << i;
   }
   a.destroy();
   b.destroy();

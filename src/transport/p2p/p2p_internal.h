@@ -1,8 +1,9 @@
 // P2P transport internals (tests include this): device buffers between GPUs of one host, over NVLink or
-// PCIe. The receiver of a connection allocates the FIFO (a 4 KiB control page with tail and sizes[], then
-// nSteps slots) in its own device memory, so the receiver polls tail locally; the sender allocates the
-// head counter in its device memory, so the sender polls credits locally. Same process: the peer's
-// pointers are used directly after cudaDeviceEnablePeerAccess; other processes: CUDA IPC handles.
+// PCIe. Each side allocates a 4 KiB control page in its own device memory holding the counter it polls:
+// the receiver tail and sizes[], the sender head. The FIFO's nSteps slots follow the receiver's page
+// (write mode: the sender's stores cross the link) or the sender's (read mode: the receiver's loads
+// cross it; NCCL_P2P_READ_ENABLE). Same process: the peer's pointers are used directly after
+// cudaDeviceEnablePeerAccess; other processes: CUDA IPC handles.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,10 @@ constexpr size_t kP2pCtrlBytes = 4096;
 constexpr size_t kP2pTailOffset = 0;
 constexpr size_t kP2pSizesOffset = 256;
 constexpr size_t kP2pHeadOffset = 0;
+
+// The mode when NCCL_P2P_READ_ENABLE is unset (-2); both ranks of a connection must agree.
+constexpr bool kP2pReadDefault = false;
+bool p2pReadMode(const PeerInfo& me, const PeerInfo& peer);
 
 // "dddd:bb:dd.0" <-> PeerInfo::busId ((domain << 16) | (bus << 8) | device).
 int64_t p2pBusIdFromString(const char* s);

@@ -1,5 +1,6 @@
-// P2P transport (see p2p_internal.h): FIFOs in the receiver's GPU memory, head counters in the sender's,
-// reached through peer pointers (same process) or CUDA IPC (other processes).
+// P2P transport (see p2p_internal.h): FIFOs in the receiver's GPU memory (write mode) or the sender's
+// (read mode), counters where their reader polls them, reached through peer pointers (same process) or
+// CUDA IPC (other processes).
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -26,9 +27,11 @@ struct P2pHandle {
   int32_t dev;          // the owner's device ordinal (meaningful in the same process only)
   uint64_t pidNsHash;
   uint64_t hostHash;
-  uint64_t ptr;         // base of the owner's allocation (recv: FIFO; send: head page)
-  uint32_t nSteps;      // recv only
-  uint32_t stepBytes;   // recv only
+  uint64_t ptr;         // base of the owner's allocation: control page, then the FIFO on the side that holds it
+  uint32_t nSteps;      // FIFO shape (the side that holds the FIFO decides)
+  uint32_t stepBytes;
+  uint32_t readMode;    // both sides must agree
+
   cudaIpcMemHandle_t ipc;
 };
 static_assert(sizeof(P2pHandle) <= sizeof(ConnectHandle), "P2P handle fits");
@@ -53,6 +56,7 @@ class P2pResources final : public ConnResources {
   void* local = nullptr;      // cudaMalloc'd here
   void* remoteIpc = nullptr;  // opened from the peer's IPC handle
   uint64_t peerPidNs = 0;
+  bool readMode = false;
 };
 
 ncclResult_t cudaFail(cudaError_t e, const char* what, int me, int peer) {
@@ -73,6 +77,12 @@ int localOrdinalOf(int64_t busId) {
 }
 
 }  // namespace
+
+bool p2pReadMode(const PeerInfo&, const PeerInfo&) {
+  const int64_t v = params::P2pReadEnable();
+  if (v == 0 || v == 1) return v == 1;
+  return kP2pReadDefault;
+}
 
 int64_t p2pBusIdFromString(const char* s) {
   unsigned dom = 0, bus = 0, dev = 0, fn = 0;
@@ -124,11 +134,12 @@ ncclResult_t P2pTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
   h.pidNsHash = me.pidNsHash;
   h.hostHash = me.hostHash;
   size_t bytes = kP2pCtrlBytes;
-  if (dir == Direction::Recv) {
-    h.nSteps = kHostFifoSteps;
-    h.stepBytes = hostFifoStepBytes(buffBytes, kHostFifoSteps);
-    bytes += static_cast<size_t>(h.nSteps) * h.stepBytes;
-  }
+  res->readMode = p2pReadMode(me, peer);
+  h.readMode = res->readMode ? 1u : 0u;
+  h.nSteps = kHostFifoSteps;
+  h.stepBytes = hostFifoStepBytes(buffBytes, kHostFifoSteps);
+  const bool holdsFifo = (dir == Direction::Recv) != res->readMode;
+  if (holdsFifo) bytes += static_cast<size_t>(h.nSteps) * h.stepBytes;
   e = cudaMalloc(&res->local, bytes);
   if (e != cudaSuccess) return cudaFail(e, "cudaMalloc of the FIFO", me.rank, peer.rank);
   e = cudaMemset(res->local, 0, kP2pCtrlBytes);
@@ -141,19 +152,21 @@ ncclResult_t P2pTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
   conn->info = ConnInfo{};
   conn->info.peer = peer.rank;
   conn->info.kind = TransportKind::P2p;
-  if (dir == Direction::Recv) {
-    char* base = static_cast<char*>(res->local);
+  char* base = static_cast<char*>(res->local);
+  if (holdsFifo) {
     conn->info.buff = base + kP2pCtrlBytes;
-    conn->info.tail = reinterpret_cast<uint64_t*>(base + kP2pTailOffset);
-    conn->info.sizes = reinterpret_cast<int32_t*>(base + kP2pSizesOffset);
     conn->info.nSteps = h.nSteps;
     conn->info.stepBytes = h.stepBytes;
-  } else {
-    conn->info.head = reinterpret_cast<uint64_t*>(static_cast<char*>(res->local) + kP2pHeadOffset);
   }
-  BRAID_INFO(kSubInit, "P2P: channel %d %s rank %d: %zu bytes on device %d%s", channel,
+  if (dir == Direction::Recv) {
+    conn->info.tail = reinterpret_cast<uint64_t*>(base + kP2pTailOffset);
+    conn->info.sizes = reinterpret_cast<int32_t*>(base + kP2pSizesOffset);
+  } else {
+    conn->info.head = reinterpret_cast<uint64_t*>(base + kP2pHeadOffset);
+  }
+  BRAID_INFO(kSubInit, "P2P: channel %d %s rank %d: %zu bytes on device %d%s, %s mode", channel,
              dir == Direction::Recv ? "recv from" : "send to", peer.rank, bytes, me.cudaDev,
-             res->sameProcess ? " (same process)" : " (CUDA IPC)");
+             res->sameProcess ? " (same process)" : " (CUDA IPC)", res->readMode ? "read" : "write");
   std::memset(myHandle, 0, sizeof(*myHandle));
   std::memcpy(myHandle->data, &h, sizeof(h));
   conn->res = std::move(res);
@@ -169,6 +182,10 @@ ncclResult_t P2pTransport::connect(Direction dir, const ConnectHandle& peerHandl
   if (h.magic != kP2pHandleMagic || h.rank != res->peer)
     return recordError(ncclInternalError, "P2P: rank %d got a bad connection handle from rank %d (magic 0x%x rank %d)",
                        res->me, res->peer, h.magic, h.rank);
+  if ((h.readMode != 0) != res->readMode)
+    return recordError(ncclInvalidUsage,
+                       "P2P: rank %d uses %s mode but rank %d uses %s mode: set NCCL_P2P_READ_ENABLE the same on all ranks",
+                       res->me, res->readMode ? "read" : "write", res->peer, h.readMode ? "read" : "write");
   cudaError_t e = cudaSetDevice(res->dev);
   if (e != cudaSuccess) return cudaFail(e, "cudaSetDevice", res->me, res->peer);
   char* remote = nullptr;
@@ -187,12 +204,14 @@ ncclResult_t P2pTransport::connect(Direction dir, const ConnectHandle& peerHandl
     res->remoteIpc = p;
     remote = static_cast<char*>(p);
   }
-  if (dir == Direction::Send) {
+  if ((dir == Direction::Send) != res->readMode) {  // the peer holds the FIFO
     conn->info.buff = remote + kP2pCtrlBytes;
-    conn->info.tail = reinterpret_cast<uint64_t*>(remote + kP2pTailOffset);
-    conn->info.sizes = reinterpret_cast<int32_t*>(remote + kP2pSizesOffset);
     conn->info.nSteps = h.nSteps;
     conn->info.stepBytes = h.stepBytes;
+  }
+  if (dir == Direction::Send) {
+    conn->info.tail = reinterpret_cast<uint64_t*>(remote + kP2pTailOffset);
+    conn->info.sizes = reinterpret_cast<int32_t*>(remote + kP2pSizesOffset);
   } else {
     conn->info.head = reinterpret_cast<uint64_t*>(remote + kP2pHeadOffset);
   }
