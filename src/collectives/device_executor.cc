@@ -161,10 +161,15 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
 
 ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
   const void* kernel = devCollKernel(op.coll, op.dtype, op.op.kind);
-  if (!kernel)
-    return recordError(ncclInvalidArgument,
-                       "%s: no device kernel for datatype %s with reduction %d in this build (BRAID_KERNELS_MINIMAL?)",
+  if (!kernel) {
+    if (devKernelsMinimal())
+      return recordError(ncclInvalidUsage,
+                         "%s on datatype %s: this Braid build has only the minimal device kernel set (float and "
+                         "copies); reconfigure with -DBRAID_KERNELS=full",
+                         collName(op.coll), dtypeName(op.dtype));
+    return recordError(ncclInternalError, "%s: no device kernel for datatype %s with reduction kind %d",
                        collName(op.coll), dtypeName(op.dtype), static_cast<int>(op.op.kind));
+  }
   if (op.count == 0) return ncclSuccess;
   const bool copy = op.coll == CollType::AllGather || op.coll == CollType::Broadcast;
   const size_t esize = dtypeSize(op.dtype);

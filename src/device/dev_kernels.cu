@@ -68,4 +68,12 @@ const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind) {
 
 const void* devP2pKernel() { return reinterpret_cast<const void*>(&p2pKernel); }
 
+bool devKernelsMinimal() {
+#ifdef BRAID_KERNELS_MINIMAL
+  return true;
+#else
+  return false;
+#endif
+}
+
 }  // namespace braid

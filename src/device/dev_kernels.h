@@ -11,5 +11,7 @@ namespace braid {
 // share the unsigned kernel). For AllGather/Broadcast: the byte-copy kernel (count in bytes).
 const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind);
 const void* devP2pKernel();
+// True when the library was configured with -DBRAID_KERNELS=minimal (float and byte kernels only).
+bool devKernelsMinimal();
 
 }  // namespace braid
