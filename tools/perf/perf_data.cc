@@ -26,13 +26,13 @@ inline uint64_t mix64(uint64_t x) {
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Threads for filling and checking large buffers: this process's share of the host's cores (ranks on the
-// same host split them: Open MPI says how many share it; braidrun runs all BRAID_NRANKS on one), at most 16. At 2 GB per rank the
+// same host split them; Open MPI and braidrun say how many share it), at most 16. At 2 GB per rank the
 // single-threaded fill + check took ~25 s per size on the GPU machine, most of a device call.
 int dataThreads() {
   static const int n = [] {
     int hw = static_cast<int>(std::thread::hardware_concurrency());
     int local = 1;
-    for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "BRAID_NRANKS"}) {
+    for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "BRAID_LOCAL_NRANKS"}) {
       const char* e = std::getenv(v);
       if (e && std::atoi(e) > 0) {
         local = std::atoi(e);
