@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "core/result.h"
+#include "device/dev_kernels.h"
 #include "transport/host_fifo.h"
 #include "transport/p2p/p2p_internal.h"
 #include "transport/transport.h"
@@ -91,7 +92,7 @@ namespace {
 
 // 64 channels: on 2xH200 (NV18) all-reduce busbw at 2 GB went 303 -> 347 GB/s from 32 -> 64 channels, and
 // 16 -> 32 had given 258 -> 312-321 at 1 GB (NCCL_MIN/MAX_NCHANNELS sweeps; see docs/PERFORMANCE.md).
-constexpr int kDefaultDevChannels = 64;
+constexpr int kDefaultDevChannels = 32;  // 64 measured faster (above); back to 32 until the sweep hang is found
 
 int chooseThreads() {
   int64_t t = params::NThreads();
@@ -109,6 +110,10 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   st->rank = comm->rank;
   st->nranks = comm->nranks;
   st->nThreads = chooseThreads();
+  {
+    const cudaError_t e = devPreloadKernels();
+    if (e != cudaSuccess) return cudaError(e, "rank %d: loading the device kernels on GPU %d", comm->rank, comm->cudaDev);
+  }
   void* status = nullptr;
   BRAID_CUDA_CHECK(cudaHostAlloc(&status, sizeof(DevStatus), cudaHostAllocMapped | cudaHostAllocPortable),
                    "rank %d: cudaHostAlloc of the device status word", comm->rank);

@@ -161,10 +161,15 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
 
 ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
   const void* kernel = devCollKernel(op.coll, op.dtype, op.op.kind);
-  if (!kernel)
-    return recordError(ncclInvalidArgument,
-                       "%s: no device kernel for datatype %s with reduction %d in this build (BRAID_KERNELS_MINIMAL?)",
+  if (!kernel) {
+    if (devKernelsMinimal())
+      return recordError(ncclInvalidUsage,
+                         "%s on datatype %s: this Braid build has only the minimal device kernel set (float and "
+                         "copies); reconfigure with -DBRAID_KERNELS=full",
+                         collName(op.coll), dtypeName(op.dtype));
+    return recordError(ncclInternalError, "%s: no device kernel for datatype %s with reduction kind %d",
                        collName(op.coll), dtypeName(op.dtype), static_cast<int>(op.op.kind));
+  }
   if (op.count == 0) return ncclSuccess;
   const bool copy = op.coll == CollType::AllGather || op.coll == CollType::Broadcast;
   const size_t esize = dtypeSize(op.dtype);
@@ -192,7 +197,7 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
     }
   }
   void* args[] = {&a};
-  BRAID_CUDA_CHECK(cudaLaunchKernel(kernel, dim3(a.nChannels), dim3(st_->nThreads + kDevPostWarp), args, 0, s),
+  BRAID_CUDA_CHECK(cudaLaunchKernel(kernel, dim3(a.nChannels), dim3(st_->nThreads), args, 0, s),
                    "rank %d: launching the %s kernel (%zu x %s, %d channels)", st_->rank, collName(op.coll), op.count,
                    dtypeName(op.dtype), a.nChannels);
   return ncclSuccess;
@@ -342,7 +347,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   }
   if (nCta == 0) return ncclSuccess;
   void* args[] = {&a};
-  BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(), dim3(nCta), dim3(st_->nThreads + kDevPostWarp), args, 0, s),
+  BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(), dim3(nCta), dim3(st_->nThreads), args, 0, s),
                    "rank %d: launching the p2p kernel (%d CTAs)", me, nCta);
   return ncclSuccess;
 }

@@ -70,4 +70,30 @@ const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind) {
 
 const void* devP2pKernel() { return reinterpret_cast<const void*>(&p2pKernel); }
 
+cudaError_t devPreloadKernels() {
+  const ncclDataType_t types[] = {ncclInt8,     ncclUint8,   ncclInt32,    ncclUint32,       ncclInt64,       ncclUint64,
+                                  ncclFloat16,  ncclFloat32, ncclFloat64,  ncclBfloat16,     ncclFloat8e4m3,  ncclFloat8e5m2};
+  const RedKind kinds[] = {RedKind::Sum, RedKind::Prod, RedKind::Max, RedKind::Min, RedKind::PreMulSum, RedKind::SumPostDiv};
+  cudaFuncAttributes attr;
+  cudaError_t e = cudaFuncGetAttributes(&attr, devP2pKernel());
+  if (e != cudaSuccess) return e;
+  e = cudaFuncGetAttributes(&attr, devCollKernel(CollType::AllGather, ncclInt8, RedKind::Sum));
+  if (e != cudaSuccess) return e;
+  for (ncclDataType_t t : types) {
+    for (RedKind k : kinds) {
+      const void* f = devCollKernel(CollType::AllReduce, t, k);  // one kernel serves all three reducing colls
+      if (f && (e = cudaFuncGetAttributes(&attr, f)) != cudaSuccess) return e;
+    }
+  }
+  return cudaSuccess;
+}
+
+bool devKernelsMinimal() {
+#ifdef BRAID_KERNELS_MINIMAL
+  return true;
+#else
+  return false;
+#endif
+}
+
 }  // namespace braid

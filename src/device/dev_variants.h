@@ -2,7 +2,7 @@
 // fold. Each group below is compiled by its own translation unit (dev_coll_<group>.cu) so the build
 // parallelises; dev_kernels.cu dispatches to them. Folding (as NCCL): signed and unsigned integer
 // sum/prod/premulsum share the unsigned kernel; all-gather/broadcast and every p2p op run one byte kernel.
-// Preset: BRAID_KERNELS_MINIMAL (CMake option) compiles only float and the byte kernels, for quick
+// Preset: -DBRAID_KERNELS=minimal (CMake; defines BRAID_KERNELS_MINIMAL) compiles only float and the byte kernels, for quick
 // development builds; a missing variant is refused at run time with a message naming it.
 #pragma once
 

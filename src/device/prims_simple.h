@@ -8,8 +8,7 @@
 //            user buffers and slots; then they meet the poster at the post barrier (bar.sync 2) and go on
 //            to the next step as soon as the poster has taken the previous one.
 //   poster:  meets the workers at the post barrier once their stores of that step are done, then lane 0 writes
-//            sizes[slot], fences at system scope and publishes tail (send); a receive publishes head with a
-//            relaxed store (its loads are complete: their values were stored before the barrier).
+//            sizes[slot], fences at system scope and publishes tail (send) or head (receive).
 // So the system-scope fence (an NVLink round trip) overlaps the next step's copy instead of stalling all
 // workers, as NCCL's dedicated post threads do. (bar.arrive would let the workers run two steps ahead and
 // complete a barrier without the poster.) Each worker counts steps in registers, so slot addresses never
@@ -98,6 +97,7 @@ __device__ __forceinline__ void devPostSend(DevConn& c, uint32_t bytes) {
 }
 __device__ __forceinline__ void devPostRecv(DevConn& c) {
   ++c.step;
+  fenceSys();  // the workers' loads of the slot are ordered before the sender may refill it
   stRelaxedSys(c.head, c.step);
 }
 __device__ __forceinline__ char* devSlot(const DevConn& c, uint64_t step) {

@@ -5,7 +5,9 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "perf_types.h"
@@ -22,6 +24,37 @@ inline uint64_t mix64(uint64_t x) {
 }
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Threads for filling and checking large buffers: this process's share of the host's cores (ranks on the
+// same host split them; Open MPI and braidrun say how many share it), at most 16. At 2 GB per rank the
+// single-threaded fill + check took ~25 s per size on the GPU machine, most of a device call.
+int dataThreads() {
+  static const int n = [] {
+    int hw = static_cast<int>(std::thread::hardware_concurrency());
+    int local = 1;
+    for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "BRAID_LOCAL_NRANKS"}) {
+      const char* e = std::getenv(v);
+      if (e && std::atoi(e) > 0) {
+        local = std::atoi(e);
+        break;
+      }
+    }
+    return std::max(1, std::min(16, hw / std::max(1, local)));
+  }();
+  return n;
+}
+
+// Runs f(begin, end, part) over [0, n) in contiguous parts, one thread each (the caller runs part 0).
+template <typename F>
+void parallelParts(size_t n, F f) {
+  constexpr size_t kMinPart = size_t(1) << 20;
+  const size_t parts = std::max<size_t>(1, std::min<size_t>(dataThreads(), n / kMinPart));
+  const size_t per = (n + parts - 1) / parts;
+  std::vector<std::thread> ts;
+  for (size_t p = 1; p < parts; ++p) ts.emplace_back(f, std::min(n, p * per), std::min(n, (p + 1) * per), p);
+  f(0, std::min(n, per), size_t(0));
+  for (auto& t : ts) t.join();
+}
 
 // Largest K with 2^K exact (and no overflow) in the type, for products.
 int maxProdExponent(ncclDataType_t t) {
@@ -201,33 +234,41 @@ int64_t inputValue(const DataSpec& spec, const ValueRule& rule, int q, size_t j)
 
 void fillInput(const DataSpec& spec, int rank, void* dst, size_t count, size_t first) {
   ValueRule rule = valueRule(spec.coll, spec.type, spec.op, spec.nranks);
-  Encoder enc(spec.type);
+  const Encoder enc(spec.type);
   auto* out = static_cast<unsigned char*>(dst);
-  for (size_t i = 0; i < count; ++i) enc.put(inputValue(spec, rule, rank, first + i), out + i * enc.size());
+  parallelParts(count, [&](size_t b, size_t e, size_t) {
+    for (size_t i = b; i < e; ++i) enc.put(inputValue(spec, rule, rank, first + i), out + i * enc.size());
+  });
 }
 
-int64_t checkOutput(const DataSpec& spec, int rank, const void* got, const std::string& what) {
-  const size_t count = spec.counts.recvCount;
-  if (count == 0) return 0;
+namespace {
+
+struct WrongElem {
+  size_t index;
+  double got;
+  double expected;
+  bool sentinel;  // expected the untouched fill pattern
+};
+
+// Checks elements [begin, end); returns how many are wrong and keeps the first `keep` of them.
+int64_t checkRange(const DataSpec& spec, int rank, const unsigned char* g, size_t begin, size_t end, size_t keep,
+                   std::vector<WrongElem>* first) {
   const ValueRule rule = valueRule(spec.coll, spec.type, spec.op, spec.nranks);
   const Encoder enc(spec.type);
   const size_t es = enc.size();
   const bool tolerant = spec.op == OpKind::Avg && typeIsFloat(spec.type) && collInfo(spec.coll).hasOp;
   const double tolUnit = (spec.nranks + 2) * std::ldexp(1.0, -(mantissaBits(spec.type) + 1));
-  const auto* g = static_cast<const unsigned char*>(got);
   unsigned char want[8];
   unsigned char sentinel[8];
   std::memset(sentinel, kSentinelByte, sizeof(sentinel));
   int64_t wrong = 0;
-  for (size_t k = 0; k < count; ++k) {
+  for (size_t k = begin; k < end; ++k) {
     const unsigned char* elem = g + k * es;
     Source src = sourceOf(spec, rank, k);
-    const unsigned char* expect = want;
     double expectValue = 0;
     bool ok;
     if (src.kind == Source::kSentinel) {
-      expect = sentinel;
-      ok = std::memcmp(elem, expect, es) == 0;
+      ok = std::memcmp(elem, sentinel, es) == 0;
     } else if (src.kind == Source::kInput) {
       int64_t v = inputValue(spec, rule, src.rank, src.index);
       enc.put(v, want);
@@ -260,7 +301,6 @@ int64_t checkOutput(const DataSpec& spec, int rank, const void* got, const std::
         expectValue = static_cast<double>(acc) / spec.nranks;
         double v = decodeValue(spec.type, elem);
         ok = std::fabs(v - expectValue) <= tolUnit * std::max(std::fabs(expectValue), 1.0);
-        encodeValue(spec.type, expectValue, want);
       } else {
         if (spec.op == OpKind::Avg) acc /= spec.nranks;  // integer types: NCCL divides the sum, truncating
         expectValue = static_cast<double>(acc);
@@ -269,20 +309,43 @@ int64_t checkOutput(const DataSpec& spec, int rank, const void* got, const std::
       }
     }
     if (!ok) {
-      if (wrong < 5) {
-        double gotValue = decodeValue(spec.type, elem);
-        if (src.kind == Source::kSentinel) {
-          std::fprintf(stderr, "%s: rank %d element %zu is %g, expected the untouched fill pattern\n", what.c_str(),
-                       rank, k, gotValue);
-        } else {
-          std::fprintf(stderr, "%s: rank %d element %zu is %g, expected %g\n", what.c_str(), rank, k, gotValue,
-                       expectValue);
-        }
-      }
+      if (first->size() < keep)
+        first->push_back(WrongElem{k, decodeValue(spec.type, elem), expectValue, src.kind == Source::kSentinel});
       ++wrong;
     }
   }
-  if (wrong > 5) std::fprintf(stderr, "%s: rank %d: %" PRId64 " wrong elements in all\n", what.c_str(), rank, wrong);
+  return wrong;
+}
+
+}  // namespace
+
+int64_t checkOutput(const DataSpec& spec, int rank, const void* got, const std::string& what) {
+  const size_t count = spec.counts.recvCount;
+  if (count == 0) return 0;
+  constexpr size_t kShown = 5;
+  const auto* g = static_cast<const unsigned char*>(got);
+  std::vector<std::vector<WrongElem>> firsts(static_cast<size_t>(dataThreads()));
+  std::vector<int64_t> counts(firsts.size(), 0);
+  parallelParts(count, [&](size_t b, size_t e, size_t part) {
+    counts[part] = checkRange(spec, rank, g, b, e, kShown, &firsts[part]);
+  });
+  int64_t wrong = 0;
+  size_t shown = 0;
+  for (size_t p = 0; p < firsts.size(); ++p) {  // parts are in index order: the first few overall
+    wrong += counts[p];
+    for (const WrongElem& w : firsts[p]) {
+      if (shown++ >= kShown) break;
+      if (w.sentinel) {
+        std::fprintf(stderr, "%s: rank %d element %zu is %g, expected the untouched fill pattern\n", what.c_str(),
+                     rank, w.index, w.got);
+      } else {
+        std::fprintf(stderr, "%s: rank %d element %zu is %g, expected %g\n", what.c_str(), rank, w.index, w.got,
+                     w.expected);
+      }
+    }
+  }
+  if (wrong > static_cast<int64_t>(kShown))
+    std::fprintf(stderr, "%s: rank %d: %" PRId64 " wrong elements in all\n", what.c_str(), rank, wrong);
   return wrong;
 }
 
