@@ -120,6 +120,9 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   comm->wait.timeoutSec = static_cast<double>(params::Timeout());
   comm->exec = std::make_unique<HostExecutor>(comm->conns.get(), &comm->wait, comm->rank, comm->nranks,
                                               comm->nChannels);
+  TunerConfig tuning;
+  BRAID_CHECK(loadTunerConfig(&tuning));  // already validated in commInit; read again on this thread
+  comm->exec->setTuning(tuning);
   BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: host communicator ready, %d channel(s), ring next %s", (void*)comm,
              comm->rank, comm->nranks, comm->nChannels, comm->conns->transportName((comm->rank + 1) % comm->nranks));
   return ncclSuccess;

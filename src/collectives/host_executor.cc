@@ -1,7 +1,10 @@
 // HostExecutor: runs a batch on host buffers. Collectives go first, in issue order, each split over the
 // ring channels with one CPU thread per channel (channel 0 on the caller, persistent workers for the
 // rest); a barrier between collectives keeps a later op from reading what an earlier one still writes
-// on another channel. Then the batch's point-to-point part progresses as one nonblocking set.
+// on another channel. Then the batch's point-to-point part progresses as one nonblocking set. With a tuner
+// configuration (setTuning), the tuner picks each collective's channel count from the host rows of its cost
+// model; the algorithm is always Ring and the protocol SIMPLE here, whatever NCCL_ALGO/NCCL_PROTO ask (the
+// tuner then warns once that it fell back).
 #include "collectives/host_executor.h"
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 
 #include "collectives/host_coll.h"
 #include "collectives/host_p2p.h"
+#include "collectives/tuner.h"
 #include "core/log.h"
 #include "core/result.h"
 #include "transport/conn_info.h"
@@ -27,6 +31,13 @@ struct HostExecutor::Impl {
   int rank = 0;
   int nranks = 1;
   int nChannels = 1;
+  std::unique_ptr<TunerConfig> tuning;  // null: every collective on all channels
+  struct LastTune {                     // the previous decision: training loops repeat the same calls
+    CollType coll = CollType::Send;
+    size_t bytes = 0;
+    int maxCh = 0;
+    int nch = 0;
+  } last;
 
   // Worker pool: worker i serves channel i + 1. Guarded by mu.
   std::mutex mu;
@@ -92,6 +103,30 @@ struct HostExecutor::Impl {
     return ncclSuccess;
   }
 
+  // The tuner's channel count for `op` on at most `maxCh` channels. The path class comes from the ring's
+  // transport (sockets or shared memory); a pure function of the op and the configuration, so every rank
+  // with the same environment cuts the op the same way.
+  int tunedChannels(const OpDesc& op, int maxCh) {
+    // Skip the search where it cannot change anything or was just made (it costs ~0.1 us of a 0.4 us
+    // small all-reduce), unless its decisions are being logged. With NCCL_ALGO/NCCL_PROTO set it runs at
+    // least once per size, so an override the host path cannot honour is reported.
+    if (!logEnabled(LogLevel::Info, kSubTuning)) {
+      if (maxCh == 1 && !tuning->algos.overridden && !tuning->protos.overridden) return 1;
+      if (last.coll == op.coll && last.bytes == opBytes(op, nranks) && last.maxCh == maxCh) return last.nch;
+    }
+    const ConnInfo* next = conns->ringSend(0);
+    const TransportClass tc =
+        next && next->kind == TransportKind::Net ? TransportClass::HostSocket : TransportClass::HostShm;
+    TuneRequest req = makeTuneRequest(op, nranks, tc);
+    req.algosAvailable = bit(Algo::Ring);
+    req.protosAvailable = bit(Proto::Simple);
+    req.connectedChannels = maxCh;
+    req.maxThreads = 1;
+    const TuneDecision d = tune(req, *tuning);
+    last = LastTune{op.coll, req.bytes, maxCh, std::max(1, std::min(d.nChannels, maxCh))};
+    return last.nch;
+  }
+
   ncclResult_t runCollective(const OpDesc& op) {
     CollChannelFn f;
     BRAID_CHECK(selectCollChannelFn(op, &f));
@@ -102,6 +137,7 @@ struct HostExecutor::Impl {
       if (ring < 1)
         return recordError(ncclInternalError, "%s on rank %d: no ring channels are connected", collName(op.coll), rank);
       nch = std::max(1, std::min(nChannels, ring));
+      if (tuning) nch = tunedChannels(op, nch);
     }
     CollChannelWork w;
     w.op = &op;
@@ -153,6 +189,8 @@ HostExecutor::HostExecutor(ConnProvider* conns, const WaitContext* wait, int ran
 }
 
 HostExecutor::~HostExecutor() = default;
+
+void HostExecutor::setTuning(const TunerConfig& cfg) { impl_->tuning = std::make_unique<TunerConfig>(cfg); }
 
 static bool isRingCollective(CollType c) {
   switch (c) {

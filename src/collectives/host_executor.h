@@ -15,11 +15,17 @@
 namespace braid {
 
 class ConnProvider;
+struct TunerConfig;
 
 class HostExecutor {
  public:
   HostExecutor(ConnProvider* conns, const WaitContext* wait, int rank, int nranks, int nChannels);
   ~HostExecutor();
+  // From now on each collective's channel count is the tuner's choice (tuner.h; logged under
+  // NCCL_DEBUG_SUBSYS=TUNING, NCCL_MIN/MAX_NCHANNELS honoured) within the connected channels. Without it,
+  // every collective uses all of them. Every rank must use the same configuration (as NCCL requires of
+  // its environment): ranks that pick different channel counts report a size mismatch.
+  void setTuning(const TunerConfig& cfg);
   // Runs the batch to completion (or the first error, with a recorded message naming the peer).
   ncclResult_t run(const std::vector<OpDesc>& ops);
 

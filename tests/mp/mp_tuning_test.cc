@@ -1,0 +1,137 @@
+// The tuner consulted by host communicators: each collective's channel count is the tuner's choice
+// (logged under NCCL_DEBUG_SUBSYS=TUNING with the predicted time), results stay exact, NCCL_MAX_NCHANNELS
+// bounds the choice, and a forced protocol the host path cannot run falls back with one warning.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mp/common/coll_check.h"
+#include "mp/common/harness.h"
+#include "nccl.h"
+
+namespace {
+
+using mp::Case;
+using mp::Coll;
+
+// A fresh directory for the ranks' debug files (NCCL_DEBUG_FILE=<dir>/tune.%p.log), removed at scope end.
+struct FreshDir {
+  std::string path;
+  FreshDir() {
+    char tmpl[] = "/tmp/braid_tuning_XXXXXX";
+    const char* d = mkdtemp(tmpl);
+    path = d ? d : "";
+  }
+  ~FreshDir() {
+    if (!path.empty()) std::system(("rm -rf " + path).c_str());
+  }
+};
+
+// Every line of every rank's log that contains `needle`.
+std::vector<std::string> logLines(const std::string& dir, const std::string& needle) {
+  std::vector<std::string> out;
+  FILE* ls = popen(("ls " + dir + "/tune.*.log 2>/dev/null").c_str(), "r");
+  if (!ls) return out;
+  char path[512];
+  while (fgets(path, sizeof(path), ls)) {
+    std::string p(path);
+    while (!p.empty() && (p.back() == '\n')) p.pop_back();
+    std::ifstream f(p);
+    std::string line;
+    while (std::getline(f, line))
+      if (line.find(needle) != std::string::npos) out.push_back(line);
+  }
+  pclose(ls);
+  return out;
+}
+
+// The channel count in a tuner line "... Ring/Simple, N channels x T threads, ...".
+int channelsIn(const std::string& line) {
+  const size_t at = line.find(" channels x ");
+  if (at == std::string::npos) return -1;
+  size_t b = line.rfind(' ', at - 1);
+  return std::atoi(line.substr(b + 1, at - b - 1).c_str());
+}
+
+// Rank 0 makes the id: the gtest process must never call into Braid, or its logging setup (made from
+// its own environment) would be inherited by the forked ranks and their NCCL_DEBUG* ignored.
+mp::Options logOptions() {
+  mp::Options o;
+  o.timeoutSec = 60;
+  o.idSource = mp::IdSource::kRank0;
+  return o;
+}
+
+void runAllReduces(mp::RankCtx& ctx, const std::vector<size_t>& counts) {
+  ncclComm_t comm = nullptr;
+  MP_NCCL_ASSERT(ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank));
+  for (size_t n : counts) {
+    Case c;
+    c.coll = Coll::kAllReduce;
+    c.dt = ncclFloat32;
+    c.opKind = ncclSum;
+    c.count = n;
+    EXPECT_TRUE(mp::runCase(comm, ctx.rank, ctx.nranks, c)) << "count " << n;
+  }
+  MP_NCCL_ASSERT(ncclCommDestroy(comm));
+}
+
+TEST(HostTuning, ChannelsFollowTheModelAndAreLogged) {
+  FreshDir fresh;
+  ASSERT_FALSE(fresh.path.empty());
+  const std::string& dir = fresh.path;
+  mp::Options o = logOptions();
+  o.env = {{"BRAID_HOST_COMM", "1"},      {"BRAID_HOST_NCHANNELS", "4"},
+           {"NCCL_DEBUG", "INFO"},        {"NCCL_DEBUG_SUBSYS", "TUNING"},
+           {"NCCL_DEBUG_FILE", dir + "/tune.%p.log"}};
+  auto r = mp::runRanks(2, o, [](mp::RankCtx& ctx) { runAllReduces(ctx, {7, size_t(4) << 20}); });
+  mp::expectAllPassed(r);
+  const auto small = logLines(dir, "AllReduce 28 bytes");
+  const auto large = logLines(dir, "AllReduce 16777216 bytes");
+  ASSERT_EQ(small.size(), 2u) << "one tuner line per rank for the small all-reduce";
+  ASSERT_EQ(large.size(), 2u) << "one tuner line per rank for the large all-reduce";
+  for (const auto& l : small) {
+    EXPECT_EQ(channelsIn(l), 1) << l;
+    EXPECT_NE(l.find("predicted"), std::string::npos) << l;
+  }
+  for (const auto& l : large) {
+    EXPECT_GT(channelsIn(l), 1) << l;
+    EXPECT_LE(channelsIn(l), 4) << l;
+  }
+}
+
+TEST(HostTuning, MaxChannelsBoundsTheChoice) {
+  FreshDir fresh;
+  ASSERT_FALSE(fresh.path.empty());
+  const std::string& dir = fresh.path;
+  mp::Options o = logOptions();
+  o.env = {{"BRAID_HOST_COMM", "1"}, {"BRAID_HOST_NCHANNELS", "4"}, {"NCCL_MAX_NCHANNELS", "2"},
+           {"NCCL_DEBUG", "INFO"},   {"NCCL_DEBUG_SUBSYS", "TUNING"}, {"NCCL_DEBUG_FILE", dir + "/tune.%p.log"}};
+  auto r = mp::runRanks(2, o, [](mp::RankCtx& ctx) { runAllReduces(ctx, {size_t(4) << 20}); });
+  mp::expectAllPassed(r);
+  const auto large = logLines(dir, "AllReduce 16777216 bytes");
+  ASSERT_EQ(large.size(), 2u);
+  for (const auto& l : large) EXPECT_LE(channelsIn(l), 2) << l;
+}
+
+TEST(HostTuning, ForcedProtocolFallsBackWithAWarning) {
+  FreshDir fresh;
+  ASSERT_FALSE(fresh.path.empty());
+  const std::string& dir = fresh.path;
+  mp::Options o = logOptions();
+  o.env = {{"BRAID_HOST_COMM", "1"}, {"NCCL_PROTO", "LL"}, {"NCCL_DEBUG", "WARN"},
+           {"NCCL_DEBUG_FILE", dir + "/tune.%p.log"}};
+  auto r = mp::runRanks(3, o, [](mp::RankCtx& ctx) { runAllReduces(ctx, {1000, 100003}); });
+  mp::expectAllPassed(r);
+  const auto warns = logLines(dir, "leave nothing usable");
+  EXPECT_EQ(warns.size(), 3u) << "one warning per rank";
+  for (const auto& l : warns) EXPECT_NE(l.find("Simple"), std::string::npos) << l;
+}
+
+}  // namespace
