@@ -42,11 +42,24 @@ bool childMain(int rank, const ncclUniqueId& id, bool quick) {
   cudaStream_t s;
   GT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   int failures = 0;
+  // BRAID_TEST_VERBOSE=1: rank 0 prints each case with its prepare / run / check times (this sweep takes
+  // ~100 s in two processes where the same cases take 7 s in one; unexplained so far).
+  const bool verbose = std::getenv("BRAID_TEST_VERBOSE") != nullptr && rank == 0;
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   for (const Case& c : allCases(2, quick)) {
     RankBufs b;
-    if (!prepare(c, rank, 2, &b) || !enqueue(c, rank, 2, comm, s, b)) return false;
+    const auto t0 = Clock::now();
+    if (!prepare(c, rank, 2, &b)) return false;
+    const auto t1 = Clock::now();
+    if (!enqueue(c, rank, 2, comm, s, b)) return false;
     GT_CUDA(cudaStreamSynchronize(s));
-    if (!check(c, rank, 2, &b)) {
+    const auto t2 = Clock::now();
+    const bool ok = check(c, rank, 2, &b);
+    if (verbose)
+      printf("case %s: prepare %.2f ms, run %.2f ms, check %.2f ms\n", c.name().c_str(), ms(t0, t1), ms(t1, t2),
+             ms(t2, Clock::now())), fflush(stdout);
+    if (!ok) {
       fprintf(stderr, "rank %d: FAILED %s\n", rank, c.name().c_str());
       if (++failures > 10) break;
     }
