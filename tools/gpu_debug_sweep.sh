@@ -21,6 +21,8 @@ for v in X=1 NCCL_MAX_NCHANNELS=32 CUDA_MODULE_LOADING=EAGER; do
     grep -v "^case:" /tmp/sweep.txt | grep -E "still running|FAILED|PASSED|Failure|cases," | head -6
   done
 done
+timeout 150 stdbuf -oL $B/bin/device_mp_test > /tmp/mp.txt 2>&1; echo "device_mp_test rc=$?"
+grep -E "PASSED|FAILED|timed out" /tmp/mp.txt | head -8
+echo "slowest cases (run ms):"; grep "^case" /tmp/mp.txt | sort -t, -k2 -g -r -s | awk -F'run ' '{print $2, $0}' | sort -gr | head -5
 unset BRAID_TEST_VERBOSE
-timeout 150 $B/bin/device_mp_test 2>&1 | tail -4
 timeout 60 mpirun --allow-run-as-root -np 2 -x NCCL_NVLS_ENABLE=0 $B/bin/all_reduce_perf -b 8 -e 2G -f 8 -c 1 -n 5 -w 2 | tail -14
