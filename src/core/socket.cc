@@ -18,6 +18,7 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "core/log.h"
 #include "core/param.h"
@@ -79,9 +80,9 @@ struct IfaddrsDeleter {
   void operator()(ifaddrs* p) const { freeifaddrs(p); }
 };
 
-bool pickInterface(ifaddrs* list, const std::string& spec, SockAddr* out, std::string* ifName) {
-  // IPv4 first: it is what NCCL prefers and what every peer can reach without scope ids.
-  for (int family : {AF_INET, AF_INET6}) {
+bool pickInterface(ifaddrs* list, const std::string& spec, const std::vector<int>& families, SockAddr* out,
+                   std::string* ifName) {
+  for (int family : families) {
     for (ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
       if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != family) continue;
       if ((ifa->ifa_flags & IFF_UP) == 0) continue;
@@ -236,20 +237,32 @@ bool matchIfName(const char* ifName, const std::string& spec) {
 }
 
 ncclResult_t findInterfaceAddr(SockAddr* out, std::string* ifName) {
+  // IPv4 first (unless NCCL_SOCKET_FAMILY says): what NCCL prefers, reachable without scope ids.
+  std::vector<int> families{AF_INET, AF_INET6};
+  const std::string family = params::SocketFamily();
+  if (family == "AF_INET") {
+    families = {AF_INET};
+  } else if (family == "AF_INET6") {
+    families = {AF_INET6};
+  } else if (!family.empty()) {
+    return recordError(ncclInvalidArgument, "NCCL_SOCKET_FAMILY=%s is not AF_INET or AF_INET6", family.c_str());
+  }
   ifaddrs* raw = nullptr;
   BRAID_SYS_CHECK(getifaddrs(&raw), "getifaddrs");
   std::unique_ptr<ifaddrs, IfaddrsDeleter> list(raw);
   std::string spec = params::SocketIfname();
   std::string name;
   if (!spec.empty()) {
-    if (!pickInterface(list.get(), spec, out, &name))
+    if (!pickInterface(list.get(), spec, families, out, &name))
       return recordError(ncclInvalidArgument,
-                         "no network interface that is up matches NCCL_SOCKET_IFNAME=%s (interfaces: %s)", spec.c_str(),
+                         "no network interface that is up matches NCCL_SOCKET_IFNAME=%s%s%s (interfaces: %s)",
+                         spec.c_str(), family.empty() ? "" : " with NCCL_SOCKET_FAMILY=", family.c_str(),
                          listInterfaces(list.get()).c_str());
-  } else if (!pickInterface(list.get(), "^docker,lo,virbr", out, &name) &&
-             !pickInterface(list.get(), "lo", out, &name)) {
+  } else if (!pickInterface(list.get(), "^docker,lo,virbr", families, out, &name) &&
+             !pickInterface(list.get(), "lo", families, out, &name)) {
     // Single-machine runs (CI, tests) live on loopback when nothing else is up.
-    return recordError(ncclSystemError, "no usable network interface (interfaces: %s); set NCCL_SOCKET_IFNAME",
+    return recordError(ncclSystemError, "no usable network interface%s%s (interfaces: %s); set NCCL_SOCKET_IFNAME",
+                       family.empty() ? "" : " for NCCL_SOCKET_FAMILY=", family.c_str(),
                        listInterfaces(list.get()).c_str());
   }
   BRAID_INFO(kSubBootstrap | kSubNet, "using interface %s address %s%s", name.c_str(), sockAddrToString(*out).c_str(),

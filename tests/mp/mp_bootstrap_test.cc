@@ -79,6 +79,23 @@ void simpleCollectives(ncclComm_t comm, const mp::RankCtx& ctx) {
   EXPECT_TRUE(mp::runCase(comm, ctx.rank, ctx.nranks, c));
 }
 
+// NCCL_SOCKET_FAMILY=AF_INET6 on loopback: the bootstrap root (rank 0 makes the id, so its address is
+// IPv6), the ranks' listeners and the socket transport all run over ::1. Skips where lo has no ::1.
+TEST(Bootstrap, Ipv6OnlyOverLoopback) {
+  if (system("grep -q ' lo$' /proc/net/if_inet6 2>/dev/null") != 0) GTEST_SKIP() << "loopback has no IPv6 address";
+  mp::Options o;
+  o.idSource = mp::IdSource::kRank0;
+  o.env = {{"NCCL_SOCKET_FAMILY", "AF_INET6"}, {"NCCL_SOCKET_IFNAME", "=lo"}, {"NCCL_SHM_DISABLE", "1"},
+           {"BRAID_HOST_COMM", "1"}};
+  auto r = mp::runRanks(3, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm = nullptr;
+    MP_NCCL_ASSERT(ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank));
+    simpleCollectives(comm, ctx);
+    MP_NCCL_ASSERT(ncclCommDestroy(comm));
+  });
+  mp::expectAllPassed(r);
+}
+
 TEST(Bootstrap, WrongSecretConnectionsDoNotBreakInit) {
   std::vector<int> held;  // connections kept open until the ranks are done
   std::string hookError;

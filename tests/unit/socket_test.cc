@@ -142,6 +142,39 @@ TEST(SocketIfname, LoopbackAndNoMatch) {
   clearPendingError();
 }
 
+TEST(SocketFamily, PicksTheAskedFamily) {
+  {
+    EnvGuard ifn("NCCL_SOCKET_IFNAME", "=lo");
+    EnvGuard fam("NCCL_SOCKET_FAMILY", "AF_INET");
+    clearPendingError();
+    SockAddr a;
+    ASSERT_EQ(findInterfaceAddr(&a, nullptr), ncclSuccess) << pendingError();
+    EXPECT_EQ(a.sa.sa_family, AF_INET);
+  }
+  {
+    EnvGuard ifn("NCCL_SOCKET_IFNAME", "=lo");
+    EnvGuard fam("NCCL_SOCKET_FAMILY", "AF_INET6");
+    clearPendingError();
+    SockAddr a;
+    ncclResult_t r = findInterfaceAddr(&a, nullptr);
+    if (r == ncclSuccess) {
+      EXPECT_EQ(a.sa.sa_family, AF_INET6);
+      EXPECT_EQ(sockAddrToString(a).rfind("[::1]", 0), 0u) << sockAddrToString(a);
+    } else {  // a loopback without ::1 (IPv6 disabled): the message names both settings
+      EXPECT_EQ(r, ncclInvalidArgument);
+      EXPECT_NE(pendingError().find("NCCL_SOCKET_FAMILY=AF_INET6"), std::string::npos) << pendingError();
+    }
+  }
+  {
+    EnvGuard fam("NCCL_SOCKET_FAMILY", "AF_UNIX");
+    clearPendingError();
+    SockAddr a;
+    EXPECT_EQ(findInterfaceAddr(&a, nullptr), ncclInvalidArgument);
+    EXPECT_NE(pendingError().find("NCCL_SOCKET_FAMILY=AF_UNIX"), std::string::npos) << pendingError();
+  }
+  clearPendingError();
+}
+
 TEST(Socket, ListenConnectTransferIpv4) {
   clearPendingError();
   Socket client, server;

@@ -473,5 +473,32 @@ TEST(NetBackendSocket, MessagesBeforeEofAreDeliveredAfterPeerCloses) {
   EXPECT_NE(pendingError().find("closed the connection"), std::string::npos) << pendingError();
   clearPendingError();
 }
+TEST(NetSocket, SocketsPerConnectionFollowNcclKnobs) {
+  EXPECT_EQ(netSocketsPerConnection(), 1) << "default";
+  {
+    EnvVar b("BRAID_NSOCKS_PERPEER", "3");
+    EXPECT_EQ(netSocketsPerConnection(), 3);
+    EnvVar t("NCCL_SOCKET_NTHREADS", "2");
+    EXPECT_EQ(netSocketsPerConnection(), 2) << "NCCL's knobs win; 2 threads x 1 socket";
+    EnvVar p("NCCL_NSOCKS_PERTHREAD", "4");
+    EXPECT_EQ(netSocketsPerConnection(), 8);
+  }
+  {
+    EnvVar p("NCCL_NSOCKS_PERTHREAD", "2");
+    EXPECT_EQ(netSocketsPerConnection(), 2);
+    EnvVar t("NCCL_SOCKET_NTHREADS", "64");
+    EXPECT_EQ(netSocketsPerConnection(), kNetMaxSocks) << "clamped";
+  }
+}
+
+TEST(NetTransport, PumpWithNcclSocketThreads) {
+  EnvVar t("NCCL_SOCKET_NTHREADS", "2");
+  EnvVar p("NCCL_NSOCKS_PERTHREAD", "2");
+  TestRank a(0), b(1);
+  Connector s, r;
+  connectPair(netTransport(), a, b, 4, 4 << 20, &s, &r);
+  EXPECT_EQ(testutil::pump(s.info, r.info, 10, 100), "");
+}
+
 }  // namespace
 }  // namespace braid

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -458,6 +459,22 @@ class SocketListenComm final : public NetListenComm {
   int nSocks_;
 };
 
+}  // namespace
+
+int netSocketsPerConnection() {
+  const int64_t threads = params::SocketNThreads();
+  const int64_t perThread = params::NSocksPerThread();
+  int64_t n = params::NSocketsPerPeer();
+  if (threads > 0 || perThread > 0) n = std::max<int64_t>(1, threads) * std::max<int64_t>(1, perThread);
+  static std::atomic<bool> warned{false};
+  if (n > kNetMaxSocks && !warned.exchange(true))
+    BRAID_WARN("NET/Socket: %lld sockets per connection asked for (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD or "
+               "BRAID_NSOCKS_PERPEER); using %d", static_cast<long long>(n), kNetMaxSocks);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(n, kNetMaxSocks)));
+}
+
+namespace {
+
 class SocketBackend final : public NetBackend {
  public:
   const char* name() const override { return "Socket"; }
@@ -465,8 +482,7 @@ class SocketBackend final : public NetBackend {
   ncclResult_t listen(NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
     SocketHandle h{};
     h.magic = kSockHandleMagic;
-    int64_t n = params::NSocketsPerPeer();
-    h.nSocks = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(n, kNetMaxSocks)));
+    h.nSocks = static_cast<uint32_t>(netSocketsPerConnection());
     h.nonce = randomNonce();
     std::string ifName;
     BRAID_CHECK(findInterfaceAddr(&h.addr, &ifName));

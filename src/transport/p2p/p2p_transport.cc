@@ -31,7 +31,6 @@ struct P2pHandle {
   uint32_t nSteps;      // FIFO shape (the side that holds the FIFO decides)
   uint32_t stepBytes;
   uint32_t readMode;    // both sides must agree
-
   cudaIpcMemHandle_t ipc;
 };
 static_assert(sizeof(P2pHandle) <= sizeof(ConnectHandle), "P2P handle fits");
