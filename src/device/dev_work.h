@@ -9,7 +9,7 @@
 
 namespace braid {
 
-constexpr int kMaxDevChannels = 32;  // 64 measured faster with the wip/poster-warp kernels; not yet on main
+constexpr int kMaxDevChannels = 64;  // NCCL_MAX_NCHANNELS may raise the default up to this
 constexpr int kMaxP2pBlocks = 192;
 constexpr int kDevThreads = 512;     // default threads per CTA (NCCL_NTHREADS overrides, up to the max)
 constexpr int kDevMaxThreads = 512;  // most threads per CTA
