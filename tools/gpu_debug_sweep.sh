@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Finds where the one-process GPU sweep (device_coll_test P2p/Shm/Socket) stops, on a 2-GPU machine, in one
-# device call: per-case names (line-buffered), a 5 s per-case deadline, then the same with 32 channels and
+# device call: per-case names (line-buffered), a 5 s per-case deadline, then the same with 64 channels and
 # with eager module loading, then the two-process tests and a short perf check. Read the last "case:" line:
 #   no "still running" after it  -> the host is blocked (a launch or module load waiting on the device);
 #   "still running" then exit     -> a FIFO wait that never completes (step counters out of step);
@@ -13,7 +13,7 @@ ninja -C $B -j32 braid device_coll_test device_mp_test all_reduce_perf > /tmp/bu
   { grep -E "error|FAILED" -A3 /tmp/build.log | head -40; exit 1; }
 cuobjdump --dump-resource-usage $B/lib/libbraid.so 2>/dev/null | grep -o 'REG:[0-9]* STACK:[0-9]*' | sort | uniq -c
 export BRAID_TEST_VERBOSE=1 BRAID_CASE_TIMEOUT=5
-for v in X=1 NCCL_MAX_NCHANNELS=32 CUDA_MODULE_LOADING=EAGER; do
+for v in X=1 NCCL_MIN_NCHANNELS=64 CUDA_MODULE_LOADING=EAGER; do
   for t in P2p Shm; do
     echo "== $v $t"
     env $v timeout 60 stdbuf -oL -eL $B/bin/device_coll_test --gtest_filter="*.$t" > /tmp/sweep.txt 2>&1
