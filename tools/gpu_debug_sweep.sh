@@ -16,12 +16,12 @@ export BRAID_TEST_VERBOSE=1 BRAID_CASE_TIMEOUT=5
 for v in X=1 NCCL_MIN_NCHANNELS=64 CUDA_MODULE_LOADING=EAGER; do
   for t in P2p Shm; do
     echo "== $v $t"
-    env $v timeout 60 stdbuf -oL -eL $B/bin/device_coll_test --gtest_filter="*.$t" > /tmp/sweep.txt 2>&1
+    env $v timeout 40 stdbuf -oL -eL $B/bin/device_coll_test --gtest_filter="*.$t" > /tmp/sweep.txt 2>&1
     echo "rc=$? cases started: $(grep -c '^case:' /tmp/sweep.txt); last: $(grep '^case:' /tmp/sweep.txt | tail -1)"
     grep -v "^case:" /tmp/sweep.txt | grep -E "still running|FAILED|PASSED|Failure|cases," | head -6
   done
 done
-timeout 150 stdbuf -oL $B/bin/device_mp_test > /tmp/mp.txt 2>&1; echo "device_mp_test rc=$?"
+timeout 120 stdbuf -oL $B/bin/device_mp_test > /tmp/mp.txt 2>&1; echo "device_mp_test rc=$?"
 grep -E "PASSED|FAILED|timed out" /tmp/mp.txt | head -8
 echo "slowest cases (run ms):"; grep "^case" /tmp/mp.txt | sort -t, -k2 -g -r -s | awk -F'run ' '{print $2, $0}' | sort -gr | head -5
 unset BRAID_TEST_VERBOSE
