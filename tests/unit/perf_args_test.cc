@@ -536,6 +536,43 @@ TEST(PerfData, CheckerAcceptsRightAndCountsWrong) {
   EXPECT_EQ(checkOutput(s, 2, untouched.data(), "test (non-root written on purpose)"), 1);
 }
 
+// Buffers of several million elements are filled and checked in parts on several threads: the parallel fill
+// equals the element-by-element definition, every wrong element is counted wherever it falls, and the
+// first five reported are the first five in index order, whichever part found them.
+TEST(PerfData, LargeBuffersFilledAndCheckedInPartsKeepOrder) {
+  DataSpec s;
+  s.coll = Coll::Broadcast;  // the output is the root's input: each element's expected value is one hash
+  s.type = ncclInt32;
+  s.op = OpKind::Sum;
+  s.nranks = 1;
+  s.seed = 11;
+  const size_t n = (size_t(5) << 20) + 3;
+  s.counts = collCounts(Coll::Broadcast, n, 4, 1);
+  ASSERT_EQ(s.counts.recvCount, n);
+  std::vector<int32_t> out(n);
+  fillInput(s, 0, out.data(), n);
+  const ValueRule rule = valueRule(s.coll, s.type, s.op, s.nranks);
+  for (size_t j : {size_t(0), size_t(1) << 20, n / 2, n - 1})
+    EXPECT_EQ(out[j], inputValue(s, rule, 0, j)) << "element " << j;
+  EXPECT_EQ(checkOutput(s, 0, out.data(), "test"), 0);
+  // With two or more parts (>= 2 cores) the first five span the first two parts (boundary near 2.6M).
+  const std::vector<size_t> bad = {n - 1, 7, (size_t(4) << 20) + 1, (size_t(3) << 20), 3, (size_t(3) << 20) + 5, 9};
+  for (size_t j : bad) out[j] += 1;
+  testing::internal::CaptureStderr();
+  const int64_t wrong = checkOutput(s, 0, out.data(), "test (damaged on purpose)");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(wrong, static_cast<int64_t>(bad.size()));
+  size_t pos = 0;
+  for (size_t j : {size_t(3), size_t(7), size_t(9), size_t(3) << 20, (size_t(3) << 20) + 5}) {
+    const std::string tag = "element " + std::to_string(j) + " is";
+    const size_t at = err.find(tag, pos);
+    EXPECT_NE(at, std::string::npos) << tag << " in order in:\n" << err;
+    if (at != std::string::npos) pos = at;
+  }
+  EXPECT_EQ(err.find("element " + std::to_string(n - 1) + " is"), std::string::npos) << "only the first five";
+  EXPECT_NE(err.find("7 wrong elements in all"), std::string::npos) << err;
+}
+
 TEST(PerfData, AvgOnFloatsIsCheckedWithinRounding) {
   DataSpec s;
   s.coll = Coll::AllReduce;
