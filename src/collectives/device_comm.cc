@@ -50,6 +50,8 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, DevConn* dst) {
   d.nSteps = info.nSteps;
   d.peer = info.peer;
   d.flags = 0;
+  d.llBuff = info.kind == TransportKind::P2p ? info.llBuff : nullptr;
+  d.llSlotBytes = d.llBuff ? info.llSlotBytes : 0;
   if (info.kind != TransportKind::P2p) {
     // A host FIFO (SHM segment or NET staging FIFO, host_fifo.h): map the whole of it for the GPU.
     char* base = info.buff - kHostFifoPage;

@@ -51,9 +51,19 @@ struct Xfer {
 class DeviceExecutorImpl final : public DeviceExecutor {
  public:
   DeviceExecutorImpl(ncclComm* comm, std::unique_ptr<DeviceState> st) : comm_(comm), st_(std::move(st)) {
-    if (params::DeviceTuner() == 1) {
-      tuning_ = std::make_unique<TunerConfig>();
-      if (loadTunerConfig(tuning_.get()) != ncclSuccess) tuning_.reset();  // validated at init already
+    TunerConfig cfg;
+    if (loadTunerConfig(&cfg) == ncclSuccess) {  // validated at init already
+      if (params::DeviceTuner() == 1) tuning_ = std::make_unique<TunerConfig>(cfg);
+      // NCCL_PROTO allowing LL but not Simple for a collective asks for LL there.
+      for (int c = 0; c < kNumCollTypes; ++c)
+        llAsked_[c] = cfg.protos.overridden && (cfg.protos.mask[c] & bit(Proto::LL)) &&
+                      !(cfg.protos.mask[c] & bit(Proto::Simple));
+    }
+    llPath_ = st_->nranks > 1 && comm_->conns;
+    for (int c = 0; llPath_ && c < st_->nChannels; ++c) {
+      const ConnInfo* s = comm_->conns->ringSend(c);
+      const ConnInfo* r = comm_->conns->ringRecv(c);
+      llPath_ = s && r && s->kind == TransportKind::P2p && s->llBuff && r->llBuff;
     }
   }
   ~DeviceExecutorImpl() override;
@@ -74,6 +84,9 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
   std::unique_ptr<TunerConfig> tuning_;  // BRAID_DEVICE_TUNER=1: channel counts from the tuner
+  bool llAsked_[kNumCollTypes] = {};     // NCCL_PROTO forces LL for this collective
+  bool llPath_ = false;                  // every ring connection has LL slots (P2P)
+  bool llWarned_ = false;
   struct {
     CollType coll = CollType::Send;
     size_t bytes = 0;
@@ -209,6 +222,17 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
                        collName(op.coll), dtypeName(op.dtype), static_cast<int>(op.op.kind));
   }
   if (op.count == 0) return ncclSuccess;
+  if (llAsked_[static_cast<int>(op.coll)] && st_->nranks > 1) {
+    const void* ll = devCollKernelLL(op.coll, op.dtype, op.op.kind);
+    if (ll && llPath_) {
+      kernel = ll;
+    } else if (!llWarned_) {
+      llWarned_ = true;
+      BRAID_WARN("rank %d: NCCL_PROTO asks for LL but %s: %s %s runs on Simple", st_->rank,
+                 llPath_ ? "this build has no LL kernel for it" : "LL runs only over P2P connections",
+                 collName(op.coll), dtypeName(op.dtype));
+    }
+  }
   const bool copy = op.coll == CollType::AllGather || op.coll == CollType::Broadcast;
   const size_t esize = dtypeSize(op.dtype);
   CollLaunchArgs a;

@@ -10,6 +10,7 @@
 #include "collectives/reduce_ops.h"
 #include "collectives/ring_schedules.h"
 #include "device/dev_work.h"
+#include "device/prims_ll.h"
 #include "device/prims_simple.h"
 
 namespace braid {
@@ -39,8 +40,29 @@ struct DevMakeFn<FuncSumPostDiv<T>> {
   }
 };
 
-// IsCopy: all-gather/broadcast on bytes; otherwise all-reduce/reduce/reduce-scatter on T.
-template <typename T, typename Fn, bool IsCopy>
+// Runs the ring schedule of args.coll on `prims`.
+template <bool IsCopy, typename Prims>
+__device__ __forceinline__ void runRing(Prims& prims, const RingArgs& a, int32_t coll) {
+  if (IsCopy) {
+    if (coll == kDevAllGather) {
+      ringAllGather(prims, a);
+    } else {
+      ringBroadcast(prims, a);
+    }
+  } else {
+    if (coll == kDevAllReduce) {
+      ringAllReduce(prims, a);
+    } else if (coll == kDevReduce) {
+      ringReduce(prims, a);
+    } else {
+      ringReduceScatter(prims, a);
+    }
+  }
+}
+
+// IsCopy: all-gather/broadcast on bytes; otherwise all-reduce/reduce/reduce-scatter on T. LL: the LL
+// protocol (prims_ll.h; P2P connections only, chosen by the executor), else SIMPLE.
+template <typename T, typename Fn, bool IsCopy, bool LL>
 __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchArgs args) {
   __shared__ PrimsShared sh;
   const int ch = blockIdx.x;
@@ -58,27 +80,25 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   a.nranks = args.nranks;
   a.root = args.root;
   a.count = args.count;
-  const uint32_t stepBytes = ring ? sh.send.stepBytes : (1u << 20);
+  uint32_t stepBytes = ring ? sh.send.stepBytes : (1u << 20);
+  if (LL && ring) stepBytes = static_cast<uint32_t>(llSlotDataBytes(sh.send.llSlotBytes));
   a.chunkElems = chunkElemsFor(stepBytes, sizeof(T));
   a.alignElems = alignElemsFor(a.chunkElems, sizeof(T));
   a.ch = channelRange(args.count, args.nChannels, ch, a.alignElems);
   if (a.ch.count != 0) {
-    DevPrims<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
-                          DevMakeFn<Fn>::make(args), args.status);
-    if (IsCopy) {
-      if (args.coll == kDevAllGather) {
-        ringAllGather(prims, a);
-      } else {
-        ringBroadcast(prims, a);
+    if constexpr (LL) {
+      DevPrimsLL<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
+                              DevMakeFn<Fn>::make(args), args.status);
+      runRing<IsCopy>(prims, a, args.coll);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        sh.send.step = prims.sendStep();
+        sh.recv.step = prims.recvStep();
       }
     } else {
-      if (args.coll == kDevAllReduce) {
-        ringAllReduce(prims, a);
-      } else if (args.coll == kDevReduce) {
-        ringReduce(prims, a);
-      } else {
-        ringReduceScatter(prims, a);
-      }
+      DevPrims<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
+                            DevMakeFn<Fn>::make(args), args.status);
+      runRing<IsCopy>(prims, a, args.coll);
     }
   }
   __syncthreads();
@@ -90,7 +110,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
 
 template <typename T, typename Fn>
 const void* reduceKernelPtr() {
-  return reinterpret_cast<const void*>(&collKernel<T, Fn, false>);
+  return reinterpret_cast<const void*>(&collKernel<T, Fn, false, false>);
 }
 
 // Selects the reducing kernel for T and a reduction kind (SumPostDiv only for integers).

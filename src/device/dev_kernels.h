@@ -13,6 +13,8 @@ namespace braid {
 // share the unsigned kernel). For AllGather/Broadcast: the byte-copy kernel (count in bytes).
 const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind);
 const void* devP2pKernel();
+// The LL-protocol kernel for the same arguments, or nullptr where this build has none (then SIMPLE).
+const void* devCollKernelLL(CollType coll, ncclDataType_t dtype, RedKind kind);
 // Loads every kernel of this build on the current device (cudaFuncGetAttributes forces CUDA's lazy
 // module loading). A first launch that loads a module may wait for the device to go idle; in a process
 // driving several GPUs, one GPU can be spinning on a peer whose launch is the one waiting. NCCL loads its

@@ -35,6 +35,9 @@ struct DevConn {
   uint32_t nSteps;
   int32_t peer;
   uint32_t flags;
+  char* llBuff;          // LL slots (nSteps x llSlotBytes) or null
+  uint32_t llSlotBytes;
+  uint32_t pad;
 };
 static_assert(std::is_trivially_copyable<DevConn>::value, "DevConn is copied as bytes");
 

@@ -30,6 +30,10 @@ struct ConnInfo {
   int32_t peer = -1;
   TransportKind kind = TransportKind::None;
   uint64_t step = 0;  // executor-local: next step this side will produce/consume
+  // LL protocol buffer (ll_protocol.h): nSteps slots of llSlotBytes, in the receiver's memory, zeroed at
+  // creation; null where the transport has none (then only SIMPLE runs on the connection).
+  char* llBuff = nullptr;
+  uint32_t llSlotBytes = 0;
 };
 static_assert(std::is_trivially_copyable<ConnInfo>::value, "ConnInfo must stay a plain struct");
 

@@ -141,6 +141,62 @@ TEST(DeviceColl2Gpu, Socket) {
   runAll("1", "1", true);
 }
 
+// NCCL_PROTO=LL: float/half/bf16 sums and every copy collective run the LL kernels over P2P (the rest falls
+// back to Simple with a warning); every case checked as above.
+TEST(DeviceColl2Gpu, LlForced) {
+  NEED_GPUS(2);
+  EnvScope env;
+  env.set("NCCL_PROTO", "LL");
+  runAll(nullptr, nullptr, false);
+}
+
+// 100,000 back-to-back small LL all-reduces into two alternating outputs (flags of 100,000+ steps per
+// connection), checked at the end; then one Simple-sized one on the same connections.
+TEST(DeviceColl2Gpu, LlManySmallAllReduces) {
+  NEED_GPUS(2);
+  EnvScope env;
+  env.set("NCCL_PROTO", "LL");
+  Pair p;
+  ASSERT_TRUE(p.init());
+  const size_t n = 37;
+  float *in[2], *out[2][2];
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&in[r], n * 4), cudaSuccess);
+    for (int k = 0; k < 2; ++k) ASSERT_EQ(cudaMalloc(&out[r][k], n * 4), cudaSuccess);
+    std::vector<float> h(n);
+    for (size_t i = 0; i < n; ++i) h[i] = static_cast<float>((r + 1) * 1000 + i);
+    ASSERT_EQ(cudaMemcpy(in[r], h.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    for (int k = 0; k < 2; ++k) ASSERT_EQ(cudaMemset(out[r][k], 0xff, n * 4), cudaSuccess);
+  }
+  bool hung = false;
+  const Case small{kAllReduce, ncclFloat32, ncclSum, n, false, 0};
+  for (int it = 0; it < 100000 && !hung; ++it) {
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      ASSERT_EQ(ncclAllReduce(in[r], out[r][it & 1], n, ncclFloat32, ncclSum, p.comm[r], p.stream[r]), ncclSuccess);
+    }
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+    if (it % 1000 == 999 && !finish(p, small, &hung)) FAIL() << "iteration " << it;  // bounded wait
+  }
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    for (int k = 0; k < 2; ++k) {
+      std::vector<float> h(n);
+      ASSERT_EQ(cudaMemcpy(h.data(), out[r][k], n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(h[i], static_cast<float>(3000 + 2 * i)) << "rank " << r << " out " << k;
+    }
+  }
+  EXPECT_TRUE(runCase(p, Case{kAllReduce, ncclFloat32, ncclSum, (size_t(1) << 20) + 3, false, 0}, &hung));
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    cudaFree(in[r]);
+    for (int k = 0; k < 2; ++k) cudaFree(out[r][k]);
+  }
+  p.destroy();
+}
+
 __global__ void setKernel(float* p, size_t n, float v) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = v;
 }

@@ -17,6 +17,9 @@ constexpr size_t kP2pCtrlBytes = 4096;
 constexpr size_t kP2pTailOffset = 0;
 constexpr size_t kP2pSizesOffset = 256;
 constexpr size_t kP2pHeadOffset = 0;
+// The LL slots (ll_protocol.h) follow the receiver's control page and SIMPLE FIFO, whatever the SIMPLE mode:
+// the receiver polls them, so they live in its memory. 8 slots of 64 KiB (32 KiB of data each).
+constexpr uint32_t kP2pLlSlotBytes = 64 << 10;
 
 // The mode when NCCL_P2P_READ_ENABLE is unset (-2); both ranks of a connection must agree.
 constexpr bool kP2pReadDefault = false;

@@ -139,10 +139,16 @@ ncclResult_t P2pTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
   h.stepBytes = hostFifoStepBytes(buffBytes, kHostFifoSteps);
   const bool holdsFifo = (dir == Direction::Recv) != res->readMode;
   if (holdsFifo) bytes += static_cast<size_t>(h.nSteps) * h.stepBytes;
+  const size_t llOffset = bytes;  // receiver only: the LL slots
+  if (dir == Direction::Recv) bytes += static_cast<size_t>(h.nSteps) * kP2pLlSlotBytes;
   e = cudaMalloc(&res->local, bytes);
   if (e != cudaSuccess) return cudaFail(e, "cudaMalloc of the FIFO", me.rank, peer.rank);
   e = cudaMemset(res->local, 0, kP2pCtrlBytes);
   if (e != cudaSuccess) return cudaFail(e, "cudaMemset of the FIFO control page", me.rank, peer.rank);
+  if (dir == Direction::Recv) {  // LL flags start at 0, which no step's flag equals before 2^32 steps
+    e = cudaMemset(static_cast<char*>(res->local) + llOffset, 0, static_cast<size_t>(h.nSteps) * kP2pLlSlotBytes);
+    if (e != cudaSuccess) return cudaFail(e, "cudaMemset of the LL slots", me.rank, peer.rank);
+  }
   h.ptr = reinterpret_cast<uint64_t>(res->local);
   if (!res->sameProcess) {
     e = cudaIpcGetMemHandle(&h.ipc, res->local);
@@ -160,6 +166,8 @@ ncclResult_t P2pTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
   if (dir == Direction::Recv) {
     conn->info.tail = reinterpret_cast<uint64_t*>(base + kP2pTailOffset);
     conn->info.sizes = reinterpret_cast<int32_t*>(base + kP2pSizesOffset);
+    conn->info.llBuff = base + llOffset;
+    conn->info.llSlotBytes = kP2pLlSlotBytes;
   } else {
     conn->info.head = reinterpret_cast<uint64_t*>(base + kP2pHeadOffset);
   }
@@ -211,6 +219,9 @@ ncclResult_t P2pTransport::connect(Direction dir, const ConnectHandle& peerHandl
   if (dir == Direction::Send) {
     conn->info.tail = reinterpret_cast<uint64_t*>(remote + kP2pTailOffset);
     conn->info.sizes = reinterpret_cast<int32_t*>(remote + kP2pSizesOffset);
+    // The receiver's LL slots follow its control page and, in write mode, its SIMPLE FIFO.
+    conn->info.llBuff = remote + kP2pCtrlBytes + (res->readMode ? 0 : static_cast<size_t>(h.nSteps) * h.stepBytes);
+    conn->info.llSlotBytes = kP2pLlSlotBytes;
   } else {
     conn->info.head = reinterpret_cast<uint64_t*>(remote + kP2pHeadOffset);
   }

@@ -1,0 +1,230 @@
+// DevPrimsLL<T, Fn>: the LL-protocol device Primitives (wire rules: collectives/ll_protocol.h), with the same
+// calls as DevPrims so the ring schedules run on them unchanged. Every thread of the CTA moves data; a step
+// carries at most llSlotDataBytes(llSlotBytes) bytes as 16-byte lines of two flagged 8-byte words, written
+// with one vector store and polled by the receiving thread until both flags are the step's. No tail, no
+// fence: after a step's lines are read, a barrier and thread 0's head store hand the slot back. Sends wait
+// for head credits as in SIMPLE. The step counters are the connection's (shared with SIMPLE). Clean steps
+// (llIsCleanStep) are run before any data step that falls on one. Every spin checks the abort flag.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "collectives/ll_protocol.h"
+#include "device/prims_simple.h"
+
+#ifdef __CUDACC__
+
+namespace braid {
+
+__device__ __forceinline__ void llStoreLine(char* line, uint64_t payload, uint32_t flag) {
+  uint32_t d0, d1;
+  llSplit(payload, &d0, &d1);
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(line), "r"(d0), "r"(flag), "r"(d1), "r"(flag)
+               : "memory");
+}
+// One poll of a line: true (and the payload) when both words carry `flag`.
+__device__ __forceinline__ bool llTryLoadLine(const char* line, uint32_t flag, uint64_t* payload) {
+  uint32_t d0, f0, d1, f1;
+  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1)
+               : "l"(line)
+               : "memory");
+  if (f0 != flag || f1 != flag) return false;
+  *payload = llJoin(d0, d1);
+  return true;
+}
+
+template <typename T, typename Fn>
+class DevPrimsLL {
+  static_assert(sizeof(T) <= 8 && 8 % sizeof(T) == 0, "LL lines hold whole elements");
+  static constexpr int kPerLine = 8 / sizeof(T);
+  union Line {
+    uint64_t u;
+    T e[kPerLine];
+  };
+
+ public:
+  __device__ DevPrimsLL(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
+      : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x),
+        sendStep_(sh->send.step), recvStep_(sh->recv.step) {}
+  __device__ void setBuffers(const T* in, T* out) {
+    in_ = in;
+    out_ = out;
+  }
+  // The steps each connection ended at (thread 0 writes them back after the kernel's last barrier).
+  __device__ uint64_t sendStep() const { return sendStep_; }
+  __device__ uint64_t recvStep() const { return recvStep_; }
+
+  __device__ void send(size_t inOff, size_t n) {
+    run<false, true>(n, [&](size_t i, uint64_t) { return pre(load(in_ + inOff, n, i)); }, nullptr, 0);
+  }
+  __device__ void recv(size_t outOff, size_t n) {
+    run<true, false>(n, [&](size_t, uint64_t r) { return r; }, out_ + outOff, n);
+  }
+  __device__ void recvReduceSend(size_t inOff, size_t n) {
+    run<true, true>(n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), false); }, nullptr,
+                    0);
+  }
+  __device__ void recvReduceCopySend(size_t inOff, size_t outOff, size_t n, bool postOp) {
+    run<true, true>(n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), postOp); },
+                    out_ + outOff, n);
+  }
+  __device__ void recvReduceCopy(size_t inOff, size_t outOff, size_t n, bool postOp) {
+    run<true, false>(n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), postOp); },
+                     out_ + outOff, n);
+  }
+  __device__ void recvCopySend(size_t outOff, size_t n) {
+    run<true, true>(n, [&](size_t, uint64_t r) { return r; }, out_ + outOff, n);
+  }
+  __device__ void copySend(size_t inOff, size_t outOff, size_t n) {
+    T* out = (in_ + inOff == out_ + outOff) ? nullptr : out_ + outOff;
+    run<false, true>(n, [&](size_t i, uint64_t) { return load(in_ + inOff, n, i); }, out, n);
+  }
+  __device__ void localReduceCopy(size_t inOff, size_t outOff, size_t n) {  // one rank: no connection
+    if (sh_->stop) return;
+    for (size_t i = tid_; i < n; i += nthreads_) {
+      T v = in_[inOff + i];
+      if (Fn::kHasPre) v = fn_.pre(v);
+      if (Fn::kHasPost) v = fn_.post(v);
+      out_[outOff + i] = v;
+    }
+    __syncthreads();
+  }
+
+ private:
+  // Line i of n elements at p: whole 8-byte loads where aligned and complete, element by element otherwise.
+  __device__ __forceinline__ uint64_t load(const T* p, size_t n, size_t i) const {
+    Line l;
+    l.u = 0;
+    const size_t first = i * kPerLine;
+    if (first + kPerLine <= n && (reinterpret_cast<uintptr_t>(p + first) & 7) == 0) {
+      l.u = *reinterpret_cast<const uint64_t*>(p + first);
+    } else {
+      for (int k = 0; k < kPerLine && first + k < n; ++k) l.e[k] = p[first + k];
+    }
+    return l.u;
+  }
+  __device__ __forceinline__ void store(T* p, size_t n, size_t i, uint64_t v) const {
+    Line l;
+    l.u = v;
+    const size_t first = i * kPerLine;
+    if (first + kPerLine <= n && (reinterpret_cast<uintptr_t>(p + first) & 7) == 0) {
+      *reinterpret_cast<uint64_t*>(p + first) = l.u;
+    } else {
+      for (int k = 0; k < kPerLine && first + k < n; ++k) p[first + k] = l.e[k];
+    }
+  }
+  __device__ __forceinline__ uint64_t pre(uint64_t v) const {
+    if (!Fn::kHasPre) return v;
+    Line l;
+    l.u = v;
+#pragma unroll
+    for (int k = 0; k < kPerLine; ++k) l.e[k] = fn_.pre(l.e[k]);
+    return l.u;
+  }
+  // fn(received, own) per element, post-op on request.
+  __device__ __forceinline__ uint64_t reduce(uint64_t r, uint64_t own, bool postOp) const {
+    Line a, b;
+    a.u = r;
+    b.u = own;
+#pragma unroll
+    for (int k = 0; k < kPerLine; ++k) {
+      T v = fn_(a.e[k], b.e[k]);
+      if (Fn::kHasPost && postOp) v = fn_.post(v);
+      a.e[k] = v;
+    }
+    return a.u;
+  }
+
+  __device__ __forceinline__ char* slot(const DevConn& c, uint64_t step) const {
+    return c.llBuff + (step % c.nSteps) * static_cast<size_t>(c.llSlotBytes);
+  }
+  // Polls a line until it carries `flag`; on abort marks the CTA stopped and returns false.
+  __device__ __forceinline__ bool poll(const char* line, uint32_t flag, int peer, uint64_t* payload) {
+    int spins = 0;
+    while (!llTryLoadLine(line, flag, payload)) {
+      if (++spins == 1024) {
+        spins = 0;
+        if (*reinterpret_cast<volatile int*>(&sh_->stop)) return false;
+        if (ldVolatile32(&st_->abort)) {
+          devSetError(st_, kDevAborted, peer, 0, 0);
+          sh_->stop = 1;
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+  // Thread 0: waits for a free send slot at sendStep_.
+  __device__ __forceinline__ void waitCredit() {
+    if (tid_ == 0 && !sh_->stop && !devWaitSend(st_, sh_->send, sendStep_)) sh_->stop = 1;
+  }
+  // All threads: after the reads of a receive step, thread 0 hands the slot back.
+  __device__ __forceinline__ void postRecv() {
+    __syncthreads();
+    if (tid_ == 0 && !sh_->stop) stRelaxedSys(sh_->recv.head, recvStep_ + 1);
+  }
+  // Clean steps on either connection, before a data step may land on one (both sides run the same ones).
+  template <bool Recv, bool Send>
+  __device__ void cleanSteps() {
+    while (Send && llIsCleanStep(sendStep_, sh_->send.nSteps)) {
+      waitCredit();
+      __syncthreads();
+      if (!sh_->stop) {
+        char* s = slot(sh_->send, sendStep_);
+        for (size_t l = tid_; l < sh_->send.llSlotBytes / kLlLineBytes; l += nthreads_)
+          llStoreLine(s + l * kLlLineBytes, 0, llFlag(sendStep_));
+      }
+      ++sendStep_;
+    }
+    while (Recv && llIsCleanStep(recvStep_, sh_->recv.nSteps)) {
+      if (!sh_->stop) {
+        const char* s = slot(sh_->recv, recvStep_);
+        uint64_t ignored;
+        for (size_t l = tid_; l < sh_->recv.llSlotBytes / kLlLineBytes; l += nthreads_)
+          if (!poll(s + l * kLlLineBytes, llFlag(recvStep_), sh_->recv.peer, &ignored)) break;
+      }
+      postRecv();
+      ++recvStep_;
+    }
+  }
+
+  // One step: value(i, received line) for each line i of n elements; written to `out` (if any) and sent.
+  template <bool Recv, bool Send, typename Value>
+  __device__ void run(size_t n, Value value, T* out, size_t outN) {
+    cleanSteps<Recv, Send>();
+    if (Send) waitCredit();
+    __syncthreads();
+    if (!sh_->stop) {
+      const size_t lines = llLines(n * sizeof(T));
+      const char* rs = Recv ? slot(sh_->recv, recvStep_) : nullptr;
+      char* ss = Send ? slot(sh_->send, sendStep_) : nullptr;
+      const uint32_t rflag = llFlag(recvStep_), sflag = llFlag(sendStep_);
+      for (size_t i = tid_; i < lines; i += nthreads_) {
+        uint64_t r = 0;
+        if (Recv && !poll(rs + i * kLlLineBytes, rflag, sh_->recv.peer, &r)) break;
+        const uint64_t v = value(i, r);
+        if (out) store(out, outN, i, v);
+        if (Send) llStoreLine(ss + i * kLlLineBytes, v, sflag);
+      }
+    }
+    if (Recv) postRecv();
+    if (Recv) ++recvStep_;
+    if (Send) ++sendStep_;
+  }
+
+  PrimsShared* sh_;
+  const T* in_;
+  T* out_;
+  Fn fn_;
+  DevStatus* st_;
+  int tid_;
+  int nthreads_;
+  uint64_t sendStep_;
+  uint64_t recvStep_;
+};
+
+}  // namespace braid
+
+#endif  // __CUDACC__
