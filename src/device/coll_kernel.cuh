@@ -94,6 +94,8 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
       if (threadIdx.x == 0) {
         sh.send.step = prims.sendStep();
         sh.recv.step = prims.recvStep();
+        sh.send.llLastClean = prims.sendLastClean();
+        sh.recv.llLastClean = prims.recvLastClean();
       }
     } else {
       DevPrims<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
@@ -105,6 +107,8 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   if (threadIdx.x == 0 && ring) {
     args.send[ch]->step = sh.send.step;
     args.recv[ch]->step = sh.recv.step;
+    args.send[ch]->llLastClean = sh.send.llLastClean;
+    args.recv[ch]->llLastClean = sh.recv.llLastClean;
   }
 }
 

@@ -38,6 +38,7 @@ struct DevConn {
   char* llBuff;          // LL slots (nSteps x llSlotBytes) or null
   uint32_t llSlotBytes;
   uint32_t pad;
+  uint64_t llLastClean;  // step of the last LL cleaning on this side (ll_protocol.h); persists like step
 };
 static_assert(std::is_trivially_copyable<DevConn>::value, "DevConn is copied as bytes");
 

@@ -3,8 +3,9 @@
 // carries at most llSlotDataBytes(llSlotBytes) bytes as 16-byte lines of two flagged 8-byte words, written
 // with one vector store and polled by the receiving thread until both flags are the step's. No tail, no
 // fence: after a step's lines are read, a barrier and thread 0's head store hand the slot back. Sends wait
-// for head credits as in SIMPLE. The step counters are the connection's (shared with SIMPLE). Clean steps
-// (llIsCleanStep) are run before any data step that falls on one. Every spin checks the abort flag.
+// for head credits as in SIMPLE. The step counters are the connection's (shared with SIMPLE). At its first
+// step on a connection, an operation first runs nSteps clean steps when llNeedsClean says so (both sides
+// decide at the same step). Every spin checks the abort flag.
 #pragma once
 
 #include <cstddef>
@@ -47,7 +48,8 @@ class DevPrimsLL {
  public:
   __device__ DevPrimsLL(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
       : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x),
-        sendStep_(sh->send.step), recvStep_(sh->recv.step) {}
+        sendStep_(sh->send.step), recvStep_(sh->recv.step), sendClean_(sh->send.llLastClean),
+        recvClean_(sh->recv.llLastClean) {}
   __device__ void setBuffers(const T* in, T* out) {
     in_ = in;
     out_ = out;
@@ -55,6 +57,8 @@ class DevPrimsLL {
   // The steps each connection ended at (thread 0 writes them back after the kernel's last barrier).
   __device__ uint64_t sendStep() const { return sendStep_; }
   __device__ uint64_t recvStep() const { return recvStep_; }
+  __device__ uint64_t sendLastClean() const { return sendClean_; }
+  __device__ uint64_t recvLastClean() const { return recvClean_; }
 
   __device__ void send(size_t inOff, size_t n) {
     run<false, true>(n, [&](size_t i, uint64_t) { return pre(load(in_ + inOff, n, i)); }, nullptr, 0);
@@ -165,28 +169,38 @@ class DevPrimsLL {
     __syncthreads();
     if (tid_ == 0 && !sh_->stop) stRelaxedSys(sh_->recv.head, recvStep_ + 1);
   }
-  // Clean steps on either connection, before a data step may land on one (both sides run the same ones).
+  // At this operation's first step on a connection: the clean steps, when due (the peer decides the same
+  // at the same step, since it runs the same operation).
   template <bool Recv, bool Send>
   __device__ void cleanSteps() {
-    while (Send && llIsCleanStep(sendStep_, sh_->send.nSteps)) {
-      waitCredit();
-      __syncthreads();
-      if (!sh_->stop) {
-        char* s = slot(sh_->send, sendStep_);
-        for (size_t l = tid_; l < sh_->send.llSlotBytes / kLlLineBytes; l += nthreads_)
-          llStoreLine(s + l * kLlLineBytes, 0, llFlag(sendStep_));
+    if (Send && !sendChecked_) {
+      sendChecked_ = true;
+      if (llNeedsClean(sendStep_, sendClean_)) {
+        sendClean_ = sendStep_;
+        for (uint32_t k = 0; k < sh_->send.nSteps; ++k, ++sendStep_) {
+          waitCredit();
+          __syncthreads();
+          if (sh_->stop) continue;
+          char* s = slot(sh_->send, sendStep_);
+          for (size_t l = tid_; l < sh_->send.llSlotBytes / kLlLineBytes; l += nthreads_)
+            llStoreLine(s + l * kLlLineBytes, 0, llFlag(sendStep_));
+        }
       }
-      ++sendStep_;
     }
-    while (Recv && llIsCleanStep(recvStep_, sh_->recv.nSteps)) {
-      if (!sh_->stop) {
-        const char* s = slot(sh_->recv, recvStep_);
-        uint64_t ignored;
-        for (size_t l = tid_; l < sh_->recv.llSlotBytes / kLlLineBytes; l += nthreads_)
-          if (!poll(s + l * kLlLineBytes, llFlag(recvStep_), sh_->recv.peer, &ignored)) break;
+    if (Recv && !recvChecked_) {
+      recvChecked_ = true;
+      if (llNeedsClean(recvStep_, recvClean_)) {
+        recvClean_ = recvStep_;
+        for (uint32_t k = 0; k < sh_->recv.nSteps; ++k, ++recvStep_) {
+          if (!sh_->stop) {
+            const char* s = slot(sh_->recv, recvStep_);
+            uint64_t ignored;
+            for (size_t l = tid_; l < sh_->recv.llSlotBytes / kLlLineBytes; l += nthreads_)
+              if (!poll(s + l * kLlLineBytes, llFlag(recvStep_), sh_->recv.peer, &ignored)) break;
+          }
+          postRecv();
+        }
       }
-      postRecv();
-      ++recvStep_;
     }
   }
 
@@ -223,6 +237,10 @@ class DevPrimsLL {
   int nthreads_;
   uint64_t sendStep_;
   uint64_t recvStep_;
+  uint64_t sendClean_;  // last cleaning step per connection (written back with the steps)
+  uint64_t recvClean_;
+  bool sendChecked_ = false;  // this operation already decided whether to clean
+  bool recvChecked_ = false;
 };
 
 }  // namespace braid
