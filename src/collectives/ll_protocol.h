@@ -8,12 +8,15 @@
 // reusing a slot, as with SIMPLE, and the step counters are the connection's (shared with SIMPLE), so a
 // slot's old lines always carry an older step's flag.
 //
-// The flag is only 32 bits of a 64-bit step: a line left untouched for exactly 2^32 steps would look
-// current. So once every kLlCleanPeriod steps both sides spend nSteps consecutive steps on cleaning: the
-// sender rewrites every line of the slot with that step's flag (no data); the receiver waits until it sees
-// that flag on every line of the slot (so it can never again read what was there before), then posts
-// head. After that, every line of every slot carries a flag less than kLlCleanPeriod + nSteps steps old,
-// far from 2^32, so a stale line never matches. The cost is one slot's worth of lines per slot per period.
+// The flag is only 32 bits of a 64-bit step: a line left untouched for exactly 2^32 steps (say, LL unused
+// on the connection while SIMPLE ran) would look current. So each side keeps the step at which the
+// connection's LL slots were last cleaned, and an LL operation whose first step on the connection is
+// kLlCleanPeriod or more past it first spends nSteps steps cleaning (llNeedsClean): the sender rewrites
+// every line of the slot with that step's flag (no data); the receiver waits until it sees that flag on
+// every line of the slot (so it can never again read what was there before), then posts head. Both sides
+// see the same operations at the same steps, so they clean at the same steps. Every line an LL step reads
+// then carries a flag less than kLlCleanPeriod + nSteps + (the operation's steps) old, far from 2^32, so a
+// stale line never matches. The cost is one slot's worth of lines per slot per period.
 #pragma once
 
 #include <cstddef>
@@ -29,11 +32,10 @@ constexpr uint64_t kLlCleanPeriod = uint64_t(1) << 28;
 
 BRAID_HD inline uint32_t llFlag(uint64_t step) { return static_cast<uint32_t>(step + 1); }
 
-// True for the nSteps steps that end each cleaning period (the first at kLlCleanPeriod - nSteps, so a fresh
-// connection starts with data). Both sides of a connection compute it from the step alone.
-BRAID_HD inline bool llIsCleanStep(uint64_t step, uint32_t nSteps) {
-  return step % kLlCleanPeriod >= kLlCleanPeriod - nSteps;
-}
+// Before an LL operation's first step `step` on a connection whose slots were last cleaned at step
+// `lastClean` (0 for a new connection, whose slots start zeroed): clean now? (nSteps clean steps from
+// `step`; lastClean becomes `step`.)
+BRAID_HD inline bool llNeedsClean(uint64_t step, uint64_t lastClean) { return step - lastClean >= kLlCleanPeriod; }
 
 // Lines needed for `bytes` of data, and the data bytes one slot of `slotBytes` holds.
 BRAID_HD inline size_t llLines(size_t bytes) { return (bytes + kLlDataPerLine - 1) / kLlDataPerLine; }

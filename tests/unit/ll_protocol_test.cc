@@ -1,6 +1,7 @@
 // The LL protocol's rules (collectives/ll_protocol.h) exercised by a host model of one connection: a sender
 // thread and a receiver thread exchanging messages of random sizes through nSteps slots of flagged 8-byte
-// words, with head credits, from step 0, across the 32-bit flag wrap and across cleaning periods. A stale
+// words, with head credits, from step 0, across the 32-bit flag wrap and across cleaning periods (each
+// message is one LL operation; each side tracks its last cleaning step). A stale
 // line carrying a current-looking flag (what a line untouched for 2^32 steps would hold) is never accepted
 // with cleaning on, and is accepted (wrong data) with cleaning off: the test can fail.
 #include <gtest/gtest.h>
@@ -18,8 +19,9 @@ namespace braid {
 namespace {
 
 struct LlConn {
-  LlConn(uint32_t steps, size_t slot, uint64_t firstStep)
-      : nSteps(steps), slotBytes(slot), words(steps * slot / 8), head(firstStep), start(firstStep) {
+  LlConn(uint32_t steps, size_t slot, uint64_t firstStep, uint64_t lastClean = 0)
+      : nSteps(steps), slotBytes(slot), words(steps * slot / 8), head(firstStep), start(firstStep),
+        senderClean(lastClean), receiverClean(lastClean) {
     for (auto& w : words) w.store(0, std::memory_order_relaxed);
   }
   uint32_t nSteps;
@@ -27,30 +29,40 @@ struct LlConn {
   std::vector<std::atomic<uint64_t>> words;  // slot s: words [s * slotBytes / 8, (s + 1) * slotBytes / 8)
   std::atomic<uint64_t> head;                 // receiver -> sender: steps consumed
   uint64_t start;
+  uint64_t senderClean;                       // each side's last cleaning step (kept separately, as on GPUs)
+  uint64_t receiverClean;
   bool clean = true;                          // follow the cleaning rule (off only to show the hazard)
   bool holdFirstData = false;                 // sender: before its first data step, wait (up to 2 s) for the
                                               // receiver to move past it on its own (only stale lines allow that)
   std::atomic<bool> giveUp{false};
 
   std::atomic<uint64_t>* slot(uint64_t step) { return &words[(step % nSteps) * (slotBytes / 8)]; }
-  bool cleanStep(uint64_t step) const { return clean && llIsCleanStep(step, nSteps); }
 };
 
-// Sends `msg` as consecutive data steps starting at *step (clean steps in between are spent cleaning).
+// Waits for a send credit at `step`; false if the receiver gave up.
+bool waitCredit(LlConn& c, uint64_t step) {
+  while (step >= c.head.load(std::memory_order_acquire) + c.nSteps) {
+    if (c.giveUp.load()) return false;
+  }
+  return true;
+}
+
+// Sends `msg` as one LL operation from *step: cleaning steps first when due, then the data steps.
 void sendMessage(LlConn& c, uint64_t* step, const std::vector<uint8_t>& msg, int delayUs) {
   const size_t per = llSlotDataBytes(c.slotBytes);
+  if (c.clean && llNeedsClean(*step, c.senderClean)) {
+    c.senderClean = *step;
+    for (uint32_t k = 0; k < c.nSteps; ++k, ++*step) {
+      if (!waitCredit(c, *step)) return;
+      std::atomic<uint64_t>* w = c.slot(*step);
+      for (size_t i = 0; i < c.slotBytes / 8; ++i) w[i].store(llWord(0, llFlag(*step)), std::memory_order_relaxed);
+    }
+  }
   size_t off = 0;
   do {
-    while (*step >= c.head.load(std::memory_order_acquire) + c.nSteps) {
-      if (c.giveUp.load()) return;
-    }
+    if (!waitCredit(c, *step)) return;
     std::atomic<uint64_t>* w = c.slot(*step);
     const uint32_t flag = llFlag(*step);
-    if (c.cleanStep(*step)) {
-      for (size_t i = 0; i < c.slotBytes / 8; ++i) w[i].store(llWord(0, flag), std::memory_order_relaxed);
-      ++*step;
-      continue;
-    }
     if (delayUs) std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
     if (c.holdFirstData) {
       c.holdFirstData = false;
@@ -74,18 +86,17 @@ void sendMessage(LlConn& c, uint64_t* step, const std::vector<uint8_t>& msg, int
   } while (off < msg.size());
 }
 
-// Receives `bytes` starting at *step; false if it gave up (a line never showed up).
+// Receives `bytes` as one LL operation from *step; false if it gave up (a line never showed up).
 bool recvMessage(LlConn& c, uint64_t* step, size_t bytes, std::vector<uint8_t>* out) {
   const size_t per = llSlotDataBytes(c.slotBytes);
   out->assign(bytes, 0);
-  size_t off = 0;
-  do {
-    std::atomic<uint64_t>* w = c.slot(*step);
-    const uint32_t flag = llFlag(*step);
-    if (c.cleanStep(*step)) {  // no data: see the whole slot cleaned, then hand it back
+  if (c.clean && llNeedsClean(*step, c.receiverClean)) {  // see every slot cleaned, hand each back
+    c.receiverClean = *step;
+    for (uint32_t k = 0; k < c.nSteps; ++k) {
+      std::atomic<uint64_t>* w = c.slot(*step);
       const auto t0 = std::chrono::steady_clock::now();
       for (size_t i = 0; i < c.slotBytes / 8; ++i) {
-        while (llWordFlag(w[i].load(std::memory_order_relaxed)) != flag) {
+        while (llWordFlag(w[i].load(std::memory_order_relaxed)) != llFlag(*step)) {
           if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
             c.giveUp.store(true);
             return false;
@@ -94,8 +105,12 @@ bool recvMessage(LlConn& c, uint64_t* step, size_t bytes, std::vector<uint8_t>* 
       }
       ++*step;
       c.head.store(*step, std::memory_order_release);
-      continue;
     }
+  }
+  size_t off = 0;
+  do {
+    std::atomic<uint64_t>* w = c.slot(*step);
+    const uint32_t flag = llFlag(*step);
     const size_t n = std::min(per, bytes - off);
     for (size_t line = 0; line < llLines(n); ++line) {
       uint64_t a, b;
@@ -157,13 +172,12 @@ TEST(LlProtocol, RulesAndEncoding) {
   const uint64_t w = llWord(0xdeadbeef, 7);
   EXPECT_EQ(llWordData(w), 0xdeadbeefu);
   EXPECT_EQ(llWordFlag(w), 7u);
-  // Clean steps: the last nSteps of every period, never at the start of a connection.
-  for (uint64_t s = 0; s < 100; ++s) EXPECT_FALSE(llIsCleanStep(s, 8)) << s;
-  int inPeriod = 0;
-  for (uint64_t s = kLlCleanPeriod - 20; s < kLlCleanPeriod + 20; ++s) inPeriod += llIsCleanStep(s, 8);
-  EXPECT_EQ(inPeriod, 8);
-  EXPECT_TRUE(llIsCleanStep(kLlCleanPeriod - 1, 8));
-  EXPECT_FALSE(llIsCleanStep(kLlCleanPeriod, 8));
+  // Cleaning is due once a period has passed since the last one (a new connection: from step 0).
+  EXPECT_FALSE(llNeedsClean(0, 0));
+  EXPECT_FALSE(llNeedsClean(kLlCleanPeriod - 1, 0));
+  EXPECT_TRUE(llNeedsClean(kLlCleanPeriod, 0));
+  EXPECT_FALSE(llNeedsClean(5 * kLlCleanPeriod + 3, 4 * kLlCleanPeriod + 4));
+  EXPECT_TRUE(llNeedsClean(uint64_t(1) << 32, 0)) << "never reaches the wrap without cleaning";
 }
 
 TEST(LlProtocol, ManyMessagesFromStepZero) {
@@ -172,20 +186,25 @@ TEST(LlProtocol, ManyMessagesFromStepZero) {
 }
 
 TEST(LlProtocol, AcrossTheFlagWrap) {
-  LlConn c(8, 4096, (uint64_t(1) << 32) - 700);
+  const uint64_t first = (uint64_t(1) << 32) - 700;
+  LlConn c(8, 4096, first, first - kLlCleanPeriod + 300);  // a cleaning falls due mid-run
   EXPECT_EQ(exchange(c, 1500, 2), 0);
+  EXPECT_NE(c.senderClean, first - kLlCleanPeriod + 300) << "cleaned on the way";
+  EXPECT_EQ(c.senderClean, c.receiverClean) << "both sides cleaned at the same step";
 }
 
 TEST(LlProtocol, AcrossCleaningPeriods) {
   for (uint64_t k : {uint64_t(1), uint64_t(16), uint64_t(17)}) {
-    LlConn c(8, 2048, k * kLlCleanPeriod - 40);
+    const uint64_t first = k * kLlCleanPeriod - 40;
+    LlConn c(8, 2048, first, first - kLlCleanPeriod + 40);
     EXPECT_EQ(exchange(c, 400, 3 + static_cast<uint32_t>(k)), 0) << "period " << k;
+    EXPECT_EQ(c.senderClean, c.receiverClean);
   }
 }
 
-// Lines left from 2^32 steps ago carry the flags of the steps about to run. Starting just before a cleaning
-// run, the clean steps overwrite them before any data step reads them; without cleaning the receiver takes
-// them (the sender holds its first data step until the receiver has moved past it).
+// Lines left from 2^32 steps ago carry the flags of the steps about to run. With cleaning due, the clean
+// steps overwrite them before any data step reads them; without cleaning the receiver takes them (the
+// sender holds its first data step until the receiver has moved past it).
 void fillStale(LlConn& c, uint64_t from) {
   for (uint64_t s = from; s < from + c.nSteps; ++s) {  // one step per slot: the next ones to be read
     std::atomic<uint64_t>* w = c.slot(s);
@@ -194,15 +213,15 @@ void fillStale(LlConn& c, uint64_t from) {
 }
 
 TEST(LlProtocol, StaleLinesAreCleanedBeforeTheyCanMatch) {
-  const uint64_t first = 3 * kLlCleanPeriod - 8;  // the first 8 steps are the clean run
-  LlConn c(8, 1024, first);
+  const uint64_t first = (uint64_t(1) << 32) + 77;
+  LlConn c(8, 1024, first, first - kLlCleanPeriod);  // due: the first 8 steps are the clean run
   fillStale(c, first + 8);
   EXPECT_EQ(exchange(c, 60, 5, 200), 0);
 }
 
 TEST(LlProtocol, WithoutCleaningStaleLinesAreTaken) {
-  const uint64_t first = 3 * kLlCleanPeriod - 8;
-  LlConn c(8, 1024, first);
+  const uint64_t first = (uint64_t(1) << 32) + 77;
+  LlConn c(8, 1024, first, first - kLlCleanPeriod);
   c.clean = false;
   c.holdFirstData = true;  // makes the receiver reach the first step before any real data: deterministic
   fillStale(c, first);
