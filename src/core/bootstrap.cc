@@ -93,14 +93,6 @@ struct OutConn {
   std::string error;  // set once the connection failed; later sends fail fast with it
 };
 
-std::string peerAddrOf(int fd) {
-  SockAddr a;
-  memset(&a, 0, sizeof(a));
-  socklen_t len = sizeof(a);
-  if (getpeername(fd, &a.sa, &len) != 0) return "<unknown peer>";
-  return sockAddrToString(a);
-}
-
 class BootstrapImpl final : public Bootstrap {
  public:
   BootstrapImpl(int rank, int nranks, uint64_t secret, const WaitContext* ctx)
@@ -562,7 +554,7 @@ void BootstrapImpl::recvLoop() {
           if (fd < 0) break;
           auto c = std::make_unique<InConn>();
           c->sock = Socket(fd);
-          c->addr = peerAddrOf(fd);
+          c->addr = socketPeerAddr(fd);
           c->acceptedAt = now;
           conns.push_back(std::move(c));
         }

@@ -46,14 +46,6 @@ struct RootConn {
   int rank = -1;
 };
 
-std::string peerAddrOf(int fd) {
-  SockAddr a;
-  memset(&a, 0, sizeof(a));
-  socklen_t len = sizeof(a);
-  if (getpeername(fd, &a.sa, &len) != 0) return "<unknown peer>";
-  return sockAddrToString(a);
-}
-
 // "2" / "2,3" / "2-9,12" for long runs, so a 1000-rank report stays short.
 std::string formatRankList(const std::vector<int>& ranks) {
   std::string s;
@@ -140,7 +132,7 @@ class RootServer {
       if (fd < 0) return;  // EAGAIN: drained; anything else: retried at the next poll
       auto c = std::make_unique<RootConn>();
       c->sock = Socket(fd);
-      c->peer = peerAddrOf(fd);
+      c->peer = socketPeerAddr(fd);
       if (pending_.size() >= kMaxPendingConns) {
         BRAID_WARN("bootstrap root %s: too many connections without a hello; dropping %s", where_.c_str(),
                    pending_.front()->peer.c_str());

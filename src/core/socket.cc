@@ -152,6 +152,14 @@ std::string sockAddrToString(const SockAddr& a) {
   return "<address family " + std::to_string(a.sa.sa_family) + ">";
 }
 
+std::string socketPeerAddr(int fd) {
+  SockAddr a;
+  memset(&a, 0, sizeof(a));
+  socklen_t len = sizeof(a);
+  if (getpeername(fd, &a.sa, &len) != 0) return "<unknown peer>";
+  return sockAddrToString(a);
+}
+
 ncclResult_t parseSockAddr(const char* text, SockAddr* out) {
   if (text == nullptr || *text == '\0')
     return recordError(ncclInvalidArgument, "empty socket address (expected <ip>:<port>)");

@@ -22,6 +22,8 @@ union SockAddr {
 };
 socklen_t sockAddrLen(const SockAddr& a);
 std::string sockAddrToString(const SockAddr& a);
+// The connected peer of socket `fd` as sockAddrToString prints it, or "<unknown peer>".
+std::string socketPeerAddr(int fd);
 // "<ip>:<port>", "[ipv6]:port" or "host:port" (resolved).
 ncclResult_t parseSockAddr(const char* text, SockAddr* out);
 // The address to listen on / advertise: first interface matching NCCL_SOCKET_IFNAME (default: skip

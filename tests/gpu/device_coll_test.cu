@@ -28,18 +28,6 @@ int gpuCount() {
     if (n_ < (k)) GTEST_SKIP() << "needs " << (k) << " GPUs, cudaGetDeviceCount reports " << n_;   \
   } while (0)
 
-// Sets env vars for a scope (transport selection is read at init and at lazy p2p connects).
-struct EnvScope {
-  std::vector<std::string> names;
-  void set(const char* n, const char* v) {
-    setenv(n, v, 1);
-    names.push_back(n);
-  }
-  ~EnvScope() {
-    for (auto& n : names) unsetenv(n.c_str());
-  }
-};
-
 struct Pair {
   ncclComm_t comm[2] = {nullptr, nullptr};
   cudaStream_t stream[2] = {nullptr, nullptr};

@@ -102,16 +102,6 @@ void runTwoProcesses(bool quick) {
   }
 }
 
-struct EnvScope {
-  std::vector<std::string> names;
-  void set(const char* n, const char* v) {
-    setenv(n, v, 1);
-    names.push_back(n);
-  }
-  ~EnvScope() {
-    for (auto& n : names) unsetenv(n.c_str());
-  }
-};
 
 }  // namespace
 

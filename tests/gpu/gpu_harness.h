@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -17,6 +18,18 @@
 #include "nccl.h"
 
 namespace gpu_test {
+
+// Sets environment variables for a scope (transport selection is read at init and at lazy p2p connects).
+struct EnvScope {
+  std::vector<std::string> names;
+  void set(const char* n, const char* v) {
+    setenv(n, v, 1);
+    names.push_back(n);
+  }
+  ~EnvScope() {
+    for (auto& n : names) unsetenv(n.c_str());
+  }
+};
 
 using namespace braid;
 

@@ -184,6 +184,25 @@ void NetProxy::markDead(Conn* c, ncclResult_t res) {
   }
 }
 
+template <typename Comm, typename Published>
+bool NetProxy::completeInOrder(Conn* c, Comm* comm, Published published, bool* moved) {
+  const uint32_t n = c->info.nSteps;
+  while (c->done < c->posted) {
+    bool done = false;
+    size_t size = 0;
+    ncclResult_t r = comm->test(c->reqs[c->done % n], &done, &size);
+    if (r != ncclSuccess) {
+      markDead(c, r);
+      return false;
+    }
+    if (!done) break;
+    c->done++;
+    published(size);
+    *moved = true;
+  }
+  return true;
+}
+
 // One pass over one connection; true when anything moved.
 bool NetProxy::progress(Conn* c) {
   ConnInfo& in = c->info;
@@ -214,19 +233,10 @@ bool NetProxy::progress(Conn* c) {
       c->posted++;
       moved = true;
     }
-    while (c->done < c->posted) {
-      bool done = false;
-      size_t size = 0;
-      ncclResult_t r = c->sendComm->test(c->reqs[c->done % n], &done, &size);
-      if (r != ncclSuccess) {
-        markDead(c, r);
-        return true;
-      }
-      if (!done) break;
-      c->done++;
-      storeRelease(in.head, c->done);  // the slot is free again for the executor
-      moved = true;
-    }
+    if (!completeInOrder(c, c->sendComm.get(), [&](size_t) {
+          storeRelease(in.head, c->done);  // the slot is free again for the executor
+        }, &moved))
+      return true;
   } else {
     uint64_t head = loadAcquire(in.head);
     while (c->posted < head + n) {
@@ -242,20 +252,11 @@ bool NetProxy::progress(Conn* c) {
       c->posted++;
       moved = true;
     }
-    while (c->done < c->posted) {
-      bool done = false;
-      size_t size = 0;
-      ncclResult_t r = c->recvComm->test(c->reqs[c->done % n], &done, &size);
-      if (r != ncclSuccess) {
-        markDead(c, r);
-        return true;
-      }
-      if (!done) break;
-      in.sizes[c->done % n] = static_cast<int32_t>(size);
-      c->done++;
-      storeRelease(in.tail, c->done);  // sizes[] is visible before the new tail
-      moved = true;
-    }
+    if (!completeInOrder(c, c->recvComm.get(), [&](size_t size) {
+          in.sizes[(c->done - 1) % n] = static_cast<int32_t>(size);
+          storeRelease(in.tail, c->done);  // sizes[] is visible before the new tail
+        }, &moved))
+      return true;
   }
   return moved;
 }

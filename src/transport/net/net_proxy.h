@@ -45,6 +45,10 @@ class NetProxy {
   void run();
   bool progress(Conn* c);
   void markDead(Conn* c, ncclResult_t res);
+  // Retires c's posted requests in step order while they test complete (done++, then published(size));
+  // false when the connection failed and was marked dead. Defined in net_proxy.cc, its only user.
+  template <typename Comm, typename Published>
+  bool completeInOrder(Conn* c, Comm* comm, Published published, bool* moved);
   void wake();
 
   const int rank_;
