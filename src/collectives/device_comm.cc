@@ -110,7 +110,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   st->rank = comm->rank;
   st->nranks = comm->nranks;
   st->nThreads = chooseThreads();
-  {
+  if (params::PreloadKernels() != 0) {
     const cudaError_t e = devPreloadKernels();
     if (e != cudaSuccess) return cudaError(e, "rank %d: loading the device kernels on GPU %d", comm->rank, comm->cudaDev);
   }
