@@ -93,9 +93,10 @@ ncclResult_t describeLocalDevice(ncclComm* comm) {
 
 namespace {
 
-// 64 channels: on 2xH200 (NV18) all-reduce busbw at 2 GB went 303 -> 347 GB/s from 32 -> 64 channels, and
-// 16 -> 32 had given 258 -> 312-321 at 1 GB (NCCL_MIN/MAX_NCHANNELS sweeps; see docs/PERFORMANCE.md).
-constexpr int kDefaultDevChannels = 32;  // 64 measured faster (above); back to 32 until the sweep hang is found
+// 64 channels: on 2xH200 (NV18, sm_90 code) 32 -> 64 channels took all-reduce busbw at 2 GB from 313 to 352
+// GB/s, all-gather 312 -> 343, reduce-scatter 302 -> 347, and was no slower at 2 MB (2026-11-22, see
+// docs/PERFORMANCE.md). Small ops still use few of them (channelsFor: 64 KiB per channel).
+constexpr int kDefaultDevChannels = 64;
 
 // Checks that this library holds code the GPU can run: refuses a GPU with neither SASS nor PTX for it, and
 // warns (once per process) when only PTX fits, since the driver then JIT-compiles each kernel at its first
