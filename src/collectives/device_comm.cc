@@ -3,6 +3,7 @@
 // (DeviceState) that the DeviceExecutor launches kernels over.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "core/result.h"
+#include "device/dev_kernels.h"
 #include "transport/host_fifo.h"
 #include "transport/p2p/p2p_internal.h"
 #include "transport/transport.h"
@@ -91,9 +93,10 @@ ncclResult_t describeLocalDevice(ncclComm* comm) {
 
 namespace {
 
-// 32 channels: on 2xH200 (NV18) all-reduce busbw at 1 GB went 258 -> 312-321 GB/s from 16 -> 32 channels
-// (measured with NCCL_MIN/MAX_NCHANNELS, 2026-11-22; see docs/PERFORMANCE.md).
-constexpr int kDefaultDevChannels = 32;
+// 64 channels: on 2xH200 (NV18, sm_90 code) 32 -> 64 channels took all-reduce busbw at 2 GB from 313 to 352
+// GB/s, all-gather 312 -> 343, reduce-scatter 302 -> 347, and was no slower at 2 MB (2026-11-22, see
+// docs/PERFORMANCE.md). Small ops still use few of them (channelsFor: 64 KiB per channel).
+constexpr int kDefaultDevChannels = 64;
 
 // Checks that this library holds code the GPU can run: refuses a GPU with neither SASS nor PTX for it, and
 // warns (once per process) when only PTX fits, since the driver then JIT-compiles each kernel at its first
@@ -144,6 +147,13 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   st->nranks = comm->nranks;
   st->nThreads = chooseThreads();
   BRAID_CHECK(checkDeviceCode(comm));
+  if (params::PreloadKernels() != 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const cudaError_t e = devPreloadKernels();
+    if (e != cudaSuccess) return cudaError(e, "rank %d: loading the device kernels on GPU %d", comm->rank, comm->cudaDev);
+    BRAID_INFO(kSubInit, "rank %d: device kernels loaded on GPU %d in %.1f ms", comm->rank, comm->cudaDev,
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
   void* status = nullptr;
   BRAID_CUDA_CHECK(cudaHostAlloc(&status, sizeof(DevStatus), cudaHostAllocMapped | cudaHostAllocPortable),
                    "rank %d: cudaHostAlloc of the device status word", comm->rank);

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "collectives/device_state.h"
+#include "collectives/tuner.h"
 #include "core/comm.h"
 #include "core/log.h"
+#include "core/param.h"
 #include "core/result.h"
 #include "device/dev_kernels.h"
 #include "transport/transport.h"
@@ -48,7 +50,12 @@ struct Xfer {
 
 class DeviceExecutorImpl final : public DeviceExecutor {
  public:
-  DeviceExecutorImpl(ncclComm* comm, std::unique_ptr<DeviceState> st) : comm_(comm), st_(std::move(st)) {}
+  DeviceExecutorImpl(ncclComm* comm, std::unique_ptr<DeviceState> st) : comm_(comm), st_(std::move(st)) {
+    if (params::DeviceTuner() == 1) {
+      tuning_ = std::make_unique<TunerConfig>();
+      if (loadTunerConfig(tuning_.get()) != ncclSuccess) tuning_.reset();  // validated at init already
+    }
+  }
   ~DeviceExecutorImpl() override;
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
   ncclResult_t asyncError() override { return checkStatus(); }
@@ -59,13 +66,44 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   ncclResult_t launchP2p(const std::vector<const OpDesc*>& ops, cudaStream_t s);
   ncclResult_t p2pConn(int peer, bool send, DevConn** out);
   ncclResult_t event(size_t i, cudaEvent_t* out);
+  int tunedChannels(const OpDesc& op);
 
   ncclComm* comm_;
   std::unique_ptr<DeviceState> st_;
   std::vector<cudaEvent_t> events_;  // [0]: the last batch's completion; others: joins
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
+  std::unique_ptr<TunerConfig> tuning_;  // BRAID_DEVICE_TUNER=1: channel counts from the tuner
+  struct {
+    CollType coll = CollType::Send;
+    size_t bytes = 0;
+    int nch = 0;
+  } lastTune_;
 };
+
+// The tuner's channel count (Ring/Simple, what the device runs today) on this comm's ring transport; the
+// last decision is reused for a repeated call unless TUNING is logged. Same inputs on every rank.
+int DeviceExecutorImpl::tunedChannels(const OpDesc& op) {
+  const size_t bytes = opBytes(op, st_->nranks);
+  if (!logEnabled(LogLevel::Info, kSubTuning) && lastTune_.coll == op.coll && lastTune_.bytes == bytes)
+    return lastTune_.nch;
+  TransportClass tc = TransportClass::P2pNvlink;
+  if (st_->nranks > 1 && comm_->conns) {
+    const ConnInfo* next = comm_->conns->ringSend(0);
+    if (next && next->kind == TransportKind::Shm) tc = TransportClass::Shm;
+    if (next && next->kind == TransportKind::Net) tc = TransportClass::NetSocket;
+  }
+  TuneRequest req = makeTuneRequest(op, st_->nranks, tc);
+  req.algosAvailable = bit(Algo::Ring);
+  req.protosAvailable = bit(Proto::Simple);
+  req.connectedChannels = st_->nChannels;
+  req.maxThreads = kDevMaxThreads;
+  const TuneDecision d = tune(req, *tuning_);
+  lastTune_.coll = op.coll;
+  lastTune_.bytes = bytes;
+  lastTune_.nch = std::max(1, std::min(d.nChannels, st_->nChannels));
+  return lastTune_.nch;
+}
 
 DeviceExecutorImpl::~DeviceExecutorImpl() {
   DeviceGuard g(st_->dev);
@@ -188,7 +226,7 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
   const size_t totalBytes = op.count * esize * (op.coll == CollType::AllGather || op.coll == CollType::ReduceScatter
                                                     ? static_cast<size_t>(st_->nranks)
                                                     : 1);
-  a.nChannels = channelsFor(totalBytes, st_->nChannels);
+  a.nChannels = tuning_ ? tunedChannels(op) : channelsFor(totalBytes, st_->nChannels);
   a.status = st_->statusDev;
   if (st_->nranks > 1) {
     for (int c = 0; c < a.nChannels; ++c) {

@@ -41,7 +41,7 @@ struct DevMakeFn<FuncSumPostDiv<T>> {
 
 // IsCopy: all-gather/broadcast on bytes; otherwise all-reduce/reduce/reduce-scatter on T.
 template <typename T, typename Fn, bool IsCopy>
-__global__ void __launch_bounds__(kDevMaxThreads, 1) collKernel(const CollLaunchArgs args) {
+__global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchArgs args) {
   __shared__ PrimsShared sh;
   const int ch = blockIdx.x;
   const bool ring = args.nranks > 1;

@@ -7,7 +7,7 @@
 namespace braid {
 
 // One CTA per connection: its consecutive blocks run in order, each as ceil(bytes / stepBytes) steps.
-__global__ void __launch_bounds__(kDevMaxThreads, 1) p2pKernel(const P2pLaunchArgs args) {
+__global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArgs args) {
   __shared__ PrimsShared sh;
   const int first = args.ctaFirst[blockIdx.x];
   const P2pBlock& b0 = args.blocks[first];
@@ -15,6 +15,8 @@ __global__ void __launch_bounds__(kDevMaxThreads, 1) p2pKernel(const P2pLaunchAr
   const bool isSend = b0.isSend != 0;
   if (threadIdx.x == 0) {
     sh.stop = 0;
+    sh.send = DevConn{};
+    sh.recv = DevConn{};
     if (isSend) {
       sh.send = *conn;
     } else {
@@ -22,11 +24,11 @@ __global__ void __launch_bounds__(kDevMaxThreads, 1) p2pKernel(const P2pLaunchAr
     }
   }
   __syncthreads();
+  DevPrims<uint8_t, FuncCopy> prims(&sh, nullptr, nullptr, FuncCopy{}, args.status);
+  const size_t step = isSend ? sh.send.stepBytes : sh.recv.stepBytes;
   for (int i = first; i < first + b0.nSeg; ++i) {
     const P2pBlock& b = args.blocks[i];
-    DevPrims<uint8_t, FuncCopy> prims(&sh, reinterpret_cast<const uint8_t*>(b.buf), reinterpret_cast<uint8_t*>(b.buf),
-                                      FuncCopy{}, args.status);
-    const size_t step = isSend ? sh.send.stepBytes : sh.recv.stepBytes;
+    prims.setBuffers(reinterpret_cast<const uint8_t*>(b.buf), reinterpret_cast<uint8_t*>(b.buf));
     for (size_t o = 0; o < b.bytes; o += step) {
       const size_t n = minSize(step, b.bytes - o);
       if (isSend) {
@@ -67,6 +69,24 @@ const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind) {
 }
 
 const void* devP2pKernel() { return reinterpret_cast<const void*>(&p2pKernel); }
+
+cudaError_t devPreloadKernels() {
+  const ncclDataType_t types[] = {ncclInt8,     ncclUint8,   ncclInt32,    ncclUint32,       ncclInt64,       ncclUint64,
+                                  ncclFloat16,  ncclFloat32, ncclFloat64,  ncclBfloat16,     ncclFloat8e4m3,  ncclFloat8e5m2};
+  const RedKind kinds[] = {RedKind::Sum, RedKind::Prod, RedKind::Max, RedKind::Min, RedKind::PreMulSum, RedKind::SumPostDiv};
+  cudaFuncAttributes attr;
+  cudaError_t e = cudaFuncGetAttributes(&attr, devP2pKernel());
+  if (e != cudaSuccess) return e;
+  e = cudaFuncGetAttributes(&attr, devCollKernel(CollType::AllGather, ncclInt8, RedKind::Sum));
+  if (e != cudaSuccess) return e;
+  for (ncclDataType_t t : types) {
+    for (RedKind k : kinds) {
+      const void* f = devCollKernel(CollType::AllReduce, t, k);  // one kernel serves all three reducing colls
+      if (f && (e = cudaFuncGetAttributes(&attr, f)) != cudaSuccess) return e;
+    }
+  }
+  return cudaSuccess;
+}
 
 bool devKernelsMinimal() {
 #ifdef BRAID_KERNELS_MINIMAL

@@ -3,6 +3,8 @@
 // The variant table (which (type, functor) pairs are compiled and how they fold) is dev_variants.h.
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include "collectives/op_desc.h"
 
 namespace braid {
@@ -11,6 +13,11 @@ namespace braid {
 // share the unsigned kernel). For AllGather/Broadcast: the byte-copy kernel (count in bytes).
 const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind);
 const void* devP2pKernel();
+// Loads every kernel of this build on the current device (cudaFuncGetAttributes forces CUDA's lazy
+// module loading). A first launch that loads a module may wait for the device to go idle; in a process
+// driving several GPUs, one GPU can be spinning on a peer whose launch is the one waiting. NCCL loads its
+// kernels at init for the same reason. Returns the first CUDA error.
+cudaError_t devPreloadKernels();
 // True when the library was configured with -DBRAID_KERNELS=minimal (float and byte kernels only).
 bool devKernelsMinimal();
 

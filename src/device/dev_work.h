@@ -9,10 +9,14 @@
 
 namespace braid {
 
-constexpr int kMaxDevChannels = 32;  // 64 measured faster with the wip/poster-warp kernels; not yet on main
+constexpr int kMaxDevChannels = 64;  // NCCL_MAX_NCHANNELS may raise the default up to this
 constexpr int kMaxP2pBlocks = 192;
 constexpr int kDevThreads = 512;     // default threads per CTA (NCCL_NTHREADS overrides, up to the max)
-constexpr int kDevMaxThreads = 512;  // __launch_bounds__: 128 registers per thread, no spills
+constexpr int kDevMaxThreads = 512;  // most threads per CTA
+constexpr int kDevPostWarp = 32;     // the CTA's last warp publishes FIFO steps (prims_simple.h); the rest move data
+// __launch_bounds__: 16 warps get 128 registers each (no spills). 512 + a post warp (17 warps) got only 96
+// (one scheduler holds 5 warps) and every reducing kernel spilled.
+constexpr int kDevLaunchMax = kDevMaxThreads;
 
 enum DevConnFlags : uint32_t {
   kDevConnHostFifo = 1u,  // the FIFO lives in (registered) host memory: fence at system scope, slow path

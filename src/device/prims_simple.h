@@ -1,10 +1,20 @@
 // DevPrims<T, Fn>: the SIMPLE-protocol device Primitives the shared ring schedules (ring_schedules.h) run
-// on. One object per CTA (= channel), bound to the channel's ring connections and the op's buffers. Each
-// call is one FIFO step per connection it touches: thread 0 waits for credits (send: step < head + nSteps)
-// and data (recv: tail > step, acquire at system scope), a barrier hands the slots to all threads, all
-// threads run reduceCopy between user buffers and slots, a barrier, then thread 0 records sizes[slot],
-// fences at system scope and publishes tail (send) / head (recv). Every spin checks the host-mapped abort
-// flag (and a host transport's error flag); once stopped, every later call is a no-op.
+// on. One object per CTA (= channel), bound to the channel's ring connections and the op's buffers.
+//
+// Roles inside the CTA: the first `nworkers` threads (whole warps) move data; the last warp posts. Each
+// call is one FIFO step per connection it touches:
+//   workers: thread 0 waits for credits (send: step < head + nSteps) and data (recv: tail > step, acquire
+//            at system scope); a worker barrier hands the slots to all workers; all run reduceCopy between
+//            user buffers and slots; then they meet the poster at the post barrier (bar.sync 2) and go on
+//            to the next step as soon as the poster has taken the previous one.
+//   poster:  meets the workers at the post barrier once their stores of that step are done, then lane 0 writes
+//            sizes[slot], fences at system scope and publishes tail (send) or head (receive).
+// So the system-scope fence (an NVLink round trip) overlaps the next step's copy instead of stalling all
+// workers, as NCCL's dedicated post threads do. (bar.arrive would let the workers run two steps ahead and
+// complete a barrier without the poster.) Each worker counts steps in registers, so slot addresses never
+// race with thread 0's next wait. Every spin checks the host-mapped abort flag (and a host transport's
+// error flag); once stopped, later calls are no-ops (the workers still meet the poster, so nobody waits
+// forever).
 #pragma once
 
 #include <cstddef>
@@ -19,10 +29,20 @@
 namespace braid {
 
 struct PrimsShared {
-  DevConn send;
+  DevConn send;  // .step: steps published so far (advanced by the poster)
   DevConn recv;
-  int stop;  // set by thread 0; read by all after a barrier
+  int stop;      // set by thread 0; read by the workers after their barrier, by the poster after its
 };
+
+// Named barriers: 0 is __syncthreads, 1 the workers' hand-off after a wait, 2 workers <-> poster. Not the
+// .aligned form (bar.sync): thread 0 reaches barrier 1 after spinning alone while its warp's other lanes
+// are already there, which .aligned leaves undefined (it hung).
+__device__ __forceinline__ void barWorkers(int nworkers) {
+  asm volatile("barrier.sync 1, %0;" ::"r"(nworkers) : "memory");
+}
+__device__ __forceinline__ void barSyncPost(int nthreads) {
+  asm volatile("barrier.sync 2, %0;" ::"r"(nthreads) : "memory");
+}
 
 // Marks the launch failed (first error wins) so the host reports it at the next call.
 __device__ __forceinline__ void devSetError(DevStatus* st, uint32_t code, int peer, uint32_t got, uint32_t want) {
@@ -55,19 +75,20 @@ __device__ __forceinline__ bool devSpin(DevStatus* st, const DevConn& c, Ready r
   return true;
 }
 
-// Thread 0: wait for a free send slot / a filled recv slot of `bytes`.
-__device__ __forceinline__ bool devWaitSend(DevStatus* st, DevConn& c) {
-  return devSpin(st, c, [&] { return c.step < ldAcquireSys(c.head) + c.nSteps; });
+// Thread 0: wait for a free send slot / a filled recv slot of `bytes` (step = the one waited for).
+__device__ __forceinline__ bool devWaitSend(DevStatus* st, const DevConn& c, uint64_t step) {
+  return devSpin(st, c, [&] { return step < ldAcquireSys(c.head) + c.nSteps; });
 }
-__device__ __forceinline__ bool devWaitRecv(DevStatus* st, DevConn& c, uint32_t bytes) {
-  if (!devSpin(st, c, [&] { return ldAcquireSys(c.tail) > c.step; })) return false;
-  const int32_t got = *reinterpret_cast<volatile int32_t*>(c.sizes + c.step % c.nSteps);
+__device__ __forceinline__ bool devWaitRecv(DevStatus* st, const DevConn& c, uint64_t step, uint32_t bytes) {
+  if (!devSpin(st, c, [&] { return ldAcquireSys(c.tail) > step; })) return false;
+  const int32_t got = *reinterpret_cast<volatile int32_t*>(c.sizes + step % c.nSteps);
   if (static_cast<uint32_t>(got) != bytes) {
     devSetError(st, kDevSizeMismatch, c.peer, static_cast<uint32_t>(got), bytes);
     return false;
   }
   return true;
 }
+// Poster lane 0: publish one step (c.step is the poster's count of published steps).
 __device__ __forceinline__ void devPostSend(DevConn& c, uint32_t bytes) {
   stVolatile32(c.sizes + c.step % c.nSteps, static_cast<int32_t>(bytes));
   ++c.step;
@@ -76,103 +97,124 @@ __device__ __forceinline__ void devPostSend(DevConn& c, uint32_t bytes) {
 }
 __device__ __forceinline__ void devPostRecv(DevConn& c) {
   ++c.step;
-  fenceSys();
+  fenceSys();  // the workers' loads of the slot are ordered before the sender may refill it
   stRelaxedSys(c.head, c.step);
 }
-__device__ __forceinline__ char* devSlot(const DevConn& c) {
-  return c.buff + (c.step % c.nSteps) * static_cast<size_t>(c.stepBytes);
+__device__ __forceinline__ char* devSlot(const DevConn& c, uint64_t step) {
+  return c.buff + (step % c.nSteps) * static_cast<size_t>(c.stepBytes);
 }
 
 template <typename T, typename Fn>
 class DevPrims {
  public:
+  // Threads 0..blockDim.x-33 move data; the last warp posts. Construct once per kernel, after `sh` holds the
+  // connections (a __syncthreads later): the step counters start from them.
   __device__ DevPrims(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
-      : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x) {}
+      : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x),
+        nworkers_(blockDim.x - 32), sendStep_(sh->send.step), recvStep_(sh->recv.step) {}
+  // Rebinds the user buffers (p2p kernels: one object runs several transfers in order).
+  __device__ void setBuffers(const T* in, T* out) {
+    in_ = in;
+    out_ = out;
+  }
 
   __device__ void send(size_t inOff, size_t n) {
-    if (!wait(true, false, 0)) return;
-    T* s = reinterpret_cast<T*>(devSlot(sh_->send));
-    rc<RcMode<1, 1, Fn::kHasPre, false, false>>(in_ + inOff, nullptr, s, nullptr, n);
-    post(true, false, n);
+    if (poster(true, false, n)) return;
+    if (wait(true, false, 0)) rc<RcMode<1, 1, Fn::kHasPre, false, false>>(in_ + inOff, nullptr, sendSlot(), nullptr, n);
+    done(true, false);
   }
   __device__ void recv(size_t outOff, size_t n) {
-    if (!wait(false, true, n)) return;
-    const T* r = reinterpret_cast<const T*>(devSlot(sh_->recv));
-    rc<RcMode<1, 1, false, false, false>>(r, nullptr, out_ + outOff, nullptr, n);
-    post(false, true, n);
+    if (poster(false, true, n)) return;
+    if (wait(false, true, n)) rc<RcMode<1, 1, false, false, false>>(recvSlot(), nullptr, out_ + outOff, nullptr, n);
+    done(false, true);
   }
   __device__ void recvReduceSend(size_t inOff, size_t n) {
-    if (!wait(true, true, n)) return;
-    rc<RcMode<2, 1, false, Fn::kHasPre, false>>(recvSlot(), in_ + inOff, sendSlot(), nullptr, n);
-    post(true, true, n);
+    if (poster(true, true, n)) return;
+    if (wait(true, true, n)) rc<RcMode<2, 1, false, Fn::kHasPre, false>>(recvSlot(), in_ + inOff, sendSlot(), nullptr, n);
+    done(true, true);
   }
   __device__ void recvReduceCopySend(size_t inOff, size_t outOff, size_t n, bool postOp) {
-    if (!wait(true, true, n)) return;
-    if (Fn::kHasPost && postOp) {
-      rc<RcMode<2, 2, false, Fn::kHasPre, Fn::kHasPost>>(recvSlot(), in_ + inOff, out_ + outOff, sendSlot(), n);
-    } else {
-      rc<RcMode<2, 2, false, Fn::kHasPre, false>>(recvSlot(), in_ + inOff, out_ + outOff, sendSlot(), n);
+    if (poster(true, true, n)) return;
+    if (wait(true, true, n)) {
+      if (Fn::kHasPost && postOp) {
+        rc<RcMode<2, 2, false, Fn::kHasPre, Fn::kHasPost>>(recvSlot(), in_ + inOff, out_ + outOff, sendSlot(), n);
+      } else {
+        rc<RcMode<2, 2, false, Fn::kHasPre, false>>(recvSlot(), in_ + inOff, out_ + outOff, sendSlot(), n);
+      }
     }
-    post(true, true, n);
+    done(true, true);
   }
   __device__ void recvReduceCopy(size_t inOff, size_t outOff, size_t n, bool postOp) {
-    if (!wait(false, true, n)) return;
-    if (Fn::kHasPost && postOp) {
-      rc<RcMode<2, 1, false, Fn::kHasPre, Fn::kHasPost>>(recvSlot(), in_ + inOff, out_ + outOff, nullptr, n);
-    } else {
-      rc<RcMode<2, 1, false, Fn::kHasPre, false>>(recvSlot(), in_ + inOff, out_ + outOff, nullptr, n);
+    if (poster(false, true, n)) return;
+    if (wait(false, true, n)) {
+      if (Fn::kHasPost && postOp) {
+        rc<RcMode<2, 1, false, Fn::kHasPre, Fn::kHasPost>>(recvSlot(), in_ + inOff, out_ + outOff, nullptr, n);
+      } else {
+        rc<RcMode<2, 1, false, Fn::kHasPre, false>>(recvSlot(), in_ + inOff, out_ + outOff, nullptr, n);
+      }
     }
-    post(false, true, n);
+    done(false, true);
   }
   __device__ void recvCopySend(size_t outOff, size_t n) {
-    if (!wait(true, true, n)) return;
-    rc<RcMode<1, 2, false, false, false>>(recvSlot(), nullptr, out_ + outOff, sendSlot(), n);
-    post(true, true, n);
+    if (poster(true, true, n)) return;
+    if (wait(true, true, n)) rc<RcMode<1, 2, false, false, false>>(recvSlot(), nullptr, out_ + outOff, sendSlot(), n);
+    done(true, true);
   }
   __device__ void copySend(size_t inOff, size_t outOff, size_t n) {
-    if (!wait(true, false, 0)) return;
-    if (in_ + inOff == out_ + outOff) {
-      rc<RcMode<1, 1, false, false, false>>(in_ + inOff, nullptr, sendSlot(), nullptr, n);
-    } else {
-      rc<RcMode<1, 2, false, false, false>>(in_ + inOff, nullptr, out_ + outOff, sendSlot(), n);
+    if (poster(true, false, n)) return;
+    if (wait(true, false, 0)) {
+      if (in_ + inOff == out_ + outOff) {
+        rc<RcMode<1, 1, false, false, false>>(in_ + inOff, nullptr, sendSlot(), nullptr, n);
+      } else {
+        rc<RcMode<1, 2, false, false, false>>(in_ + inOff, nullptr, out_ + outOff, sendSlot(), n);
+      }
     }
-    post(true, false, n);
+    done(true, false);
   }
+  // No connection: workers only (the poster has nothing to publish).
   __device__ void localReduceCopy(size_t inOff, size_t outOff, size_t n) {
-    if (sh_->stop) return;
+    if (tid_ >= nworkers_ || sh_->stop) return;
     if (Fn::kHasPre || Fn::kHasPost) {
       rc<RcMode<1, 1, Fn::kHasPre, false, Fn::kHasPost>>(in_ + inOff, nullptr, out_ + outOff, nullptr, n);
     } else if (in_ + inOff != out_ + outOff) {
       rc<RcMode<1, 1, false, false, false>>(in_ + inOff, nullptr, out_ + outOff, nullptr, n);
     }
-    __syncthreads();  // a later step may read what this one wrote on other threads
+    barWorkers(nworkers_);  // a later step may read what this one wrote on other threads
   }
 
  private:
   template <typename M>
   __device__ __forceinline__ void rc(const T* s0, const T* s1, T* d0, T* d1, size_t n) {
-    reduceCopy<T, Fn, M>(fn_, tid_, nthreads_, s0, s1, d0, d1, n);
+    reduceCopy<T, Fn, M>(fn_, tid_, nworkers_, s0, s1, d0, d1, n);
   }
-  __device__ __forceinline__ T* sendSlot() { return reinterpret_cast<T*>(devSlot(sh_->send)); }
-  __device__ __forceinline__ const T* recvSlot() { return reinterpret_cast<const T*>(devSlot(sh_->recv)); }
+  // The slots of the step being run (wait() advanced the counters past it).
+  __device__ __forceinline__ T* sendSlot() { return reinterpret_cast<T*>(devSlot(sh_->send, sendStep_ - 1)); }
+  __device__ __forceinline__ const T* recvSlot() { return reinterpret_cast<const T*>(devSlot(sh_->recv, recvStep_ - 1)); }
 
-  __device__ __forceinline__ bool wait(bool needSend, bool needRecv, size_t n) {
-    if (tid_ == 0 && !sh_->stop) {
-      bool ok = true;
-      if (needRecv) ok = devWaitRecv(st_, sh_->recv, static_cast<uint32_t>(n * sizeof(T)));
-      if (ok && needSend) ok = devWaitSend(st_, sh_->send);
-      if (!ok) sh_->stop = 1;
-    }
-    __syncthreads();
-    return !sh_->stop;
-  }
-  __device__ __forceinline__ void post(bool sent, bool recvd, size_t n) {
-    __syncthreads();
-    if (tid_ == 0) {
+  // Poster warp: true when this thread is in it (it then waited for the workers and published the step).
+  __device__ __forceinline__ bool poster(bool sent, bool recvd, size_t n) {
+    if (tid_ < nworkers_) return false;
+    barSyncPost(nthreads_);
+    if (tid_ == nworkers_ && !sh_->stop) {
       if (sent) devPostSend(sh_->send, static_cast<uint32_t>(n * sizeof(T)));
       if (recvd) devPostRecv(sh_->recv);
     }
+    return true;
   }
+  // Workers: thread 0 waits, then all workers see the slots; every worker advances its own counters.
+  __device__ __forceinline__ bool wait(bool needSend, bool needRecv, size_t n) {
+    if (tid_ == 0 && !sh_->stop) {
+      bool ok = true;
+      if (needRecv) ok = devWaitRecv(st_, sh_->recv, recvStep_, static_cast<uint32_t>(n * sizeof(T)));
+      if (ok && needSend) ok = devWaitSend(st_, sh_->send, sendStep_);
+      if (!ok) sh_->stop = 1;
+    }
+    if (needRecv) ++recvStep_;
+    if (needSend) ++sendStep_;
+    barWorkers(nworkers_);
+    return !sh_->stop;
+  }
+  __device__ __forceinline__ void done(bool, bool) { barSyncPost(nthreads_); }
 
   PrimsShared* sh_;
   const T* in_;
@@ -181,6 +223,9 @@ class DevPrims {
   DevStatus* st_;
   int tid_;
   int nthreads_;
+  int nworkers_;
+  uint64_t sendStep_;  // steps started on each connection (this thread's count)
+  uint64_t recvStep_;
 };
 
 }  // namespace braid
