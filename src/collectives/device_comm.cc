@@ -2,10 +2,13 @@
 // channels for device buffers (P2P > SHM > NET) and building the device-side connection state
 // (DeviceState) that the DeviceExecutor launches kernels over.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 
+#include "collectives/cuda_arch.h"
 #include "collectives/device_state.h"
 #include "core/comm.h"
 #include "core/log.h"
@@ -92,9 +95,42 @@ ncclResult_t describeLocalDevice(ncclComm* comm) {
 
 namespace {
 
-// 64 channels: on 2xH200 (NV18) all-reduce busbw at 2 GB went 303 -> 347 GB/s from 32 -> 64 channels, and
-// 16 -> 32 had given 258 -> 312-321 at 1 GB (NCCL_MIN/MAX_NCHANNELS sweeps; see docs/PERFORMANCE.md).
-constexpr int kDefaultDevChannels = 32;  // 64 measured faster (above); back to 32 until the sweep hang is found
+// 64 channels: on 2xH200 (NV18, sm_90 code) 32 -> 64 channels took all-reduce busbw at 2 GB from 313 to 352
+// GB/s, all-gather 312 -> 343, reduce-scatter 302 -> 347, and was no slower at 2 MB (2026-11-22, see
+// docs/PERFORMANCE.md). Small ops still use few of them (channelsFor: 64 KiB per channel).
+constexpr int kDefaultDevChannels = 64;
+
+// Checks that this library holds code the GPU can run: refuses a GPU with neither SASS nor PTX for it, and
+// warns (once per process) when only PTX fits, since the driver then JIT-compiles each kernel at its first
+// use (seconds each, per GPU and process: the first collectives look hung).
+ncclResult_t checkDeviceCode(ncclComm* comm) {
+  int major = 0, minor = 0;
+  BRAID_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev),
+                   "rank %d: compute capability of GPU %d", comm->rank, comm->cudaDev);
+  BRAID_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, comm->cudaDev),
+                   "rank %d: compute capability of GPU %d", comm->rank, comm->cudaDev);
+  const char* archs = builtCudaArchs();
+  if (archs[0] == '\0') return ncclSuccess;  // built without the list: nothing to check against
+  switch (cudaArchFit(archs, major, minor)) {
+    case ArchFit::Native:
+      return ncclSuccess;
+    case ArchFit::PtxOnly: {
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true))
+        BRAID_WARN("GPU %d is sm_%d%d but this library has native code only for CUDA architectures %s: every kernel "
+                   "is JIT-compiled from PTX at its first use (slow start, slower kernels); rebuild with "
+                   "-DCMAKE_CUDA_ARCHITECTURES=%d%d",
+                   comm->cudaDev, major, minor, archs, major, minor);
+      return ncclSuccess;
+    }
+    case ArchFit::None:
+      break;
+  }
+  return recordError(ncclInvalidUsage,
+                     "rank %d: GPU %d is sm_%d%d and this library was built for CUDA architectures %s only; rebuild "
+                     "with -DCMAKE_CUDA_ARCHITECTURES=%d%d",
+                     comm->rank, comm->cudaDev, major, minor, archs, major, minor);
+}
 
 int chooseThreads() {
   int64_t t = params::NThreads();
@@ -112,9 +148,13 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   st->rank = comm->rank;
   st->nranks = comm->nranks;
   st->nThreads = chooseThreads();
-  {
+  BRAID_CHECK(checkDeviceCode(comm));
+  if (params::PreloadKernels() != 0) {
+    const auto t0 = std::chrono::steady_clock::now();
     const cudaError_t e = devPreloadKernels();
     if (e != cudaSuccess) return cudaError(e, "rank %d: loading the device kernels on GPU %d", comm->rank, comm->cudaDev);
+    BRAID_INFO(kSubInit, "rank %d: device kernels loaded on GPU %d in %.1f ms", comm->rank, comm->cudaDev,
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   void* status = nullptr;
   BRAID_CUDA_CHECK(cudaHostAlloc(&status, sizeof(DevStatus), cudaHostAllocMapped | cudaHostAllocPortable),

@@ -73,8 +73,15 @@ bool finish(Pair& p, const Case& c, bool* hung) {
   return true;
 }
 
+// Seconds since the first call: verbose lines carry it so a slow start (module loading, init) shows apart
+// from slow cases.
+double sinceStart() {
+  static const auto t0 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 bool runCase(Pair& p, const Case& c, bool* hung) {
-  if (std::getenv("BRAID_TEST_VERBOSE")) printf("case: %s\n", c.name().c_str()), fflush(stdout);
+  if (std::getenv("BRAID_TEST_VERBOSE")) printf("case: %s [%.3f s]\n", c.name().c_str(), sinceStart()), fflush(stdout);
   RankBufs b[2];
   for (int r = 0; r < 2; ++r) {
     GT_CUDA(cudaSetDevice(r));
@@ -100,7 +107,9 @@ void runAll(const char* p2pDisable, const char* shmDisable, bool quick) {
   if (p2pDisable) env.set("NCCL_P2P_DISABLE", p2pDisable);
   if (shmDisable) env.set("NCCL_SHM_DISABLE", shmDisable);
   Pair p;
+  const double t0 = sinceStart();
   ASSERT_TRUE(p.init());
+  if (std::getenv("BRAID_TEST_VERBOSE")) printf("init: %.3f s\n", sinceStart() - t0), fflush(stdout);
   int failures = 0, n = 0;
   bool hung = false;
   for (const Case& c : allCases(2, quick)) {
