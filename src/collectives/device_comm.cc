@@ -7,9 +7,11 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "collectives/cuda_arch.h"
 #include "collectives/device_state.h"
+#include "collectives/tuner.h"
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/param.h"
@@ -41,7 +43,7 @@ DeviceState::~DeviceState() {
   cudaGetLastError();
 }
 
-ncclResult_t DeviceState::upload(const ConnInfo& info, DevConn* dst) {
+ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst) {
   DevConn d{};
   d.buff = info.buff;
   d.head = info.head;
@@ -74,6 +76,15 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, DevConn* dst) {
     d.sizes = reinterpret_cast<int32_t*>(map(info.sizes));
     d.errorFlag = reinterpret_cast<uint32_t*>(map(info.errorFlag));
     d.flags = kDevConnHostFifo;
+  }
+  const int64_t base = params::TestStepBase();
+  if (base > 0 && info.kind == TransportKind::P2p) {
+    // Tests only: both sides of a P2P connection start at `base`. Each side owns (and polls) one counter in
+    // its own memory: the sender its head, the receiver its tail; the peer does the same for the other.
+    d.step = static_cast<uint64_t>(base);
+    uint64_t* own = isSend ? info.head : info.tail;
+    BRAID_CUDA_CHECK(cudaMemcpy(own, &d.step, sizeof(uint64_t), cudaMemcpyHostToDevice),
+                     "rank %d: presetting a step counter of the connection with rank %d", rank, info.peer);
   }
   BRAID_CUDA_CHECK(cudaMemcpy(dst, &d, sizeof(d), cudaMemcpyHostToDevice),
                    "rank %d: uploading the connection state for rank %d", rank, info.peer);
@@ -132,6 +143,45 @@ ncclResult_t checkDeviceCode(ncclComm* comm) {
                      comm->rank, comm->cudaDev, major, minor, archs, major, minor);
 }
 
+// LL decided once for the communicator: each rank offers whether all its ring connections have LL slots and
+// which collectives its NCCL_PROTO forces to LL (allowing LL but not Simple); the AND over ranks is what
+// every rank uses, so neighbours never run different protocols on one connection.
+ncclResult_t agreeOnLl(ncclComm* comm, DeviceState* st) {
+  struct Offer {
+    uint32_t path;
+    uint32_t asked;
+  };
+  std::vector<Offer> all(comm->nranks);
+  Offer& mine = all[comm->rank];
+  mine.path = comm->nranks > 1 && comm->conns ? 1u : 0u;
+  for (int c = 0; mine.path && c < st->nChannels; ++c) {
+    const ConnInfo* s = comm->conns->ringSend(c);
+    const ConnInfo* r = comm->conns->ringRecv(c);
+    mine.path = s && r && s->kind == TransportKind::P2p && s->llBuff && r->llBuff ? 1u : 0u;
+  }
+  mine.asked = 0;
+  TunerConfig cfg;
+  if (loadTunerConfig(&cfg) == ncclSuccess && cfg.protos.overridden)
+    for (int c = 0; c < kNumCollTypes; ++c)
+      if ((cfg.protos.mask[c] & bit(Proto::LL)) && !(cfg.protos.mask[c] & bit(Proto::Simple))) mine.asked |= 1u << c;
+  const Offer local = mine;
+  BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Offer)));
+  uint32_t path = 1, asked = ~0u;
+  for (const Offer& o : all) {
+    path &= o.path;
+    asked &= o.asked;
+  }
+  st->llPath = path != 0;
+  st->llAskedMask = asked;
+  if (asked != local.asked)
+    BRAID_WARN("rank %d: NCCL_PROTO differs across ranks; LL runs only for the collectives every rank forces to LL",
+               comm->rank);
+  if (local.asked && local.path && !path)
+    BRAID_INFO(kSubInit, "rank %d: another rank's ring has a connection without LL slots; LL is off for this "
+               "communicator", comm->rank);
+  return ncclSuccess;
+}
+
 int chooseThreads() {
   int64_t t = params::NThreads();
   if (t <= 0) return kDevThreads;
@@ -178,10 +228,11 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     BRAID_CUDA_CHECK(cudaMalloc(&st->ringConns, sizeof(DevConn) * 2 * st->nChannels),
                      "rank %d: cudaMalloc of %d ring connection states", comm->rank, 2 * st->nChannels);
     for (int c = 0; c < st->nChannels; ++c) {
-      BRAID_CHECK(st->upload(*comm->conns->ringSend(c), st->ringSend(c)));
-      BRAID_CHECK(st->upload(*comm->conns->ringRecv(c), st->ringRecv(c)));
+      BRAID_CHECK(st->upload(*comm->conns->ringSend(c), true, st->ringSend(c)));
+      BRAID_CHECK(st->upload(*comm->conns->ringRecv(c), false, st->ringRecv(c)));
     }
   }
+  BRAID_CHECK(agreeOnLl(comm, st.get()));
   BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: device communicator on GPU %d ready, %d channel(s) x %d threads%s%s",
              (void*)comm, comm->rank, comm->nranks, comm->cudaDev, comm->nChannels, st->nThreads,
              comm->nranks > 1 ? ", ring next via " : "",

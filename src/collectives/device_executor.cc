@@ -52,19 +52,10 @@ class DeviceExecutorImpl final : public DeviceExecutor {
  public:
   DeviceExecutorImpl(ncclComm* comm, std::unique_ptr<DeviceState> st) : comm_(comm), st_(std::move(st)) {
     TunerConfig cfg;
-    if (loadTunerConfig(&cfg) == ncclSuccess) {  // validated at init already
-      if (params::DeviceTuner() == 1) tuning_ = std::make_unique<TunerConfig>(cfg);
-      // NCCL_PROTO allowing LL but not Simple for a collective asks for LL there.
-      for (int c = 0; c < kNumCollTypes; ++c)
-        llAsked_[c] = cfg.protos.overridden && (cfg.protos.mask[c] & bit(Proto::LL)) &&
-                      !(cfg.protos.mask[c] & bit(Proto::Simple));
-    }
-    llPath_ = st_->nranks > 1 && comm_->conns;
-    for (int c = 0; llPath_ && c < st_->nChannels; ++c) {
-      const ConnInfo* s = comm_->conns->ringSend(c);
-      const ConnInfo* r = comm_->conns->ringRecv(c);
-      llPath_ = s && r && s->kind == TransportKind::P2p && s->llBuff && r->llBuff;
-    }
+    if (loadTunerConfig(&cfg) == ncclSuccess && params::DeviceTuner() == 1)  // validated at init already
+      tuning_ = std::make_unique<TunerConfig>(cfg);
+    for (int c = 0; c < kNumCollTypes; ++c) llAsked_[c] = (st_->llAskedMask >> c) & 1u;
+    llPath_ = st_->llPath;
   }
   ~DeviceExecutorImpl() override;
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
@@ -84,8 +75,8 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
   std::unique_ptr<TunerConfig> tuning_;  // BRAID_DEVICE_TUNER=1: channel counts from the tuner
-  bool llAsked_[kNumCollTypes] = {};     // NCCL_PROTO forces LL for this collective
-  bool llPath_ = false;                  // every ring connection has LL slots (P2P)
+  bool llAsked_[kNumCollTypes] = {};     // every rank's NCCL_PROTO forces LL for this collective
+  bool llPath_ = false;                  // every rank's ring connections have LL slots (P2P)
   bool llWarned_ = false;
   struct {
     CollType coll = CollType::Send;
@@ -278,7 +269,7 @@ ncclResult_t DeviceExecutorImpl::p2pConn(int peer, bool send, DevConn** out) {
   DevConn* d = nullptr;
   BRAID_CUDA_CHECK(cudaMalloc(&d, sizeof(DevConn)), "rank %d: cudaMalloc of a p2p connection state", st_->rank);
   map[peer] = d;
-  BRAID_CHECK(st_->upload(*info, d));
+  BRAID_CHECK(st_->upload(*info, send, d));
   *out = d;
   return ncclSuccess;
 }

@@ -60,11 +60,17 @@ class DeviceState {
   DevConn* ringConns = nullptr;     // device memory: [0, nChannels) send, [nChannels, 2 nChannels) recv
   std::map<int, DevConn*> p2pSend, p2pRecv;  // non-neighbour peers, connected lazily
   std::vector<void*> registered;    // host FIFO bases registered with cudaHostRegister
+  // LL, agreed by every rank at init (agreeOnLl): every ring connection of every rank has LL slots, and the
+  // collectives (bit per CollType) every rank's NCCL_PROTO forces to LL. Ranks that chose differently would
+  // wait on each other's FIFOs forever.
+  bool llPath = false;
+  uint32_t llAskedMask = 0;
 
   DevConn* ringSend(int c) const { return ringConns + c; }
   DevConn* ringRecv(int c) const { return ringConns + nChannels + c; }
-  // Device-side copy of a connection (registers host FIFOs), uploaded to `dst` in device memory.
-  ncclResult_t upload(const ConnInfo& info, DevConn* dst);
+  // Device-side copy of a connection (registers host FIFOs), uploaded to `dst` in device memory. isSend: the
+  // side this rank plays (BRAID_TEST_STEP_BASE presets the counter that side owns).
+  ncclResult_t upload(const ConnInfo& info, bool isSend, DevConn* dst);
   void raiseAbort() {
     if (statusHost) *reinterpret_cast<volatile uint32_t*>(&statusHost->abort) = 1;
   }

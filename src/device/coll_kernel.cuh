@@ -40,6 +40,19 @@ struct DevMakeFn<FuncSumPostDiv<T>> {
   }
 };
 
+// Which ring directions a schedule uses (nranks > 1): broadcast and reduce are chains (ring_schedules.h), the
+// others use both. LL cleans exactly these before its first step (DevPrimsLL::begin).
+__device__ __forceinline__ bool llWillSend(int32_t coll, const RingArgs& a) {
+  if (coll == kDevBroadcast) return (a.rank + 1) % a.nranks != a.root;  // all but the chain's last
+  if (coll == kDevReduce) return a.rank != a.root;
+  return true;
+}
+__device__ __forceinline__ bool llWillRecv(int32_t coll, const RingArgs& a) {
+  if (coll == kDevBroadcast) return a.rank != a.root;
+  if (coll == kDevReduce) return a.rank != (a.root + 1) % a.nranks;  // all but the chain's first
+  return true;
+}
+
 // Runs the ring schedule of args.coll on `prims`.
 template <bool IsCopy, typename Prims>
 __device__ __forceinline__ void runRing(Prims& prims, const RingArgs& a, int32_t coll) {
@@ -89,6 +102,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
     if constexpr (LL) {
       DevPrimsLL<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
                               DevMakeFn<Fn>::make(args), args.status);
+      if (ring) prims.begin(llWillSend(args.coll, a), llWillRecv(args.coll, a));
       runRing<IsCopy>(prims, a, args.coll);
       __syncthreads();
       if (threadIdx.x == 0) {

@@ -4,8 +4,8 @@
 // with one vector store and polled by the receiving thread until both flags are the step's. No tail, no
 // fence: after a step's lines are read, a barrier and thread 0's head store hand the slot back. Sends wait
 // for head credits as in SIMPLE. The step counters are the connection's (shared with SIMPLE). At its first
-// step on a connection, an operation first runs nSteps clean steps when llNeedsClean says so (both sides
-// decide at the same step). Every spin checks the abort flag.
+// step, an operation first runs nSteps clean steps per direction it uses when llNeedsClean says so (both
+// sides decide at the same step; begin()). Every spin checks the abort flag.
 #pragma once
 
 #include <cstddef>
@@ -53,6 +53,14 @@ class DevPrimsLL {
   __device__ void setBuffers(const T* in, T* out) {
     in_ = in;
     out_ = out;
+  }
+  // Before the operation's first step: the clean steps of the directions it will use, when due (both sides
+  // of a connection decide at the same step), every send direction's before any receive direction's. Cleaning
+  // lazily, at each direction's first call, deadlocks a ring: every rank's first call only sends, and its
+  // first data step needs a credit for a clean step the peer consumes only in its second call.
+  __device__ void begin(bool willSend, bool willRecv) {
+    if (willSend) cleanSteps<false, true>();
+    if (willRecv) cleanSteps<true, false>();
   }
   // The steps each connection ended at (thread 0 writes them back after the kernel's last barrier).
   __device__ uint64_t sendStep() const { return sendStep_; }
@@ -169,12 +177,10 @@ class DevPrimsLL {
     __syncthreads();
     if (tid_ == 0 && !sh_->stop) stRelaxedSys(sh_->recv.head, recvStep_ + 1);
   }
-  // At this operation's first step on a connection: the clean steps, when due (the peer decides the same
-  // at the same step, since it runs the same operation).
+  // The clean steps of one direction, when due (see begin()).
   template <bool Recv, bool Send>
   __device__ void cleanSteps() {
-    if (Send && !sendChecked_) {
-      sendChecked_ = true;
+    if (Send) {
       if (llNeedsClean(sendStep_, sendClean_)) {
         sendClean_ = sendStep_;
         for (uint32_t k = 0; k < sh_->send.nSteps; ++k, ++sendStep_) {
@@ -187,8 +193,7 @@ class DevPrimsLL {
         }
       }
     }
-    if (Recv && !recvChecked_) {
-      recvChecked_ = true;
+    if (Recv) {
       if (llNeedsClean(recvStep_, recvClean_)) {
         recvClean_ = recvStep_;
         for (uint32_t k = 0; k < sh_->recv.nSteps; ++k, ++recvStep_) {
@@ -207,7 +212,6 @@ class DevPrimsLL {
   // One step: value(i, received line) for each line i of n elements; written to `out` (if any) and sent.
   template <bool Recv, bool Send, typename Value>
   __device__ void run(size_t n, Value value, T* out, size_t outN) {
-    cleanSteps<Recv, Send>();
     if (Send) waitCredit();
     __syncthreads();
     if (!sh_->stop) {
@@ -239,8 +243,6 @@ class DevPrimsLL {
   uint64_t recvStep_;
   uint64_t sendClean_;  // last cleaning step per connection (written back with the steps)
   uint64_t recvClean_;
-  bool sendChecked_ = false;  // this operation already decided whether to clean
-  bool recvChecked_ = false;
 };
 
 }  // namespace braid

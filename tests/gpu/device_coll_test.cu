@@ -149,49 +149,74 @@ TEST(DeviceColl2Gpu, LlForced) {
 
 // 100,000 back-to-back small LL all-reduces into two alternating outputs (flags of 100,000+ steps per
 // connection), checked at the end; then one Simple-sized one on the same connections.
+// 100,000 back-to-back small LL all-reduces, once from step 0 and once from 150,000 steps before the 32-bit
+// flag wrap (BRAID_TEST_STEP_BASE): the first LL operation there runs the cleaning steps, later ones cross
+// the wrap. Three inputs with different values rotate (period 3, coprime with the 8 slots), so a stale line
+// taken for a current one gives a wrong sum; each checkpoint checks the last three outputs and re-poisons them.
 TEST(DeviceColl2Gpu, LlManySmallAllReduces) {
   NEED_GPUS(2);
-  EnvScope env;
-  env.set("NCCL_PROTO", "LL");
-  Pair p;
-  ASSERT_TRUE(p.init());
-  const size_t n = 37;
-  float *in[2], *out[2][2];
-  for (int r = 0; r < 2; ++r) {
-    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&in[r], n * 4), cudaSuccess);
-    for (int k = 0; k < 2; ++k) ASSERT_EQ(cudaMalloc(&out[r][k], n * 4), cudaSuccess);
-    std::vector<float> h(n);
-    for (size_t i = 0; i < n; ++i) h[i] = static_cast<float>((r + 1) * 1000 + i);
-    ASSERT_EQ(cudaMemcpy(in[r], h.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    for (int k = 0; k < 2; ++k) ASSERT_EQ(cudaMemset(out[r][k], 0xff, n * 4), cudaSuccess);
-  }
-  bool hung = false;
-  const Case small{kAllReduce, ncclFloat32, ncclSum, n, false, 0};
-  for (int it = 0; it < 100000 && !hung; ++it) {
-    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (const char* base : {"0", "4294817296"}) {  // 2^32 - 150000
+    SCOPED_TRACE(std::string("BRAID_TEST_STEP_BASE=") + base);
+    EnvScope env;
+    env.set("NCCL_PROTO", "LL");
+    env.set("BRAID_TEST_STEP_BASE", base);
+    Pair p;
+    ASSERT_TRUE(p.init());
+    constexpr int kRot = 3;
+    const size_t n = 37;
+    float *in[2][kRot], *out[2][kRot];
+    auto value = [](int r, int k, size_t i) { return static_cast<float>((r + 1) * 1000 + 100 * k + i); };
+    auto poison = [&](int r, int k) { return cudaMemset(out[r][k], 0xff, n * 4); };
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      for (int k = 0; k < kRot; ++k) {
+        ASSERT_EQ(cudaMalloc(&in[r][k], n * 4), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&out[r][k], n * 4), cudaSuccess);
+        std::vector<float> h(n);
+        for (size_t i = 0; i < n; ++i) h[i] = value(r, k, i);
+        ASSERT_EQ(cudaMemcpy(in[r][k], h.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(poison(r, k), cudaSuccess);
+      }
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    }
+    auto checkAll = [&](int it) {
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        for (int k = 0; k < kRot; ++k) {
+          std::vector<float> h(n);
+          ASSERT_EQ(cudaMemcpy(h.data(), out[r][k], n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+          for (size_t i = 0; i < n; ++i)
+            ASSERT_EQ(h[i], value(0, k, i) + value(1, k, i)) << "rank " << r << " buffer " << k << " element " << i
+                                                             << " at iteration " << it;
+          ASSERT_EQ(poison(r, k), cudaSuccess);
+        }
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      }
+    };
+    bool hung = false;
+    const Case small{kAllReduce, ncclFloat32, ncclSum, n, false, 0};
+    for (int it = 0; it < 100000 && !hung; ++it) {
+      const int k = it % kRot;
+      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        ASSERT_EQ(ncclAllReduce(in[r][k], out[r][k], n, ncclFloat32, ncclSum, p.comm[r], p.stream[r]), ncclSuccess);
+      }
+      ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+      if (it % 999 == 998) {  // a multiple of kRot iterations: all three outputs were just written
+        if (!finish(p, small, &hung)) FAIL() << "iteration " << it;  // bounded wait
+        checkAll(it);
+        if (HasFatalFailure()) return;
+      }
+    }
+    // A large LL all-reduce on the same connections afterwards (NCCL_PROTO is still LL).
+    EXPECT_TRUE(runCase(p, Case{kAllReduce, ncclFloat32, ncclSum, (size_t(1) << 20) + 3, false, 0}, &hung));
     for (int r = 0; r < 2; ++r) {
       cudaSetDevice(r);
-      ASSERT_EQ(ncclAllReduce(in[r], out[r][it & 1], n, ncclFloat32, ncclSum, p.comm[r], p.stream[r]), ncclSuccess);
+      for (int k = 0; k < kRot; ++k) cudaFree(in[r][k]), cudaFree(out[r][k]);
     }
-    ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-    if (it % 1000 == 999 && !finish(p, small, &hung)) FAIL() << "iteration " << it;  // bounded wait
+    p.destroy();
   }
-  for (int r = 0; r < 2; ++r) {
-    cudaSetDevice(r);
-    for (int k = 0; k < 2; ++k) {
-      std::vector<float> h(n);
-      ASSERT_EQ(cudaMemcpy(h.data(), out[r][k], n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-      for (size_t i = 0; i < n; ++i) ASSERT_EQ(h[i], static_cast<float>(3000 + 2 * i)) << "rank " << r << " out " << k;
-    }
-  }
-  EXPECT_TRUE(runCase(p, Case{kAllReduce, ncclFloat32, ncclSum, (size_t(1) << 20) + 3, false, 0}, &hung));
-  for (int r = 0; r < 2; ++r) {
-    cudaSetDevice(r);
-    cudaFree(in[r]);
-    for (int k = 0; k < 2; ++k) cudaFree(out[r][k]);
-  }
-  p.destroy();
 }
 
 __global__ void setKernel(float* p, size_t n, float v) {
