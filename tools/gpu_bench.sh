@@ -6,7 +6,7 @@
 #   TESTS="device_coll_test" picks the tests (0: none), PERF="all_reduce all_gather" picks tools,
 #   SIZES="-b 1M -e 2G -f 4", VARIANTS="NCCL_P2P_READ_ENABLE=1;NCCL_MAX_NCHANNELS=64" runs Braid once per
 #   ';'-separated env set (each against the same NCCL run), PATHS=0 skips the SHM/socket runs,
-#   EXTRA="cmd; cmd" runs more commands at the end (logged).
+#   PATH_VARIANTS likewise for the SHM/socket runs, EXTRA="cmd; cmd" runs more commands at the end (logged).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 OUT=${OUT:-$PWD/gpu_bench_out}; L=$OUT/logs; mkdir -p "$L"
@@ -58,12 +58,20 @@ for p in $PERF; do
   done
 done
 if [[ ${PATHS:-1} == 1 ]]; then
-  for lib in braid nccl; do
-    rc=$(run all_reduce $lib shm NCCL_P2P_DISABLE=1 -- -b 64M -e 1G -f 4 -c 1 -n 5 -w 2); [[ $rc == 0 ]] || echo "shm $lib rc=$rc"
-    rc=$(run all_reduce $lib sock NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 -- -b 64M -e 1G -f 4 -c 1 -n 3 -w 1)
-    [[ $rc == 0 ]] || echo "sock $lib rc=$rc"
+  # SHM and socket paths: NCCL once, Braid once per PATH_VARIANTS entry (';'-separated env sets, e.g.
+  # PATH_VARIANTS=";BRAID_NET_PROXY_THREADS=2;BRAID_NET_PROXY_THREADS=4").
+  IFS=';' read -r -a pvariants <<< "${PATH_VARIANTS:-}"; [[ ${#pvariants[@]} == 0 ]] && pvariants=("")
+  rc=$(run all_reduce nccl shm NCCL_P2P_DISABLE=1 -- -b 64M -e 1G -f 4 -c 1 -n 5 -w 2); [[ $rc == 0 ]] || echo "shm nccl rc=$rc"
+  rc=$(run all_reduce nccl sock NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 -- -b 64M -e 1G -f 4 -c 1 -n 3 -w 1)
+  [[ $rc == 0 ]] || echo "sock nccl rc=$rc"
+  for i in "${!pvariants[@]}"; do
+    read -r -a envs <<< "${pvariants[$i]}"
+    rc=$(run all_reduce braid shm$i NCCL_P2P_DISABLE=1 "${envs[@]}" -- -b 64M -e 1G -f 4 -c 1 -n 5 -w 2)
+    [[ $rc == 0 ]] || echo "shm braid v$i rc=$rc"
+    rc=$(run all_reduce braid sock$i NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "${envs[@]}" -- -b 64M -e 1G -f 4 -c 1 -n 3 -w 1)
+    [[ $rc == 0 ]] || echo "sock braid v$i rc=$rc"
+    echo "-- path variant $i: ${pvariants[$i]:-defaults}"; table all_reduce shm$i shm; table all_reduce sock$i sock
   done
-  table all_reduce shm; table all_reduce sock
 fi
 if [[ -n ${EXTRA:-} ]]; then echo "== extra"; bash -c "$EXTRA" 2>&1 | tee "$L/extra.txt" | tail -60; fi
 tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$L"

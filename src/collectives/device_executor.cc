@@ -140,6 +140,9 @@ ncclResult_t DeviceExecutorImpl::checkStatus() {
     case kDevAborted:
       return recordError(ncclInvalidUsage, "rank %d: communicator was aborted while a kernel waited on rank %d",
                          st_->rank, s->errorPeer);
+    case kDevPeerGone:
+      return recordError(ncclRemoteError, "rank %d: %s; the communicator's kernels were stopped (abort or destroy it)",
+                         st_->rank, st_->goneMessage().c_str());
     case kDevSizeMismatch:
       return recordError(ncclInvalidUsage,
                          "rank %d: a FIFO step from rank %d carried %u bytes where %u were expected: ranks called "
@@ -155,6 +158,9 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
   if (ops.empty()) return ncclSuccess;
   DeviceGuard g(st_->dev);
   BRAID_CHECK(checkStatus());
+  if (st_->peerIsGone())
+    return recordError(ncclRemoteError, "rank %d: %s; this communicator cannot run collectives any more", st_->rank,
+                       st_->goneMessage().c_str());
   if (comm_->abortFlag.load())
     return recordError(ncclInvalidUsage, "rank %d: communicator was aborted", st_->rank);
   cudaStream_t main = static_cast<cudaStream_t>(ops[0].stream);
@@ -194,6 +200,7 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
     haveLast_ = true;
     lastStream_ = main;
   }
+  st_->afterLaunch(capturing ? nullptr : ev, capturing);
   return ncclSuccess;
 }
 

@@ -5,11 +5,15 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "collectives/device_comm.h"
+#include "core/peer_watch.h"
 #include "device/dev_work.h"
 #include "nccl.h"
 #include "transport/conn_info.h"
@@ -68,6 +72,26 @@ class DeviceState {
   void raiseAbort() {
     if (statusHost) *reinterpret_cast<volatile uint32_t*>(&statusHost->abort) = 1;
   }
+  // The peer watch saw a peer process die. If this comm's kernels may be running (the last batch has not
+  // completed, or a batch was captured into a graph), marks the status (unless a kernel already reported an
+  // error) and stops them, so nothing spins on a peer that will never come; an idle comm is left alone (a
+  // peer that finished and exited is normal) until its next collective, which fails naming the rank.
+  void peerGone(const std::string& message);
+  // The executor, after enqueueing a batch: stops it at once if the watch has already fired.
+  void afterLaunch(cudaEvent_t batchDone, bool captured);
+  bool peerIsGone() const { return goneSeen_.load(); }
+  std::string goneMessage() const;
+
+  std::unique_ptr<PeerWatch> watch;  // GPU comms with peers (BRAID_PEER_WATCH_MS); stopped first on destruction
+
+ private:
+  void stopForGonePeer();
+  mutable std::mutex goneMu_;
+  std::string goneMessage_;  // guarded by goneMu_
+  std::atomic<bool> goneSeen_{false};
+  std::atomic<bool> goneStopped_{false};
+  std::atomic<cudaEvent_t> lastBatch_{nullptr};
+  std::atomic<bool> everCaptured_{false};
 };
 
 std::unique_ptr<DeviceExecutor> makeDeviceExecutor(ncclComm* comm, std::unique_ptr<DeviceState> state);

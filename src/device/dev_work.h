@@ -39,8 +39,9 @@ struct DevConn {
 static_assert(std::is_trivially_copyable<DevConn>::value, "DevConn is copied as bytes");
 
 // Device-visible words the host watches: an abort flag the host sets (ncclCommAbort) and an error word
-// the kernels set (first error wins). Both live in mapped pinned host memory.
-enum DevError : uint32_t { kDevOk = 0, kDevAborted = 1, kDevSizeMismatch = 2, kDevConnBroken = 3 };
+// the kernels set (first error wins; the host's peer watch also sets kDevPeerGone before raising abort). Both
+// live in mapped pinned host memory.
+enum DevError : uint32_t { kDevOk = 0, kDevAborted = 1, kDevSizeMismatch = 2, kDevConnBroken = 3, kDevPeerGone = 4 };
 struct DevStatus {
   uint32_t abort;
   uint32_t error;

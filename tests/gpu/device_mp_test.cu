@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "gpu_harness.h"
@@ -68,13 +69,72 @@ bool childMain(int rank, const ncclUniqueId& id, bool quick) {
   return failures == 0;
 }
 
-void runTwoProcesses(bool quick) {
+// Rank 1 dies (exits without destroying its comm) while rank 0's all-reduce waits for it: rank 0's kernel
+// must stop within seconds (the peer watch), ncclCommGetAsyncError must say ncclRemoteError, the message name
+// rank 1, and the next collective fail at once.
+bool deadPeerChild(int rank, const ncclUniqueId& id) {
+  GT_CUDA(cudaSetDevice(rank));
+  ncclComm_t comm;
+  GT_NCCL(ncclCommInitRank(&comm, 2, id, rank));
+  if (rank == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // rank 0's kernel is spinning by now
+    _exit(0);
+  }
+  cudaStream_t s;
+  GT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const size_t n = size_t(1) << 20;
+  float* buf = nullptr;
+  GT_CUDA(cudaMalloc(&buf, n * sizeof(float)));
+  GT_CUDA(cudaMemset(buf, 0, n * sizeof(float)));
+  GT_CUDA(cudaDeviceSynchronize());
+  const auto t0 = std::chrono::steady_clock::now();
+  ncclResult_t r = ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, s);
+  if (r == ncclSuccess) {
+    cudaError_t q;
+    while ((q = cudaStreamQuery(s)) == cudaErrorNotReady) {
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(15)) {
+        fprintf(stderr, "rank 0: the all-reduce kernel still spins 15 s after its peer died\n");
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (q != cudaSuccess) {
+      fprintf(stderr, "rank 0: stream error %s after the peer died\n", cudaGetErrorString(q));
+      return false;
+    }
+    ncclResult_t async = ncclSuccess;
+    GT_NCCL(ncclCommGetAsyncError(comm, &async));
+    if (async != ncclRemoteError) {
+      fprintf(stderr, "rank 0: ncclCommGetAsyncError gave %d, expected ncclRemoteError\n", async);
+      return false;
+    }
+  } else if (r != ncclRemoteError) {
+    fprintf(stderr, "rank 0: ncclAllReduce gave %d, expected success or ncclRemoteError\n", r);
+    return false;
+  }
+  const std::string msg = ncclGetLastError(comm);
+  if (msg.find("rank 1") == std::string::npos) {
+    fprintf(stderr, "rank 0: the error does not name rank 1: %s\n", msg.c_str());
+    return false;
+  }
+  r = ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, s);
+  if (r != ncclRemoteError) {
+    fprintf(stderr, "rank 0: a collective after the peer died gave %d, expected ncclRemoteError\n", r);
+    return false;
+  }
+  printf("rank 0: stopped %.2f s after the launch: %s\n",
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), msg.c_str());
+  ncclCommAbort(comm);
+  return true;
+}
+
+void runTwoProcesses(bool quick, bool (*child)(int, const ncclUniqueId&) = nullptr) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   pid_t pids[2];
   for (int r = 0; r < 2; ++r) {
     pids[r] = fork();
-    if (pids[r] == 0) _exit(childMain(r, id, quick) ? 0 : 1);
+    if (pids[r] == 0) _exit((child ? child(r, id) : childMain(r, id, quick)) ? 0 : 1);
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
   int status[2] = {-1, -1};
@@ -126,4 +186,10 @@ TEST(DeviceColl2Proc, Socket) {
   e.set("NCCL_P2P_DISABLE", "1");
   e.set("NCCL_SHM_DISABLE", "1");
   runTwoProcesses(true);
+}
+
+TEST(DeviceColl2Proc, DeadPeerStopsKernelsAndIsNamed) {
+  int n = probeGpus();
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << n;
+  runTwoProcesses(true, deadPeerChild);
 }

@@ -158,10 +158,14 @@ struct Case {
   size_t count;  // NCCL's count: per rank for AllGather/ReduceScatter/AllToAll/Gather/Scatter
   bool inPlace;
   int root;
+  // Out-of-place only: the user pointers sit this many elements past a 256-byte aligned allocation (1 and 3:
+  // neither 16-byte aligned nor aligned alike, so the kernels' scalar and head/tail paths run).
+  size_t sendShift = 0, recvShift = 0;
   std::string name() const {
-    char b[160];
-    snprintf(b, sizeof(b), "%s %s %s count %zu %s root %d", collStr(coll), typeName(dtype), opName(op), count,
-             inPlace ? "in-place" : "out-of-place", root);
+    char b[200];
+    int k = snprintf(b, sizeof(b), "%s %s %s count %zu %s root %d", collStr(coll), typeName(dtype), opName(op), count,
+                     inPlace ? "in-place" : "out-of-place", root);
+    if (sendShift || recvShift) snprintf(b + k, sizeof(b) - k, " shifted %zu/%zu", sendShift, recvShift);
     return b;
   }
 };
@@ -171,6 +175,7 @@ struct RankBufs {
   void* send = nullptr;
   void* recv = nullptr;
   size_t sendBytes = 0, recvBytes = 0;
+  size_t recvAlloc = 0;
   const void* sendArg = nullptr;
   void* recvArg = nullptr;
 };
@@ -197,6 +202,7 @@ inline bool prepare(const Case& c, int rank, int nranks, RankBufs* b) {
   b->recvBytes = outE * es;
   const size_t allocRecv = std::max<size_t>(std::max(b->recvBytes, b->sendBytes), 1) + 64;
   const size_t allocSend = std::max<size_t>(b->sendBytes, 1) + 64;
+  b->recvAlloc = allocRecv;
   GT_CUDA(cudaMalloc(&b->recv, allocRecv));
   GT_CUDA(cudaMemset(b->recv, 0xA5, allocRecv));
   std::vector<char> host(std::max<size_t>(b->sendBytes, 1));
@@ -222,15 +228,16 @@ inline bool prepare(const Case& c, int rank, int nranks, RankBufs* b) {
     return true;
   }
   GT_CUDA(cudaMalloc(&b->send, allocSend));
+  char* sendAt = static_cast<char*>(b->send) + c.sendShift * es;
   if (c.coll == kAllGather || c.coll == kGather) {
     std::vector<char> full(std::max<size_t>(c.count * nranks * es, 1));
     fillInput(c.dtype, full.data(), rank, c.count * nranks);
-    GT_CUDA(cudaMemcpy(b->send, full.data() + rank * c.count * es, c.count * es, cudaMemcpyHostToDevice));
+    GT_CUDA(cudaMemcpy(sendAt, full.data() + rank * c.count * es, c.count * es, cudaMemcpyHostToDevice));
   } else {
-    GT_CUDA(cudaMemcpy(b->send, host.data(), b->sendBytes, cudaMemcpyHostToDevice));
+    GT_CUDA(cudaMemcpy(sendAt, host.data(), b->sendBytes, cudaMemcpyHostToDevice));
   }
-  b->sendArg = b->send;
-  b->recvArg = b->recv;
+  b->sendArg = sendAt;
+  b->recvArg = static_cast<char*>(b->recv) + c.recvShift * es;
   // The copies and memsets above run on the legacy stream, which the tests' non-blocking streams do not
   // wait for.
   GT_CUDA(cudaDeviceSynchronize());
@@ -298,7 +305,7 @@ inline bool check(const Case& c, int rank, int nranks, RankBufs* b) {
   bool ok = true;
   if (expected(c, rank, nranks, &want)) {
     std::vector<char> got(want.size());
-    const char* src = static_cast<const char*>(c.coll == kReduceScatter && c.inPlace ? b->recvArg : b->recv);
+    const char* src = static_cast<const char*>(c.inPlace ? (c.coll == kReduceScatter ? b->recvArg : b->recv) : b->recvArg);
     if (!got.empty()) GT_CUDA(cudaMemcpy(got.data(), src, got.size(), cudaMemcpyDeviceToHost));
     const size_t es = typeSize(c.dtype);
     for (size_t i = 0; i < want.size(); i += es) {
@@ -307,6 +314,20 @@ inline bool check(const Case& c, int rank, int nranks, RankBufs* b) {
         memcpy(&g, &got[i], es);
         memcpy(&w, &want[i], es);
         fprintf(stderr, "rank %d: %s: element %zu is 0x%llx, expected 0x%llx\n", rank, c.name().c_str(), i / es, g, w);
+        ok = false;
+        break;
+      }
+    }
+  }
+  if (!c.inPlace && b->recvAlloc > 0) {
+    // Nothing outside [recvArg, recvArg + recvBytes) may change (out-of-place: the rest stays poisoned).
+    std::vector<unsigned char> all(b->recvAlloc);
+    GT_CUDA(cudaMemcpy(all.data(), b->recv, all.size(), cudaMemcpyDeviceToHost));
+    const size_t lo = static_cast<const char*>(b->recvArg) - static_cast<const char*>(b->recv), hi = lo + b->recvBytes;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if ((i < lo || i >= hi) && all[i] != 0xA5) {
+        fprintf(stderr, "rank %d: %s: byte %zu of the receive allocation (outside the output at %zu..%zu) is 0x%02x\n",
+                rank, c.name().c_str(), i, lo, hi, all[i]);
         ok = false;
         break;
       }
@@ -335,9 +356,23 @@ inline std::vector<Case> allCases(int nranks, bool quick) {
       for (Coll c : {kSendRecv, kAllToAll, kGather, kScatter}) v.push_back(Case{c, t, ncclSum, n, false, 0});
     }
   // Large, multi-step, every channel busy.
-  for (Coll c : {kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kSendRecv, kAllToAll})
+  for (Coll c : {kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kSendRecv, kAllToAll, kGather, kScatter})
     v.push_back(Case{c, ncclFloat32, ncclSum, (size_t(1) << 22) + 5, false, 0});
   v.push_back(Case{kAllReduce, ncclFloat16, ncclSum, (size_t(1) << 22) + 3, true, 0});
+  // Unaligned user pointers (send 1 element, receive 3 elements past an aligned allocation), every collective;
+  // float also shifted alike (1/1: the vector path after a scalar head).
+  const size_t shiftedCount = quick ? 1031 : 262147;
+  for (ncclDataType_t t : {ncclFloat32, ncclFloat16, ncclInt8, ncclFloat64})
+    for (Coll c : {kAllReduce, kReduce, kReduceScatter, kAllGather, kBroadcast, kSendRecv, kAllToAll, kGather, kScatter}) {
+      Case k{c, t, ncclSum, shiftedCount, false, nranks - 1};
+      k.sendShift = 1;
+      k.recvShift = 3;
+      v.push_back(k);
+      if (t == ncclFloat32) {
+        k.recvShift = 1;
+        v.push_back(k);
+      }
+    }
   return v;
 }
 

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <set>
 #include <string>
@@ -17,6 +19,7 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "core/peer_info.h"
+#include "core/peer_watch.h"
 #include "core/result.h"
 #include "core/wait.h"
 
@@ -167,4 +170,71 @@ TEST(Wait, DeadPeerDetectedByPid) {
   int status;
   waitpid(child, &status, 0);
   EXPECT_TRUE(peerProcessAlive(me, me));
+}
+
+// PeerWatch: a child process (rank 1) stays alive for a while, then exits; the watch fires once, after the
+// exit and the grace, with a message naming rank 1 and its pid, and never while the child lives.
+TEST(PeerWatch, FiresOnceWhenAPeerDies) {
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    close(pipefd[1]);
+    char c;
+    while (read(pipefd[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    _exit(0);  // parent closed the pipe: exit
+  }
+  ASSERT_GT(child, 0);
+  close(pipefd[0]);
+  PeerInfo me{}, peer{};
+  fillLocalPeerInfo(&me);
+  peer = me;
+  me.rank = 0;
+  peer.rank = 1;
+  peer.pid = child;
+  std::vector<PeerInfo> peers{me, peer};
+  WaitContext ctx;
+  ctx.self = &peers[0];
+  ctx.peers = &peers;
+  std::mutex mu;
+  std::vector<std::string> messages;
+  std::chrono::steady_clock::time_point firedAt{};
+  {
+    PeerWatch watch(&ctx, [&](const std::string& m) {
+      std::lock_guard<std::mutex> lk(mu);
+      messages.push_back(m);
+      firedAt = std::chrono::steady_clock::now();
+    }, std::chrono::milliseconds(20), std::chrono::milliseconds(100));
+    usleep(300 * 1000);
+    EXPECT_FALSE(watch.fired()) << "the peer is alive";
+    const auto exitAt = std::chrono::steady_clock::now();
+    close(pipefd[1]);  // the child exits (and stays a zombie: still dead to the watch)
+    for (int i = 0; i < 200 && !watch.fired(); ++i) usleep(10 * 1000);
+    ASSERT_TRUE(watch.fired());
+    std::lock_guard<std::mutex> lk(mu);
+    EXPECT_GE(firedAt - exitAt, std::chrono::milliseconds(100)) << "grace honoured";
+    EXPECT_LT(firedAt - exitAt, std::chrono::seconds(2));
+  }
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_NE(messages[0].find("rank 1"), std::string::npos) << messages[0];
+  EXPECT_NE(messages[0].find("pid " + std::to_string(child)), std::string::npos) << messages[0];
+  int status;
+  waitpid(child, &status, 0);
+}
+
+TEST(PeerWatch, StopsPromptlyWithLivePeers) {
+  PeerInfo me{};
+  fillLocalPeerInfo(&me);
+  std::vector<PeerInfo> peers{me};
+  WaitContext ctx;
+  ctx.self = &peers[0];
+  ctx.peers = &peers;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    PeerWatch watch(&ctx, [](const std::string&) { ADD_FAILURE() << "no peer died"; },
+                    std::chrono::milliseconds(10000), std::chrono::milliseconds(100));
+    usleep(50 * 1000);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1)) << "the destructor wakes the thread";
 }

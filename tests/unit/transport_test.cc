@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/result.h"
 #include "transport/host_fifo.h"
@@ -235,6 +236,39 @@ TEST(NetTransport, BothDirectionsShareOneProxyPerRank) {
   t.join();
   EXPECT_EQ(e1, "");
   EXPECT_EQ(e2, "");
+}
+
+// BRAID_NET_PROXY_THREADS: connections are dealt out to several progress threads round-robin; four
+// connections in both directions over 2 and 4 threads, pumped at once, every byte checked by pump().
+TEST(NetTransport, SeveralProxyThreads) {
+  for (const char* threads : {"2", "4"}) {
+    EnvVar t("BRAID_NET_PROXY_THREADS", threads);
+    TestRank a(0), b(1);
+    Connector s[4], r[4];
+    for (int ch = 0; ch < 4; ++ch) {
+      if (ch % 2 == 0) connectPair(netTransport(), a, b, ch, 1 << 20, &s[ch], &r[ch]);
+      else connectPair(netTransport(), b, a, ch, 1 << 20, &s[ch], &r[ch]);
+    }
+    ASSERT_TRUE(a.ctx.proxy && b.ctx.proxy);
+    EXPECT_EQ(a.ctx.proxy->threads(), std::atoi(threads));
+    EXPECT_EQ(a.ctx.proxy->connections(), 4);
+    std::string err[4];
+    std::vector<std::thread> ts;
+    for (int ch = 0; ch < 4; ++ch) ts.emplace_back([&, ch] { err[ch] = testutil::pump(s[ch].info, r[ch].info, 20 + ch, 300); });
+    for (auto& th : ts) th.join();
+    for (int ch = 0; ch < 4; ++ch) EXPECT_EQ(err[ch], "") << threads << " threads, connection " << ch;
+  }
+}
+
+TEST(NetTransport, ProxyThreadsClamped) {
+  {
+    EnvVar t("BRAID_NET_PROXY_THREADS", "0");
+    EXPECT_EQ(NetProxy(0).threads(), 1);
+  }
+  {
+    EnvVar t("BRAID_NET_PROXY_THREADS", "99");
+    EXPECT_EQ(NetProxy(0).threads(), 16);
+  }
 }
 
 TEST(NetTransport, SelfConnection) {

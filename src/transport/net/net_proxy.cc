@@ -1,5 +1,5 @@
-// NetProxy implementation: one thread per communicator drives every NET connection through the backend's
-// nonblocking calls. While busy it loops; when idle it yields for a short while, then sleeps in ppoll on
+// NetProxy implementation: each progress thread (one by default) drives its NET connections through the
+// backend's nonblocking calls. While busy it loops; when idle it yields for a short while, then sleeps in ppoll on
 // the backends' descriptors (so incoming data wakes it at once) with a timeout growing to 250 us, and to
 // 1 ms after a longer lull (executors advancing a FIFO tail cannot signal a descriptor), plus an eventfd
 // for stop/add/remove.
@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "core/param.h"
 #include "core/result.h"
 #include "transport/host_fifo.h"
 
@@ -28,6 +30,7 @@ constexpr int kMaxSleepUs = 250;
 // Idle for this long (between operations), naps may grow to kLongSleepUs: many idle comms stay cheap.
 constexpr auto kLongIdle = std::chrono::milliseconds(20);
 constexpr int kLongSleepUs = 1000;
+constexpr int64_t kMaxProxyThreads = 16;
 }  // namespace
 
 struct NetProxy::Conn {
@@ -45,22 +48,28 @@ struct NetProxy::Conn {
 };
 
 NetProxy::NetProxy(int rank) : rank_(rank) {
-  eventFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // -1: we just wake by timeout
+  const int64_t n = std::max<int64_t>(1, std::min<int64_t>(params::NetProxyThreads(), kMaxProxyThreads));
+  for (int64_t i = 0; i < n; ++i) {
+    workers_.push_back(std::make_unique<Worker>());
+    workers_.back()->eventFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // -1: that thread wakes by timeout
+  }
 }
 
 NetProxy::~NetProxy() {
   stop();
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    conns_.clear();
+  for (auto& w : workers_) {
+    {
+      std::lock_guard<std::mutex> lk(w->mu);
+      w->conns.clear();
+    }
+    if (w->eventFd >= 0) ::close(w->eventFd);
   }
-  if (eventFd_ >= 0) ::close(eventFd_);
 }
 
-void NetProxy::wake() {
-  if (eventFd_ >= 0) {
+void NetProxy::wake(Worker& w) {
+  if (w.eventFd >= 0) {
     uint64_t one = 1;
-    ssize_t r = write(eventFd_, &one, sizeof(one));
+    ssize_t r = write(w.eventFd, &one, sizeof(one));
     (void)r;  // a full counter already wakes the poll
   }
 }
@@ -89,50 +98,58 @@ ncclResult_t NetProxy::add(std::unique_ptr<Conn> c, uint64_t* id) {
   if (c->info.nSteps == 0 || c->info.nSteps > kHostFifoMaxSteps) {
     return recordError(ncclInternalError, "NET proxy: connection with rank %d has %u steps", c->peer, c->info.nSteps);
   }
-  std::lock_guard<std::mutex> lk(mu_);
+  std::lock_guard<std::mutex> top(mu_);
   if (stopped_) {
     return recordError(ncclInvalidUsage, "NET proxy of rank %d is stopped (communicator aborted); cannot add rank %d",
                        rank_, c->peer);
   }
   c->id = nextId_++;
   *id = c->id;
-  conns_[c->id] = std::move(c);
-  if (!thread_.joinable()) {
+  Worker& w = workerOf(c->id);
+  std::lock_guard<std::mutex> lk(w.mu);
+  w.conns[c->id] = std::move(c);
+  if (!w.thread.joinable()) {
     try {
-      thread_ = std::thread([this] { run(); });
+      w.thread = std::thread([this, &w] { run(w); });
     } catch (const std::system_error& e) {
-      conns_.erase(*id);
-      return recordError(ncclSystemError, "NET proxy: cannot start the proxy thread of rank %d: %s", rank_, e.what());
+      w.conns.erase(*id);
+      return recordError(ncclSystemError, "NET proxy: cannot start a proxy thread of rank %d: %s", rank_, e.what());
     }
   }
-  wake();
+  wake(w);
   return ncclSuccess;
 }
 
 void NetProxy::remove(uint64_t id) {
+  if (id == 0) return;
+  Worker& w = workerOf(id);
   std::unique_ptr<Conn> victim;
   {
-    std::lock_guard<std::mutex> lk(mu_);
-    auto it = conns_.find(id);
-    if (it == conns_.end()) return;
+    std::lock_guard<std::mutex> lk(w.mu);
+    auto it = w.conns.find(id);
+    if (it == w.conns.end()) return;
     victim = std::move(it->second);
-    conns_.erase(it);
+    w.conns.erase(it);
   }
   // Closed outside the lock: the proxy thread is already past it.
   victim.reset();
-  wake();
+  wake(w);
 }
 
 void NetProxy::stop() {
-  std::thread t;
+  std::vector<std::thread> ts;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::lock_guard<std::mutex> top(mu_);
     stopped_ = true;
-    stop_.store(true);
-    t = std::move(thread_);
+    for (auto& w : workers_) {
+      std::lock_guard<std::mutex> lk(w->mu);
+      w->stop.store(true);
+      ts.push_back(std::move(w->thread));
+    }
   }
-  wake();
-  if (t.joinable()) {
+  for (auto& w : workers_) wake(*w);
+  for (std::thread& t : ts) {
+    if (!t.joinable()) continue;
     if (t.get_id() == std::this_thread::get_id()) {
       t.detach();  // cannot happen today; never self-join
     } else {
@@ -144,11 +161,14 @@ void NetProxy::stop() {
 bool NetProxy::drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSec);
   for (;;) {
-    bool pending = false;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (!thread_.joinable()) return conns_.empty();
-      for (auto& kv : conns_) {
+    bool pending = false, lost = false;
+    for (auto& w : workers_) {
+      std::lock_guard<std::mutex> lk(w->mu);
+      if (!w->thread.joinable()) {
+        lost = lost || !w->conns.empty();  // stopped with connections left: nothing will move them
+        continue;
+      }
+      for (auto& kv : w->conns) {
         const Conn& c = *kv.second;
         if (c.send && !c.dead && !__atomic_load_n(c.info.errorFlag, __ATOMIC_ACQUIRE) &&
             c.done < loadAcquire(c.info.tail)) {
@@ -157,6 +177,7 @@ bool NetProxy::drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag) 
         }
       }
     }
+    if (lost) return false;
     if (!pending) return true;
     if ((abortFlag && abortFlag->load()) || std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -164,8 +185,12 @@ bool NetProxy::drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag) 
 }
 
 int NetProxy::connections() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return static_cast<int>(conns_.size());
+  int n = 0;
+  for (auto& w : workers_) {
+    std::lock_guard<std::mutex> lk(w->mu);
+    n += static_cast<int>(w->conns.size());
+  }
+  return n;
 }
 
 void NetProxy::markDead(Conn* c, ncclResult_t res) {
@@ -261,7 +286,7 @@ bool NetProxy::progress(Conn* c) {
   return moved;
 }
 
-void NetProxy::run() {
+void NetProxy::run(Worker& w) {
   using Clock = std::chrono::steady_clock;
   RankTag tag(rank_);
   struct Range {
@@ -272,10 +297,10 @@ void NetProxy::run() {
   std::vector<Range> ranges;
   auto idleSince = Clock::now();
   int sleepUs = kMinSleepUs;
-  std::unique_lock<std::mutex> lk(mu_);
-  while (!stop_.load(std::memory_order_relaxed)) {
+  std::unique_lock<std::mutex> lk(w.mu);
+  while (!w.stop.load(std::memory_order_relaxed)) {
     bool moved = false;
-    for (auto& kv : conns_) {
+    for (auto& kv : w.conns) {
       if (!kv.second->dead) moved |= progress(kv.second.get());
     }
     if (moved) {
@@ -291,8 +316,8 @@ void NetProxy::run() {
     }
     fds.clear();
     ranges.clear();
-    fds.push_back(pollfd{eventFd_, POLLIN, 0});
-    for (auto& kv : conns_) {
+    fds.push_back(pollfd{w.eventFd, POLLIN, 0});
+    for (auto& kv : w.conns) {
       if (kv.second->dead) continue;
       size_t start = fds.size();
       kv.second->comm->pollFds(&fds);
@@ -303,15 +328,15 @@ void NetProxy::run() {
     int ready = ppoll(fds.data(), fds.size(), &ts, nullptr);
     if (ready > 0 && (fds[0].revents & POLLIN)) {
       uint64_t v;
-      ssize_t r = read(eventFd_, &v, sizeof(v));
+      ssize_t r = read(w.eventFd, &v, sizeof(v));
       (void)r;
     }
     lk.lock();
     if (ready > 0) {
       sleepUs = kMinSleepUs;
       for (const Range& rg : ranges) {
-        auto it = conns_.find(rg.id);
-        if (it == conns_.end() || it->second->dead) continue;  // removed while we slept
+        auto it = w.conns.find(rg.id);
+        if (it == w.conns.end() || it->second->dead) continue;  // removed while we slept
         ncclResult_t r = it->second->comm->pollResult(fds.data() + rg.start, rg.count);
         if (r != ncclSuccess) markDead(it->second.get(), r);
       }

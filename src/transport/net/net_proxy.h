@@ -1,4 +1,6 @@
-// NetProxy: the per-communicator progress thread of the NET transport. For a send connection it watches
+// NetProxy: the per-communicator progress threads of the NET transport (BRAID_NET_PROXY_THREADS, default 1;
+// connections are dealt out round-robin in the order they are added, so with 2 a ring's sends and receives
+// progress on separate threads; each connection is only ever touched by its own thread). For a send connection it watches
 // the local FIFO's tail, posts each new slot to the backend and, when the backend is done with it, returns
 // the slot to the executor by advancing head. For a receive connection it posts a receive into every free
 // local slot (head + nSteps > step), and on completion writes sizes[slot] and publishes tail. A broken
@@ -11,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "nccl.h"
 #include "transport/conn_info.h"
@@ -26,7 +29,7 @@ class NetProxy {
   NetProxy& operator=(const NetProxy&) = delete;
 
   // Hands a connected comm to the proxy; `info` points at a process-local FIFO that must stay allocated
-  // until remove(*id) returns. Starts the thread on first use.
+  // until remove(*id) returns. Starts the connection's thread on first use.
   ncclResult_t addSend(std::unique_ptr<NetSendComm> comm, const ConnInfo& info, uint64_t* id);
   ncclResult_t addRecv(std::unique_ptr<NetRecvComm> comm, const ConnInfo& info, uint64_t* id);
   // Unregisters and closes the connection; afterwards the proxy never touches its FIFO again.
@@ -34,31 +37,38 @@ class NetProxy {
   // Waits (bounded) until every live send connection has handed all published slots to the backend, so
   // closing right after a collective loses nothing. False on timeout or abort.
   bool drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag);
-  // Stops and joins the thread; idempotent, never blocks on a peer. Registered connections are no
+  // Stops and joins the threads; idempotent, never blocks on a peer. Registered connections are no
   // longer progressed (their errorFlag is left to the caller: abort sets it).
   void stop();
   int connections() const;
+  int threads() const { return static_cast<int>(workers_.size()); }
 
  private:
   struct Conn;
+  // One progress thread and the connections it owns.
+  struct Worker {
+    int eventFd = -1;
+    mutable std::mutex mu;
+    std::map<uint64_t, std::unique_ptr<Conn>> conns;  // guarded by mu
+    std::atomic<bool> stop{false};
+    std::thread thread;
+  };
   ncclResult_t add(std::unique_ptr<Conn> c, uint64_t* id);
-  void run();
+  Worker& workerOf(uint64_t id) { return *workers_[(id - 1) % workers_.size()]; }
+  void run(Worker& w);
   bool progress(Conn* c);
   void markDead(Conn* c, ncclResult_t res);
   // Retires c's posted requests in step order while they test complete (done++, then published(size));
   // false when the connection failed and was marked dead. Defined in net_proxy.cc, its only user.
   template <typename Comm, typename Published>
   bool completeInOrder(Conn* c, Comm* comm, Published published, bool* moved);
-  void wake();
+  static void wake(Worker& w);
 
   const int rank_;
-  int eventFd_ = -1;
-  mutable std::mutex mu_;
-  std::map<uint64_t, std::unique_ptr<Conn>> conns_;  // guarded by mu_
+  std::vector<std::unique_ptr<Worker>> workers_;  // fixed at construction
+  std::mutex mu_;                                  // guards nextId_, stopped_
   uint64_t nextId_ = 1;
-  std::atomic<bool> stop_{false};
   bool stopped_ = false;  // stop() ran: no restart
-  std::thread thread_;
 };
 
 }  // namespace braid
