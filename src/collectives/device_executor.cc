@@ -345,11 +345,11 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
                          me, selfSends[i].bytes, selfRecvs[i].bytes);
     copies.push_back({selfRecvs[i], selfSends[i].buf});
   }
-  for (auto& c : copies) {
-    if (c.first.bytes == 0 || c.first.buf == c.second) continue;
-    BRAID_CUDA_CHECK(cudaMemcpyAsync(c.first.buf, c.second, c.first.bytes, cudaMemcpyDeviceToDevice, s),
-                     "rank %d: local copy of %zu bytes", me, c.first.bytes);
-  }
+  copies.erase(std::remove_if(copies.begin(), copies.end(),
+                              [](const std::pair<Xfer, const char*>& c) {
+                                return c.first.bytes == 0 || c.first.buf == c.second;
+                              }),
+               copies.end());
 
   // Ring neighbours go over the ring connections, all channels; other peers over one p2p connection each.
   const int next = (me + 1) % n, prev = (me - 1 + n) % n;
@@ -405,7 +405,42 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
       }
     }
   }
-  if (nCta == 0) return ncclSuccess;
+  if (nCta == 0) {
+    // Nothing crosses a connection: the copy engine does the local copies.
+    for (auto& c : copies)
+      BRAID_CUDA_CHECK(cudaMemcpyAsync(c.first.buf, c.second, c.first.bytes, cudaMemcpyDeviceToDevice, s),
+                       "rank %d: local copy of %zu bytes", me, c.first.bytes);
+    return ncclSuccess;
+  }
+  // Local copies run as extra CTAs of the same launch, beside the transfers: before, a cudaMemcpyAsync ahead
+  // of the kernel serialized the root's own share (scatter at 512 MB: 0.87x NCCL). One CTA per 4 MiB of the
+  // largest copy, at most kCopyCtas, each a 64-byte aligned share of every copy.
+  if (!copies.empty()) {
+    constexpr int kCopyCtas = 16;
+    size_t maxBytes = 0;
+    for (auto& c : copies) maxBytes = std::max(maxBytes, c.first.bytes);
+    const int room = std::min(kMaxP2pBlocks - nCta, (kMaxP2pBlocks - a.nBlocks) / static_cast<int>(copies.size()));
+    const int k = std::min<int>({kCopyCtas, room, static_cast<int>((maxBytes + (4u << 20) - 1) >> 22)});
+    if (k < 1)
+      return recordError(ncclInvalidUsage, "rank %d: a group holds more point-to-point transfers than one launch takes "
+                         "(%d); split the group", me, kMaxP2pBlocks);
+    for (int c = 0; c < k; ++c) {
+      a.ctaFirst[nCta++] = static_cast<int16_t>(a.nBlocks);
+      const int first = a.nBlocks;
+      for (auto& cp : copies) {
+        const size_t per = k <= 1 ? cp.first.bytes : (((cp.first.bytes + k - 1) / k + 63) & ~size_t(63));
+        const size_t off = std::min(per * c, cp.first.bytes);
+        P2pBlock& b = a.blocks[a.nBlocks++];
+        b.buf = cp.first.buf + off;
+        b.src = cp.second + off;
+        b.bytes = std::min(per, cp.first.bytes - off);
+        b.conn = nullptr;
+        b.isSend = 0;
+        b.nSeg = 0;
+      }
+      a.blocks[first].nSeg = a.nBlocks - first;
+    }
+  }
   void* args[] = {&a};
   BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(), dim3(nCta), dim3(st_->nThreads), args, 0, s),
                    "rank %d: launching the p2p kernel (%d CTAs)", me, nCta);

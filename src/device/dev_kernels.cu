@@ -6,12 +6,23 @@
 
 namespace braid {
 
-// One CTA per connection: its consecutive blocks run in order, each as ceil(bytes / stepBytes) steps.
+// One CTA per connection: its consecutive blocks run in order, each as ceil(bytes / stepBytes) steps. CTAs
+// whose blocks have no connection copy locally (a rank's own share of a gather/scatter/all-to-all, sends
+// to itself), so those copies overlap the transfers instead of preceding them on the stream.
 __global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArgs args) {
   __shared__ PrimsShared sh;
   const int first = args.ctaFirst[blockIdx.x];
   const P2pBlock& b0 = args.blocks[first];
   DevConn* conn = b0.conn;
+  if (conn == nullptr) {
+    for (int i = first; i < first + b0.nSeg; ++i) {
+      const P2pBlock& b = args.blocks[i];
+      reduceCopy<uint8_t, FuncCopy, RcMode<1, 1, false, false, false>>(
+          FuncCopy{}, threadIdx.x, blockDim.x, reinterpret_cast<const uint8_t*>(b.src), nullptr,
+          reinterpret_cast<uint8_t*>(b.buf), nullptr, b.bytes);
+    }
+    return;
+  }
   const bool isSend = b0.isSend != 0;
   if (threadIdx.x == 0) {
     sh.stop = 0;

@@ -79,7 +79,8 @@ struct CollLaunchArgs {
 struct P2pBlock {
   char* buf;
   size_t bytes;
-  DevConn* conn;
+  DevConn* conn;      // nullptr: a local copy of `bytes` from src to buf (no connection, no FIFO)
+  const char* src;    // local copies only
   int32_t isSend;
   int32_t nSeg;  // first entry of a CTA: how many consecutive entries it runs; 0 on the following ones
 };
