@@ -164,6 +164,11 @@ class DevPrimsLL {
           sh_->stop = 1;
           return false;
         }
+        if (ldVolatile32(&st_->deadPeer) == static_cast<uint32_t>(peer + 1)) {  // the peer process died
+          devSetError(st_, kDevPeerGone, peer, 0, 0);
+          sh_->stop = 1;
+          return false;
+        }
       }
     }
     return true;
