@@ -17,6 +17,11 @@
 // see the same operations at the same steps, so they clean at the same steps. Every line an LL step reads
 // then carries a flag less than kLlCleanPeriod + nSteps + (the operation's steps) old, far from 2^32, so a
 // stale line never matches. The cost is one slot's worth of lines per slot per period.
+//
+// Order: an operation runs the clean steps of every direction it will use before its first step, all send
+// directions before any receive direction. Cleaning a direction lazily at its first call deadlocks a ring:
+// each rank's first call only sends, and its first data step (slot reuse) needs a credit for a clean step
+// that the peer consumes only in its second call (tests/unit/ll_protocol_test.cc, ring model).
 #pragma once
 
 #include <cstddef>

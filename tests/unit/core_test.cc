@@ -142,19 +142,25 @@ TEST(Wait, TimeoutNamesPeerAndWhat) {
   EXPECT_NE(pendingError().find("credits from rank 2"), std::string::npos) << pendingError();
 }
 
+// Rank 0 = this process, rank 1 = `child` on the same host: a two-rank peer table for liveness tests.
+static std::vector<PeerInfo> selfAndChild(pid_t child) {
+  std::vector<PeerInfo> peers(2);
+  fillLocalPeerInfo(&peers[0]);
+  peers[1] = peers[0];
+  peers[0].rank = 0;
+  peers[1].rank = 1;
+  peers[1].pid = child;
+  return peers;
+}
+
 TEST(Wait, DeadPeerDetectedByPid) {
   pid_t child = fork();
   if (child == 0) _exit(0);
   ASSERT_GT(child, 0);
   usleep(100 * 1000);  // child is now a zombie (not reaped): must still count as dead
-  PeerInfo me{}, peer{};
-  fillLocalPeerInfo(&me);
-  peer = me;
-  me.rank = 0;
-  peer.rank = 1;
-  peer.pid = child;
-  EXPECT_FALSE(peerProcessAlive(me, peer));
-  std::vector<PeerInfo> peers{me, peer};
+  std::vector<PeerInfo> peers = selfAndChild(child);
+  const PeerInfo me = peers[0];
+  EXPECT_FALSE(peerProcessAlive(me, peers[1]));
   WaitContext ctx;
   ctx.self = &peers[0];
   ctx.peers = &peers;
@@ -187,13 +193,7 @@ TEST(PeerWatch, FiresOnceWhenAPeerDies) {
   }
   ASSERT_GT(child, 0);
   close(pipefd[0]);
-  PeerInfo me{}, peer{};
-  fillLocalPeerInfo(&me);
-  peer = me;
-  me.rank = 0;
-  peer.rank = 1;
-  peer.pid = child;
-  std::vector<PeerInfo> peers{me, peer};
+  std::vector<PeerInfo> peers = selfAndChild(child);
   WaitContext ctx;
   ctx.self = &peers[0];
   ctx.peers = &peers;

@@ -1,7 +1,8 @@
 // The LL protocol's rules (collectives/ll_protocol.h) exercised by a host model of one connection: a sender
 // thread and a receiver thread exchanging messages of random sizes through nSteps slots of flagged 8-byte
 // words, with head credits, from step 0, across the 32-bit flag wrap and across cleaning periods (each
-// message is one LL operation; each side tracks its last cleaning step). A stale
+// message is one LL operation; each side tracks its last cleaning step), and of an n-rank ring (the order in
+// which an operation cleans its directions). A stale
 // line carrying a current-looking flag (what a line untouched for 2^32 steps would hold) is never accepted
 // with cleaning on, and is accepted (wrong data) with cleaning off: the test can fail.
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -35,14 +37,62 @@ struct LlConn {
   bool holdFirstData = false;                 // sender: before its first data step, wait (up to 2 s) for the
                                               // receiver to move past it on its own (only stale lines allow that)
   std::atomic<bool> giveUp{false};
+  // Waits give up after this (the ring model's deadlock detector); far away by default.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
 
   std::atomic<uint64_t>* slot(uint64_t step) { return &words[(step % nSteps) * (slotBytes / 8)]; }
 };
 
-// Waits for a send credit at `step`; false if the receiver gave up.
+// Waits for a send credit at `step`; false if the receiver gave up or the deadline passed.
 bool waitCredit(LlConn& c, uint64_t step) {
   while (step >= c.head.load(std::memory_order_acquire) + c.nSteps) {
+    std::this_thread::yield();  // ring tests run more threads than this VM has cores
     if (c.giveUp.load()) return false;
+    if (std::chrono::steady_clock::now() > c.deadline) {
+      c.giveUp.store(true);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Waits until `line` carries `flag` (both words); false on give-up or deadline.
+bool waitLine(LlConn& c, std::atomic<uint64_t>* line, uint32_t flag, uint64_t* a, uint64_t* b) {
+  while (llWordFlag(*a = line[0].load(std::memory_order_relaxed)) != flag ||
+         llWordFlag(*b = line[1].load(std::memory_order_relaxed)) != flag) {
+    std::this_thread::yield();
+    if (c.giveUp.load()) return false;
+    if (std::chrono::steady_clock::now() > c.deadline) {
+      c.giveUp.store(true);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The sender's clean run when due (nSteps steps rewriting every line with the step's flag, no data).
+bool cleanSend(LlConn& c, uint64_t* step) {
+  if (!c.clean || !llNeedsClean(*step, c.senderClean)) return true;
+  c.senderClean = *step;
+  for (uint32_t k = 0; k < c.nSteps; ++k, ++*step) {
+    if (!waitCredit(c, *step)) return false;
+    std::atomic<uint64_t>* w = c.slot(*step);
+    for (size_t i = 0; i < c.slotBytes / 8; ++i) w[i].store(llWord(0, llFlag(*step)), std::memory_order_relaxed);
+  }
+  return true;
+}
+
+// The receiver's clean run when due: sees every line of each slot cleaned, hands the slot back.
+bool cleanRecv(LlConn& c, uint64_t* step) {
+  if (!c.clean || !llNeedsClean(*step, c.receiverClean)) return true;
+  c.receiverClean = *step;
+  for (uint32_t k = 0; k < c.nSteps; ++k) {
+    std::atomic<uint64_t>* w = c.slot(*step);
+    uint64_t a, b;
+    for (size_t i = 0; i < c.slotBytes / 8; i += 2)
+      if (!waitLine(c, w + i, llFlag(*step), &a, &b)) return false;
+    ++*step;
+    c.head.store(*step, std::memory_order_release);
   }
   return true;
 }
@@ -50,14 +100,7 @@ bool waitCredit(LlConn& c, uint64_t step) {
 // Sends `msg` as one LL operation from *step: cleaning steps first when due, then the data steps.
 void sendMessage(LlConn& c, uint64_t* step, const std::vector<uint8_t>& msg, int delayUs) {
   const size_t per = llSlotDataBytes(c.slotBytes);
-  if (c.clean && llNeedsClean(*step, c.senderClean)) {
-    c.senderClean = *step;
-    for (uint32_t k = 0; k < c.nSteps; ++k, ++*step) {
-      if (!waitCredit(c, *step)) return;
-      std::atomic<uint64_t>* w = c.slot(*step);
-      for (size_t i = 0; i < c.slotBytes / 8; ++i) w[i].store(llWord(0, llFlag(*step)), std::memory_order_relaxed);
-    }
-  }
+  if (!cleanSend(c, step)) return;
   size_t off = 0;
   do {
     if (!waitCredit(c, *step)) return;
@@ -90,23 +133,7 @@ void sendMessage(LlConn& c, uint64_t* step, const std::vector<uint8_t>& msg, int
 bool recvMessage(LlConn& c, uint64_t* step, size_t bytes, std::vector<uint8_t>* out) {
   const size_t per = llSlotDataBytes(c.slotBytes);
   out->assign(bytes, 0);
-  if (c.clean && llNeedsClean(*step, c.receiverClean)) {  // see every slot cleaned, hand each back
-    c.receiverClean = *step;
-    for (uint32_t k = 0; k < c.nSteps; ++k) {
-      std::atomic<uint64_t>* w = c.slot(*step);
-      const auto t0 = std::chrono::steady_clock::now();
-      for (size_t i = 0; i < c.slotBytes / 8; ++i) {
-        while (llWordFlag(w[i].load(std::memory_order_relaxed)) != llFlag(*step)) {
-          if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
-            c.giveUp.store(true);
-            return false;
-          }
-        }
-      }
-      ++*step;
-      c.head.store(*step, std::memory_order_release);
-    }
-  }
+  if (!cleanRecv(c, step)) return false;
   size_t off = 0;
   do {
     std::atomic<uint64_t>* w = c.slot(*step);
@@ -114,14 +141,7 @@ bool recvMessage(LlConn& c, uint64_t* step, size_t bytes, std::vector<uint8_t>* 
     const size_t n = std::min(per, bytes - off);
     for (size_t line = 0; line < llLines(n); ++line) {
       uint64_t a, b;
-      const auto t0 = std::chrono::steady_clock::now();
-      while (llWordFlag(a = w[2 * line].load(std::memory_order_relaxed)) != flag ||
-             llWordFlag(b = w[2 * line + 1].load(std::memory_order_relaxed)) != flag) {
-        if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
-          c.giveUp.store(true);
-          return false;
-        }
-      }
+      if (!waitLine(c, w + 2 * line, flag, &a, &b)) return false;
       const uint64_t payload = llJoin(llWordData(a), llWordData(b));
       std::memcpy(out->data() + off + line * 8, &payload, std::min<size_t>(8, n - line * 8));
     }
@@ -226,6 +246,90 @@ TEST(LlProtocol, WithoutCleaningStaleLinesAreTaken) {
   c.holdFirstData = true;  // makes the receiver reach the first step before any real data: deterministic
   fillStale(c, first);
   EXPECT_GT(exchange(c, 60, 5, 200), 0) << "the hazard the cleaning rule exists for";
+}
+
+// ---------------------------------------------------------------------------------------------- ring model
+// n ranks in a ring, rank r sending on conns[r] and receiving on conns[r-1], run all-gathers of one line per
+// rank (step 0 sends only, the middle steps receive and forward, the last only receives: the call pattern of
+// every ring schedule). The cleaning order matters there: an operation must run the clean steps of every
+// direction it uses before its first step, sends first (DevPrimsLL::begin). Cleaning each direction lazily,
+// at its first call, deadlocks: every rank's first call only sends, and its first data step needs a credit
+// for a clean step the peer consumes only in its second call.
+
+bool sendOne(LlConn& c, uint64_t* step, uint64_t payload) {
+  if (!waitCredit(c, *step)) return false;
+  uint32_t d0, d1;
+  llSplit(payload, &d0, &d1);
+  std::atomic<uint64_t>* w = c.slot(*step);
+  w[0].store(llWord(d0, llFlag(*step)), std::memory_order_relaxed);
+  w[1].store(llWord(d1, llFlag(*step)), std::memory_order_relaxed);
+  ++*step;
+  return true;
+}
+
+bool recvOne(LlConn& c, uint64_t* step, uint64_t* payload) {
+  uint64_t a, b;
+  if (!waitLine(c, c.slot(*step), llFlag(*step), &a, &b)) return false;
+  *payload = llJoin(llWordData(a), llWordData(b));
+  ++*step;
+  c.head.store(*step, std::memory_order_release);
+  return true;
+}
+
+uint64_t ringValue(int op, int rank) { return 0x5eed000000000000ull + uint64_t(op) * 1000 + rank; }
+
+// One rank's all-gather number `op`; false if a wait gave up (deadlock) or a value was wrong.
+bool ringAllGather(std::vector<std::unique_ptr<LlConn>>& conns, int r, int op, bool cleanFirst, uint64_t* sStep,
+                   uint64_t* rStep) {
+  const int n = static_cast<int>(conns.size());
+  LlConn& out = *conns[r];
+  LlConn& in = *conns[(r - 1 + n) % n];
+  if (cleanFirst && (!cleanSend(out, sStep) || !cleanRecv(in, rStep))) return false;
+  if (!cleanFirst && !cleanSend(out, sStep)) return false;  // lazily: the send direction at its first call
+  if (!sendOne(out, sStep, ringValue(op, r))) return false;
+  for (int k = 1; k < n; ++k) {
+    if (!cleanFirst && k == 1 && !cleanRecv(in, rStep)) return false;  // the receive direction at its first call
+    uint64_t v = 0;
+    if (!recvOne(in, rStep, &v)) return false;
+    if (v != ringValue(op, (r - k + n) % n)) return false;
+    if (k < n - 1 && !sendOne(out, sStep, v)) return false;
+  }
+  return true;
+}
+
+// Runs `ops` all-gathers on n ranks (threads) from `first` with cleaning due; returns how many ranks failed.
+int runRing(int n, int ops, uint64_t first, bool cleanFirst, std::chrono::milliseconds limit) {
+  std::vector<std::unique_ptr<LlConn>> conns;
+  for (int r = 0; r < n; ++r) {
+    conns.push_back(std::make_unique<LlConn>(8, 256, first, first - kLlCleanPeriod));  // cleaning due at once
+    conns.back()->deadline = std::chrono::steady_clock::now() + limit;
+  }
+  std::atomic<int> failed{0};
+  std::vector<std::thread> ts;
+  for (int r = 0; r < n; ++r)
+    ts.emplace_back([&, r] {
+      uint64_t sStep = first, rStep = first;
+      for (int op = 0; op < ops; ++op) {
+        if (!ringAllGather(conns, r, op, cleanFirst, &sStep, &rStep)) {
+          ++failed;
+          for (auto& c : conns) c->giveUp.store(true);  // let the others stop too
+          return;
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  return failed.load();
+}
+
+TEST(LlProtocol, RingCleansEveryDirectionBeforeItsFirstStep) {
+  for (int n : {2, 3, 5})
+    EXPECT_EQ(runRing(n, 50, (uint64_t(1) << 32) - 20, true, std::chrono::seconds(10)), 0) << n << " ranks";
+}
+
+TEST(LlProtocol, RingWithLazyCleaningDeadlocks) {
+  for (int n : {2, 3})
+    EXPECT_EQ(runRing(n, 5, (uint64_t(1) << 32) - 20, false, std::chrono::milliseconds(300)), n)
+        << n << " ranks: every rank waits for a credit its peer gives only later (the rule exists for this)";
 }
 
 }  // namespace
