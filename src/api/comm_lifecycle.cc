@@ -451,8 +451,15 @@ BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, 
         members.push_back(r);
       }
     // Excluded ranks may be dead: stop watching them, and clear a sticky error they caused.
-    comm->shrinkIgnore = excluded;
-    comm->wait.ignore = &comm->shrinkIgnore;
+    auto ignore = [&] {
+      comm->shrinkIgnore = excluded;
+      comm->wait.ignore = &comm->shrinkIgnore;
+    };
+    if (comm->devExec) {
+      comm->devExec->withPeerWatchPaused(ignore);  // its thread reads the ignored ranks
+    } else {
+      ignore();
+    }
     int seq = comm->shrinkCount++;
     ncclUniqueId id;
     BRAID_CHECK(shareNewId(comm, members, kTagShrinkId + (seq & 0xfff), &id));

@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
 
 #include "collectives/cuda_arch.h"
 #include "collectives/device_state.h"
@@ -42,47 +43,15 @@ DeviceState::~DeviceState() {
   cudaGetLastError();
 }
 
-void DeviceState::peerGone(const std::string& message) {
+void DeviceState::peerGone(int deadRank, const std::string& message) {
   {
     std::lock_guard<std::mutex> lk(goneMu_);
     goneMessage_ = message;
   }
-  goneSeen_.store(true);  // before looking at the last batch: see afterLaunch
-  bool mayRun = everCaptured_.load();
-  if (!mayRun) {
-    const cudaEvent_t e = lastBatch_.load();
-    if (e != nullptr) {
-      DeviceGuard g(dev);
-      const cudaError_t q = cudaEventQuery(e);
-      mayRun = q != cudaSuccess;  // not ready (or an error: stop rather than risk a spin)
-      if (q != cudaErrorNotReady) cudaGetLastError();
-    }
-  }
-  if (mayRun) {
-    stopForGonePeer();
-  } else {
-    BRAID_INFO(kSubInit, "rank %d: %s while this communicator was idle; its next collective will fail", rank,
-               message.c_str());
-  }
-}
-
-void DeviceState::afterLaunch(cudaEvent_t batchDone, bool captured) {
-  if (captured) everCaptured_.store(true);
-  if (batchDone) lastBatch_.store(batchDone);
-  // The watch sets goneSeen_ before it queries lastBatch_: either it sees this batch in flight, or we see
-  // goneSeen_ here.
-  if (goneSeen_.load()) stopForGonePeer();
-}
-
-void DeviceState::stopForGonePeer() {
-  if (goneStopped_.exchange(true)) return;
-  if (statusHost) {
-    uint32_t ok = kDevOk;
-    __atomic_compare_exchange_n(&statusHost->error, &ok, static_cast<uint32_t>(kDevPeerGone), false, __ATOMIC_SEQ_CST,
-                                __ATOMIC_SEQ_CST);
-  }
-  BRAID_WARN("rank %d: %s; stopping this communicator's kernels", rank, goneMessage().c_str());
-  raiseAbort();
+  goneSeen_.store(true);
+  if (statusHost) __atomic_store_n(&statusHost->deadPeer, static_cast<uint32_t>(deadRank + 1), __ATOMIC_SEQ_CST);
+  BRAID_WARN("rank %d: %s; kernels waiting on rank %d stop, and new collectives on this communicator fail", rank,
+             message.c_str(), deadRank);
 }
 
 std::string DeviceState::goneMessage() const {
@@ -213,12 +182,18 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
                    comm->rank);
   st->statusDev = static_cast<DevStatus*>(statusDev);
 
-  if (comm->nranks > 1 && params::PeerWatchMs() > 0) {
+  if (comm->nranks > 1 && params::PeerWatchMs() > 0 && PeerWatch::observable(&comm->wait)) {
     // Kernels spin on device memory long after the host returned: a peer process that dies would leave them
-    // (and the user's stream) waiting forever. The watch stops them and the next call reports the rank.
+    // (and the user's stream) waiting forever. The watch tells them; the next call reports the rank.
     DeviceState* raw = st.get();
-    st->watch = std::make_unique<PeerWatch>(&comm->wait, [raw](const std::string& m) { raw->peerGone(m); },
-                                            std::chrono::milliseconds(params::PeerWatchMs()));
+    try {
+      st->watch = std::make_unique<PeerWatch>(
+          &comm->wait, [raw](int r, const std::string& m) { raw->peerGone(r, m); },
+          std::chrono::milliseconds(params::PeerWatchMs()));
+    } catch (const std::system_error& e) {
+      BRAID_WARN("rank %d: cannot start the peer watch thread (%s); a dead peer will not be detected", comm->rank,
+                 e.what());
+    }
   }
   BRAID_CHECK(agreeOnChannels(comm, kDefaultDevChannels, kMaxDevChannels));
   st->nChannels = comm->nChannels;

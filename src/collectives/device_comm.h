@@ -3,6 +3,7 @@
 // DeviceExecutor, which turns each batch of ops into kernel launches on the callers' streams.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -21,6 +22,8 @@ class DeviceExecutor {
   // An error a kernel reported since (abort seen, size mismatch, broken host connection), with a recorded
   // message; ncclSuccess otherwise. Non-blocking: for ncclCommGetAsyncError.
   virtual ncclResult_t asyncError() { return ncclSuccess; }
+  // Runs f while the peer watch (if any) is between checks: for changing the ranks it ignores.
+  virtual void withPeerWatchPaused(const std::function<void()>& f) { f(); }
 };
 
 // Fills comm->cudaDev, comm->self.cudaDev/busId for this thread's current device (before the bootstrap).

@@ -59,6 +59,13 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   ~DeviceExecutorImpl() override;
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
   ncclResult_t asyncError() override { return checkStatus(); }
+  void withPeerWatchPaused(const std::function<void()>& f) override {
+    if (st_->watch) {
+      st_->watch->exclusive(f);
+    } else {
+      f();
+    }
+  }
 
  private:
   ncclResult_t checkStatus();
@@ -133,16 +140,16 @@ ncclResult_t DeviceExecutorImpl::event(size_t i, cudaEvent_t* out) {
 }
 
 ncclResult_t DeviceExecutorImpl::checkStatus() {
-  const volatile DevStatus* s = st_->statusHost;
-  const uint32_t err = s->error;
+  const DevStatus* s = st_->statusHost;
+  const uint32_t err = __atomic_load_n(&s->error, __ATOMIC_ACQUIRE);
   if (err == kDevOk) return ncclSuccess;
   switch (err) {
     case kDevAborted:
       return recordError(ncclInvalidUsage, "rank %d: communicator was aborted while a kernel waited on rank %d",
                          st_->rank, s->errorPeer);
     case kDevPeerGone:
-      return recordError(ncclRemoteError, "rank %d: %s; the communicator's kernels were stopped (abort or destroy it)",
-                         st_->rank, st_->goneMessage().c_str());
+      return recordError(ncclRemoteError, "rank %d: a kernel waiting on rank %d stopped: %s", st_->rank, s->errorPeer,
+                         st_->goneMessage().c_str());
     case kDevSizeMismatch:
       return recordError(ncclInvalidUsage,
                          "rank %d: a FIFO step from rank %d carried %u bytes where %u were expected: ranks called "
@@ -200,7 +207,6 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
     haveLast_ = true;
     lastStream_ = main;
   }
-  st_->afterLaunch(capturing ? nullptr : ev, capturing);
   return ncclSuccess;
 }
 

@@ -70,28 +70,21 @@ class DeviceState {
   // Device-side copy of a connection (registers host FIFOs), uploaded to `dst` in device memory.
   ncclResult_t upload(const ConnInfo& info, DevConn* dst);
   void raiseAbort() {
-    if (statusHost) *reinterpret_cast<volatile uint32_t*>(&statusHost->abort) = 1;
+    if (statusHost) __atomic_store_n(&statusHost->abort, 1u, __ATOMIC_SEQ_CST);
   }
-  // The peer watch saw a peer process die. If this comm's kernels may be running (the last batch has not
-  // completed, or a batch was captured into a graph), marks the status (unless a kernel already reported an
-  // error) and stops them, so nothing spins on a peer that will never come; an idle comm is left alone (a
-  // peer that finished and exited is normal) until its next collective, which fails naming the rank.
-  void peerGone(const std::string& message);
-  // The executor, after enqueueing a batch: stops it at once if the watch has already fired.
-  void afterLaunch(cudaEvent_t batchDone, bool captured);
+  // The peer watch saw peer `deadRank` die: records why and tells the kernels (DevStatus::deadPeer), so one
+  // spinning on that rank stops (a kernel whose data already arrived, or waiting on live peers, goes on; a
+  // finished peer exiting at job end is normal). New collectives then fail naming the rank.
+  void peerGone(int deadRank, const std::string& message);
   bool peerIsGone() const { return goneSeen_.load(); }
   std::string goneMessage() const;
 
   std::unique_ptr<PeerWatch> watch;  // GPU comms with peers (BRAID_PEER_WATCH_MS); stopped first on destruction
 
  private:
-  void stopForGonePeer();
   mutable std::mutex goneMu_;
   std::string goneMessage_;  // guarded by goneMu_
   std::atomic<bool> goneSeen_{false};
-  std::atomic<bool> goneStopped_{false};
-  std::atomic<cudaEvent_t> lastBatch_{nullptr};
-  std::atomic<bool> everCaptured_{false};
 };
 
 std::unique_ptr<DeviceExecutor> makeDeviceExecutor(ncclComm* comm, std::unique_ptr<DeviceState> state);

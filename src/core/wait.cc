@@ -109,6 +109,17 @@ ncclResult_t Waiter::slowCheck() {
   return ncclSuccess;
 }
 
+int firstDeadPeer(const WaitContext* ctx) {
+  if (ctx == nullptr || ctx->self == nullptr || ctx->peers == nullptr) return -1;
+  const auto& peers = *ctx->peers;
+  for (size_t r = 0; r < peers.size(); ++r) {
+    if (static_cast<int>(r) == ctx->self->rank) continue;
+    if (ctx->ignore && r < ctx->ignore->size() && (*ctx->ignore)[r]) continue;
+    if (!peerProcessAlive(*ctx->self, peers[r])) return static_cast<int>(r);
+  }
+  return -1;
+}
+
 ncclResult_t checkPeersAlive(const WaitContext* ctx) {
   int nDead = 0;
   std::string dead = describeDead(ctx, -1, &nDead);

@@ -51,5 +51,7 @@ class Waiter {
 // ncclRemoteError. Used when a connection broke, to name the rank that died rather than the neighbour
 // that reported it.
 ncclResult_t checkPeersAlive(const WaitContext* ctx);
+// The lowest observable dead rank (ignored ranks skipped), or -1.
+int firstDeadPeer(const WaitContext* ctx);
 
 }  // namespace braid

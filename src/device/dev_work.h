@@ -38,12 +38,13 @@ struct DevConn {
 };
 static_assert(std::is_trivially_copyable<DevConn>::value, "DevConn is copied as bytes");
 
-// Device-visible words the host watches: an abort flag the host sets (ncclCommAbort) and an error word
-// the kernels set (first error wins; the host's peer watch also sets kDevPeerGone before raising abort). Both
-// live in mapped pinned host memory.
+// Device-visible words in mapped pinned host memory: an abort flag the host sets (ncclCommAbort), the rank
+// + 1 of a peer process the host's peer watch saw die (a kernel spinning on that peer stops itself with
+// kDevPeerGone; kernels waiting on live peers go on), and an error word the kernels set (first error wins).
 enum DevError : uint32_t { kDevOk = 0, kDevAborted = 1, kDevSizeMismatch = 2, kDevConnBroken = 3, kDevPeerGone = 4 };
 struct DevStatus {
   uint32_t abort;
+  uint32_t deadPeer;  // rank + 1 of a dead peer, 0: none
   uint32_t error;
   int32_t errorPeer;
   uint32_t errorBytes;   // what arrived (size mismatch)

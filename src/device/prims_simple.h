@@ -65,6 +65,11 @@ __device__ __forceinline__ bool devSpin(DevStatus* st, const DevConn& c, Ready r
         devSetError(st, kDevAborted, c.peer, 0, 0);
         return false;
       }
+      if (ldVolatile32(&st->deadPeer) == static_cast<uint32_t>(c.peer + 1)) {  // this wait can never end
+        if (ready()) return true;
+        devSetError(st, kDevPeerGone, c.peer, 0, 0);
+        return false;
+      }
       if (c.errorFlag && ldVolatile32(c.errorFlag)) {
         if (ready()) return true;
         devSetError(st, kDevConnBroken, c.peer, 0, 0);

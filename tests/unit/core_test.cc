@@ -201,8 +201,9 @@ TEST(PeerWatch, FiresOnceWhenAPeerDies) {
   std::vector<std::string> messages;
   std::chrono::steady_clock::time_point firedAt{};
   {
-    PeerWatch watch(&ctx, [&](const std::string& m) {
+    PeerWatch watch(&ctx, [&](int rank, const std::string& m) {
       std::lock_guard<std::mutex> lk(mu);
+      EXPECT_EQ(rank, 1);
       messages.push_back(m);
       firedAt = std::chrono::steady_clock::now();
     }, std::chrono::milliseconds(20), std::chrono::milliseconds(100));
@@ -216,6 +217,7 @@ TEST(PeerWatch, FiresOnceWhenAPeerDies) {
     EXPECT_GE(firedAt - exitAt, std::chrono::milliseconds(100)) << "grace honoured";
     EXPECT_LT(firedAt - exitAt, std::chrono::seconds(2));
   }
+  EXPECT_TRUE(PeerWatch::observable(&ctx));
   ASSERT_EQ(messages.size(), 1u);
   EXPECT_NE(messages[0].find("rank 1"), std::string::npos) << messages[0];
   EXPECT_NE(messages[0].find("pid " + std::to_string(child)), std::string::npos) << messages[0];
@@ -230,9 +232,10 @@ TEST(PeerWatch, StopsPromptlyWithLivePeers) {
   WaitContext ctx;
   ctx.self = &peers[0];
   ctx.peers = &peers;
+  EXPECT_FALSE(PeerWatch::observable(&ctx)) << "only ourselves";
   const auto t0 = std::chrono::steady_clock::now();
   {
-    PeerWatch watch(&ctx, [](const std::string&) { ADD_FAILURE() << "no peer died"; },
+    PeerWatch watch(&ctx, [](int, const std::string&) { ADD_FAILURE() << "no peer died"; },
                     std::chrono::milliseconds(10000), std::chrono::milliseconds(100));
     usleep(50 * 1000);
   }
