@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <string>
 
 #include "core/log.h"
 #include "core/result.h"
@@ -81,6 +82,7 @@ void PeerWatch::run() {
     if (now - since < grace_) continue;
     fired_ = true;
     lk.unlock();
+    if (msg.empty()) msg = "rank " + std::to_string(dead) + " is gone: exited or killed";
     onDead_(dead, msg);
     return;
   }
