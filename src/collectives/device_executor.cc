@@ -81,35 +81,18 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
   std::unique_ptr<TunerConfig> tuning_;  // BRAID_DEVICE_TUNER=1: channel counts from the tuner
-  struct {
-    CollType coll = CollType::Send;
-    size_t bytes = 0;
-    int nch = 0;
-  } lastTune_;
+  ChannelMemo lastTune_;
 };
 
-// The tuner's channel count (Ring/Simple, what the device runs today) on this comm's ring transport; the
-// last decision is reused for a repeated call unless TUNING is logged. Same inputs on every rank.
+// The tuner's channel count on this comm's ring transport (tunedRingChannels).
 int DeviceExecutorImpl::tunedChannels(const OpDesc& op) {
-  const size_t bytes = opBytes(op, st_->nranks);
-  if (!logEnabled(LogLevel::Info, kSubTuning) && lastTune_.coll == op.coll && lastTune_.bytes == bytes)
-    return lastTune_.nch;
   TransportClass tc = TransportClass::P2pNvlink;
   if (st_->nranks > 1 && comm_->conns) {
     const ConnInfo* next = comm_->conns->ringSend(0);
     if (next && next->kind == TransportKind::Shm) tc = TransportClass::Shm;
     if (next && next->kind == TransportKind::Net) tc = TransportClass::NetSocket;
   }
-  TuneRequest req = makeTuneRequest(op, st_->nranks, tc);
-  req.algosAvailable = bit(Algo::Ring);
-  req.protosAvailable = bit(Proto::Simple);
-  req.connectedChannels = st_->nChannels;
-  req.maxThreads = kDevMaxThreads;
-  const TuneDecision d = tune(req, *tuning_);
-  lastTune_.coll = op.coll;
-  lastTune_.bytes = bytes;
-  lastTune_.nch = std::max(1, std::min(d.nChannels, st_->nChannels));
-  return lastTune_.nch;
+  return tunedRingChannels(op, st_->nranks, tc, st_->nChannels, kDevMaxThreads, *tuning_, &lastTune_);
 }
 
 DeviceExecutorImpl::~DeviceExecutorImpl() {
@@ -236,10 +219,7 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
   a.root = op.root;
   a.rank = st_->rank;
   a.nranks = st_->nranks;
-  const size_t totalBytes = op.count * esize * (op.coll == CollType::AllGather || op.coll == CollType::ReduceScatter
-                                                    ? static_cast<size_t>(st_->nranks)
-                                                    : 1);
-  a.nChannels = tuning_ ? tunedChannels(op) : channelsFor(totalBytes, st_->nChannels);
+  a.nChannels = tuning_ ? tunedChannels(op) : channelsFor(opBytes(op, st_->nranks), st_->nChannels);
   a.status = st_->statusDev;
   if (st_->nranks > 1) {
     for (int c = 0; c < a.nChannels; ++c) {

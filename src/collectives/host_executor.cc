@@ -32,12 +32,7 @@ struct HostExecutor::Impl {
   int nranks = 1;
   int nChannels = 1;
   std::unique_ptr<TunerConfig> tuning;  // null: every collective on all channels
-  struct LastTune {                     // the previous decision: training loops repeat the same calls
-    CollType coll = CollType::Send;
-    size_t bytes = 0;
-    int maxCh = 0;
-    int nch = 0;
-  } last;
+  ChannelMemo last;                     // the previous decision (tunedRingChannels)
 
   // Worker pool: worker i serves channel i + 1. Guarded by mu.
   std::mutex mu;
@@ -103,28 +98,19 @@ struct HostExecutor::Impl {
     return ncclSuccess;
   }
 
-  // The tuner's channel count for `op` on at most `maxCh` channels. The path class comes from the ring's
-  // transport (sockets or shared memory); a pure function of the op and the configuration, so every rank
-  // with the same environment cuts the op the same way.
+  // The tuner's channel count for `op` on at most `maxCh` channels; the path class comes from the ring's
+  // transport (sockets or shared memory).
   int tunedChannels(const OpDesc& op, int maxCh) {
-    // Skip the search where it cannot change anything or was just made (it costs ~0.1 us of a 0.4 us
-    // small all-reduce), unless its decisions are being logged. With NCCL_ALGO/NCCL_PROTO set it runs at
-    // least once per size, so an override the host path cannot honour is reported.
-    if (!logEnabled(LogLevel::Info, kSubTuning)) {
-      if (maxCh == 1 && !tuning->algos.overridden && !tuning->protos.overridden) return 1;
-      if (last.coll == op.coll && last.bytes == opBytes(op, nranks) && last.maxCh == maxCh) return last.nch;
-    }
+    // Skip the search where it cannot change anything (it costs ~0.1 us of a 0.4 us small all-reduce),
+    // unless its decisions are being logged. With NCCL_ALGO/NCCL_PROTO set it runs at least once per size,
+    // so an override the host path cannot honour is reported.
+    if (maxCh == 1 && !tuning->algos.overridden && !tuning->protos.overridden &&
+        !logEnabled(LogLevel::Info, kSubTuning))
+      return 1;
     const ConnInfo* next = conns->ringSend(0);
     const TransportClass tc =
         next && next->kind == TransportKind::Net ? TransportClass::HostSocket : TransportClass::HostShm;
-    TuneRequest req = makeTuneRequest(op, nranks, tc);
-    req.algosAvailable = bit(Algo::Ring);
-    req.protosAvailable = bit(Proto::Simple);
-    req.connectedChannels = maxCh;
-    req.maxThreads = 1;
-    const TuneDecision d = tune(req, *tuning);
-    last = LastTune{op.coll, req.bytes, maxCh, std::max(1, std::min(d.nChannels, maxCh))};
-    return last.nch;
+    return tunedRingChannels(op, nranks, tc, maxCh, 1, *tuning, &last);
   }
 
   ncclResult_t runCollective(const OpDesc& op) {

@@ -110,6 +110,19 @@ TuneDecision tune(const TuneRequest& req, const TunerConfig& cfg);
 
 size_t opBytes(const OpDesc& op, int nranks);
 TuneRequest makeTuneRequest(const OpDesc& op, int nranks, TransportClass transport);
+
+// An executor's previous channel decision: training loops repeat the same calls.
+struct ChannelMemo {
+  CollType coll = CollType::Send;
+  size_t bytes = 0;
+  int maxCh = 0;
+  int nch = 0;
+};
+// The channel count (1..maxCh) the tuner picks for `op` run as Ring/Simple (what the executors run today) on
+// `transport`. A repeat of the memo's (collective, bytes, maxCh) reuses its answer unless TUNING decisions
+// are logged. A pure function of the op and the configuration, so every rank cuts the op the same way.
+int tunedRingChannels(const OpDesc& op, int nranks, TransportClass transport, int maxCh, int maxThreads,
+                      const TunerConfig& cfg, ChannelMemo* memo);
 // Sum of the per-op predictions (each op is its own launch today), in microseconds.
 double estimateGroupTime(const std::vector<TuneRequest>& ops, const TunerConfig& cfg);
 
