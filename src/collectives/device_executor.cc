@@ -399,17 +399,21 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     return ncclSuccess;
   }
   // Local copies run as extra CTAs of the same launch, beside the transfers: before, a cudaMemcpyAsync ahead
-  // of the kernel serialized the root's own share (scatter at 512 MB: 0.87x NCCL). One CTA per 4 MiB of the
-  // largest copy, at most kCopyCtas, each a 64-byte aligned share of every copy.
+  // of the kernel serialized the root's own share (scatter at 512 MB: 0.87x NCCL). One SM copies only ~46 GB/s
+  // (measured: a 4 MiB share on one CTA took 90 us, 0.25x NCCL at 8 MB), so a copy CTA takes 256 KiB of the
+  // largest copy, up to kCopyCtas of them, each a 64-byte aligned share of every copy.
   if (!copies.empty()) {
-    constexpr int kCopyCtas = 16;
+    constexpr int kCopyCtas = 32;
+    constexpr size_t kCopyCtaBytes = size_t(256) << 10;
     size_t maxBytes = 0;
     for (auto& c : copies) maxBytes = std::max(maxBytes, c.first.bytes);
     const int room = std::min(kMaxP2pBlocks - nCta, (kMaxP2pBlocks - a.nBlocks) / static_cast<int>(copies.size()));
-    const int k = std::min<int>({kCopyCtas, room, static_cast<int>((maxBytes + (4u << 20) - 1) >> 22)});
+    const int want = static_cast<int>(std::min<size_t>(kCopyCtas, (maxBytes + kCopyCtaBytes - 1) / kCopyCtaBytes));
+    const int k = std::min(want, room);
     if (k < 1)
       return recordError(ncclInvalidUsage, "rank %d: a group holds more point-to-point transfers than one launch takes "
                          "(%d); split the group", me, kMaxP2pBlocks);
+    const int nTransfer = nCta;
     for (int c = 0; c < k; ++c) {
       a.ctaFirst[nCta++] = static_cast<int16_t>(a.nBlocks);
       const int first = a.nBlocks;
@@ -426,6 +430,10 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
       }
       a.blocks[first].nSeg = a.nBlocks - first;
     }
+    // Copy CTAs go first: they never wait, so when transfers and copies outnumber the SMs (all-to-all: 128
+    // transfer CTAs + copies on 132 SMs) a transfer CTA waits briefly for a copy to end, instead of the
+    // copies waiting for the whole transfer.
+    std::rotate(a.ctaFirst, a.ctaFirst + nTransfer, a.ctaFirst + nCta);
   }
   void* args[] = {&a};
   BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(), dim3(nCta), dim3(st_->nThreads), args, 0, s),
