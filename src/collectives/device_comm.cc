@@ -161,40 +161,64 @@ ncclResult_t checkDeviceCode(ncclComm* comm) {
                      comm->rank, comm->cudaDev, major, minor, archs, major, minor);
 }
 
-// LL decided once for the communicator: each rank offers whether all its ring connections have LL slots and
-// which collectives its NCCL_PROTO forces to LL (allowing LL but not Simple); the AND over ranks is what
-// every rank uses, so neighbours never run different protocols on one connection.
-ncclResult_t agreeOnLl(ncclComm* comm, DeviceState* st) {
+// Protocol and algorithm sets decided once for the communicator: each rank offers whether all its ring
+// connections have LL slots and its tuning environment; every rank keeps the agreement (DeviceState::tuning),
+// so the per-call choice (a pure function of the call and that configuration) is the same on both sides of
+// every connection: neighbours never run different protocols, schedules or channel splits on one FIFO.
+ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   struct Offer {
     uint32_t path;
-    uint32_t asked;
+    int32_t minChannels;
+    int64_t buffSize;
+    uint32_t protos[kNumCollTypes];
+    uint32_t algos[kNumCollTypes];
   };
   std::vector<Offer> all(comm->nranks);
   Offer& mine = all[comm->rank];
+  std::memset(&mine, 0, sizeof(mine));
   mine.path = comm->nranks > 1 && comm->conns ? 1u : 0u;
   for (int c = 0; mine.path && c < st->nChannels; ++c) {
     const ConnInfo* s = comm->conns->ringSend(c);
     const ConnInfo* r = comm->conns->ringRecv(c);
     mine.path = s && r && s->kind == TransportKind::P2p && s->llBuff && r->llBuff ? 1u : 0u;
   }
-  mine.asked = 0;
   TunerConfig cfg;
-  if (loadTunerConfig(&cfg) == ncclSuccess && cfg.protos.overridden)
-    for (int c = 0; c < kNumCollTypes; ++c)
-      if ((cfg.protos.mask[c] & bit(Proto::LL)) && !(cfg.protos.mask[c] & bit(Proto::Simple))) mine.asked |= 1u << c;
+  BRAID_CHECK(loadTunerConfig(&cfg));  // validated in commInit already
+  mine.minChannels = cfg.minChannels;
+  mine.buffSize = cfg.buffSize;
+  for (int c = 0; c < kNumCollTypes; ++c) {
+    mine.protos[c] = cfg.protos.mask[c];
+    mine.algos[c] = cfg.algos.mask[c];
+  }
   const Offer local = mine;
   BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Offer)));
-  uint32_t path = 1, asked = ~0u;
+  TunerConfig agreed = cfg;
+  agreed.buffSize = all[0].buffSize;
+  uint32_t path = 1;
+  bool differ = false;
   for (const Offer& o : all) {
     path &= o.path;
-    asked &= o.asked;
+    agreed.minChannels = std::max(agreed.minChannels, o.minChannels);
+    differ = differ || o.minChannels != local.minChannels;
+    for (int c = 0; c < kNumCollTypes; ++c) {
+      agreed.protos.mask[c] &= o.protos[c];
+      agreed.algos.mask[c] &= o.algos[c];
+      differ = differ || o.protos[c] != local.protos[c] || o.algos[c] != local.algos[c];
+    }
+  }
+  for (int c = 0; c < kNumCollTypes; ++c) {
+    // Ranks that allow disjoint sets: every executor runs Ring/Simple, so that is what they agree on.
+    if (agreed.protos.mask[c] == 0) agreed.protos.mask[c] = bit(Proto::Simple);
+    if (agreed.algos.mask[c] == 0) agreed.algos.mask[c] = bit(Algo::Ring);
+    agreed.protos.overridden = agreed.protos.overridden || agreed.protos.mask[c] != kAllProtosMask;
+    agreed.algos.overridden = agreed.algos.overridden || agreed.algos.mask[c] != kAllAlgosMask;
   }
   st->llPath = path != 0;
-  st->llAskedMask = asked;
-  if (asked != local.asked)
-    BRAID_WARN("rank %d: NCCL_PROTO differs across ranks; LL runs only for the collectives every rank forces to LL",
-               comm->rank);
-  if (local.asked && local.path && !path)
+  st->tuning = agreed;
+  if (differ)
+    BRAID_WARN("rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS differ across ranks; every rank uses what "
+               "all of them allow", comm->rank);
+  if (local.path && !path)
     BRAID_INFO(kSubInit, "rank %d: another rank's ring has a connection without LL slots; LL is off for this "
                "communicator", comm->rank);
   return ncclSuccess;
@@ -263,7 +287,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
       BRAID_CHECK(st->upload(*comm->conns->ringRecv(c), false, st->ringRecv(c)));
     }
   }
-  BRAID_CHECK(agreeOnLl(comm, st.get()));
+  BRAID_CHECK(agreeOnSelection(comm, st.get()));
   BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: device communicator on GPU %d ready, %d channel(s) x %d threads%s%s",
              (void*)comm, comm->rank, comm->nranks, comm->cudaDev, comm->nChannels, st->nThreads,
              comm->nranks > 1 ? ", ring next via " : "",

@@ -51,11 +51,13 @@ struct Xfer {
 class DeviceExecutorImpl final : public DeviceExecutor {
  public:
   DeviceExecutorImpl(ncclComm* comm, std::unique_ptr<DeviceState> st) : comm_(comm), st_(std::move(st)) {
-    TunerConfig cfg;
-    if (loadTunerConfig(&cfg) == ncclSuccess && params::DeviceTuner() == 1)  // validated at init already
-      tuning_ = std::make_unique<TunerConfig>(cfg);
-    for (int c = 0; c < kNumCollTypes; ++c) llAsked_[c] = (st_->llAskedMask >> c) & 1u;
-    llPath_ = st_->llPath;
+    tunerOn_ = params::DeviceTuner() != 0;
+    transport_ = TransportClass::P2pNvlink;
+    if (st_->nranks > 1 && comm_->conns) {
+      const ConnInfo* next = comm_->conns->ringSend(0);
+      if (next && next->kind == TransportKind::Shm) transport_ = TransportClass::Shm;
+      if (next && next->kind == TransportKind::Net) transport_ = TransportClass::NetSocket;
+    }
   }
   ~DeviceExecutorImpl() override;
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
@@ -74,29 +76,76 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   ncclResult_t launchP2p(const std::vector<const OpDesc*>& ops, cudaStream_t s);
   ncclResult_t p2pConn(int peer, bool send, DevConn** out);
   ncclResult_t event(size_t i, cudaEvent_t* out);
-  int tunedChannels(const OpDesc& op);
+  // How one collective runs: kernel schedule (DevColl), protocol, channels.
+  struct CollPlan {
+    int32_t devColl = kDevAllReduce;
+    bool ll = false;
+    int nChannels = 1;
+  };
+  CollPlan planColl(const OpDesc& op, bool llKernel);
 
   ncclComm* comm_;
   std::unique_ptr<DeviceState> st_;
   std::vector<cudaEvent_t> events_;  // [0]: the last batch's completion; others: joins
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
-  std::unique_ptr<TunerConfig> tuning_;  // BRAID_DEVICE_TUNER=1: channel counts from the tuner
-  bool llAsked_[kNumCollTypes] = {};     // every rank's NCCL_PROTO forces LL for this collective
-  bool llPath_ = false;                  // every rank's ring connections have LL slots (P2P)
+  bool tunerOn_ = true;        // BRAID_DEVICE_TUNER (default 1): algorithm, protocol, channels from the tuner
+  TransportClass transport_;   // the ring's path: selects the tuner's cost rows
   bool llWarned_ = false;
-  ChannelMemo lastTune_;
+  // The previous call's plan: training loops repeat the same calls, and a search costs ~1 us.
+  struct PlanMemo {
+    bool valid = false;
+    CollType coll = CollType::AllReduce;
+    size_t bytes = 0;
+    bool llKernel = false;
+    CollPlan plan;
+  } memo_;
 };
 
-// The tuner's channel count on this comm's ring transport (tunedRingChannels).
-int DeviceExecutorImpl::tunedChannels(const OpDesc& op) {
-  TransportClass tc = TransportClass::P2pNvlink;
-  if (st_->nranks > 1 && comm_->conns) {
-    const ConnInfo* next = comm_->conns->ringSend(0);
-    if (next && next->kind == TransportKind::Shm) tc = TransportClass::Shm;
-    if (next && next->kind == TransportKind::Net) tc = TransportClass::NetSocket;
+// The plan of one ring collective: a pure function of the call and the configuration every rank agreed on at
+// init (DeviceState::tuning, llPath), so every rank cuts and runs the op the same way. With the tuner on,
+// its cost model picks (algorithm, protocol, channels) among what this comm can run; channel counts come
+// from it only where its row is fitted to measurements (elsewhere 64 KiB per channel, as with the tuner off).
+// With BRAID_DEVICE_TUNER=0: Ring/Simple unless NCCL_ALGO / NCCL_PROTO force OneShot / LL.
+DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, bool llKernel) {
+  const size_t bytes = opBytes(op, st_->nranks);
+  CollPlan plan;
+  plan.devColl = devCollCode(op.coll);
+  plan.nChannels = channelsFor(bytes, st_->nChannels);
+  if (st_->nranks == 1) return plan;
+  const bool logging = logEnabled(LogLevel::Info, kSubTuning);
+  if (!logging && memo_.valid && memo_.coll == op.coll && memo_.bytes == bytes && memo_.llKernel == llKernel)
+    return memo_.plan;
+  const TunerConfig& cfg = st_->tuning;
+  const int c = static_cast<int>(op.coll);
+  const uint32_t protos = bit(Proto::Simple) | (llKernel && st_->llPath ? bit(Proto::LL) : 0u);
+  // The one-shot schedule exists for 2 ranks (ring_schedules.h), where the ring's neighbour is the peer.
+  const uint32_t algos = bit(Algo::Ring) | (op.coll == CollType::AllReduce && st_->nranks == 2 ? bit(Algo::OneShot) : 0u);
+  const bool llForced = (cfg.protos.mask[c] & bit(Proto::LL)) && !(cfg.protos.mask[c] & bit(Proto::Simple));
+  if (llForced && !(protos & bit(Proto::LL)) && !llWarned_) {
+    llWarned_ = true;
+    BRAID_WARN("rank %d: NCCL_PROTO asks for LL but %s: %s %s runs on Simple", st_->rank,
+               st_->llPath ? "this build has no LL kernel for it" : "LL runs only over P2P connections",
+               collName(op.coll), dtypeName(op.dtype));
   }
-  return tunedRingChannels(op, st_->nranks, tc, st_->nChannels, kDevMaxThreads, *tuning_, &lastTune_);
+  if (tunerOn_) {
+    TuneRequest req = makeTuneRequest(op, st_->nranks, transport_);
+    req.algosAvailable = algos;
+    req.protosAvailable = protos;
+    req.connectedChannels = st_->nChannels;
+    req.maxThreads = kDevMaxThreads;
+    const TuneDecision d = tune(req, cfg);
+    plan.ll = d.proto == Proto::LL;
+    if (d.algo == Algo::OneShot) plan.devColl = kDevAllReduceOneShot;
+    if (modelRowMeasured(transport_, d.proto)) plan.nChannels = std::max(1, std::min(d.nChannels, st_->nChannels));
+  } else {
+    plan.ll = llForced && (protos & bit(Proto::LL));
+    if ((algos & bit(Algo::OneShot)) && (cfg.algos.mask[c] & bit(Algo::OneShot)) &&
+        !(cfg.algos.mask[c] & bit(Algo::Ring)))
+      plan.devColl = kDevAllReduceOneShot;
+  }
+  memo_ = PlanMemo{true, op.coll, bytes, llKernel, plan};
+  return plan;
 }
 
 DeviceExecutorImpl::~DeviceExecutorImpl() {
@@ -209,17 +258,9 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
                        collName(op.coll), dtypeName(op.dtype), static_cast<int>(op.op.kind));
   }
   if (op.count == 0) return ncclSuccess;
-  if (llAsked_[static_cast<int>(op.coll)] && st_->nranks > 1) {
-    const void* ll = devCollKernelLL(op.coll, op.dtype, op.op.kind);
-    if (ll && llPath_) {
-      kernel = ll;
-    } else if (!llWarned_) {
-      llWarned_ = true;
-      BRAID_WARN("rank %d: NCCL_PROTO asks for LL but %s: %s %s runs on Simple", st_->rank,
-                 llPath_ ? "this build has no LL kernel for it" : "LL runs only over P2P connections",
-                 collName(op.coll), dtypeName(op.dtype));
-    }
-  }
+  const void* llKernel = st_->nranks > 1 ? devCollKernelLL(op.coll, op.dtype, op.op.kind) : nullptr;
+  const CollPlan plan = planColl(op, llKernel != nullptr);
+  if (plan.ll) kernel = llKernel;
   const bool copy = op.coll == CollType::AllGather || op.coll == CollType::Broadcast;
   const size_t esize = dtypeSize(op.dtype);
   CollLaunchArgs a;
@@ -230,11 +271,11 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
   a.scalarPtr = op.op.scalarPtr;
   std::memcpy(&a.scalar, op.op.scalar, sizeof(a.scalar));
   a.divisor = op.op.divisor;
-  a.coll = devCollCode(op.coll);
+  a.coll = plan.devColl;
   a.root = op.root;
   a.rank = st_->rank;
   a.nranks = st_->nranks;
-  a.nChannels = tuning_ ? tunedChannels(op) : channelsFor(opBytes(op, st_->nranks), st_->nChannels);
+  a.nChannels = plan.nChannels;
   a.status = st_->statusDev;
   if (st_->nranks > 1) {
     for (int c = 0; c < a.nChannels; ++c) {

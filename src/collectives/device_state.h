@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collectives/device_comm.h"
+#include "collectives/tuner.h"
 #include "core/peer_watch.h"
 #include "device/dev_work.h"
 #include "nccl.h"
@@ -64,11 +65,12 @@ class DeviceState {
   DevConn* ringConns = nullptr;     // device memory: [0, nChannels) send, [nChannels, 2 nChannels) recv
   std::map<int, DevConn*> p2pSend, p2pRecv;  // non-neighbour peers, connected lazily
   std::vector<void*> registered;    // host FIFO bases registered with cudaHostRegister
-  // LL, agreed by every rank at init (agreeOnLl): every ring connection of every rank has LL slots, and the
-  // collectives (bit per CollType) every rank's NCCL_PROTO forces to LL. Ranks that chose differently would
-  // wait on each other's FIFOs forever.
+  // Agreed by every rank at init (agreeOnSelection), because neighbours that chose differently would wait on
+  // each other's FIFOs forever: LL is possible (every ring connection of every rank has LL slots, P2P), and
+  // the tuner configuration every call is decided from: per collective the protocols / algorithms every
+  // rank's NCCL_PROTO / NCCL_ALGO allow, the largest NCCL_MIN_NCHANNELS, rank 0's NCCL_BUFFSIZE.
   bool llPath = false;
-  uint32_t llAskedMask = 0;
+  TunerConfig tuning;
 
   DevConn* ringSend(int c) const { return ringConns + c; }
   DevConn* ringRecv(int c) const { return ringConns + nChannels + c; }

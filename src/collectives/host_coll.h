@@ -26,6 +26,7 @@ struct CollChannelWork {
   ConnProvider* conns = nullptr;
   const WaitContext* wait = nullptr;
   const std::atomic<bool>* cancel = nullptr;
+  bool oneShot = false;  // AllReduce of 2 ranks as ringAllReduceOneShot (NCCL_ALGO=allreduce:OneShot)
 };
 using CollChannelFn = ncclResult_t (*)(const CollChannelWork& work, int channel);
 
@@ -111,7 +112,13 @@ ncclResult_t runReduceChannel(const CollChannelWork& w, int channel) {
   if (a.ch.count == 0) return ncclSuccess;
   HostPrims<T, Fn> prims(send, recv, op.sendbuff, op.recvbuff, detail::MakeFn<Fn>::make(op.op), w.wait, w.cancel);
   switch (op.coll) {
-    case CollType::AllReduce: ringAllReduce(prims, a); break;
+    case CollType::AllReduce:
+      if (w.oneShot) {
+        ringAllReduceOneShot(prims, a);
+      } else {
+        ringAllReduce(prims, a);
+      }
+      break;
     case CollType::Reduce: ringReduce(prims, a); break;
     case CollType::ReduceScatter: ringReduceScatter(prims, a); break;
     default: return recordError(ncclInternalError, "%s is not a reducing collective", collName(op.coll));

@@ -133,6 +133,11 @@ struct HostExecutor::Impl {
     w.conns = conns;
     w.wait = wait;
     w.cancel = &cancel;
+    // The host's cost rows know no one-shot (CPU threads reduce at memory speed either way), so it runs only
+    // where NCCL_ALGO forces it; the schedule is the one the GPU kernels run, tested here without a GPU.
+    w.oneShot = op.coll == CollType::AllReduce && nranks == 2 && tuning && tuning->algos.overridden &&
+                (tuning->algos.mask[static_cast<int>(op.coll)] & bit(Algo::OneShot)) &&
+                !(tuning->algos.mask[static_cast<int>(op.coll)] & bit(Algo::Ring));
     BRAID_TRACE(kSubColl, "%s count %zu %s root %d on %d channel(s)", collName(op.coll), op.count, dtypeName(op.dtype),
                 op.root, nch);
     cancel.store(false, std::memory_order_relaxed);

@@ -68,6 +68,25 @@ BRAID_HD void ringAllReduce(Prims& prims, const RingArgs& a) {
   }
 }
 
+// One-shot all-reduce of a 2-rank ring (next == prev == the peer): each step sends this rank's input chunk
+// and reduces the peer's into the output, so every chunk is one hop instead of the ring's two (reduce-scatter
+// then all-gather), with the same bytes on the wire (the whole buffer each way). Both ranks compute
+// peer (+) own, which is bitwise the same on both because every reduction is commutative. 2 ranks only: with
+// more, ranks would reduce in different orders (floats differ) and inputs would need forwarding.
+template <typename Prims>
+BRAID_HD void ringAllReduceOneShot(Prims& prims, const RingArgs& a) {
+  if (a.nranks != 2) {
+    ringAllReduce(prims, a);
+    return;
+  }
+  for (size_t o = 0; o < a.ch.count; o += a.chunkElems) {
+    const size_t len = minSize(a.chunkElems, a.ch.count - o);
+    const size_t off = a.ch.offset + o;
+    prims.send(off, len);
+    prims.recvReduceCopy(off, off, len, true);
+  }
+}
+
 // Output block r (r * count) receives rank r's input; in place when input == output + rank * count.
 template <typename Prims>
 BRAID_HD void ringAllGather(Prims& prims, const RingArgs& a) {

@@ -252,10 +252,12 @@ Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p
       // own flag protocol (LL-style lines or SIMPLE barriers), not LL128.
       if (c != CollType::AllReduce || !isP2p(t) || p == Proto::LL128 || n < 2) return s;
       s.ok = true;
-      if (a == Algo::OneShot) {  // every rank reads all peers' full buffers, reduces locally
+      if (a == Algo::OneShot) {  // every rank gets all peers' full buffers, reduces locally
         s.wireBytes = (n - 1) * S;
         s.steps = 1;
-        s.eff = 0.8;  // estimate: remote loads are less efficient than pushed stores
+        // 2 ranks: Braid's one-shot pushes through the ring's FIFOs with the ring's primitives, the same bytes
+        // as the ring in one hop. More ranks (not run by Braid yet): remote loads, estimated less efficient.
+        s.eff = n == 2 ? 1.0 : 0.8;
       } else {        // direct reduce-scatter, then direct all-gather
         s.wireBytes = 2 * frac * S;
         s.steps = 2;
@@ -372,6 +374,10 @@ ncclResult_t loadTunerConfig(TunerConfig* out) {
   cfg.buffSize = b;
   *out = cfg;
   return ncclSuccess;
+}
+
+bool modelRowMeasured(TransportClass t, Proto p) {
+  return t < TransportClass::kCount && p < Proto::kCount && row(t, p).measured && row(t, p).bwPerChGBs > 0;
 }
 
 double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, size_t chunkBytes) {

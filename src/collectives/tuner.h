@@ -102,6 +102,9 @@ struct TuneDecision {
   uint32_t flags = 0;     // TuneFlags
 };
 
+// Whether the cost row of (transport, protocol) is fitted to measurements (tuner_model.def): executors take
+// the tuner's channel counts only from such rows.
+bool modelRowMeasured(TransportClass t, Proto p);
 // Predicted time of one fixed choice (no search, no env); +inf when the choice cannot run on this path.
 double predictUs(const TuneRequest& req, Algo algo, Proto proto, int nChannels, size_t chunkBytes);
 // The cheapest allowed choice. Never fails: when overrides allow nothing usable, falls back (flags say so).

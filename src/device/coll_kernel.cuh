@@ -65,6 +65,8 @@ __device__ __forceinline__ void runRing(Prims& prims, const RingArgs& a, int32_t
   } else {
     if (coll == kDevAllReduce) {
       ringAllReduce(prims, a);
+    } else if (coll == kDevAllReduceOneShot) {
+      ringAllReduceOneShot(prims, a);
     } else if (coll == kDevReduce) {
       ringReduce(prims, a);
     } else {

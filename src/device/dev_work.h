@@ -55,8 +55,16 @@ struct DevStatus {
   uint32_t expectBytes;  // what was expected
 };
 
-// Collective codes understood by the kernels (same order as CollType's ring collectives).
-enum DevColl : int32_t { kDevAllReduce = 0, kDevBroadcast = 1, kDevReduce = 2, kDevAllGather = 3, kDevReduceScatter = 4 };
+// Collective codes understood by the kernels (same order as CollType's ring collectives), then the
+// algorithm variants: the one-shot all-reduce of a 2-rank ring (ring_schedules.h).
+enum DevColl : int32_t {
+  kDevAllReduce = 0,
+  kDevBroadcast = 1,
+  kDevReduce = 2,
+  kDevAllGather = 3,
+  kDevReduceScatter = 4,
+  kDevAllReduceOneShot = 5
+};
 
 struct CollLaunchArgs {
   const void* sendbuff;

@@ -147,6 +147,22 @@ TEST(DeviceColl2Gpu, LlForced) {
   runAll(nullptr, nullptr, false);
 }
 
+// NCCL_ALGO=allreduce:OneShot with each protocol: every all-reduce case (all types and ops, odd counts,
+// unaligned, in and out of place) runs the one-shot schedule (LL kernels where they exist, else Simple);
+// the other collectives are unaffected. BRAID_DEVICE_TUNER=0 runs the tuner-off path of the same choice.
+TEST(DeviceColl2Gpu, OneShotForced) {
+  NEED_GPUS(2);
+  for (const char* proto : {"LL", "Simple"})
+    for (const char* tuner : {"1", "0"}) {
+      SCOPED_TRACE(std::string("NCCL_PROTO=") + proto + " BRAID_DEVICE_TUNER=" + tuner);
+      EnvScope env;
+      env.set("NCCL_ALGO", "allreduce:OneShot");
+      env.set("NCCL_PROTO", proto);
+      env.set("BRAID_DEVICE_TUNER", tuner);
+      runAll(nullptr, nullptr, true);
+    }
+}
+
 // 100,000 back-to-back small LL all-reduces into two alternating outputs (flags of 100,000+ steps per
 // connection), checked at the end; then one Simple-sized one on the same connections.
 // 100,000 back-to-back small LL all-reduces, once from step 0 and once from 150,000 steps before the 32-bit

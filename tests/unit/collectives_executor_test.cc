@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <mutex>
 
+#include "collectives/ring_schedules.h"
 #include "collectives/ring_split.h"
+#include "collectives/tuner.h"
 #include "collectives_test_util.h"
 
 namespace braid {
@@ -308,6 +310,69 @@ TEST(RingSplit, SegmentsCoverLoopAndFitChunk) {
       }
     }
   }
+}
+
+// The one-shot all-reduce schedule that 2-rank GPU comms pick for small and mid sizes (ringAllReduceOneShot),
+// run by the host executor where NCCL_ALGO forces it: every type and op, counts up to many FIFO steps, in
+// and out of place, on 1 and 3 channels.
+TEST(CollOneShot, TwoRanksEveryTypeAndOp) {
+  TunerConfig cfg;
+  ASSERT_EQ(parseAlgoList("NCCL_ALGO", "allreduce:OneShot", &cfg.algos), ncclSuccess);
+  for (int nch : {1, 3}) {
+    SCOPED_TRACE("channels " + std::to_string(nch));
+    std::vector<Case> cases;
+    for (const Case& c : buildCases(2, nch))
+      if (c.coll == CollType::AllReduce) cases.push_back(c);
+    ASSERT_GT(cases.size(), 100u);
+    MemWorld world(2, nch, 256, 4);
+    Failures fails;
+    runRanks(&world, nch, 30, [&](int rank, HostExecutor& ex, MemProvider&) {
+      ex.setTuning(cfg);
+      for (const Case& c : cases) runCase(c, rank, 2, ex, &fails);
+    });
+    for (const std::string& m : fails.msgs) ADD_FAILURE() << m;
+    EXPECT_EQ(fails.total, 0) << "of " << cases.size() << " cases";
+  }
+}
+
+// The one-shot schedule's steps: per chunk, send this rank's input and reduce the peer's into the output (one
+// hop); with more than 2 ranks it is the ring all-reduce.
+struct RecordingPrims {
+  std::vector<std::string> log;
+  void note(const char* what, size_t a, size_t b, size_t n) {
+    log.push_back(std::string(what) + " " + std::to_string(a) + " " + std::to_string(b) + " " + std::to_string(n));
+  }
+  void send(size_t in, size_t n) { note("send", in, in, n); }
+  void recv(size_t out, size_t n) { note("recv", out, out, n); }
+  void recvReduceSend(size_t in, size_t n) { note("recvReduceSend", in, in, n); }
+  void recvReduceCopySend(size_t in, size_t out, size_t n, bool) { note("recvReduceCopySend", in, out, n); }
+  void recvReduceCopy(size_t in, size_t out, size_t n, bool) { note("recvReduceCopy", in, out, n); }
+  void recvCopySend(size_t out, size_t n) { note("recvCopySend", out, out, n); }
+  void copySend(size_t in, size_t out, size_t n) { note("copySend", in, out, n); }
+  void localReduceCopy(size_t in, size_t out, size_t n) { note("localReduceCopy", in, out, n); }
+};
+
+TEST(CollOneShot, ScheduleIsOneHopPerChunk) {
+  RingArgs a;
+  a.rank = 1;
+  a.nranks = 2;
+  a.count = 100;
+  a.ch = ElemRange{40, 10};
+  a.chunkElems = 4;
+  a.alignElems = 1;
+  RecordingPrims p;
+  ringAllReduceOneShot(p, a);
+  const std::vector<std::string> want = {"send 40 40 4", "recvReduceCopy 40 40 4", "send 44 44 4",
+                                         "recvReduceCopy 44 44 4", "send 48 48 2", "recvReduceCopy 48 48 2"};
+  EXPECT_EQ(p.log, want);
+  // Three ranks: the ring all-reduce (2 (n-1) steps per loop), not the one-shot.
+  a.nranks = 3;
+  RecordingPrims ring, oneShot;
+  ringAllReduce(ring, a);
+  ringAllReduceOneShot(oneShot, a);
+  EXPECT_EQ(oneShot.log, ring.log);
+  EXPECT_EQ(ring.log.front().rfind("send", 0), 0u);
+  EXPECT_NE(ring.log, want);
 }
 
 }  // namespace

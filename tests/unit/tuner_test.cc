@@ -207,21 +207,65 @@ TEST(TunerDecide, GridMonotoneAndSane) {
 }
 
 TEST(TunerDecide, CalibratedAgainstMeasurements) {
-  // Braid SIMPLE ring on 2xH200 (docs/PERFORMANCE.md): 8 B all-reduce 12.1 us; 2 GB busbw 313.0 GB/s at
-  // 32 channels and 351.8 at 64 (sm_90 code).
+  // Braid on 2xH200 (tuner_model.def, docs/gpu/2026-11-22c/): ring all-reduce 8 B on one channel 11.8 us with
+  // Simple and 6.1 us with LL; 2 GB busbw 313.0 GB/s at 32 channels and 351.8 at 64 (Simple).
   TuneRequest r = req(CollType::AllReduce, 8, 2, TransportClass::P2pNvlink);
-  double small = predictUs(r, Algo::Ring, Proto::Simple, 1, 512 << 10);
-  EXPECT_NEAR(small, 12.1, 1.5);
+  EXPECT_NEAR(predictUs(r, Algo::Ring, Proto::Simple, 1, 512 << 10), 11.8, 1.5);
+  EXPECT_NEAR(predictUs(r, Algo::Ring, Proto::LL, 1, 32768), 6.1, 1.5);
+  // Mid sizes: LL at 512 KB on 64 channels 9.3 us, Simple at 8 MB on 64 channels 39.3 us (within 20%).
+  r.bytes = 512 << 10;
+  EXPECT_NEAR(predictUs(r, Algo::Ring, Proto::LL, 64, 32768), 9.3, 1.9);
+  r.bytes = 8 << 20;
+  EXPECT_NEAR(predictUs(r, Algo::Ring, Proto::Simple, 64, 512 << 10), 39.3, 7.9);
   r.bytes = size_t{1} << 31;
   const double bw32 = r.bytes / predictUs(r, Algo::Ring, Proto::Simple, 32, 512 << 10) / 1e3;  // n=2: busbw == algbw
   const double bw64 = r.bytes / predictUs(r, Algo::Ring, Proto::Simple, 64, 512 << 10) / 1e3;
-  EXPECT_NEAR(bw32, 313.0, 8.0);
-  EXPECT_NEAR(bw64, 351.8, 8.0);
+  EXPECT_NEAR(bw32, 313.0, 25.0);  // within 8%
+  EXPECT_NEAR(bw64, 351.8, 28.0);
+  EXPECT_GT(bw64, bw32);
   // Host path, 2 ranks, 1 channel: 8 B 0.46 us.
   r = req(CollType::AllReduce, 8, 2, TransportClass::HostShm);
   EXPECT_NEAR(predictUs(r, Algo::Ring, Proto::Simple, 1, 512 << 10), 0.46, 0.2);
-  // The tuner's own 8 B pick on NVLink beats SIMPLE's measured latency (issue 5 target: <= 7 us).
-  EXPECT_LT(tune(req(CollType::AllReduce, 8, 2, TransportClass::P2pNvlink), TunerConfig()).predictedUs, 7.5);
+  // The tuner's own 8 B pick on NVLink meets issue 5's target (<= 7 us on a stream).
+  EXPECT_LT(tune(req(CollType::AllReduce, 8, 2, TransportClass::P2pNvlink), TunerConfig()).predictedUs, 7.0);
+}
+
+// What the GPU executor of a 2-rank NVLink comm offers (Ring and OneShot; LL and Simple): one-shot LL for
+// small all-reduces, Simple with every channel for large ones, the crossover where the measurements put it
+// (LL and Simple tie at 2 MB on 64 channels: 20.1 / 19.9 us).
+TEST(TunerDecide, TwoRankNvlinkExecutorChoices) {
+  TunerConfig cfg;
+  auto pick = [&](CollType c, size_t bytes) {
+    TuneRequest r = req(c, bytes, 2, TransportClass::P2pNvlink);
+    r.algosAvailable = bit(Algo::Ring) | (c == CollType::AllReduce ? bit(Algo::OneShot) : 0u);
+    r.protosAvailable = bit(Proto::Simple) | bit(Proto::LL);
+    r.connectedChannels = 64;
+    return tune(r, cfg);
+  };
+  for (size_t b : {size_t{8}, size_t{4096}, size_t{64} << 10, size_t{512} << 10}) {
+    const TuneDecision d = pick(CollType::AllReduce, b);
+    EXPECT_EQ(d.algo, Algo::OneShot) << b;
+    EXPECT_EQ(d.proto, Proto::LL) << b;
+  }
+  for (size_t b : {size_t{8} << 20, size_t{256} << 20, size_t{2} << 30}) {
+    const TuneDecision d = pick(CollType::AllReduce, b);
+    EXPECT_EQ(d.proto, Proto::Simple) << b;
+    EXPECT_EQ(d.nChannels, 64) << b;
+  }
+  for (CollType c : {CollType::AllGather, CollType::ReduceScatter, CollType::Broadcast, CollType::Reduce}) {
+    EXPECT_EQ(pick(c, 4096).proto, Proto::LL) << collName(c);
+    EXPECT_EQ(pick(c, 4096).algo, Algo::Ring) << collName(c);
+    EXPECT_EQ(pick(c, size_t{64} << 20).proto, Proto::Simple) << collName(c);
+  }
+  // NCCL_ALGO=ring keeps the ring; NCCL_PROTO=Simple keeps SIMPLE at 8 B.
+  ASSERT_EQ(parseAlgoList("NCCL_ALGO", "ring", &cfg.algos), ncclSuccess);
+  EXPECT_EQ(pick(CollType::AllReduce, 8).algo, Algo::Ring);
+  ASSERT_EQ(parseProtoList("NCCL_PROTO", "simple", &cfg.protos), ncclSuccess);
+  EXPECT_EQ(pick(CollType::AllReduce, 8).proto, Proto::Simple);
+  EXPECT_TRUE(modelRowMeasured(TransportClass::P2pNvlink, Proto::Simple));
+  EXPECT_TRUE(modelRowMeasured(TransportClass::P2pNvlink, Proto::LL));
+  EXPECT_FALSE(modelRowMeasured(TransportClass::P2pNvlink, Proto::LL128));
+  EXPECT_FALSE(modelRowMeasured(TransportClass::Shm, Proto::Simple));
 }
 
 TEST(TunerDecide, ForcedProtocolsAndAlgorithmsHonoured) {

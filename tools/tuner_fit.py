@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Fits the tuner's P2pNvlink rows (src/collectives/tuner_model.def) to a calibration run of
+tools/gpu_calibrate.sh and shows what the fitted model would choose against the measured best.
+
+usage: tools/tuner_fit.py DIR   (DIR holds {coll}_{LL|Simple}_{channels}.txt perf outputs)
+
+The model is the one in tuner.cc's predictUs for 2 ranks: base + perChannel*(n-1) + steps*step +
+chunks*chunkUs + W/(n*bwPerCh) + W/cap, W the bytes on the busiest link, chunks = ceil(W/n / chunkBytes).
+Pure Python (no numpy): Nelder-Mead on log-parameters, least squares of log(predicted/measured)."""
+import glob, math, os, re, sys
+
+CHUNK = {"LL": 32768, "Simple": 512 * 1024}
+SHAPE = {  # coll: (wire bytes factor for 2 ranks, steps)
+    "all_reduce": (1.0, 2), "all_gather": (0.5, 1), "reduce_scatter": (0.5, 1),
+    "broadcast": (1.0, 1), "reduce": (1.0, 1)}
+NAMES = ["base", "step", "chunkUs", "perCh", "bwPerCh", "cap"]
+
+
+def load(d):
+    data = []  # (coll, proto, ch, bytes, us)
+    for f in glob.glob(os.path.join(d, "*_*_*.txt")):
+        m = re.match(r"(.+)_(LL|Simple)_(\d+)\.txt$", os.path.basename(f))
+        if not m:
+            continue
+        coll, proto, ch = m.group(1), m.group(2), int(m.group(3))
+        for line in open(f):
+            t = line.split()
+            if line.startswith("#") or len(t) < 9 or not t[0].isdigit() or int(t[0]) == 0:
+                continue
+            data.append((coll, proto, ch, int(t[0]), float(t[5])))
+    return data
+
+
+# Large-size anchors from earlier runs on the same machine (docs/PERFORMANCE.md, 2026-11-22 third session):
+# ring all-reduce busbw 313.0 / 351.8 GB/s at 2 GB and 312.7 / 349.1 at 512 MB on 32 / 64 channels.
+# Weighted so the few large points count as much as the grid's many small ones.
+ANCHORS = [("all_reduce", "Simple", ch, size, size / bw / 1e3)
+           for ch, size, bw in ((32, 1 << 31, 313.0), (64, 1 << 31, 351.8), (32, 1 << 29, 312.7), (64, 1 << 29, 349.1))]
+ANCHOR_WEIGHT = 20
+
+
+def predict(p, proto, coll, size, ch):
+    base, step, chunk_us, per_ch, bw, cap = p
+    factor, steps = SHAPE[coll]
+    w = factor * size
+    chunks = max(1, math.ceil(w / ch / CHUNK[proto]))
+    return base + per_ch * (ch - 1) + steps * step + chunks * chunk_us + w / (ch * bw) / 1e3 + w / cap / 1e3
+
+
+def loss(logp, pts, proto, anchors=True):
+    p = [math.exp(x) for x in logp]
+    err = sum(math.log(predict(p, proto, c, s, ch) / us) ** 2 for c, _, ch, s, us in pts)
+    if anchors and proto == "Simple":
+        err += ANCHOR_WEIGHT * sum(math.log(predict(p, proto, c, s, ch) / us) ** 2 for c, _, ch, s, us in ANCHORS)
+    return err
+
+
+def nelder_mead(f, x0, iters=4000):
+    n = len(x0)
+    simplex = [x0[:]] + [[x + (0.5 if i == j else 0) for j, x in enumerate(x0)] for i in range(n)]
+    vals = [f(x) for x in simplex]
+    for _ in range(iters):
+        order = sorted(range(n + 1), key=lambda i: vals[i])
+        simplex, vals = [simplex[i] for i in order], [vals[i] for i in order]
+        cen = [sum(simplex[i][j] for i in range(n)) / n for j in range(n)]
+        refl = [cen[j] + (cen[j] - simplex[-1][j]) for j in range(n)]
+        fr = f(refl)
+        if fr < vals[0]:
+            exp_ = [cen[j] + 2 * (cen[j] - simplex[-1][j]) for j in range(n)]
+            fe = f(exp_)
+            simplex[-1], vals[-1] = (exp_, fe) if fe < fr else (refl, fr)
+        elif fr < vals[-2]:
+            simplex[-1], vals[-1] = refl, fr
+        else:
+            con = [cen[j] + 0.5 * (simplex[-1][j] - cen[j]) for j in range(n)]
+            fc = f(con)
+            if fc < vals[-1]:
+                simplex[-1], vals[-1] = con, fc
+            else:
+                for i in range(1, n + 1):
+                    simplex[i] = [simplex[0][j] + 0.5 * (simplex[i][j] - simplex[0][j]) for j in range(n)]
+                    vals[i] = f(simplex[i])
+    return simplex[0], vals[0]
+
+
+def main():
+    data = load(sys.argv[1])
+    fitted = {}
+    for proto, x0 in (("LL", [5.0, 0.5, 0.2, 0.02, 5.0, 400.0]), ("Simple", [5.0, 3.0, 0.3, 0.02, 20.0, 400.0])):
+        pts = [d for d in data if d[1] == proto]
+        best, val = nelder_mead(lambda lp: loss(lp, pts, proto), [math.log(v) for v in x0])
+        for _ in range(3):  # restarts from the optimum
+            best, val = nelder_mead(lambda lp: loss(lp, pts, proto), best)
+        fitted[proto] = [math.exp(v) for v in best]
+        rms = math.exp(math.sqrt(loss(best, pts, proto, False) / len(pts))) - 1
+        print("%-6s %s  (%d points, rms error %.0f%%)" % (
+            proto, " ".join("%s=%.3g" % kv for kv in zip(NAMES, fitted[proto])), len(pts), 100 * rms))
+    # What the model would pick among the measured (protocol, channels), against the measured best.
+    print("\ncoll           bytes     best(meas)          model's pick        regret")
+    worst = 1.0
+    for coll in SHAPE:
+        for size in sorted({d[3] for d in data if d[0] == coll}):
+            opts = {(d[1], d[2]): d[4] for d in data if d[0] == coll and d[3] == size}
+            if not opts:
+                continue
+            best = min(opts, key=opts.get)
+            pick = min(opts, key=lambda k: predict(fitted[k[0]], k[0], coll, size, k[1]))
+            r = opts[pick] / opts[best]
+            worst = max(worst, r)
+            print("%-14s %9d %-7s %2d %7.2f  %-7s %2d %7.2f  %.2f" % (
+                coll, size, best[0], best[1], opts[best], pick[0], pick[1], opts[pick], r))
+    print("worst regret %.2f" % worst)
+    for c, proto, ch, size, us in ANCHORS:
+        print("anchor %s %s %d ch %d B: measured %.0f us, model %.0f us" % (
+            c, proto, ch, size, us, predict(fitted[proto], proto, c, size, ch)))
+
+
+if __name__ == "__main__":
+    main()
