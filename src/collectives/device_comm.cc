@@ -170,6 +170,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
     uint32_t path;
     int32_t minChannels;
     int64_t buffSize;
+    int32_t pipelineSteps;
     uint32_t protos[kNumCollTypes];
     uint32_t algos[kNumCollTypes];
   };
@@ -186,6 +187,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   BRAID_CHECK(loadTunerConfig(&cfg));  // validated in commInit already
   mine.minChannels = cfg.minChannels;
   mine.buffSize = cfg.buffSize;
+  mine.pipelineSteps = cfg.pipelineSteps;
   for (int c = 0; c < kNumCollTypes; ++c) {
     mine.protos[c] = cfg.protos.mask[c];
     mine.algos[c] = cfg.algos.mask[c];
@@ -194,6 +196,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Offer)));
   TunerConfig agreed = cfg;
   agreed.buffSize = all[0].buffSize;
+  agreed.pipelineSteps = all[0].pipelineSteps;
   uint32_t path = 1;
   bool differ = false;
   for (const Offer& o : all) {

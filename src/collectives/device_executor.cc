@@ -81,6 +81,7 @@ class DeviceExecutorImpl final : public DeviceExecutor {
     int32_t devColl = kDevAllReduce;
     bool ll = false;
     int nChannels = 1;
+    uint32_t stepCap = 0;  // Simple: FIFO step bytes at most (BRAID_PIPELINE_STEPS), 0: the connection's
   };
   CollPlan planColl(const OpDesc& op, bool llKernel);
 
@@ -143,6 +144,15 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, bool
     if ((algos & bit(Algo::OneShot)) && (cfg.algos.mask[c] & bit(Algo::OneShot)) &&
         !(cfg.algos.mask[c] & bit(Algo::Ring)))
       plan.devColl = kDevAllReduceOneShot;
+  }
+  if (!plan.ll && cfg.pipelineSteps > 1) {
+    // A channel's share in at least pipelineSteps steps, so its transfer and reduction overlap (mid sizes
+    // whose share fits one FIFO step otherwise run them back to back). 4 KiB multiples keep the 64-byte
+    // alignment of every step; 16 KiB at least keeps per-step overhead bounded.
+    const size_t share = (bytes + plan.nChannels - 1) / plan.nChannels;
+    size_t cap = (share + cfg.pipelineSteps - 1) / cfg.pipelineSteps;
+    cap = std::max<size_t>(size_t(16) << 10, (cap + 4095) & ~size_t(4095));
+    if (cap < static_cast<size_t>(cfg.buffSize) / kStepsPerBuffer) plan.stepCap = static_cast<uint32_t>(cap);
   }
   memo_ = PlanMemo{true, op.coll, bytes, llKernel, plan};
   return plan;
@@ -276,6 +286,7 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
   a.rank = st_->rank;
   a.nranks = st_->nranks;
   a.nChannels = plan.nChannels;
+  a.stepCap = plan.stepCap;
   a.status = st_->statusDev;
   if (st_->nranks > 1) {
     for (int c = 0; c < a.nChannels; ++c) {

@@ -372,6 +372,12 @@ ncclResult_t loadTunerConfig(TunerConfig* out) {
     b = 4 << 20;
   }
   cfg.buffSize = b;
+  int64_t ps = params::PipelineSteps();
+  if (ps < 1 || ps > 64) {
+    BRAID_WARN("BRAID_PIPELINE_STEPS=%lld is outside [1, 64]; using 1", static_cast<long long>(ps));
+    ps = 1;
+  }
+  cfg.pipelineSteps = static_cast<int>(ps);
   *out = cfg;
   return ncclSuccess;
 }

@@ -64,6 +64,7 @@ struct TunerConfig {
   int maxChannels = -1;  // NCCL_MAX_NCHANNELS (or NCCL_MAX_CTAS); -1: unset
   int nThreads = -1;     // NCCL_NTHREADS; -1: per-protocol default
   int64_t buffSize = 4 << 20;  // NCCL_BUFFSIZE: SIMPLE's FIFO bytes per connection
+  int pipelineSteps = 1;       // BRAID_PIPELINE_STEPS: least FIFO steps per channel share (GPU Simple)
   TunerConfig();         // everything allowed, nothing set
 };
 // Reads NCCL_ALGO, NCCL_PROTO, NCCL_{MIN,MAX}_NCHANNELS (+ _CTAS aliases), NCCL_NTHREADS, NCCL_BUFFSIZE.

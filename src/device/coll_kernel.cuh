@@ -97,6 +97,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   a.count = args.count;
   uint32_t stepBytes = ring ? sh.send.stepBytes : (1u << 20);
   if (LL && ring) stepBytes = static_cast<uint32_t>(llSlotDataBytes(sh.send.llSlotBytes));
+  if (!LL && args.stepCap != 0 && args.stepCap < stepBytes) stepBytes = args.stepCap;
   a.chunkElems = chunkElemsFor(stepBytes, sizeof(T));
   a.alignElems = alignElemsFor(a.chunkElems, sizeof(T));
   a.ch = channelRange(args.count, args.nChannels, ch, a.alignElems);

@@ -78,6 +78,7 @@ struct CollLaunchArgs {
   int32_t rank;
   int32_t nranks;
   int32_t nChannels;
+  uint32_t stepCap;  // Simple: bytes per FIFO step at most (0: the connection's step); same on every rank
   DevStatus* status;
   DevConn* send[kMaxDevChannels];
   DevConn* recv[kMaxDevChannels];

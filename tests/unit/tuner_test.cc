@@ -117,6 +117,7 @@ TEST(TunerParse, LoadFromEnvironment) {
   setenv("NCCL_MAX_NCHANNELS", "8", 1);
   setenv("NCCL_NTHREADS", "256", 1);
   setenv("NCCL_BUFFSIZE", "16777216", 1);
+  setenv("BRAID_PIPELINE_STEPS", "4", 1);
   TunerConfig cfg;
   ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
   EXPECT_EQ(cfg.protos.mask[kAR], bit(Proto::LL));
@@ -126,13 +127,17 @@ TEST(TunerParse, LoadFromEnvironment) {
   EXPECT_EQ(cfg.maxChannels, 8);
   EXPECT_EQ(cfg.nThreads, 256);
   EXPECT_EQ(cfg.buffSize, 16 << 20);
+  EXPECT_EQ(cfg.pipelineSteps, 4);
+  setenv("BRAID_PIPELINE_STEPS", "0", 1);  // out of range: warned, 1
+  ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
+  EXPECT_EQ(cfg.pipelineSteps, 1);
   setenv("NCCL_PROTO", "LL,bogus", 1);
   clearPendingError();
   EXPECT_EQ(loadTunerConfig(&cfg), ncclInvalidArgument);
   EXPECT_NE(pendingError().find("bogus"), std::string::npos);
   clearPendingError();
   for (const char* v : {"NCCL_PROTO", "NCCL_ALGO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_NTHREADS",
-                        "NCCL_BUFFSIZE"})
+                        "NCCL_BUFFSIZE", "BRAID_PIPELINE_STEPS"})
     unsetenv(v);
   ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
   EXPECT_FALSE(cfg.protos.overridden);
