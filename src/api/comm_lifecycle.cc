@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/api_common.h"
+#include "collectives/tuning_agreement.h"
 #include "collectives/device_comm.h"
 #include "collectives/host_executor.h"
 #include "collectives/tuner.h"
@@ -120,8 +121,10 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   comm->wait.timeoutSec = static_cast<double>(params::Timeout());
   comm->exec = std::make_unique<HostExecutor>(comm->conns.get(), &comm->wait, comm->rank, comm->nranks,
                                               comm->nChannels);
-  TunerConfig tuning;
-  BRAID_CHECK(loadTunerConfig(&tuning));  // already validated in commInit; read again on this thread
+  TunerConfig local, tuning;
+  BRAID_CHECK(loadTunerConfig(&local));  // already validated in commInit; read again on this thread
+  TuningFacts facts, agreedFacts;         // (GPU facts: unused by host communicators)
+  BRAID_CHECK(agreeTuning(comm, local, facts, &tuning, &agreedFacts));
   comm->exec->setTuning(tuning);
   BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: host communicator ready, %d channel(s), ring next %s", (void*)comm,
              comm->rank, comm->nranks, comm->nChannels, comm->conns->transportName((comm->rank + 1) % comm->nranks));

@@ -13,6 +13,7 @@
 #include "collectives/cuda_arch.h"
 #include "collectives/device_state.h"
 #include "collectives/tuner.h"
+#include "collectives/tuning_agreement.h"
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/param.h"
@@ -163,67 +164,32 @@ ncclResult_t checkDeviceCode(ncclComm* comm) {
                      comm->rank, comm->cudaDev, major, minor, archs, major, minor);
 }
 
-// Protocol and algorithm sets decided once for the communicator: each rank offers whether all its ring
-// connections have LL slots and its tuning environment; every rank keeps the agreement (DeviceState::tuning),
-// so the per-call choice (a pure function of the call and that configuration) is the same on both sides of
-// every connection: neighbours never run different protocols, schedules or channel splits on one FIFO.
+// The tuning agreement of a GPU communicator (tuning_agreement.h), with the GPU facts: whether every ring
+// connection of every rank has LL slots, the ring's transport class (the slowest of any rank's ring
+// connections, so a ring mixing P2P with SHM or NET plans like its slowest path on every rank), and
+// BRAID_DEVICE_TUNER.
 ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
-  struct Offer {
-    uint32_t path;
-    int32_t minChannels;
-    int64_t buffSize;
-    int32_t pipelineSteps;
-    uint32_t protos[kNumCollTypes];
-    uint32_t algos[kNumCollTypes];
-  };
-  std::vector<Offer> all(comm->nranks);
-  Offer& mine = all[comm->rank];
-  std::memset(&mine, 0, sizeof(mine));
-  mine.path = comm->nranks > 1 && comm->conns ? 1u : 0u;
-  for (int c = 0; mine.path && c < st->nChannels; ++c) {
-    const ConnInfo* s = comm->conns->ringSend(c);
-    const ConnInfo* r = comm->conns->ringRecv(c);
-    mine.path = s && r && s->kind == TransportKind::P2p && s->llBuff && r->llBuff ? 1u : 0u;
-  }
-  TunerConfig cfg;
-  BRAID_CHECK(loadTunerConfig(&cfg));  // validated in commInit already
-  mine.minChannels = cfg.minChannels;
-  mine.buffSize = cfg.buffSize;
-  mine.pipelineSteps = cfg.pipelineSteps;
-  for (int c = 0; c < kNumCollTypes; ++c) {
-    mine.protos[c] = cfg.protos.mask[c];
-    mine.algos[c] = cfg.algos.mask[c];
-  }
-  const Offer local = mine;
-  BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Offer)));
-  TunerConfig agreed = cfg;
-  agreed.buffSize = all[0].buffSize;
-  agreed.pipelineSteps = all[0].pipelineSteps;
-  uint32_t path = 1;
-  bool differ = false;
-  for (const Offer& o : all) {
-    path &= o.path;
-    agreed.minChannels = std::max(agreed.minChannels, o.minChannels);
-    differ = differ || o.minChannels != local.minChannels;
-    for (int c = 0; c < kNumCollTypes; ++c) {
-      agreed.protos.mask[c] &= o.protos[c];
-      agreed.algos.mask[c] &= o.algos[c];
-      differ = differ || o.protos[c] != local.protos[c] || o.algos[c] != local.algos[c];
+  TuningFacts facts;
+  facts.llPath = comm->nranks > 1 && comm->conns ? 1u : 0u;
+  facts.transport = static_cast<int32_t>(TransportClass::P2pNvlink);
+  for (int c = 0; comm->nranks > 1 && comm->conns && c < st->nChannels; ++c) {
+    for (const ConnInfo* ci : {comm->conns->ringSend(c), comm->conns->ringRecv(c)}) {
+      if (!ci || ci->kind != TransportKind::P2p || !ci->llBuff) facts.llPath = 0;
+      TransportClass t = TransportClass::P2pNvlink;
+      if (ci && ci->kind == TransportKind::Shm) t = TransportClass::Shm;
+      if (!ci || ci->kind == TransportKind::Net) t = TransportClass::NetSocket;
+      facts.transport = std::max(facts.transport, static_cast<int32_t>(t));
     }
   }
-  for (int c = 0; c < kNumCollTypes; ++c) {
-    // Ranks that allow disjoint sets: every executor runs Ring/Simple, so that is what they agree on.
-    if (agreed.protos.mask[c] == 0) agreed.protos.mask[c] = bit(Proto::Simple);
-    if (agreed.algos.mask[c] == 0) agreed.algos.mask[c] = bit(Algo::Ring);
-    agreed.protos.overridden = agreed.protos.overridden || agreed.protos.mask[c] != kAllProtosMask;
-    agreed.algos.overridden = agreed.algos.overridden || agreed.algos.mask[c] != kAllAlgosMask;
-  }
-  st->llPath = path != 0;
-  st->tuning = agreed;
-  if (differ)
-    BRAID_WARN("rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS differ across ranks; every rank uses what "
-               "all of them allow", comm->rank);
-  if (local.path && !path)
+  facts.tunerOn = params::DeviceTuner() != 0 ? 1 : 0;
+  TunerConfig local;
+  BRAID_CHECK(loadTunerConfig(&local));  // validated in commInit already
+  TuningFacts agreed;
+  BRAID_CHECK(agreeTuning(comm, local, facts, &st->tuning, &agreed));
+  st->llPath = agreed.llPath != 0;
+  st->transport = static_cast<TransportClass>(agreed.transport);
+  st->tunerOn = agreed.tunerOn != 0;
+  if (facts.llPath && !agreed.llPath)
     BRAID_INFO(kSubInit, "rank %d: another rank's ring has a connection without LL slots; LL is off for this "
                "communicator", comm->rank);
   return ncclSuccess;

@@ -12,6 +12,7 @@
 
 #include "collectives/device_state.h"
 #include "collectives/tuner.h"
+#include "collectives/tuning_agreement.h"
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/param.h"
@@ -51,13 +52,8 @@ struct Xfer {
 class DeviceExecutorImpl final : public DeviceExecutor {
  public:
   DeviceExecutorImpl(ncclComm* comm, std::unique_ptr<DeviceState> st) : comm_(comm), st_(std::move(st)) {
-    tunerOn_ = params::DeviceTuner() != 0;
-    transport_ = TransportClass::P2pNvlink;
-    if (st_->nranks > 1 && comm_->conns) {
-      const ConnInfo* next = comm_->conns->ringSend(0);
-      if (next && next->kind == TransportKind::Shm) transport_ = TransportClass::Shm;
-      if (next && next->kind == TransportKind::Net) transport_ = TransportClass::NetSocket;
-    }
+    tunerOn_ = st_->tunerOn;
+    transport_ = st_->transport;
   }
   ~DeviceExecutorImpl() override;
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
@@ -90,8 +86,8 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   std::vector<cudaEvent_t> events_;  // [0]: the last batch's completion; others: joins
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
-  bool tunerOn_ = true;        // BRAID_DEVICE_TUNER (default 1): algorithm, protocol, channels from the tuner
-  TransportClass transport_;   // the ring's path: selects the tuner's cost rows
+  bool tunerOn_ = true;        // BRAID_DEVICE_TUNER (agreed; default 1): algorithm, protocol, channels from the tuner
+  TransportClass transport_;   // the ring's path (agreed): selects the tuner's cost rows
   bool llWarned_ = false;
   // The previous call's plan: training loops repeat the same calls, and a search costs ~1 us.
   struct PlanMemo {
@@ -99,6 +95,7 @@ class DeviceExecutorImpl final : public DeviceExecutor {
     CollType coll = CollType::AllReduce;
     size_t bytes = 0;
     bool llKernel = false;
+    bool exact = false;
     CollPlan plan;
   } memo_;
 };
@@ -115,13 +112,17 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, bool
   plan.nChannels = channelsFor(bytes, st_->nChannels);
   if (st_->nranks == 1) return plan;
   const bool logging = logEnabled(LogLevel::Info, kSubTuning);
-  if (!logging && memo_.valid && memo_.coll == op.coll && memo_.bytes == bytes && memo_.llKernel == llKernel)
+  const bool exact = oneShotExact(op.op.kind, op.dtype);
+  if (!logging && memo_.valid && memo_.coll == op.coll && memo_.bytes == bytes && memo_.llKernel == llKernel &&
+      memo_.exact == exact)
     return memo_.plan;
   const TunerConfig& cfg = st_->tuning;
   const int c = static_cast<int>(op.coll);
   const uint32_t protos = bit(Proto::Simple) | (llKernel && st_->llPath ? bit(Proto::LL) : 0u);
-  // The one-shot schedule exists for 2 ranks (ring_schedules.h), where the ring's neighbour is the peer.
-  const uint32_t algos = bit(Algo::Ring) | (op.coll == CollType::AllReduce && st_->nranks == 2 ? bit(Algo::OneShot) : 0u);
+  // The one-shot schedule exists for 2 ranks (ring_schedules.h), where the ring's neighbour is the peer, and
+  // runs only reductions that give both ranks the same bits in it (oneShotExact).
+  const bool oneShot = op.coll == CollType::AllReduce && st_->nranks == 2 && exact;
+  const uint32_t algos = bit(Algo::Ring) | (oneShot ? bit(Algo::OneShot) : 0u);
   const bool llForced = (cfg.protos.mask[c] & bit(Proto::LL)) && !(cfg.protos.mask[c] & bit(Proto::Simple));
   if (llForced && !(protos & bit(Proto::LL)) && !llWarned_) {
     llWarned_ = true;
@@ -154,7 +155,7 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, bool
     cap = std::max<size_t>(size_t(16) << 10, (cap + 4095) & ~size_t(4095));
     if (cap < static_cast<size_t>(cfg.buffSize) / kStepsPerBuffer) plan.stepCap = static_cast<uint32_t>(cap);
   }
-  memo_ = PlanMemo{true, op.coll, bytes, llKernel, plan};
+  memo_ = PlanMemo{true, op.coll, bytes, llKernel, exact, plan};
   return plan;
 }
 

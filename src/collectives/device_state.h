@@ -67,10 +67,12 @@ class DeviceState {
   std::vector<void*> registered;    // host FIFO bases registered with cudaHostRegister
   // Agreed by every rank at init (agreeOnSelection), because neighbours that chose differently would wait on
   // each other's FIFOs forever: LL is possible (every ring connection of every rank has LL slots, P2P), and
-  // the tuner configuration every call is decided from: per collective the protocols / algorithms every
-  // rank's NCCL_PROTO / NCCL_ALGO allow, the largest NCCL_MIN_NCHANNELS, rank 0's NCCL_BUFFSIZE.
+  // the tuner configuration every call is decided from (tuning_agreement.h), the ring's transport class
+  // and whether the tuner plans calls at all.
   bool llPath = false;
   TunerConfig tuning;
+  TransportClass transport = TransportClass::P2pNvlink;  // the ring's class for the tuner's rows
+  bool tunerOn = true;                                    // BRAID_DEVICE_TUNER, rank 0's
 
   DevConn* ringSend(int c) const { return ringConns + c; }
   DevConn* ringRecv(int c) const { return ringConns + nChannels + c; }

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "collectives/host_coll.h"
+#include "collectives/tuning_agreement.h"
 #include "collectives/host_p2p.h"
 #include "collectives/tuner.h"
 #include "core/log.h"
@@ -134,8 +135,11 @@ struct HostExecutor::Impl {
     w.wait = wait;
     w.cancel = &cancel;
     // The host's cost rows know no one-shot (CPU threads reduce at memory speed either way), so it runs only
-    // where NCCL_ALGO forces it; the schedule is the one the GPU kernels run, tested here without a GPU.
-    w.oneShot = op.coll == CollType::AllReduce && nranks == 2 && tuning && tuning->algos.overridden &&
+    // where NCCL_ALGO forces it (agreed over ranks at init, like the GPU path's choices) and for reductions
+    // that give both ranks the same bits (oneShotExact; on x86 float NaN payloads may still differ by rank).
+    // The schedule is the one the GPU kernels run, tested here without a GPU.
+    w.oneShot = op.coll == CollType::AllReduce && nranks == 2 && oneShotExact(op.op.kind, op.dtype) && tuning &&
+                tuning->algos.overridden &&
                 (tuning->algos.mask[static_cast<int>(op.coll)] & bit(Algo::OneShot)) &&
                 !(tuning->algos.mask[static_cast<int>(op.coll)] & bit(Algo::Ring));
     BRAID_TRACE(kSubColl, "%s count %zu %s root %d on %d channel(s)", collName(op.coll), op.count, dtypeName(op.dtype),

@@ -70,9 +70,10 @@ BRAID_HD void ringAllReduce(Prims& prims, const RingArgs& a) {
 
 // One-shot all-reduce of a 2-rank ring (next == prev == the peer): each step sends this rank's input chunk
 // and reduces the peer's into the output, so every chunk is one hop instead of the ring's two (reduce-scatter
-// then all-gather), with the same bytes on the wire (the whole buffer each way). Both ranks compute
-// peer (+) own, which is bitwise the same on both because every reduction is commutative. 2 ranks only: with
-// more, ranks would reduce in different orders (floats differ) and inputs would need forwarding.
+// then all-gather), with the same bytes on the wire (the whole buffer each way). Each rank computes
+// peer (+) pre(own) in its own order, so only reductions whose bits do not depend on it may run here
+// (oneShotExact in tuning_agreement.h: not float max/min, not float pre-multiplied sums). 2 ranks only:
+// with more, ranks would reduce in different orders and inputs would need forwarding.
 template <typename Prims>
 BRAID_HD void ringAllReduceOneShot(Prims& prims, const RingArgs& a) {
   if (a.nranks != 2) {

@@ -440,6 +440,62 @@ TEST(DeviceColl2Gpu, MismatchedCountsFailWithinTimeout) {
     if (p.comm[r]) ncclCommAbort(p.comm[r]);
     p.comm[r] = nullptr;
     cudaFree(buf[r]);
+// Every rank must get the same bits from an all-reduce (data-parallel replicas must not drift). Random
+// non-integer floats, -0/+0 and a pre-multiplied sum with a scalar of 0.1 at sizes the tuner runs as the
+// one-shot (small) and as the ring (large); rank 0's output is compared with rank 1's bit for bit.
+TEST(DeviceColl2Gpu, RanksGetIdenticalBits) {
+  NEED_GPUS(2);
+  Pair p;
+  ASSERT_TRUE(p.init());
+  for (size_t count : {size_t(1000), size_t(1) << 22}) {
+    for (int which = 0; which < 4; ++which) {
+      SCOPED_TRACE("count " + std::to_string(count) + " op " + std::to_string(which));
+      std::vector<float> host[2];
+      uint32_t seed = 12345;
+      for (int r = 0; r < 2; ++r) {
+        host[r].resize(count);
+        for (size_t i = 0; i < count; ++i) {
+          seed = seed * 1664525u + 1013904223u;
+          host[r][i] = (static_cast<float>(seed >> 8) / 16777216.0f - 0.5f) * 20.0f;
+          if (which == 2 && i % 7 == 0) host[r][i] = (r == 0) ? -0.0f : 0.0f;
+        }
+      }
+      float* buf[2];
+      ncclRedOp_t op[2];
+      const float scalar = 0.1f;
+      for (int r = 0; r < 2; ++r) {
+        ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&buf[r], count * 2 * sizeof(float)), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(buf[r], host[r].data(), count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+        op[r] = which == 0 ? ncclSum : which == 1 ? ncclProd : which == 2 ? ncclMax : ncclNumOps;
+        if (which == 3)
+          ASSERT_EQ(ncclRedOpCreatePreMulSum(&op[r], const_cast<float*>(&scalar), ncclFloat32,
+                                             ncclScalarHostImmediate, p.comm[r]),
+                    ncclSuccess);
+      }
+      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+      for (int r = 0; r < 2; ++r)
+        ASSERT_EQ(ncclAllReduce(buf[r], buf[r] + count, count, ncclFloat32, op[r], p.comm[r], p.stream[r]),
+                  ncclSuccess);
+      ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+      std::vector<uint32_t> out[2];
+      for (int r = 0; r < 2; ++r) {
+        ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(p.stream[r]), cudaSuccess);
+        out[r].resize(count);
+        ASSERT_EQ(cudaMemcpy(out[r].data(), buf[r] + count, count * sizeof(float), cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        if (which == 3) ncclRedOpDestroy(op[r], p.comm[r]);
+        cudaFree(buf[r]);
+      }
+      size_t differ = 0, first = count;
+      for (size_t i = 0; i < count; ++i)
+        if (out[0][i] != out[1][i]) {
+          ++differ;
+          if (first == count) first = i;
+        }
+      EXPECT_EQ(differ, 0u) << "first differing element " << first;
+    }
   }
   p.destroy();
 }

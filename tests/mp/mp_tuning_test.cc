@@ -134,4 +134,21 @@ TEST(HostTuning, ForcedProtocolFallsBackWithAWarning) {
   for (const auto& l : warns) EXPECT_NE(l.find("Simple"), std::string::npos) << l;
 }
 
+// Only rank 0 forces the one-shot all-reduce: without the init-time agreement rank 0 would run the one-shot
+// schedule against rank 1's ring (mismatched steps). Agreed, both run what both allow (the ring), the
+// results are right, and each rank warns that the settings differ.
+TEST(HostTuning, RanksWithDifferentAlgoSettingsAgree) {
+  FreshDir fresh;
+  ASSERT_FALSE(fresh.path.empty());
+  const std::string& dir = fresh.path;
+  mp::Options o = logOptions();
+  o.env = {{"BRAID_HOST_COMM", "1"}, {"NCCL_DEBUG", "WARN"}, {"NCCL_DEBUG_FILE", dir + "/tune.%p.log"}};
+  auto r = mp::runRanks(2, o, [](mp::RankCtx& ctx) {
+    if (ctx.rank == 0) setenv("NCCL_ALGO", "allreduce:OneShot", 1);
+    runAllReduces(ctx, {1000, 100003});
+  });
+  mp::expectAllPassed(r);
+  EXPECT_EQ(logLines(dir, "differ across ranks").size(), 2u) << "one warning per rank";
+}
+
 }  // namespace

@@ -12,6 +12,7 @@
 #include "collectives/ring_schedules.h"
 #include "collectives/ring_split.h"
 #include "collectives/tuner.h"
+#include "collectives/tuning_agreement.h"
 #include "collectives_test_util.h"
 
 namespace braid {
@@ -373,6 +374,20 @@ TEST(CollOneShot, ScheduleIsOneHopPerChunk) {
   EXPECT_EQ(oneShot.log, ring.log);
   EXPECT_EQ(ring.log.front().rfind("send", 0), 0u);
   EXPECT_NE(ring.log, want);
+}
+
+// Which reductions the one-shot may run: those whose bits do not depend on each rank's operand order.
+TEST(CollOneShot, OnlyOrderIndependentReductions) {
+  for (ncclDataType_t t : {ncclFloat32, ncclFloat16, ncclBfloat16, ncclFloat64, ncclInt32, ncclUint8}) {
+    EXPECT_TRUE(oneShotExact(RedKind::Sum, t));
+    EXPECT_TRUE(oneShotExact(RedKind::Prod, t));
+  }
+  for (RedKind k : {RedKind::Max, RedKind::Min, RedKind::PreMulSum}) {
+    EXPECT_FALSE(oneShotExact(k, ncclFloat32));
+    EXPECT_FALSE(oneShotExact(k, ncclBfloat16));
+    EXPECT_TRUE(oneShotExact(k, ncclInt64));
+  }
+  EXPECT_TRUE(oneShotExact(RedKind::SumPostDiv, ncclInt32));
 }
 
 }  // namespace

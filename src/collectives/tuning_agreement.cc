@@ -1,0 +1,98 @@
+// The tuning agreement (tuning_agreement.h): one allGather of each rank's tuning environment at init.
+#include "collectives/tuning_agreement.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/log.h"
+#include "core/result.h"
+
+namespace braid {
+
+namespace {
+// Plain bytes on the wire (memset first, so padding is defined; none today).
+struct Offer {
+  uint32_t llPath;
+  int32_t transport;
+  int32_t tunerOn;
+  int32_t minChannels;
+  int32_t pipelineSteps;
+  int32_t pad;
+  int64_t buffSize;
+  uint32_t protos[kNumCollTypes];
+  uint32_t algos[kNumCollTypes];
+};
+}  // namespace
+
+ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const TuningFacts& facts, TunerConfig* cfg,
+                         TuningFacts* agreed) {
+  std::vector<Offer> all(comm->nranks);
+  Offer& mine = all[comm->rank];
+  std::memset(&mine, 0, sizeof(mine));
+  mine.llPath = facts.llPath;
+  mine.transport = facts.transport;
+  mine.tunerOn = facts.tunerOn;
+  mine.minChannels = local.minChannels;
+  mine.pipelineSteps = local.pipelineSteps;
+  mine.buffSize = local.buffSize;
+  for (int c = 0; c < kNumCollTypes; ++c) {
+    mine.protos[c] = local.protos.mask[c];
+    mine.algos[c] = local.algos.mask[c];
+  }
+  const Offer own = mine;
+  BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Offer)));
+
+  TunerConfig out = local;
+  TuningFacts f;
+  f.llPath = 1;
+  f.transport = 0;
+  f.tunerOn = all[0].tunerOn;
+  out.buffSize = all[0].buffSize;
+  out.pipelineSteps = all[0].pipelineSteps;
+  bool differ = false;
+  for (int c = 0; c < kNumCollTypes; ++c) out.protos.mask[c] = out.algos.mask[c] = ~0u;
+  for (const Offer& o : all) {
+    f.llPath &= o.llPath;
+    f.transport = std::max(f.transport, o.transport);
+    out.minChannels = std::max(out.minChannels, o.minChannels);
+    differ = differ || o.minChannels != own.minChannels || o.buffSize != own.buffSize ||
+             o.pipelineSteps != own.pipelineSteps || o.tunerOn != own.tunerOn;
+    for (int c = 0; c < kNumCollTypes; ++c) {
+      out.protos.mask[c] &= o.protos[c];
+      out.algos.mask[c] &= o.algos[c];
+      differ = differ || o.protos[c] != own.protos[c] || o.algos[c] != own.algos[c];
+    }
+  }
+  out.protos.overridden = out.algos.overridden = false;
+  for (int c = 0; c < kNumCollTypes; ++c) {
+    // Ranks that allow disjoint sets: every executor runs Ring/Simple, so that is what they agree on.
+    if (out.protos.mask[c] == 0) out.protos.mask[c] = bit(Proto::Simple);
+    if (out.algos.mask[c] == 0) out.algos.mask[c] = bit(Algo::Ring);
+    out.protos.overridden = out.protos.overridden || out.protos.mask[c] != kAllProtosMask;
+    out.algos.overridden = out.algos.overridden || out.algos.mask[c] != kAllAlgosMask;
+  }
+  if (differ)
+    BRAID_WARN("rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / "
+               "BRAID_DEVICE_TUNER differ across ranks; every rank uses what all allow (the largest minimum, "
+               "rank 0's sizes and tuner switch)",
+               comm->rank);
+  *cfg = out;
+  *agreed = f;
+  return ncclSuccess;
+}
+
+bool oneShotExact(RedKind kind, ncclDataType_t dtype) {
+  switch (kind) {
+    case RedKind::Sum:
+    case RedKind::Prod:
+    case RedKind::SumPostDiv: return true;
+    case RedKind::Max:
+    case RedKind::Min:
+    case RedKind::PreMulSum: return !dtypeIsFloat(dtype);
+  }
+  return false;
+}
+
+}  // namespace braid

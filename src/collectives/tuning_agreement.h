@@ -1,0 +1,35 @@
+// The tuning agreement: what every rank of a communicator must decide alike to run a collective the same way
+// on both sides of each connection (protocol, schedule, channel split), agreed once at init over the
+// bootstrap, for host and GPU communicators alike. Per-call plans are then pure functions of the call and
+// this agreement, never of one rank's environment.
+#pragma once
+
+#include <cstdint>
+
+#include "collectives/tuner.h"
+#include "nccl.h"
+
+namespace braid {
+
+
+// Facts of the GPU path agreed with the environment (host communicators leave the defaults).
+struct TuningFacts {
+  uint32_t llPath = 0;    // every ring connection of the rank has LL slots (AND over ranks)
+  int32_t transport = 0;  // TransportClass of the rank's ring, the slowest of its connections (max over ranks)
+  int32_t tunerOn = 1;    // BRAID_DEVICE_TUNER (rank 0's)
+};
+
+// Agrees `local` (this rank's loadTunerConfig) and `facts` with every rank: per collective the protocols and
+// algorithms all ranks allow (AND; an empty result falls back to Simple / Ring), the largest
+// NCCL_MIN_NCHANNELS, rank 0's NCCL_BUFFSIZE and BRAID_PIPELINE_STEPS, `overridden` from the agreed masks.
+// Warns once when ranks' settings differed. Collective over the communicator's bootstrap.
+ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const TuningFacts& facts, TunerConfig* cfg,
+                         TuningFacts* agreed);
+
+// Whether a 2-rank one-shot all-reduce gives both ranks the same bits for this reduction: each rank reduces
+// (peer, own) in its own order and pre-multiplies its own input inside the reduction (a contracted FMA),
+// so float max/min (ties of -0/+0, NaN payloads) and float pre-multiplied sums may differ by rank; sums,
+// products and integer reductions do not (the GPU's float NaNs are canonical).
+bool oneShotExact(RedKind kind, ncclDataType_t dtype);
+
+}  // namespace braid
