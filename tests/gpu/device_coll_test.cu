@@ -440,6 +440,10 @@ TEST(DeviceColl2Gpu, MismatchedCountsFailWithinTimeout) {
     if (p.comm[r]) ncclCommAbort(p.comm[r]);
     p.comm[r] = nullptr;
     cudaFree(buf[r]);
+  }
+  p.destroy();
+}
+
 // Every rank must get the same bits from an all-reduce (data-parallel replicas must not drift). Random
 // non-integer floats, -0/+0 and a pre-multiplied sum with a scalar of 0.1 at sizes the tuner runs as the
 // one-shot (small) and as the ring (large); rank 0's output is compared with rank 1's bit for bit.
