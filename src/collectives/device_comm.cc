@@ -76,6 +76,8 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst
   d.flags = 0;
   d.llBuff = info.kind == TransportKind::P2p ? info.llBuff : nullptr;
   d.llSlotBytes = d.llBuff ? info.llSlotBytes : 0;
+  const int64_t timeoutSec = params::Timeout();
+  d.timeoutNs = timeoutSec > 0 ? static_cast<uint64_t>(timeoutSec) * 1000000000ull : 0;
   if (info.kind != TransportKind::P2p) {
     // A host FIFO (SHM segment or NET staging FIFO, host_fifo.h): map the whole of it for the GPU.
     char* base = info.buff - kHostFifoPage;

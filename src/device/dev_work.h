@@ -39,13 +39,21 @@ struct DevConn {
   uint32_t llSlotBytes;
   uint32_t pad;
   uint64_t llLastClean;  // step of the last LL cleaning on this side (ll_protocol.h); persists like step
+  uint64_t timeoutNs;    // BRAID_TIMEOUT: one wait on this connection longer than this fails (0: none)
 };
 static_assert(std::is_trivially_copyable<DevConn>::value, "DevConn is copied as bytes");
 
 // Device-visible words in mapped pinned host memory: an abort flag the host sets (ncclCommAbort), the rank
 // + 1 of a peer process the host's peer watch saw die (a kernel spinning on that peer stops itself with
 // kDevPeerGone; kernels waiting on live peers go on), and an error word the kernels set (first error wins).
-enum DevError : uint32_t { kDevOk = 0, kDevAborted = 1, kDevSizeMismatch = 2, kDevConnBroken = 3, kDevPeerGone = 4 };
+enum DevError : uint32_t {
+  kDevOk = 0,
+  kDevAborted = 1,
+  kDevSizeMismatch = 2,
+  kDevConnBroken = 3,
+  kDevPeerGone = 4,
+  kDevTimeout = 5,  // one wait on a peer outlasted BRAID_TIMEOUT (a stuck peer, or different counts/plans)
+};
 struct DevStatus {
   uint32_t abort;
   uint32_t deadPeer;  // rank + 1 of a dead peer, 0: none

@@ -155,10 +155,16 @@ class DevPrimsLL {
   // Polls a line until it carries `flag`; on abort marks the CTA stopped and returns false.
   __device__ __forceinline__ bool poll(const char* line, uint32_t flag, int peer, uint64_t* payload) {
     int spins = 0;
+    uint64_t since = 0;
     while (!llTryLoadLine(line, flag, payload)) {
       if (++spins == 1024) {
         spins = 0;
         if (*reinterpret_cast<volatile int*>(&sh_->stop)) return false;
+        if (devWaitedTooLong(sh_->recv.timeoutNs, &since)) {  // a stuck peer, or one that planned this op differently
+          devSetError(st_, kDevTimeout, peer, 0, 0);
+          sh_->stop = 1;
+          return false;
+        }
         if (ldVolatile32(&st_->abort)) {
           devSetError(st_, kDevAborted, peer, 0, 0);
           sh_->stop = 1;

@@ -54,13 +54,38 @@ __device__ __forceinline__ void devSetError(DevStatus* st, uint32_t code, int pe
   }
 }
 
+// The GPU's nanosecond clock (%globaltimer), for wait timeouts.
+__device__ __forceinline__ uint64_t devNowNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// Called every few hundred polls of one wait: true once that wait has lasted more than timeoutNs (0: never).
+// *since holds the wait's first check (0 before it). A wait that legitimately outlasts the timeout (a peer
+// busy that long before it reaches the collective) fails like a stuck one: BRAID_TIMEOUT=0 turns it off.
+__device__ __forceinline__ bool devWaitedTooLong(uint64_t timeoutNs, uint64_t* since) {
+  if (timeoutNs == 0) return false;
+  const uint64_t now = devNowNs();
+  if (*since == 0) {
+    *since = now ? now : 1;
+    return false;
+  }
+  return now - *since > timeoutNs;
+}
+
 // Thread 0 only: spins until ready(), checking abort every few hundred polls. False when stopped.
 template <typename Ready>
 __device__ __forceinline__ bool devSpin(DevStatus* st, const DevConn& c, Ready ready) {
   int spins = 0;
+  uint64_t since = 0;
   while (!ready()) {
     if (++spins == 256) {
       spins = 0;
+      if (devWaitedTooLong(c.timeoutNs, &since)) {
+        if (ready()) return true;
+        devSetError(st, kDevTimeout, c.peer, 0, 0);
+        return false;
+      }
       if (ldVolatile32(&st->abort)) {
         devSetError(st, kDevAborted, c.peer, 0, 0);
         return false;

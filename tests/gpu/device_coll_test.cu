@@ -399,6 +399,62 @@ TEST(DeviceColl2Gpu, AbortWhilePeerNeverArrives) {
   p.destroy();
 }
 
+// Ranks calling one all-reduce with different counts plan it differently (rank 0: one-shot LL for 64 floats,
+// rank 1: the Simple ring for 4 Mi), so neither kernel can ever finish. With BRAID_TIMEOUT=2 both stop by
+// themselves within seconds, and the next call / ncclCommGetAsyncError reports ncclRemoteError naming the
+// timeout, instead of the streams hanging forever.
+TEST(DeviceColl2Gpu, MismatchedCountsFailWithinTimeout) {
+  NEED_GPUS(2);
+  EnvScope env;
+  env.set("BRAID_TIMEOUT", "2");
+  Pair p;
+  ASSERT_TRUE(p.init());
+  const size_t counts[2] = {64, size_t(4) << 20};
+  float* buf[2] = {nullptr, nullptr};
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&buf[r], counts[r] * 2 * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(buf[r], 0, counts[r] * 2 * sizeof(float)), cudaSuccess);
+  }
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclAllReduce(buf[r], buf[r] + counts[r], counts[r], ncclFloat32, ncclSum, p.comm[r], p.stream[r]),
+              ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  const auto t0 = std::chrono::steady_clock::now();
+  bool done = false;
+  while (!done && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 30) {
+    done = true;
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      if (cudaStreamQuery(p.stream[r]) == cudaErrorNotReady) done = false;
+    }
+    if (!done) usleep(10 * 1000);
+  }
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(done) << "kernels still running after " << waited << " s";
+  EXPECT_GT(waited, 1.5) << "stopped before the 2 s timeout";
+  int failed = 0;
+  for (int r = 0; r < 2 && done; ++r) {
+    ncclResult_t async = ncclSuccess;
+    EXPECT_EQ(ncclCommGetAsyncError(p.comm[r], &async), ncclSuccess);
+    if (async != ncclSuccess) {
+      ++failed;
+      EXPECT_EQ(async, ncclRemoteError) << "rank " << r;
+      const std::string msg = ncclGetLastError(p.comm[r]);
+      EXPECT_NE(msg.find("BRAID_TIMEOUT"), std::string::npos) << msg;
+    }
+  }
+  EXPECT_GE(failed, 1);
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    if (p.comm[r]) ncclCommAbort(p.comm[r]);
+    p.comm[r] = nullptr;
+    cudaFree(buf[r]);
+  }
+  p.destroy();
+}
+
 // Every rank must get the same bits from an all-reduce (data-parallel replicas must not drift). Random
 // non-integer floats, -0/+0 and a pre-multiplied sum with a scalar of 0.1 at sizes the tuner runs as the
 // one-shot (small) and as the ring (large); rank 0's output is compared with rank 1's bit for bit.
