@@ -74,14 +74,16 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst
   d.nSteps = info.nSteps;
   d.peer = info.peer;
   d.flags = 0;
-  d.llBuff = info.kind == TransportKind::P2p ? info.llBuff : nullptr;
+  d.llBuff = info.kind == TransportKind::P2p || info.kind == TransportKind::Shm ? info.llBuff : nullptr;
   d.llSlotBytes = d.llBuff ? info.llSlotBytes : 0;
   const int64_t timeoutSec = params::Timeout();
   d.timeoutNs = timeoutSec > 0 ? static_cast<uint64_t>(timeoutSec) * 1000000000ull : 0;
   if (info.kind != TransportKind::P2p) {
     // A host FIFO (SHM segment or NET staging FIFO, host_fifo.h): map the whole of it for the GPU.
+    // SHM segments end with their LL slots (host_fifo.h), mapped with the rest.
     char* base = info.buff - kHostFifoPage;
-    const size_t bytes = hostFifoBytes(info.nSteps, info.stepBytes);
+    const size_t bytes = info.kind == TransportKind::Shm && info.llBuff ? shmSegmentBytes(info.nSteps, info.stepBytes)
+                                                                        : hostFifoBytes(info.nSteps, info.stepBytes);
     BRAID_CUDA_CHECK(cudaHostRegister(base, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable),
                      "rank %d: cudaHostRegister of the %zu-byte host FIFO shared with rank %d", rank, bytes, info.peer);
     registered.push_back(base);
@@ -96,6 +98,7 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst
     d.tail = reinterpret_cast<uint64_t*>(map(info.tail));
     d.sizes = reinterpret_cast<int32_t*>(map(info.sizes));
     d.errorFlag = reinterpret_cast<uint32_t*>(map(info.errorFlag));
+    d.llBuff = d.llBuff ? map(d.llBuff) : nullptr;
     d.flags = kDevConnHostFifo;
   }
   const int64_t base = params::TestStepBase();
@@ -174,7 +177,8 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   facts.transport = static_cast<int32_t>(TransportClass::P2pNvlink);
   for (int c = 0; comm->nranks > 1 && comm->conns && c < st->nChannels; ++c) {
     for (const ConnInfo* ci : {comm->conns->ringSend(c), comm->conns->ringRecv(c)}) {
-      if (!ci || ci->kind != TransportKind::P2p || !ci->llBuff) facts.llPath = 0;
+      // LL runs over P2P and through SHM segments' LL slots; NET has none (the proxy moves SIMPLE steps).
+      if (!ci || (ci->kind != TransportKind::P2p && ci->kind != TransportKind::Shm) || !ci->llBuff) facts.llPath = 0;
       TransportClass t = TransportClass::P2pNvlink;
       if (ci && ci->kind == TransportKind::Shm) t = TransportClass::Shm;
       if (!ci || ci->kind == TransportKind::Net) t = TransportClass::NetSocket;

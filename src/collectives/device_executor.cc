@@ -118,16 +118,19 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, bool
     return memo_.plan;
   const TunerConfig& cfg = st_->tuning;
   const int c = static_cast<int>(op.coll);
-  const uint32_t protos = bit(Proto::Simple) | (llKernel && st_->llPath ? bit(Proto::LL) : 0u);
+  const bool llForced = (cfg.protos.mask[c] & bit(Proto::LL)) && !(cfg.protos.mask[c] & bit(Proto::Simple));
+  // The tuner offers LL where its row for this path is measured (P2P NVLink), elsewhere (SHM) only when
+  // NCCL_PROTO forces it, until measured.
+  const bool llOffered = llKernel && st_->llPath && (llForced || modelRowMeasured(transport_, Proto::LL));
+  const uint32_t protos = bit(Proto::Simple) | (llOffered ? bit(Proto::LL) : 0u);
   // The one-shot schedule exists for 2 ranks (ring_schedules.h), where the ring's neighbour is the peer, and
   // runs only reductions that give both ranks the same bits in it (oneShotExact).
   const bool oneShot = op.coll == CollType::AllReduce && st_->nranks == 2 && exact;
   const uint32_t algos = bit(Algo::Ring) | (oneShot ? bit(Algo::OneShot) : 0u);
-  const bool llForced = (cfg.protos.mask[c] & bit(Proto::LL)) && !(cfg.protos.mask[c] & bit(Proto::Simple));
   if (llForced && !(protos & bit(Proto::LL)) && !llWarned_) {
     llWarned_ = true;
     BRAID_WARN("rank %d: NCCL_PROTO asks for LL but %s: %s %s runs on Simple", st_->rank,
-               st_->llPath ? "this build has no LL kernel for it" : "LL runs only over P2P connections",
+               st_->llPath ? "this build has no LL kernel for it" : "LL runs only over P2P and SHM connections",
                collName(op.coll), dtypeName(op.dtype));
   }
   if (tunerOn_) {

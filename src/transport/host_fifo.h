@@ -32,6 +32,13 @@ inline size_t hostFifoBytes(uint32_t nSteps, uint32_t stepBytes) {
   return kHostFifoPage + static_cast<size_t>(nSteps) * stepBytes;
 }
 
+// SHM segments carry LL slots after the data (nSteps x kShmLlSlotBytes, zeroed like the rest), so GPU
+// communicators can run the LL protocol through host memory; host executors never touch them.
+constexpr uint32_t kShmLlSlotBytes = 64 << 10;
+inline size_t shmSegmentBytes(uint32_t nSteps, uint32_t stepBytes) {
+  return hostFifoBytes(nSteps, stepBytes) + static_cast<size_t>(nSteps) * kShmLlSlotBytes;
+}
+
 // Step size for a connection buffer of `buffBytes` (NCCL_BUFFSIZE): buffBytes / nSteps rounded up to
 // 4 KiB, at least 4 KiB, at most 1 GiB.
 inline uint32_t hostFifoStepBytes(size_t buffBytes, uint32_t nSteps) {

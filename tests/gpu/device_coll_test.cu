@@ -147,6 +147,16 @@ TEST(DeviceColl2Gpu, LlForced) {
   runAll(nullptr, nullptr, false);
 }
 
+// NCCL_PROTO=LL with P2P off: the LL kernels run through the SHM segments' LL slots in host memory (every
+// case checked); with sockets too (NET has no LL slots) everything falls back to Simple with a warning.
+TEST(DeviceColl2Gpu, LlForcedShm) {
+  NEED_GPUS(2);
+  EnvScope env;
+  env.set("NCCL_PROTO", "LL");
+  runAll("1", nullptr, true);
+  runAll("1", "1", true);
+}
+
 // NCCL_ALGO=allreduce:OneShot with each protocol: every all-reduce case (all types and ops, odd counts,
 // unaligned, in and out of place) runs the one-shot schedule (LL kernels where they exist, else Simple);
 // the other collectives are unaffected. BRAID_DEVICE_TUNER=0 runs the tuner-off path of the same choice.

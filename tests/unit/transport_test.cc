@@ -172,6 +172,28 @@ TEST(ShmTransport, ErrorFlagIsShared) {
   EXPECT_EQ(__atomic_load_n(s.info.errorFlag, __ATOMIC_ACQUIRE), 1u);
 }
 
+// SHM segments end with LL slots that both sides see (GPU communicators run LL through them): the receiver's
+// and the sender's views point at the same zeroed memory after the data, one slot per step.
+TEST(ShmTransport, LlSlotsShared) {
+  TestRank a(0), b(1);
+  Connector s, r;
+  connectPair(shmTransport(), a, b, 0, 64 << 10, &s, &r);
+  ASSERT_NE(s.info.llBuff, nullptr);
+  ASSERT_NE(r.info.llBuff, nullptr);
+  EXPECT_EQ(s.info.llSlotBytes, kShmLlSlotBytes);
+  EXPECT_EQ(r.info.llSlotBytes, kShmLlSlotBytes);
+  // After the data, in the receiver's segment.
+  EXPECT_EQ(r.info.llBuff, r.info.buff + static_cast<size_t>(r.info.nSteps) * r.info.stepBytes);
+  const size_t bytes = static_cast<size_t>(r.info.nSteps) * kShmLlSlotBytes;
+  for (size_t i = 0; i < bytes; i += 4096) EXPECT_EQ(r.info.llBuff[i], 0) << i;
+  for (uint32_t k = 0; k < s.info.nSteps; ++k) {
+    const size_t at = static_cast<size_t>(k) * kShmLlSlotBytes + kShmLlSlotBytes - 16;
+    __atomic_store_n(reinterpret_cast<uint64_t*>(s.info.llBuff + at), 0x1234000000000000ull + k, __ATOMIC_RELEASE);
+    EXPECT_EQ(__atomic_load_n(reinterpret_cast<uint64_t*>(r.info.llBuff + at), __ATOMIC_ACQUIRE),
+              0x1234000000000000ull + k);
+  }
+}
+
 TEST(NetSocket, Partition) {
   size_t off[kNetMaxSocks], len[kNetMaxSocks];
   for (int socks : {1, 2, 3, 16}) {

@@ -45,6 +45,12 @@ struct ShmResources final : ConnResources {
   Direction dir = Direction::Send;
 };
 
+// The LL slots of a segment laid out by shmSegmentBytes.
+void shmLlView(void* base, uint32_t nSteps, uint32_t stepBytes, ConnInfo* info) {
+  info->llBuff = static_cast<char*>(base) + hostFifoBytes(nSteps, stepBytes);
+  info->llSlotBytes = kShmLlSlotBytes;
+}
+
 uint64_t randomBits() {
   uint64_t v = 0;
   if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(v))) {
@@ -193,11 +199,12 @@ ncclResult_t ShmTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
   if (dir == Direction::Recv) {
     h.nSteps = kHostFifoSteps;
     h.stepBytes = hostFifoStepBytes(buffBytes, kHostFifoSteps);
-    h.bytes = hostFifoBytes(h.nSteps, h.stepBytes);
+    h.bytes = shmSegmentBytes(h.nSteps, h.stepBytes);
     BRAID_CHECK(ShmSegment::create(h.bytes, peer.rank, &res->seg));
     snprintf(h.name, sizeof(h.name), "%s", res->seg.name().c_str());
     // fallocate handed us zeroed pages: head = tail = 0, no error, nothing attached.
     hostFifoView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
+    shmLlView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
     conn->info.peer = peer.rank;
     conn->info.kind = TransportKind::Shm;
     BRAID_INFO(kSubShm, "SHM: channel %d recv from rank %d: segment %s, %u x %u bytes", channel, peer.rank, h.name,
@@ -222,13 +229,14 @@ ncclResult_t ShmTransport::connect(Direction dir, const ConnectHandle& peerHandl
   }
   if (dir == Direction::Send) {
     if (h.nSteps == 0 || h.nSteps > kHostFifoMaxSteps || h.stepBytes == 0 ||
-        h.bytes != hostFifoBytes(h.nSteps, h.stepBytes) || memchr(h.name, 0, sizeof(h.name)) == nullptr) {
+        h.bytes != shmSegmentBytes(h.nSteps, h.stepBytes) || memchr(h.name, 0, sizeof(h.name)) == nullptr) {
       return recordError(ncclInternalError, "SHM: malformed segment description from rank %d", res->peer);
     }
     BRAID_CHECK(ShmSegment::open(h.name, h.bytes, res->peer, &res->seg));
     // Both sides have it mapped now: drop the name so nothing outlives the processes.
     res->seg.unlink();
     hostFifoView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
+    shmLlView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
     conn->info.peer = res->peer;
     conn->info.kind = TransportKind::Shm;
     __atomic_store_n(&static_cast<HostFifoCtrl*>(res->seg.base())->attached, 1u, __ATOMIC_RELEASE);
