@@ -20,6 +20,6 @@ export -f shm_small; export B NCCL_LIB
 TESTS="device_coll_test device_mp_test matmul_gpu_test" TEST_TIMEOUT=150 PERF_TIMEOUT=45 ITERS=20 \
   PERF="all_reduce all_gather" SIZES="-b 8 -e 64M -f 4" \
   VARIANTS=";BRAID_PIPELINE_STEPS=2;BRAID_PIPELINE_STEPS=4;BRAID_PIPELINE_STEPS=8;NCCL_PROTO=LL" \
-  PATH_VARIANTS=";NCCL_MAX_NCHANNELS=4;NCCL_MAX_NCHANNELS=16" \
+  PATH_VARIANTS=";NCCL_MAX_NCHANNELS=4;NCCL_MAX_NCHANNELS=16;NCCL_MAX_NCHANNELS=8 BRAID_NET_PROXY_THREADS=4;BRAID_NSOCKS_PERPEER=4" \
   EXTRA="NCCL_PROTO=LL timeout 90 $B/bin/device_mp_test 2>&1 | grep -E '^\[  (PASSED|FAILED|  OK) |^\[       OK|Failure' | head; shm_small" \
   bash tools/gpu_bench.sh
