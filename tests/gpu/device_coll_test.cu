@@ -138,6 +138,18 @@ TEST(DeviceColl2Gpu, Socket) {
   runAll("1", "1", true);
 }
 
+// NCCL_PROTO=Simple (every case on SIMPLE, which the tuner no longer picks for small float ops) and
+// NCCL_PROTO=LL128 (Braid has no LL128 kernels: refused with a warning, the tuner's other choices run).
+TEST(DeviceColl2Gpu, SimpleAndLl128Forced) {
+  NEED_GPUS(2);
+  for (const char* proto : {"Simple", "LL128"}) {
+    SCOPED_TRACE(std::string("NCCL_PROTO=") + proto);
+    EnvScope env;
+    env.set("NCCL_PROTO", proto);
+    runAll(nullptr, nullptr, false);
+  }
+}
+
 // NCCL_PROTO=LL: float/half/bf16 sums and every copy collective run the LL kernels over P2P (the rest falls
 // back to Simple with a warning); every case checked as above.
 TEST(DeviceColl2Gpu, LlForced) {
@@ -296,11 +308,9 @@ TEST(DeviceColl2Gpu, StreamOrdering) {
 
 // Capture (all-reduce, then a user kernel bumping the input) once; replay 100 times; each replay must
 // have run: the last output is the sum of inputs bumped 99 times.
-TEST(DeviceColl2Gpu, GraphReplay) {
-  NEED_GPUS(2);
+static void graphReplay(size_t n) {
   Pair p;
   ASSERT_TRUE(p.init());
-  const size_t n = 300007;
   float *in[2], *out[2];
   cudaGraph_t graph[2];
   cudaGraphExec_t exec[2];
@@ -344,6 +354,19 @@ TEST(DeviceColl2Gpu, GraphReplay) {
     cudaFree(out[r]);
   }
   p.destroy();
+}
+
+// CUDA graph capture of an all-reduce (with user kernels around it) and 100 replays, with each protocol the
+// tuner may pick: LL (the one-shot at 300,007 floats) and Simple, and the tuner's own choice.
+TEST(DeviceColl2Gpu, GraphReplay) {
+  NEED_GPUS(2);
+  for (const char* proto : {"", "LL", "Simple"}) {
+    SCOPED_TRACE(std::string("NCCL_PROTO=") + proto);
+    EnvScope env;
+    if (*proto) env.set("NCCL_PROTO", proto);
+    graphReplay(300007);
+    graphReplay(1000);
+  }
 }
 
 TEST(DeviceColl2Gpu, TwoCommsAlternately) {
