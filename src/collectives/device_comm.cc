@@ -76,8 +76,7 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst
   d.flags = 0;
   d.llBuff = info.kind == TransportKind::P2p || info.kind == TransportKind::Shm ? info.llBuff : nullptr;
   d.llSlotBytes = d.llBuff ? info.llSlotBytes : 0;
-  const int64_t timeoutSec = params::Timeout();
-  d.timeoutNs = timeoutSec > 0 ? static_cast<uint64_t>(timeoutSec) * 1000000000ull : 0;
+  d.timeoutNs = deviceTimeoutSec > 0 ? static_cast<uint64_t>(deviceTimeoutSec) * 1000000000ull : 0;
   if (info.kind != TransportKind::P2p) {
     // A host FIFO (SHM segment or NET staging FIFO, host_fifo.h): map the whole of it for the GPU.
     // SHM segments end with their LL slots (host_fifo.h), mapped with the rest.
@@ -214,6 +213,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   st->dev = comm->cudaDev;
   st->rank = comm->rank;
   st->nranks = comm->nranks;
+  st->deviceTimeoutSec = std::max<int64_t>(0, params::DeviceTimeout());
   st->nThreads = chooseThreads();
   BRAID_CHECK(checkDeviceCode(comm));
   if (params::PreloadKernels() != 0) {

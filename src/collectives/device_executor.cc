@@ -214,10 +214,10 @@ ncclResult_t DeviceExecutorImpl::checkStatus() {
                          st_->rank, s->errorPeer, s->errorBytes, s->expectBytes);
     case kDevTimeout:
       return recordError(ncclRemoteError,
-                         "rank %d: a kernel waited more than BRAID_TIMEOUT=%lld s for rank %d: that rank is stuck, or "
+                         "rank %d: a kernel waited more than BRAID_DEVICE_TIMEOUT=%lld s for rank %d: that rank is stuck, or "
                          "called this collective with a different count, type or operation (the ranks then plan it "
                          "differently); the communicator must be aborted",
-                         st_->rank, static_cast<long long>(params::Timeout()), s->errorPeer);
+                         st_->rank, static_cast<long long>(st_->deviceTimeoutSec), s->errorPeer);
     default:
       return recordError(ncclRemoteError, "rank %d: the connection with rank %d broke during a kernel", st_->rank,
                          s->errorPeer);

@@ -69,6 +69,7 @@ class DeviceState {
   // each other's FIFOs forever: LL is possible (every ring connection of every rank has LL slots, P2P), and
   // the tuner configuration every call is decided from (tuning_agreement.h), the ring's transport class
   // and whether the tuner plans calls at all.
+  int64_t deviceTimeoutSec = 0;  // BRAID_DEVICE_TIMEOUT at init (DevConn::timeoutNs of every connection)
   bool llPath = false;
   TunerConfig tuning;
   TransportClass transport = TransportClass::P2pNvlink;  // the ring's class for the tuner's rows

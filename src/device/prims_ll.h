@@ -182,6 +182,16 @@ class DevPrimsLL {
           sh_->stop = 1;
           return false;
         }
+        if (ldVolatile32(&st_->error)) {  // an earlier kernel of this communicator failed (see devSpin)
+          sh_->stop = 1;
+          return false;
+        }
+        if (sh_->recv.errorFlag && ldVolatile32(sh_->recv.errorFlag)) {  // host connection broken (SHM peer abort)
+          if (llTryLoadLine(line, flag, payload)) return true;
+          devSetError(st_, kDevConnBroken, peer, 0, 0);
+          sh_->stop = 1;
+          return false;
+        }
         if (ldVolatile32(&st_->abort)) {
           devSetError(st_, kDevAborted, peer, 0, 0);
           sh_->stop = 1;

@@ -62,7 +62,8 @@ __device__ __forceinline__ uint64_t devNowNs() {
 }
 // Called every few hundred polls of one wait: true once that wait has lasted more than timeoutNs (0: never).
 // *since holds the wait's first check (0 before it). A wait that legitimately outlasts the timeout (a peer
-// busy that long before it reaches the collective) fails like a stuck one: BRAID_TIMEOUT=0 turns it off.
+// busy that long before it reaches the collective) fails like a stuck one, hence a long default
+// (BRAID_DEVICE_TIMEOUT, 0: off). Signed: a clock read of 0 or one that steps back never fires it early.
 __device__ __forceinline__ bool devWaitedTooLong(uint64_t timeoutNs, uint64_t* since) {
   if (timeoutNs == 0) return false;
   const uint64_t now = devNowNs();
@@ -70,7 +71,7 @@ __device__ __forceinline__ bool devWaitedTooLong(uint64_t timeoutNs, uint64_t* s
     *since = now ? now : 1;
     return false;
   }
-  return now - *since > timeoutNs;
+  return static_cast<int64_t>(now - *since) > static_cast<int64_t>(timeoutNs);
 }
 
 // Thread 0 only: spins until ready(), checking abort every few hundred polls. False when stopped.
@@ -86,6 +87,9 @@ __device__ __forceinline__ bool devSpin(DevStatus* st, const DevConn& c, Ready r
         devSetError(st, kDevTimeout, c.peer, 0, 0);
         return false;
       }
+      // An earlier kernel of this communicator failed (its peers' step counters no longer match ours):
+      // kernels queued behind it stop at once instead of each waiting out its own timeout.
+      if (ldVolatile32(&st->error)) return false;
       if (ldVolatile32(&st->abort)) {
         devSetError(st, kDevAborted, c.peer, 0, 0);
         return false;

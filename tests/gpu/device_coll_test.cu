@@ -422,59 +422,90 @@ TEST(DeviceColl2Gpu, AbortWhilePeerNeverArrives) {
 }
 
 // Ranks calling one all-reduce with different counts plan it differently (rank 0: one-shot LL for 64 floats,
-// rank 1: the Simple ring for 4 Mi), so neither kernel can ever finish. With BRAID_TIMEOUT=2 both stop by
-// themselves within seconds, and the next call / ncclCommGetAsyncError reports ncclRemoteError naming the
-// timeout, instead of the streams hanging forever.
+// rank 1: the Simple ring for 4 Mi; pinned below), so neither kernel can ever finish. With
+// BRAID_DEVICE_TIMEOUT=2 both stop by themselves within seconds, and ncclCommGetAsyncError reports
+// ncclRemoteError naming the timeout, instead of the streams hanging forever. Then: a rank whose peer never
+// calls at all times out the same way, and a second op queued behind a failed one stops at once.
+static void expectTimeoutError(Pair& p, int r) {
+  ncclResult_t async = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(p.comm[r], &async), ncclSuccess);
+  EXPECT_EQ(async, ncclRemoteError) << "rank " << r;
+  const std::string msg = ncclGetLastError(p.comm[r]);
+  EXPECT_NE(msg.find("BRAID_DEVICE_TIMEOUT"), std::string::npos) << msg;
+}
+static double waitStreams(Pair& p, std::initializer_list<int> ranks, double limit, bool* done) {
+  const auto t0 = std::chrono::steady_clock::now();
+  double waited = 0;
+  *done = false;
+  while (!*done && (waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) < limit) {
+    *done = true;
+    for (int r : ranks) {
+      cudaSetDevice(r);
+      if (cudaStreamQuery(p.stream[r]) == cudaErrorNotReady) *done = false;
+    }
+    if (!*done) usleep(10 * 1000);
+  }
+  return waited;
+}
+
 TEST(DeviceColl2Gpu, MismatchedCountsFailWithinTimeout) {
   NEED_GPUS(2);
   EnvScope env;
-  env.set("BRAID_TIMEOUT", "2");
-  Pair p;
-  ASSERT_TRUE(p.init());
+  env.set("BRAID_DEVICE_TIMEOUT", "2");
+  env.set("BRAID_DEVICE_TUNER", "1");
+  env.set("NCCL_PROTO", "LL,Simple");
+  env.set("NCCL_ALGO", "Ring,OneShot");
   const size_t counts[2] = {64, size_t(4) << 20};
   float* buf[2] = {nullptr, nullptr};
-  for (int r = 0; r < 2; ++r) {
-    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&buf[r], counts[r] * 2 * sizeof(float)), cudaSuccess);
-    ASSERT_EQ(cudaMemset(buf[r], 0, counts[r] * 2 * sizeof(float)), cudaSuccess);
-  }
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r)
-    ASSERT_EQ(ncclAllReduce(buf[r], buf[r] + counts[r], counts[r], ncclFloat32, ncclSum, p.comm[r], p.stream[r]),
-              ncclSuccess);
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-  const auto t0 = std::chrono::steady_clock::now();
-  bool done = false;
-  while (!done && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 30) {
-    done = true;
+  {
+    Pair p;
+    ASSERT_TRUE(p.init());
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&buf[r], counts[r] * 2 * sizeof(float)), cudaSuccess);
+      ASSERT_EQ(cudaMemset(buf[r], 0, counts[r] * 2 * sizeof(float)), cudaSuccess);
+    }
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < 2; ++r)
+      ASSERT_EQ(ncclAllReduce(buf[r], buf[r] + counts[r], counts[r], ncclFloat32, ncclSum, p.comm[r], p.stream[r]),
+                ncclSuccess);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+    bool done = false;
+    const double waited = waitStreams(p, {0, 1}, 30, &done);
+    EXPECT_TRUE(done) << "kernels still running after " << waited << " s";
+    EXPECT_GT(waited, 1.5) << "stopped before the 2 s timeout";
+    for (int r = 0; r < 2 && done; ++r) expectTimeoutError(p, r);
     for (int r = 0; r < 2; ++r) {
       cudaSetDevice(r);
-      if (cudaStreamQuery(p.stream[r]) == cudaErrorNotReady) done = false;
+      ncclCommAbort(p.comm[r]);
+      p.comm[r] = nullptr;
     }
-    if (!done) usleep(10 * 1000);
+    p.destroy();
   }
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_TRUE(done) << "kernels still running after " << waited << " s";
-  EXPECT_GT(waited, 1.5) << "stopped before the 2 s timeout";
-  int failed = 0;
-  for (int r = 0; r < 2 && done; ++r) {
-    ncclResult_t async = ncclSuccess;
-    EXPECT_EQ(ncclCommGetAsyncError(p.comm[r], &async), ncclSuccess);
-    if (async != ncclSuccess) {
-      ++failed;
-      EXPECT_EQ(async, ncclRemoteError) << "rank " << r;
-      const std::string msg = ncclGetLastError(p.comm[r]);
-      EXPECT_NE(msg.find("BRAID_TIMEOUT"), std::string::npos) << msg;
+  {
+    // Rank 1 never calls: rank 0's all-reduce and a second one queued behind it both end within ~2 s.
+    Pair p;
+    ASSERT_TRUE(p.init());
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    for (int k = 0; k < 2; ++k)
+      ASSERT_EQ(ncclAllReduce(buf[0], buf[0] + counts[0], counts[0], ncclFloat32, ncclSum, p.comm[0], p.stream[0]),
+                ncclSuccess);
+    bool done = false;
+    const double waited = waitStreams(p, {0}, 30, &done);
+    EXPECT_TRUE(done) << "rank 0 still running after " << waited << " s";
+    EXPECT_LT(waited, 3.5) << "the queued second all-reduce waited out its own timeout";
+    if (done) expectTimeoutError(p, 0);
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      ncclCommAbort(p.comm[r]);
+      p.comm[r] = nullptr;
     }
+    p.destroy();
   }
-  EXPECT_GE(failed, 1);
   for (int r = 0; r < 2; ++r) {
     cudaSetDevice(r);
-    if (p.comm[r]) ncclCommAbort(p.comm[r]);
-    p.comm[r] = nullptr;
     cudaFree(buf[r]);
   }
-  p.destroy();
 }
 
 // Every rank must get the same bits from an all-reduce (data-parallel replicas must not drift). Random
