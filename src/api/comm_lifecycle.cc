@@ -123,9 +123,14 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
                                               comm->nChannels);
   TunerConfig local, tuning;
   BRAID_CHECK(loadTunerConfig(&local));  // already validated in commInit; read again on this thread
-  TuningFacts facts, agreedFacts;         // (GPU facts: unused by host communicators)
+  // The ring's class: socket if any of this rank's ring links is; agreed as the slowest over ranks.
+  TuningFacts facts, agreedFacts;
+  facts.transport = static_cast<int32_t>(TransportClass::HostShm);
+  for (int c = 0; c < comm->nChannels && comm->nranks > 1; ++c)
+    for (const ConnInfo* ci : {comm->conns->ringSend(c), comm->conns->ringRecv(c)})
+      if (!ci || ci->kind == TransportKind::Net) facts.transport = static_cast<int32_t>(TransportClass::HostSocket);
   BRAID_CHECK(agreeTuning(comm, local, facts, &tuning, &agreedFacts));
-  comm->exec->setTuning(tuning);
+  comm->exec->setTuning(tuning, static_cast<TransportClass>(agreedFacts.transport));
   BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: host communicator ready, %d channel(s), ring next %s", (void*)comm,
              comm->rank, comm->nranks, comm->nChannels, comm->conns->transportName((comm->rank + 1) % comm->nranks));
   return ncclSuccess;

@@ -203,20 +203,30 @@ BRAID_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
     if (tGroup.depth == 0)
       return recordError(ncclInvalidUsage, "ncclGroupSimulateEnd: called without a matching ncclGroupStart");
     if (--tGroup.depth > 0) return ncclSuccess;
-    // The tuner's cost model: host communicators use the host rows, device ones P2P-NVLink (the only
-    // device path measured so far; per-comm transport classes come with topology detection).
-    std::vector<TuneRequest> reqs;
+    // The cost model's time of each op as its communicator would plan it (agreed configuration, the ring's
+    // path, what the executor can run); ops are separate launches today, so their times add up.
+    TunerConfig cfg;
+    ncclResult_t bad = loadTunerConfig(&cfg);  // a bad NCCL_ALGO/NCCL_PROTO is an error here too
+    double us = 0;
     for (auto& [comm, op] : tGroup.ops) {
-      TuneRequest r = makeTuneRequest(op, comm->nranks,
-                                      comm->hostComm ? TransportClass::HostShm : TransportClass::P2pNvlink);
-      r.connectedChannels = comm->nChannels;
-      reqs.push_back(r);
+      double t = -1;
+      if (comm->devExec) {
+        t = comm->devExec->predictUs(op);
+      } else if (comm->exec) {
+        t = comm->exec->predictUs(op);
+      }
+      if (t < 0) {
+        TuneRequest r = makeTuneRequest(op, comm->nranks,
+                                        comm->hostComm ? TransportClass::HostShm : TransportClass::P2pNvlink);
+        r.connectedChannels = comm->nChannels;
+        t = tune(r, cfg).predictedUs;
+      }
+      us += t;
     }
     tGroup.ops.clear();
     tGroup.error = ncclSuccess;
-    TunerConfig cfg;
-    BRAID_CHECK(loadTunerConfig(&cfg));  // a bad NCCL_ALGO/NCCL_PROTO is an error here too
-    simInfo->estimatedTime = static_cast<float>(estimateGroupTime(reqs, cfg));
+    BRAID_CHECK(bad);
+    simInfo->estimatedTime = static_cast<float>(us);
     return ncclSuccess;
   });
 }

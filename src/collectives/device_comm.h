@@ -24,6 +24,8 @@ class DeviceExecutor {
   virtual ncclResult_t asyncError() { return ncclSuccess; }
   // Runs f while the peer watch (if any) is between checks: for changing the ranks it ignores.
   virtual void withPeerWatchPaused(const std::function<void()>& f) { f(); }
+  // The cost model's time (us) of `op` as this communicator would run it (ncclGroupSimulateEnd); < 0: none.
+  virtual double predictUs(const OpDesc&) { return -1; }
 };
 
 // Fills comm->cudaDev, comm->self.cudaDev/busId for this thread's current device (before the bootstrap).

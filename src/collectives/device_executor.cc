@@ -58,6 +58,7 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   ~DeviceExecutorImpl() override;
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
   ncclResult_t asyncError() override { return checkStatus(); }
+  double predictUs(const OpDesc& op) override;
   void withPeerWatchPaused(const std::function<void()>& f) override {
     if (st_->watch) {
       st_->watch->exclusive(f);
@@ -78,6 +79,7 @@ class DeviceExecutorImpl final : public DeviceExecutor {
     bool ll = false;
     int nChannels = 1;
     uint32_t stepCap = 0;  // Simple: FIFO step bytes at most (BRAID_PIPELINE_STEPS), 0: the connection's
+    double predictedUs = 0;  // the cost model's time of the plan (ncclGroupSimulateEnd)
   };
   CollPlan planColl(const OpDesc& op, bool llKernel);
 
@@ -143,11 +145,16 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, bool
     plan.ll = d.proto == Proto::LL;
     if (d.algo == Algo::OneShot) plan.devColl = kDevAllReduceOneShot;
     if (modelRowMeasured(transport_, d.proto)) plan.nChannels = std::max(1, std::min(d.nChannels, st_->nChannels));
+    plan.predictedUs = d.nChannels == plan.nChannels ? d.predictedUs
+                                                     : braid::predictUs(req, d.algo, d.proto, plan.nChannels, d.chunkBytes);
   } else {
     plan.ll = llForced && (protos & bit(Proto::LL));
     if ((algos & bit(Algo::OneShot)) && (cfg.algos.mask[c] & bit(Algo::OneShot)) &&
         !(cfg.algos.mask[c] & bit(Algo::Ring)))
       plan.devColl = kDevAllReduceOneShot;
+    const TuneRequest req = makeTuneRequest(op, st_->nranks, transport_);
+    plan.predictedUs = braid::predictUs(req, plan.devColl == kDevAllReduceOneShot ? Algo::OneShot : Algo::Ring,
+                                        plan.ll ? Proto::LL : Proto::Simple, plan.nChannels, 0);
   }
   if (!plan.ll && cfg.pipelineSteps > 1) {
     // A channel's share in at least pipelineSteps steps, so its transfer and reduction overlap (mid sizes
@@ -258,6 +265,16 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
     lastStream_ = main;
   }
   return ncclSuccess;
+}
+
+double DeviceExecutorImpl::predictUs(const OpDesc& op) {
+  if (op.count == 0) return 0;
+  if (!isRingCollective(op.coll)) {  // p2p launches: the model's send/recv-style shape on this path
+    const TuneRequest req = makeTuneRequest(op, st_->nranks, transport_);
+    return braid::predictUs(req, Algo::Ring, Proto::Simple, 1, 0);
+  }
+  const bool llKernel = st_->nranks > 1 && devCollKernelLL(op.coll, op.dtype, op.op.kind) != nullptr;
+  return planColl(op, llKernel).predictedUs;
 }
 
 ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {

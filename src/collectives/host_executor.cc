@@ -33,6 +33,7 @@ struct HostExecutor::Impl {
   int nranks = 1;
   int nChannels = 1;
   std::unique_ptr<TunerConfig> tuning;  // null: every collective on all channels
+  TransportClass transport = TransportClass::HostShm;  // the ring's class, agreed over ranks (setTuning)
   ChannelMemo last;                     // the previous decision (tunedRingChannels)
 
   // Worker pool: worker i serves channel i + 1. Guarded by mu.
@@ -108,10 +109,7 @@ struct HostExecutor::Impl {
     if (maxCh == 1 && !tuning->algos.overridden && !tuning->protos.overridden &&
         !logEnabled(LogLevel::Info, kSubTuning))
       return 1;
-    const ConnInfo* next = conns->ringSend(0);
-    const TransportClass tc =
-        next && next->kind == TransportKind::Net ? TransportClass::HostSocket : TransportClass::HostShm;
-    return tunedRingChannels(op, nranks, tc, maxCh, 1, *tuning, &last);
+    return tunedRingChannels(op, nranks, transport, maxCh, 1, *tuning, &last);
   }
 
   ncclResult_t runCollective(const OpDesc& op) {
@@ -185,7 +183,21 @@ HostExecutor::HostExecutor(ConnProvider* conns, const WaitContext* wait, int ran
 
 HostExecutor::~HostExecutor() = default;
 
-void HostExecutor::setTuning(const TunerConfig& cfg) { impl_->tuning = std::make_unique<TunerConfig>(cfg); }
+void HostExecutor::setTuning(const TunerConfig& cfg, TransportClass transport) {
+  impl_->tuning = std::make_unique<TunerConfig>(cfg);
+  impl_->transport = transport;
+}
+
+double HostExecutor::predictUs(const OpDesc& op) {
+  if (op.count == 0) return 0;
+  const TunerConfig cfg = impl_->tuning ? *impl_->tuning : TunerConfig();
+  TuneRequest req = makeTuneRequest(op, impl_->nranks, impl_->transport);
+  req.algosAvailable = bit(Algo::Ring);
+  req.protosAvailable = bit(Proto::Simple);
+  req.connectedChannels = impl_->nChannels;
+  req.maxThreads = 1;
+  return tune(req, cfg).predictedUs;
+}
 
 static bool isRingCollective(CollType c) {
   switch (c) {

@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "collectives/op_desc.h"
+#include "collectives/tuner.h"
 #include "core/wait.h"
 #include "nccl.h"
 
 namespace braid {
 
 class ConnProvider;
-struct TunerConfig;
 
 class HostExecutor {
  public:
@@ -25,9 +25,13 @@ class HostExecutor {
   // NCCL_DEBUG_SUBSYS=TUNING, NCCL_MIN/MAX_NCHANNELS honoured) within the connected channels. Without it,
   // every collective uses all of them. Every rank must use the same configuration (as NCCL requires of
   // its environment): ranks that pick different channel counts report a size mismatch.
-  void setTuning(const TunerConfig& cfg);
+  // `transport`: the ring's path class, the same on every rank (agreed at init: a ring mixing SHM and
+  // socket links must plan like its slowest on every rank).
+  void setTuning(const TunerConfig& cfg, TransportClass transport = TransportClass::HostShm);
   // Runs the batch to completion (or the first error, with a recorded message naming the peer).
   ncclResult_t run(const std::vector<OpDesc>& ops);
+  // The cost model's time (us) of `op` as this executor would run it (ncclGroupSimulateEnd).
+  double predictUs(const OpDesc& op);
 
  private:
   struct Impl;

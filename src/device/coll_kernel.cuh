@@ -148,6 +148,16 @@ const void* floatKernelFor(RedKind kind) {
   return nullptr;
 }
 
+// The selector of a translation unit holding one floating type's reducing kernels (none in the minimal
+// preset, which compiles only float's).
+#ifdef BRAID_KERNELS_MINIMAL
+#define BRAID_FLOAT_TYPE_SELECTOR(name, T) \
+  const void* name(ncclDataType_t, RedKind) { return nullptr; }
+#else
+#define BRAID_FLOAT_TYPE_SELECTOR(name, T) \
+  const void* name(ncclDataType_t, RedKind kind) { return floatKernelFor<T>(kind); }
+#endif
+
 // Integers: sum/prod/premulsum on the unsigned type (same wrapping bits); max/min/average need the sign.
 template <typename S, typename U>
 const void* intKernelFor(RedKind kind) {

@@ -1,21 +1,11 @@
-// Reducing-kernel variants for the half group (see dev_variants.h).
+// Reducing-kernel variants for half (see dev_variants.h): one datatype per translation unit, because these
+// are the slowest files to compile (fp8 and 16-bit arithmetic through float conversions) and the 2-core
+// build runs them in parallel.
 #include "device/coll_kernel.cuh"
 #include "device/dev_variants.h"
 
 namespace braid {
 
-const void* devSelectHalf(ncclDataType_t dtype, RedKind kind) {
-#ifdef BRAID_KERNELS_MINIMAL
-  (void)dtype;
-  (void)kind;
-  return nullptr;
-#else
-  switch (dtype) {
-    case ncclFloat16: return floatKernelFor<Half>(kind);
-    case ncclBfloat16: return floatKernelFor<BFloat16>(kind);
-    default: return nullptr;
-  }
-#endif
-}
+BRAID_FLOAT_TYPE_SELECTOR(devSelectHalf, Half)
 
 }  // namespace braid

@@ -65,10 +65,10 @@ const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind) {
   switch (dtype) {
     case ncclFloat32:
     case ncclFloat64: return devSelectFloat(dtype, kind);
-    case ncclFloat16:
-    case ncclBfloat16: return devSelectHalf(dtype, kind);
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2: return devSelectFp8(dtype, kind);
+    case ncclFloat16: return devSelectHalf(dtype, kind);
+    case ncclBfloat16: return devSelectBf16(dtype, kind);
+    case ncclFloat8e4m3: return devSelectFp8E4M3(dtype, kind);
+    case ncclFloat8e5m2: return devSelectFp8E5M2(dtype, kind);
     case ncclInt8:
     case ncclUint8: return devSelectInt8(dtype, kind);
     case ncclInt32:

@@ -11,8 +11,10 @@
 namespace braid {
 
 const void* devSelectFloat(ncclDataType_t dtype, RedKind kind);  // float, double
-const void* devSelectHalf(ncclDataType_t dtype, RedKind kind);   // half, bfloat16
-const void* devSelectFp8(ncclDataType_t dtype, RedKind kind);    // e4m3, e5m2
+const void* devSelectHalf(ncclDataType_t dtype, RedKind kind);   // half
+const void* devSelectBf16(ncclDataType_t dtype, RedKind kind);   // bfloat16
+const void* devSelectFp8E4M3(ncclDataType_t dtype, RedKind kind);
+const void* devSelectFp8E5M2(ncclDataType_t dtype, RedKind kind);
 const void* devSelectInt8(ncclDataType_t dtype, RedKind kind);   // int8, uint8
 const void* devSelectInt32(ncclDataType_t dtype, RedKind kind);  // int32, uint32
 const void* devSelectInt64(ncclDataType_t dtype, RedKind kind);  // int64, uint64

@@ -138,6 +138,18 @@ TEST(DeviceColl2Gpu, Socket) {
   runAll("1", "1", true);
 }
 
+// NCCL_PROTO=Simple (every case on SIMPLE, which the tuner no longer picks for small float ops) and
+// NCCL_PROTO=LL128 (Braid has no LL128 kernels: refused with a warning, the tuner's other choices run).
+TEST(DeviceColl2Gpu, SimpleAndLl128Forced) {
+  NEED_GPUS(2);
+  for (const char* proto : {"Simple", "LL128"}) {
+    SCOPED_TRACE(std::string("NCCL_PROTO=") + proto);
+    EnvScope env;
+    env.set("NCCL_PROTO", proto);
+    runAll(nullptr, nullptr, false);
+  }
+}
+
 // NCCL_PROTO=LL: float/half/bf16 sums and every copy collective run the LL kernels over P2P (the rest falls
 // back to Simple with a warning); every case checked as above.
 TEST(DeviceColl2Gpu, LlForced) {

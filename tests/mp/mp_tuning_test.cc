@@ -151,4 +151,36 @@ TEST(HostTuning, RanksWithDifferentAlgoSettingsAgree) {
   EXPECT_EQ(logLines(dir, "differ across ranks").size(), 2u) << "one warning per rank";
 }
 
+// ncclGroupSimulateEnd returns the cost model's estimate of the group as the communicator would plan it,
+// runs nothing, and adds up the ops of a group.
+TEST(HostTuning, GroupSimulateEndEstimatesWithoutRunning) {
+  mp::Options o = logOptions();
+  o.env = {{"BRAID_HOST_COMM", "1"}};
+  auto r = mp::runRanks(2, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm = nullptr;
+    MP_NCCL_ASSERT(ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank));
+    const size_t big = size_t(1) << 20;
+    std::vector<float> in(big, 1.0f), out(big, -7.0f);
+    auto simulate = [&](std::initializer_list<size_t> counts) {
+      ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+      EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+      for (size_t n : counts)
+        EXPECT_EQ(ncclAllReduce(in.data(), out.data(), n, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+      EXPECT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess);
+      return info.estimatedTime;
+    };
+    const float small = simulate({2});
+    const float large = simulate({big});
+    const float both = simulate({2, big});
+    EXPECT_GT(small, 0.0f);
+    EXPECT_GT(large, small);
+    EXPECT_NEAR(both, small + large, 1e-3f * (small + large));
+    size_t touched = 0;
+    for (float v : out) touched += v != -7.0f;
+    EXPECT_EQ(touched, 0u) << "a simulated group ran";
+    MP_NCCL_ASSERT(ncclCommDestroy(comm));
+  });
+  mp::expectAllPassed(r);
+}
+
 }  // namespace
