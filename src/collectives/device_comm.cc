@@ -62,6 +62,10 @@ std::string DeviceState::goneMessage() const {
   return goneMessage_;
 }
 
+// A ring may mix P2P and SHM links: LL's step size (llSlotDataBytes of the send side) must be the same on
+// both, or neighbours would cut LL steps differently.
+static_assert(kShmLlSlotBytes == kP2pLlSlotBytes, "P2P and SHM LL slots must be the same size");
+
 ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst) {
   DevConn d{};
   d.buff = info.buff;
