@@ -256,6 +256,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   if (comm->nranks > 1) {
     comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
     comm->conns->setTransports(deviceTransports());
+    comm->conns->setLlSlots(true);
     DeviceState* raw = st.get();
     comm->conns->setAbortHook([raw] { raw->raiseAbort(); });
     BRAID_CHECK(comm->conns->connectRing(comm->nChannels));

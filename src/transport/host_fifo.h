@@ -32,8 +32,8 @@ inline size_t hostFifoBytes(uint32_t nSteps, uint32_t stepBytes) {
   return kHostFifoPage + static_cast<size_t>(nSteps) * stepBytes;
 }
 
-// SHM segments carry LL slots after the data (nSteps x kShmLlSlotBytes, zeroed like the rest), so GPU
-// communicators can run the LL protocol through host memory; host executors never touch them.
+// SHM segments of GPU communicators carry LL slots after the data (nSteps x kShmLlSlotBytes, zeroed like
+// the rest), so they can run the LL protocol through host memory; host communicators' segments do not.
 constexpr uint32_t kShmLlSlotBytes = 64 << 10;
 inline size_t shmSegmentBytes(uint32_t nSteps, uint32_t stepBytes) {
   return hostFifoBytes(nSteps, stepBytes) + static_cast<size_t>(nSteps) * kShmLlSlotBytes;

@@ -267,6 +267,8 @@ const char* ConnectionManager::transportName(int peer) const {
   return it == impl_->chosen.end() ? "none" : it->second->name();
 }
 
+void ConnectionManager::setLlSlots(bool on) { impl_->ctx.llSlots = on; }
+
 void ConnectionManager::setTransports(std::vector<Transport*> order) { impl_->order = std::move(order); }
 
 void ConnectionManager::setAbortHook(std::function<void()> hook) { impl_->abortHook = std::move(hook); }

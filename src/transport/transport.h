@@ -64,6 +64,7 @@ struct TransportContext {
   const PeerInfo* self = nullptr;
   const std::vector<PeerInfo>* peers = nullptr;
   std::shared_ptr<NetProxy> proxy;  // created on first use
+  bool llSlots = false;  // SHM segments carry LL slots (GPU communicators; host executors never use them)
 };
 
 // Connections of one communicator: ring connections per channel and point-to-point connections per peer.
@@ -93,6 +94,8 @@ class ConnectionManager final : public ConnProvider {
   // The transports tried, in order, for connections made from now on (default: hostTransports()).
   // Device communicators pass deviceTransports().
   void setTransports(std::vector<Transport*> order);
+  // SHM segments made from now on carry LL slots (GPU communicators, before connectRing).
+  void setLlSlots(bool on);
   // Runs first thing in abort(), e.g. to raise a device-visible abort flag so kernels stop spinning.
   void setAbortHook(std::function<void()> hook);
 

@@ -176,6 +176,7 @@ TEST(ShmTransport, ErrorFlagIsShared) {
 // and the sender's views point at the same zeroed memory after the data, one slot per step.
 TEST(ShmTransport, LlSlotsShared) {
   TestRank a(0), b(1);
+  a.ctx.llSlots = b.ctx.llSlots = true;  // as GPU communicators set it
   Connector s, r;
   connectPair(shmTransport(), a, b, 0, 64 << 10, &s, &r);
   ASSERT_NE(s.info.llBuff, nullptr);
@@ -192,6 +193,12 @@ TEST(ShmTransport, LlSlotsShared) {
     EXPECT_EQ(__atomic_load_n(reinterpret_cast<uint64_t*>(r.info.llBuff + at), __ATOMIC_ACQUIRE),
               0x1234000000000000ull + k);
   }
+  // Host communicators' segments have none (no /dev/shm spent on slots nobody reads).
+  TestRank c(0), d(1);
+  Connector hs, hr;
+  connectPair(shmTransport(), c, d, 0, 64 << 10, &hs, &hr);
+  EXPECT_EQ(hs.info.llBuff, nullptr);
+  EXPECT_EQ(hr.info.llBuff, nullptr);
 }
 
 TEST(NetSocket, Partition) {

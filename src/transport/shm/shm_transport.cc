@@ -199,12 +199,13 @@ ncclResult_t ShmTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
   if (dir == Direction::Recv) {
     h.nSteps = kHostFifoSteps;
     h.stepBytes = hostFifoStepBytes(buffBytes, kHostFifoSteps);
-    h.bytes = shmSegmentBytes(h.nSteps, h.stepBytes);
+    const bool ll = conn->ctx && conn->ctx->llSlots;
+    h.bytes = ll ? shmSegmentBytes(h.nSteps, h.stepBytes) : hostFifoBytes(h.nSteps, h.stepBytes);
     BRAID_CHECK(ShmSegment::create(h.bytes, peer.rank, &res->seg));
     snprintf(h.name, sizeof(h.name), "%s", res->seg.name().c_str());
     // fallocate handed us zeroed pages: head = tail = 0, no error, nothing attached.
     hostFifoView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
-    shmLlView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
+    if (ll) shmLlView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
     conn->info.peer = peer.rank;
     conn->info.kind = TransportKind::Shm;
     BRAID_INFO(kSubShm, "SHM: channel %d recv from rank %d: segment %s, %u x %u bytes", channel, peer.rank, h.name,
@@ -229,14 +230,16 @@ ncclResult_t ShmTransport::connect(Direction dir, const ConnectHandle& peerHandl
   }
   if (dir == Direction::Send) {
     if (h.nSteps == 0 || h.nSteps > kHostFifoMaxSteps || h.stepBytes == 0 ||
-        h.bytes != shmSegmentBytes(h.nSteps, h.stepBytes) || memchr(h.name, 0, sizeof(h.name)) == nullptr) {
+        (h.bytes != shmSegmentBytes(h.nSteps, h.stepBytes) && h.bytes != hostFifoBytes(h.nSteps, h.stepBytes)) ||
+        memchr(h.name, 0, sizeof(h.name)) == nullptr) {
       return recordError(ncclInternalError, "SHM: malformed segment description from rank %d", res->peer);
     }
     BRAID_CHECK(ShmSegment::open(h.name, h.bytes, res->peer, &res->seg));
     // Both sides have it mapped now: drop the name so nothing outlives the processes.
     res->seg.unlink();
     hostFifoView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
-    shmLlView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
+    // The receiver decided whether the segment has LL slots (its size says so).
+    if (h.bytes == shmSegmentBytes(h.nSteps, h.stepBytes)) shmLlView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
     conn->info.peer = res->peer;
     conn->info.kind = TransportKind::Shm;
     __atomic_store_n(&static_cast<HostFifoCtrl*>(res->seg.base())->attached, 1u, __ATOMIC_RELEASE);
