@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "api/api_common.h"
-#include "collectives/tuning_agreement.h"
 #include "collectives/device_comm.h"
 #include "collectives/host_executor.h"
 #include "collectives/tuner.h"
+#include "collectives/tuning_agreement.h"
 #include "core/bootstrap.h"
 #include "core/param.h"
 #include "core/peer_info.h"

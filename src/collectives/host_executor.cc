@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "collectives/host_coll.h"
-#include "collectives/tuning_agreement.h"
 #include "collectives/host_p2p.h"
 #include "collectives/tuner.h"
+#include "collectives/tuning_agreement.h"
 #include "core/log.h"
 #include "core/result.h"
 #include "transport/conn_info.h"
@@ -191,12 +191,7 @@ void HostExecutor::setTuning(const TunerConfig& cfg, TransportClass transport) {
 double HostExecutor::predictUs(const OpDesc& op) {
   if (op.count == 0) return 0;
   const TunerConfig cfg = impl_->tuning ? *impl_->tuning : TunerConfig();
-  TuneRequest req = makeTuneRequest(op, impl_->nranks, impl_->transport);
-  req.algosAvailable = bit(Algo::Ring);
-  req.protosAvailable = bit(Proto::Simple);
-  req.connectedChannels = impl_->nChannels;
-  req.maxThreads = 1;
-  return tune(req, cfg).predictedUs;
+  return tune(ringSimpleRequest(op, impl_->nranks, impl_->transport, impl_->nChannels, 1), cfg).predictedUs;
 }
 
 static bool isRingCollective(CollType c) {

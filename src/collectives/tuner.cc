@@ -508,17 +508,21 @@ TuneRequest makeTuneRequest(const OpDesc& op, int nranks, TransportClass transpo
   return r;
 }
 
-int tunedRingChannels(const OpDesc& op, int nranks, TransportClass transport, int maxCh, int maxThreads,
-                      const TunerConfig& cfg, ChannelMemo* memo) {
-  const size_t bytes = opBytes(op, nranks);
-  if (!logEnabled(LogLevel::Info, kSubTuning) && memo->coll == op.coll && memo->bytes == bytes && memo->maxCh == maxCh)
-    return memo->nch;
+TuneRequest ringSimpleRequest(const OpDesc& op, int nranks, TransportClass transport, int maxCh, int maxThreads) {
   TuneRequest req = makeTuneRequest(op, nranks, transport);
   req.algosAvailable = bit(Algo::Ring);
   req.protosAvailable = bit(Proto::Simple);
   req.connectedChannels = maxCh;
   req.maxThreads = maxThreads;
-  const TuneDecision d = tune(req, cfg);
+  return req;
+}
+
+int tunedRingChannels(const OpDesc& op, int nranks, TransportClass transport, int maxCh, int maxThreads,
+                      const TunerConfig& cfg, ChannelMemo* memo) {
+  const size_t bytes = opBytes(op, nranks);
+  if (!logEnabled(LogLevel::Info, kSubTuning) && memo->coll == op.coll && memo->bytes == bytes && memo->maxCh == maxCh)
+    return memo->nch;
+  const TuneDecision d = tune(ringSimpleRequest(op, nranks, transport, maxCh, maxThreads), cfg);
   *memo = ChannelMemo{op.coll, bytes, maxCh, std::max(1, std::min(d.nChannels, maxCh))};
   return memo->nch;
 }

@@ -114,6 +114,8 @@ TuneDecision tune(const TuneRequest& req, const TunerConfig& cfg);
 
 size_t opBytes(const OpDesc& op, int nranks);
 TuneRequest makeTuneRequest(const OpDesc& op, int nranks, TransportClass transport);
+// The request of an executor that runs only Ring/Simple (the host executor) on at most maxCh channels.
+TuneRequest ringSimpleRequest(const OpDesc& op, int nranks, TransportClass transport, int maxCh, int maxThreads);
 
 // An executor's previous channel decision: training loops repeat the same calls.
 struct ChannelMemo {
