@@ -137,6 +137,12 @@ namespace {
 // GB/s, all-gather 312 -> 343, reduce-scatter 302 -> 347, and was no slower at 2 MB (2026-11-22, see
 // docs/PERFORMANCE.md). Small ops still use few of them (channelsFor: 64 KiB per channel).
 constexpr int kDefaultDevChannels = 64;
+// Channels of a ring with a socket (NET) link. NCCL runs 2 there. On 2xH200 with P2P and SHM off, all-reduce
+// at 64 MB-1 GB moved 3.44-3.49 GB/s on 4 channels against 2.74-2.97 on 64 and 2.83-3.01 on 16 (one call,
+// docs/gpu/2026-11-22e); a second call: 1 channel 2.35-2.44, 2: 2.49-3.08, 4: 2.37-2.62 (3.15-3.53 with 2
+// proxy threads), 8: 2.30-2.97; NCCL 3.58-4.40 across both. 64 channels also cost 512 MiB of pinned FIFOs
+// and 128 TCP connections per rank.
+constexpr int kNetDevChannels = 4;
 
 // Checks that this library holds code the GPU can run: refuses a GPU with neither SASS nor PTX for it, and
 // warns (once per process) when only PTX fits, since the driver then JIT-compiles each kernel at its first
@@ -250,13 +256,25 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
                  e.what());
     }
   }
-  BRAID_CHECK(agreeOnChannels(comm, kDefaultDevChannels, kMaxDevChannels));
-  st->nChannels = comm->nChannels;
-
+  int preferredChannels = kDefaultDevChannels;
   if (comm->nranks > 1) {
     comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
     comm->conns->setTransports(deviceTransports());
+    // A ring with a socket link runs at that link's pace: few channels (agreed as the minimum over ranks).
+    for (int peer : {(comm->rank + 1) % comm->nranks, (comm->rank + comm->nranks - 1) % comm->nranks}) {
+      TransportKind kind;
+      BRAID_CHECK(comm->conns->kindFor(peer, &kind));
+      if (kind == TransportKind::Net) preferredChannels = kNetDevChannels;
+    }
+  }
+  BRAID_CHECK(agreeOnChannels(comm, preferredChannels, kMaxDevChannels));
+  st->nChannels = comm->nChannels;
+
+  if (comm->nranks > 1) {
     comm->conns->setLlSlots(true);
+    // GPU rings push each byte through the proxy twice per rank (send and receive): on 2xH200, 4 channels
+    // moved 3.15-3.53 GB/s with sends and receives on separate threads, 2.37-2.62 on one (same call).
+    comm->conns->setNetProxyThreads(2);
     DeviceState* raw = st.get();
     comm->conns->setAbortHook([raw] { raw->raiseAbort(); });
     BRAID_CHECK(comm->conns->connectRing(comm->nChannels));

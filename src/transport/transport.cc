@@ -267,7 +267,18 @@ const char* ConnectionManager::transportName(int peer) const {
   return it == impl_->chosen.end() ? "none" : it->second->name();
 }
 
+ncclResult_t ConnectionManager::kindFor(int peer, TransportKind* kind) {
+  if (peer < 0 || peer >= impl_->nranks())
+    return recordError(ncclInternalError, "kindFor: peer %d out of range (nranks %d)", peer, impl_->nranks());
+  Transport* t = nullptr;
+  BRAID_CHECK(impl_->pick(peer, &t));
+  *kind = t->kind();
+  return ncclSuccess;
+}
+
 void ConnectionManager::setLlSlots(bool on) { impl_->ctx.llSlots = on; }
+
+void ConnectionManager::setNetProxyThreads(int n) { impl_->ctx.proxyThreads = n; }
 
 void ConnectionManager::setTransports(std::vector<Transport*> order) { impl_->order = std::move(order); }
 

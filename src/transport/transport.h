@@ -65,6 +65,7 @@ struct TransportContext {
   const std::vector<PeerInfo>* peers = nullptr;
   std::shared_ptr<NetProxy> proxy;  // created on first use
   bool llSlots = false;  // SHM segments carry LL slots (GPU communicators; host executors never use them)
+  int proxyThreads = 1;  // NET proxy threads unless BRAID_NET_PROXY_THREADS says otherwise
 };
 
 // Connections of one communicator: ring connections per channel and point-to-point connections per peer.
@@ -87,6 +88,10 @@ class ConnectionManager final : public ConnProvider {
   int ringChannels() const override;
   // Which transport serves a peer (for logs and tests).
   const char* transportName(int peer) const;
+  // The kind of transport a connection with `peer` gets (or already has): the first in the order whose
+  // canConnect holds, a pure function of the two PeerInfo values, so callable before connecting (e.g. to
+  // size the channel count by the ring's slowest link). An error (recorded) when none can connect.
+  ncclResult_t kindFor(int peer, TransportKind* kind);
 
   // Marks every connection broken and stops proxies; used by abort.
   void abort();
@@ -96,6 +101,8 @@ class ConnectionManager final : public ConnProvider {
   void setTransports(std::vector<Transport*> order);
   // SHM segments made from now on carry LL slots (GPU communicators, before connectRing).
   void setLlSlots(bool on);
+  // NET proxy threads of this communicator unless BRAID_NET_PROXY_THREADS is set (before connecting).
+  void setNetProxyThreads(int n);
   // Runs first thing in abort(), e.g. to raise a device-visible abort flag so kernels stop spinning.
   void setAbortHook(std::function<void()> hook);
 

@@ -291,13 +291,40 @@ TEST(NetTransport, SeveralProxyThreads) {
 
 TEST(NetTransport, ProxyThreadsClamped) {
   {
+    // Unset / 0: the communicator's default (1 for host comms, 2 for GPU ones), clamped to 1..16.
     EnvVar t("BRAID_NET_PROXY_THREADS", "0");
-    EXPECT_EQ(NetProxy(0).threads(), 1);
+    EXPECT_EQ(NetProxy(0, 1).threads(), 1);
+    EXPECT_EQ(NetProxy(0, 2).threads(), 2);
+    EXPECT_EQ(NetProxy(0, 0).threads(), 1);
   }
   {
     EnvVar t("BRAID_NET_PROXY_THREADS", "99");
-    EXPECT_EQ(NetProxy(0).threads(), 16);
+    EXPECT_EQ(NetProxy(0, 2).threads(), 16);
   }
+  {
+    EnvVar t("BRAID_NET_PROXY_THREADS", "3");  // the user's count wins over the default
+    EXPECT_EQ(NetProxy(0, 2).threads(), 3);
+  }
+}
+
+TEST(NetTransport, KindForNamesTheTransportBeforeConnecting) {
+  // Two ranks of one host: with SHM first the pair would use SHM; with only NET, NET. kindFor agrees with
+  // what the connection then gets (transportName), and refuses an out-of-range peer with a message.
+  TestRank a(0), b(1);
+  std::vector<PeerInfo> peers{a.info, b.info};
+  ConnectionManager m(&a.wait, nullptr, &a.info, &peers);
+  TransportKind k = TransportKind::P2p;
+  ASSERT_EQ(m.kindFor(1, &k), ncclSuccess);  // host order: SHM first, and both ranks share this host
+  EXPECT_EQ(k, TransportKind::Shm);
+  EXPECT_STREQ(m.transportName(1), "SHM");
+  ConnectionManager n(&a.wait, nullptr, &a.info, &peers);
+  n.setTransports({netTransport()});
+  ASSERT_EQ(n.kindFor(1, &k), ncclSuccess);
+  EXPECT_EQ(k, TransportKind::Net);
+  EXPECT_STREQ(n.transportName(1), "NET");
+  EXPECT_EQ(n.kindFor(7, &k), ncclInternalError);
+  EXPECT_NE(pendingError().find("peer 7"), std::string::npos) << pendingError();
+  clearPendingError();
 }
 
 TEST(NetTransport, SelfConnection) {

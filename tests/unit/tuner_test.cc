@@ -273,6 +273,31 @@ TEST(TunerDecide, TwoRankNvlinkExecutorChoices) {
   EXPECT_FALSE(modelRowMeasured(TransportClass::Shm, Proto::Simple));
 }
 
+TEST(TunerDecide, ShmAndSocketExecutorChoices) {
+  // What the device executor offers on SHM (LL + Simple, ring only) and on sockets (Simple): LL where it
+  // measured 2x faster (8 B-256 KB: 10-26 us against Simple's 20-36), Simple for bulk; socket rings on at
+  // most 4 channels.
+  TunerConfig cfg;
+  EXPECT_TRUE(modelRowMeasured(TransportClass::Shm, Proto::LL));
+  EXPECT_FALSE(modelRowMeasured(TransportClass::Shm, Proto::Simple));
+  auto shm = [&](size_t b) {
+    TuneRequest r = req(CollType::AllReduce, b, 2, TransportClass::Shm);
+    r.algosAvailable = bit(Algo::Ring);
+    r.protosAvailable = bit(Proto::LL) | bit(Proto::Simple);
+    r.connectedChannels = 64;
+    return tune(r, cfg);
+  };
+  for (size_t b : {size_t{8}, size_t{4096}, size_t{32768}, size_t{256} << 10}) EXPECT_EQ(shm(b).proto, Proto::LL) << b;
+  for (size_t b : {size_t{16} << 20, size_t{1} << 30}) EXPECT_EQ(shm(b).proto, Proto::Simple) << b;
+  EXPECT_LT(shm(8).predictedUs, 12.0);
+  TuneRequest r = req(CollType::AllReduce, size_t{1} << 30, 2, TransportClass::NetSocket);
+  r.protosAvailable = bit(Proto::Simple);
+  r.connectedChannels = 64;
+  const TuneDecision d = tune(r, cfg);
+  EXPECT_LE(d.nChannels, 4);
+  EXPECT_GT(d.nChannels, 1);
+}
+
 TEST(TunerDecide, ForcedProtocolsAndAlgorithmsHonoured) {
   TunerConfig cfg;
   for (Proto p : {Proto::LL, Proto::LL128, Proto::Simple}) {

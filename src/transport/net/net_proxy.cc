@@ -47,8 +47,9 @@ struct NetProxy::Conn {
   bool dead = false;
 };
 
-NetProxy::NetProxy(int rank) : rank_(rank) {
-  const int64_t n = std::max<int64_t>(1, std::min<int64_t>(params::NetProxyThreads(), kMaxProxyThreads));
+NetProxy::NetProxy(int rank, int defaultThreads) : rank_(rank) {
+  const int64_t asked = params::NetProxyThreads() > 0 ? params::NetProxyThreads() : defaultThreads;
+  const int64_t n = std::max<int64_t>(1, std::min<int64_t>(asked, kMaxProxyThreads));
   for (int64_t i = 0; i < n; ++i) {
     workers_.push_back(std::make_unique<Worker>());
     workers_.back()->eventFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // -1: that thread wakes by timeout

@@ -23,7 +23,8 @@ namespace braid {
 
 class NetProxy {
  public:
-  explicit NetProxy(int rank);
+  // defaultThreads applies unless BRAID_NET_PROXY_THREADS is set (> 0).
+  NetProxy(int rank, int defaultThreads);
   ~NetProxy();
   NetProxy(const NetProxy&) = delete;
   NetProxy& operator=(const NetProxy&) = delete;
