@@ -20,8 +20,8 @@ one() {
   timeout $tmo mpirun --allow-run-as-root -np 2 "${envs[@]}" $B/bin/${name}_perf "$@" > "$L/$file.txt" 2>&1
   echo "$file rc=$? $(( $(date +%s) - s ))s: $(grep -v '^#' "$L/$file.txt" | awk 'NF>8 && $1 ~ /^[0-9]+$/ {printf "%s:%s(%s,%s) ", $1, $6, $8, $9}')"
 }
-one all_reduce braid sock_braid 45 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 -- -b 64M -e 1G -f 4 -c 1 -n 3 -w 1
-one all_reduce nccl sock_nccl 45 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 -- -b 64M -e 1G -f 4 -c 1 -n 3 -w 1
+one all_reduce braid sock_braid 60 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 -- -b 64M -e 1G -f 4 -c 1 -n 3 -w 1
+one all_reduce nccl sock_nccl 60 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 -- -b 64M -e 1G -f 4 -c 1 -n 3 -w 1
 for p in all_reduce all_gather; do
   one $p braid shm_${p}_braid 30 NCCL_P2P_DISABLE=1 -- -b 8 -e 1G -f 4 -c 1 -n 10 -w 3
   one $p nccl shm_${p}_nccl 30 NCCL_P2P_DISABLE=1 -- -b 8 -e 1G -f 4 -c 1 -n 10 -w 3
