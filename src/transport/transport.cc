@@ -278,7 +278,10 @@ ncclResult_t ConnectionManager::kindFor(int peer, TransportKind* kind) {
 
 void ConnectionManager::setLlSlots(bool on) { impl_->ctx.llSlots = on; }
 
-void ConnectionManager::setNetProxyThreads(int n) { impl_->ctx.proxyThreads = n; }
+void ConnectionManager::setNetProxy(int threads, int spinUs) {
+  impl_->ctx.proxyThreads = threads;
+  impl_->ctx.proxySpinUs = spinUs;
+}
 
 void ConnectionManager::setTransports(std::vector<Transport*> order) { impl_->order = std::move(order); }
 

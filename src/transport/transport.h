@@ -66,6 +66,7 @@ struct TransportContext {
   std::shared_ptr<NetProxy> proxy;  // created on first use
   bool llSlots = false;  // SHM segments carry LL slots (GPU communicators; host executors never use them)
   int proxyThreads = 1;  // NET proxy threads unless BRAID_NET_PROXY_THREADS says otherwise
+  int proxySpinUs = 50;  // NET proxy: how long a thread polls after activity before it naps
 };
 
 // Connections of one communicator: ring connections per channel and point-to-point connections per peer.
@@ -101,8 +102,9 @@ class ConnectionManager final : public ConnProvider {
   void setTransports(std::vector<Transport*> order);
   // SHM segments made from now on carry LL slots (GPU communicators, before connectRing).
   void setLlSlots(bool on);
-  // NET proxy threads of this communicator unless BRAID_NET_PROXY_THREADS is set (before connecting).
-  void setNetProxyThreads(int n);
+  // NET proxy threads of this communicator unless BRAID_NET_PROXY_THREADS is set, and how long each polls
+  // after activity before napping (before connecting).
+  void setNetProxy(int threads, int spinUs);
   // Runs first thing in abort(), e.g. to raise a device-visible abort flag so kernels stop spinning.
   void setAbortHook(std::function<void()> hook);
 

@@ -24,7 +24,6 @@
 
 namespace braid {
 namespace {
-constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
 constexpr int kMinSleepUs = 20;
 constexpr int kMaxSleepUs = 250;
 // Idle for this long (between operations), naps may grow to kLongSleepUs: many idle comms stay cheap.
@@ -47,7 +46,7 @@ struct NetProxy::Conn {
   bool dead = false;
 };
 
-NetProxy::NetProxy(int rank, int defaultThreads) : rank_(rank) {
+NetProxy::NetProxy(int rank, int defaultThreads, int spinUs) : rank_(rank), spin_(std::max(0, spinUs)) {
   const int64_t asked = params::NetProxyThreads() > 0 ? params::NetProxyThreads() : defaultThreads;
   const int64_t n = std::max<int64_t>(1, std::min<int64_t>(asked, kMaxProxyThreads));
   for (int64_t i = 0; i < n; ++i) {
@@ -309,7 +308,7 @@ void NetProxy::run(Worker& w) {
       sleepUs = kMinSleepUs;
       continue;
     }
-    if (Clock::now() - idleSince < kSpinBeforeSleep) {
+    if (Clock::now() - idleSince < spin_) {
       lk.unlock();
       sched_yield();
       lk.lock();

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -23,8 +24,10 @@ namespace braid {
 
 class NetProxy {
  public:
-  // defaultThreads applies unless BRAID_NET_PROXY_THREADS is set (> 0).
-  NetProxy(int rank, int defaultThreads);
+  // defaultThreads applies unless BRAID_NET_PROXY_THREADS is set (> 0). After anything moved, a thread
+  // keeps polling (yielding the CPU between passes) for spinUs before it naps: steps a GPU publishes
+  // (tail/head in mapped host memory) wake no file descriptor, so a napping thread sees them late.
+  NetProxy(int rank, int defaultThreads, int spinUs = 50);
   ~NetProxy();
   NetProxy(const NetProxy&) = delete;
   NetProxy& operator=(const NetProxy&) = delete;
@@ -66,6 +69,7 @@ class NetProxy {
   static void wake(Worker& w);
 
   const int rank_;
+  const std::chrono::microseconds spin_;
   std::vector<std::unique_ptr<Worker>> workers_;  // fixed at construction
   std::mutex mu_;                                  // guards nextId_, stopped_
   uint64_t nextId_ = 1;

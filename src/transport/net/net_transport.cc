@@ -65,7 +65,7 @@ ncclResult_t allocFifo(NetResources* res, uint32_t nSteps, uint32_t stepBytes, C
 }
 
 std::shared_ptr<NetProxy> proxyOf(TransportContext* ctx, int me) {
-  if (!ctx->proxy) ctx->proxy = std::make_shared<NetProxy>(ctx->self ? ctx->self->rank : me, ctx->proxyThreads);
+  if (!ctx->proxy) ctx->proxy = std::make_shared<NetProxy>(ctx->self ? ctx->self->rank : me, ctx->proxyThreads, ctx->proxySpinUs);
   return ctx->proxy;
 }
 
