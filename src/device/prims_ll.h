@@ -53,62 +53,77 @@ __device__ __forceinline__ bool llTryLoadLine(const char* line, uint32_t flag, u
   return true;
 }
 
-template <typename T, typename Fn>
-class DevPrimsLL {
-  static_assert(sizeof(T) <= 8 && 8 % sizeof(T) == 0, "LL lines hold whole elements");
+// Every 1024 polls of an LL/LL128 wait (the caller's thread; for a warp-wide wait one lane): true, with the
+// CTA marked stopped and the error recorded, when the wait must end. `lastTry` polls once more before a
+// broken host connection is declared (data may have landed before the flag).
+template <typename LastTry>
+__device__ __forceinline__ bool devPollMustStop(PrimsShared* sh, DevStatus* st, int peer, uint64_t* since,
+                                                LastTry lastTry) {
+  if (*reinterpret_cast<volatile int*>(&sh->stop)) return true;
+  uint32_t code = 0;
+  if (devWaitedTooLong(sh->recv.timeoutNs, since)) {  // a stuck peer, or one that planned this op differently
+    code = kDevTimeout;
+  } else if (ldVolatile32(&st->error)) {  // an earlier kernel of this communicator failed (see devSpin)
+    sh->stop = 1;
+    return true;
+  } else if (sh->recv.errorFlag && ldVolatile32(sh->recv.errorFlag)) {  // host connection broken (SHM peer abort)
+    if (lastTry()) return false;
+    code = kDevConnBroken;
+  } else if (ldVolatile32(&st->abort)) {
+    code = kDevAborted;
+  } else if (ldVolatile32(&st->deadPeer) == static_cast<uint32_t>(peer + 1)) {  // the peer process died
+    code = kDevPeerGone;
+  } else {
+    return false;
+  }
+  devSetError(st, code, peer, 0, 0);
+  sh->stop = 1;
+  return true;
+}
+
+// What the LL and LL128 primitives share: DevPrims' calls (so the ring schedules run on them unchanged),
+// each one step of Derived::run over the op's 8-byte words, and the per-word element operations.
+template <typename Derived, typename T, typename Fn>
+class DevWordPrims {
+ protected:
+  static_assert(sizeof(T) <= 8 && 8 % sizeof(T) == 0, "8-byte words hold whole elements");
   static constexpr int kPerLine = 8 / sizeof(T);
   union Line {
     uint64_t u;
     T e[kPerLine];
   };
+  __device__ DevWordPrims(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
+      : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x) {}
 
  public:
-  __device__ DevPrimsLL(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
-      : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x),
-        sendStep_(sh->send.step), recvStep_(sh->recv.step), sendClean_(sh->send.llLastClean),
-        recvClean_(sh->recv.llLastClean) {}
   __device__ void setBuffers(const T* in, T* out) {
     in_ = in;
     out_ = out;
   }
-  // Before the operation's first step: the clean steps of the directions it will use, when due (both sides
-  // of a connection decide at the same step), every send direction's before any receive direction's. Cleaning
-  // lazily, at each direction's first call, deadlocks a ring: every rank's first call only sends, and its
-  // first data step needs a credit for a clean step the peer consumes only in its second call.
-  __device__ void begin(bool willSend, bool willRecv) {
-    if (willSend) cleanSteps<false, true>();
-    if (willRecv) cleanSteps<true, false>();
-  }
-  // The steps each connection ended at (thread 0 writes them back after the kernel's last barrier).
-  __device__ uint64_t sendStep() const { return sendStep_; }
-  __device__ uint64_t recvStep() const { return recvStep_; }
-  __device__ uint64_t sendLastClean() const { return sendClean_; }
-  __device__ uint64_t recvLastClean() const { return recvClean_; }
-
   __device__ void send(size_t inOff, size_t n) {
-    run<false, true>(n, [&](size_t i, uint64_t) { return pre(load(in_ + inOff, n, i)); }, nullptr, 0);
+    self().template run<false, true>(n, [&](size_t i, uint64_t) { return pre(load(in_ + inOff, n, i)); }, nullptr, 0);
   }
   __device__ void recv(size_t outOff, size_t n) {
-    run<true, false>(n, [&](size_t, uint64_t r) { return r; }, out_ + outOff, n);
+    self().template run<true, false>(n, [&](size_t, uint64_t r) { return r; }, out_ + outOff, n);
   }
   __device__ void recvReduceSend(size_t inOff, size_t n) {
-    run<true, true>(n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), false); }, nullptr,
-                    0);
+    self().template run<true, true>(
+        n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), false); }, nullptr, 0);
   }
   __device__ void recvReduceCopySend(size_t inOff, size_t outOff, size_t n, bool postOp) {
-    run<true, true>(n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), postOp); },
-                    out_ + outOff, n);
+    self().template run<true, true>(
+        n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), postOp); }, out_ + outOff, n);
   }
   __device__ void recvReduceCopy(size_t inOff, size_t outOff, size_t n, bool postOp) {
-    run<true, false>(n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), postOp); },
-                     out_ + outOff, n);
+    self().template run<true, false>(
+        n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), postOp); }, out_ + outOff, n);
   }
   __device__ void recvCopySend(size_t outOff, size_t n) {
-    run<true, true>(n, [&](size_t, uint64_t r) { return r; }, out_ + outOff, n);
+    self().template run<true, true>(n, [&](size_t, uint64_t r) { return r; }, out_ + outOff, n);
   }
   __device__ void copySend(size_t inOff, size_t outOff, size_t n) {
     T* out = (in_ + inOff == out_ + outOff) ? nullptr : out_ + outOff;
-    run<false, true>(n, [&](size_t i, uint64_t) { return load(in_ + inOff, n, i); }, out, n);
+    self().template run<false, true>(n, [&](size_t i, uint64_t) { return load(in_ + inOff, n, i); }, out, n);
   }
   __device__ void localReduceCopy(size_t inOff, size_t outOff, size_t n) {  // one rank: no connection
     if (sh_->stop) return;
@@ -121,8 +136,9 @@ class DevPrimsLL {
     __syncthreads();
   }
 
- private:
-  // Line i of n elements at p: whole 8-byte loads where aligned and complete, element by element otherwise.
+ protected:
+  __device__ Derived& self() { return *static_cast<Derived*>(this); }
+  // Word i of n elements at p: whole 8-byte loads where aligned and complete, element by element otherwise.
   __device__ __forceinline__ uint64_t load(const T* p, size_t n, size_t i) const {
     Line l;
     l.u = 0;
@@ -166,6 +182,44 @@ class DevPrimsLL {
     return a.u;
   }
 
+  PrimsShared* sh_;
+  const T* in_;
+  T* out_;
+  Fn fn_;
+  DevStatus* st_;
+  int tid_;
+  int nthreads_;
+};
+
+template <typename T, typename Fn>
+class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
+  using Base = DevWordPrims<DevPrimsLL<T, Fn>, T, Fn>;
+  friend Base;
+  using Base::nthreads_;
+  using Base::sh_;
+  using Base::st_;
+  using Base::store;
+  using Base::tid_;
+
+ public:
+  __device__ DevPrimsLL(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
+      : Base(sh, in, out, fn, st), sendStep_(sh->send.step), recvStep_(sh->recv.step),
+        sendClean_(sh->send.llLastClean), recvClean_(sh->recv.llLastClean) {}
+  // Before the operation's first step: the clean steps of the directions it will use, when due (both sides
+  // of a connection decide at the same step), every send direction's before any receive direction's. Cleaning
+  // lazily, at each direction's first call, deadlocks a ring: every rank's first call only sends, and its
+  // first data step needs a credit for a clean step the peer consumes only in its second call.
+  __device__ void begin(bool willSend, bool willRecv) {
+    if (willSend) cleanSteps<false, true>();
+    if (willRecv) cleanSteps<true, false>();
+  }
+  // The steps each connection ended at (thread 0 writes them back after the kernel's last barrier).
+  __device__ uint64_t sendStep() const { return sendStep_; }
+  __device__ uint64_t recvStep() const { return recvStep_; }
+  __device__ uint64_t sendLastClean() const { return sendClean_; }
+  __device__ uint64_t recvLastClean() const { return recvClean_; }
+
+ private:
   __device__ __forceinline__ char* slot(const DevConn& c, uint64_t step) const {
     return c.llBuff + (step % c.nSteps) * static_cast<size_t>(c.llSlotBytes);
   }
@@ -176,32 +230,8 @@ class DevPrimsLL {
     while (!llTryLoadLine(line, flag, payload)) {
       if (++spins == 1024) {
         spins = 0;
-        if (*reinterpret_cast<volatile int*>(&sh_->stop)) return false;
-        if (devWaitedTooLong(sh_->recv.timeoutNs, &since)) {  // a stuck peer, or one that planned this op differently
-          devSetError(st_, kDevTimeout, peer, 0, 0);
-          sh_->stop = 1;
+        if (devPollMustStop(sh_, st_, peer, &since, [&] { return llTryLoadLine(line, flag, payload); }))
           return false;
-        }
-        if (ldVolatile32(&st_->error)) {  // an earlier kernel of this communicator failed (see devSpin)
-          sh_->stop = 1;
-          return false;
-        }
-        if (sh_->recv.errorFlag && ldVolatile32(sh_->recv.errorFlag)) {  // host connection broken (SHM peer abort)
-          if (llTryLoadLine(line, flag, payload)) return true;
-          devSetError(st_, kDevConnBroken, peer, 0, 0);
-          sh_->stop = 1;
-          return false;
-        }
-        if (ldVolatile32(&st_->abort)) {
-          devSetError(st_, kDevAborted, peer, 0, 0);
-          sh_->stop = 1;
-          return false;
-        }
-        if (ldVolatile32(&st_->deadPeer) == static_cast<uint32_t>(peer + 1)) {  // the peer process died
-          devSetError(st_, kDevPeerGone, peer, 0, 0);
-          sh_->stop = 1;
-          return false;
-        }
       }
     }
     return true;
@@ -298,13 +328,6 @@ class DevPrimsLL {
     if (Send) ++sendStep_;
   }
 
-  PrimsShared* sh_;
-  const T* in_;
-  T* out_;
-  Fn fn_;
-  DevStatus* st_;
-  int tid_;
-  int nthreads_;
   uint64_t sendStep_;
   uint64_t recvStep_;
   uint64_t sendClean_;  // last cleaning step per connection (written back with the steps)
