@@ -5,29 +5,13 @@
 # NCCL, and scatter/gather/all-to-all against NCCL at 64 KB-512 MB (the local-copy CTAs). Prints one line per
 # run (size:us ...); raw outputs in $OUT/calib.tgz.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 OUT=${OUT:-$PWD/gpu_calib_out}; L=$OUT/calib; mkdir -p "$L"
-B=build-gpu; NCCL_LIB=/usr/lib/x86_64-linux-gnu/libnccl.so.2
-t0=$(date +%s)
-cmake -S . -B $B -G Ninja -DBRAID_GTEST_SOURCE=$PWD/.gtest > "$L/cmake.log" 2>&1 || { tail -20 "$L/cmake.log"; exit 1; }
-ALL="all_reduce all_gather reduce_scatter broadcast reduce gather scatter alltoall"
-targets="braid ${TESTS:-device_coll_test}"; for p in $ALL; do targets+=" ${p}_perf"; done
-ninja -C $B -j32 $targets > "$L/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$L/build.log" | head -40; exit 1; }
-echo "build: $(( $(date +%s) - t0 )) s"
+source tools/gpu_common.sh
+gpu_build braid ${TESTS:-device_coll_test} all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf gather_perf scatter_perf alltoall_perf
 for t in ${TESTS:-device_coll_test}; do
   BRAID_CASE_TIMEOUT=10 timeout 120 $B/bin/$t > "$L/$t.txt" 2>&1
   echo "== $t rc=$?: $(grep -E '^\[  (PASSED|FAILED) |cases,' "$L/$t.txt" | tr '\n' ' ')"
 done
-# one NAME LIB FILE [env...] -- flags: one mpirun; prints "size:us(busbw,#wrong)" for the out-of-place column
-one() {
-  local name=$1 lib=$2 file=$3; shift 3
-  local envs=(-x NCCL_NVLS_ENABLE=0)
-  while [[ $# -gt 0 && $1 != -- ]]; do envs+=(-x "$1"); shift; done; shift
-  [[ $lib == nccl ]] && envs+=(-x LD_PRELOAD=$NCCL_LIB)
-  timeout ${PERF_TIMEOUT:-40} mpirun --allow-run-as-root -np 2 "${envs[@]}" $B/bin/${name}_perf "$@" > "$L/$file.txt" 2>&1
-  local rc=$?
-  echo "$file rc=$rc: $(grep -v '^#' "$L/$file.txt" | awk 'NF>8 && $1 ~ /^[0-9]+$/ {printf "%s:%s(%s,%s) ", $1, $6, $8, $9}')"
-}
 echo "== local-copy CTAs: scatter/gather/alltoall vs NCCL (-a 3 for rooted)"
 for p in scatter gather alltoall; do
   a=3; [[ $p == alltoall ]] && a=1
@@ -54,4 +38,4 @@ for p in all_reduce all_gather reduce_scatter broadcast reduce; do
   done
 done
 tar -C "$OUT" -czf "$OUT/calib.tgz" calib && rm -rf "$L"
-echo "total: $(( $(date +%s) - t0 )) s"
+echo "total: $(( $(date +%s) - GPU_T0 )) s"

@@ -4,24 +4,9 @@
 # and the grid the SHM rows of the tuner are fitted to (all-reduce / all-gather with LL and Simple forced at
 # fixed channel counts, 8 B-32 MB; files {coll}_{proto}_{ch}.txt for tools/tuner_fit.py). Raw: $OUT/paths.tgz.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 OUT=${OUT:-$PWD/gpu_paths_out}; L=$OUT/paths; mkdir -p "$L/shm"
-B=build-gpu; NCCL_LIB=/usr/lib/x86_64-linux-gnu/libnccl.so.2
-t0=$(date +%s)
-cmake -S . -B $B -G Ninja -DBRAID_GTEST_SOURCE=$PWD/.gtest > "$L/cmake.log" 2>&1 || { tail -20 "$L/cmake.log"; exit 1; }
-ninja -C $B -j32 braid all_reduce_perf all_gather_perf > "$L/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$L/build.log" | head -40; exit 1; }
-echo "build: $(( $(date +%s) - t0 )) s"
-# one NAME LIB FILE [env...] -- flags: one mpirun; prints "size:us(busbw,#wrong)" for the out-of-place column
-one() {
-  local name=$1 lib=$2 file=$3; shift 3
-  local envs=(-x NCCL_NVLS_ENABLE=0)
-  while [[ $# -gt 0 && $1 != -- ]]; do envs+=(-x "$1"); shift; done; shift
-  [[ $lib == nccl ]] && envs+=(-x LD_PRELOAD=$NCCL_LIB)
-  local s=$(date +%s)
-  timeout ${PERF_TIMEOUT:-40} mpirun --allow-run-as-root -np 2 "${envs[@]}" $B/bin/${name}_perf "$@" > "$L/$file.txt" 2>&1
-  local rc=$?
-  echo "$file rc=$rc $(( $(date +%s) - s ))s: $(grep -v '^#' "$L/$file.txt" | awk 'NF>8 && $1 ~ /^[0-9]+$/ {printf "%s:%s(%s,%s) ", $1, $6, $8, $9}')"
-}
+source tools/gpu_common.sh
+gpu_build braid all_reduce_perf all_gather_perf
 SOCK="NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"; BIG="-b 64M -e 1G -f 4 -c 1 -n 3 -w 1"
 echo "== socket path (all-reduce busbw)"
 one all_reduce nccl sock_nccl $SOCK NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH -- $BIG
@@ -39,4 +24,4 @@ for p in all_reduce all_gather; do
   one $p nccl shm/${p}_nccl NCCL_P2P_DISABLE=1 -- -b 8 -e 32M -f 4 -c 1 -n 20 -w 3
 done
 tar -C "$OUT" -czf "$OUT/paths.tgz" paths && rm -rf "$L"
-echo "total: $(( $(date +%s) - t0 )) s"
+echo "total: $(( $(date +%s) - GPU_T0 )) s"

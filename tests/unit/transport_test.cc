@@ -3,6 +3,9 @@
 // (1 and 2 sockets per peer), the /dev/shm-too-small error, and peer failure setting errorFlag.
 #include <dirent.h>
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/log.h"
 #include "core/result.h"
 #include "transport/host_fifo.h"
 #include "transport/net/net_backend.h"
@@ -287,6 +291,36 @@ TEST(NetTransport, SeveralProxyThreads) {
     for (auto& th : ts) th.join();
     for (int ch = 0; ch < 4; ++ch) EXPECT_EQ(err[ch], "") << threads << " threads, connection " << ch;
   }
+}
+
+// With NET logging at INFO, each connection logs on close how many bytes it moved and where its thread's
+// active time went (the socket-path diagnosis on the GPU machine reads these lines).
+TEST(NetTransport, ConnectionStatsLoggedOnClose) {
+  char path[] = "/tmp/braid_netstats_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  char want[64];
+  {
+    EnvVar d("NCCL_DEBUG", "INFO"), s("NCCL_DEBUG_SUBSYS", "NET"), f("NCCL_DEBUG_FILE", path);
+    resetLogging();
+    TestRank a(0), b(1);
+    Connector snd, rcv;
+    connectPair(netTransport(), a, b, 0, 64 << 10, &snd, &rcv);
+    EXPECT_EQ(testutil::pump(snd.info, rcv.info, 5, 200), "");
+    uint64_t bytes = 0;
+    for (uint64_t st = 0; st < 200; ++st) bytes += testutil::stepSize(st, snd.info.stepBytes);
+    snprintf(want, sizeof(want), "closed: %.1f MB", static_cast<double>(bytes) / 1e6);
+  }  // closing both ends logs their stats
+  resetLogging();  // NCCL_DEBUG_FILE is unset again: closes the file without reopening it
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  unlink(path);
+  EXPECT_NE(text.find(std::string("send connection with rank 1 ") + want), std::string::npos) << text;
+  EXPECT_NE(text.find(std::string("recv connection with rank 0 ") + want), std::string::npos) << text;
+  EXPECT_NE(text.find("waiting for the executor"), std::string::npos) << text;
 }
 
 TEST(NetTransport, ProxyThreadsClamped) {

@@ -44,7 +44,13 @@ struct NetProxy::Conn {
   uint64_t done = 0;    // slots the backend finished
   NetRequest* reqs[kHostFifoMaxSteps] = {};
   bool dead = false;
+  // Where the connection's active time went (kept only with NET logging at INFO; logged when it closes):
+  // steps in the backend (send: handed to the socket, not yet gone; recv: receives posted, data not yet
+  // in), and nothing to move because of the executor (send: no step published; recv: every slot full).
+  uint64_t bytes = 0;
+  double inBackendSec = 0, waitExecutorSec = 0;
 };
+
 
 NetProxy::NetProxy(int rank, int defaultThreads, int spinUs) : rank_(rank), spin_(std::max(0, spinUs)) {
   const int64_t asked = params::NetProxyThreads() > 0 ? params::NetProxyThreads() : defaultThreads;
@@ -132,6 +138,7 @@ void NetProxy::remove(uint64_t id) {
     w.conns.erase(it);
   }
   // Closed outside the lock: the proxy thread is already past it.
+  if (logEnabled(LogLevel::Info, kSubNet)) logStats(*victim);
   victim.reset();
   wake(w);
 }
@@ -256,6 +263,7 @@ bool NetProxy::progress(Conn* c) {
       if (!req) break;
       c->reqs[slot] = req;
       c->posted++;
+      c->bytes += static_cast<uint32_t>(size);
       moved = true;
     }
     if (!completeInOrder(c, c->sendComm.get(), [&](size_t) {
@@ -278,12 +286,31 @@ bool NetProxy::progress(Conn* c) {
       moved = true;
     }
     if (!completeInOrder(c, c->recvComm.get(), [&](size_t size) {
+          c->bytes += size;
           in.sizes[(c->done - 1) % n] = static_cast<int32_t>(size);
           storeRelease(in.tail, c->done);  // sizes[] is visible before the new tail
         }, &moved))
       return true;
   }
   return moved;
+}
+
+void NetProxy::account(Conn* c, double dt) {
+  if (c->dead) return;
+  if (c->done < c->posted) {
+    c->inBackendSec += dt;
+  } else if (c->send ? c->posted >= loadAcquire(c->info.tail) : c->posted >= loadAcquire(c->info.head) + c->info.nSteps) {
+    c->waitExecutorSec += dt;
+  }
+}
+
+void NetProxy::logStats(const Conn& c) {
+  BRAID_INFO(kSubNet,
+             "NET proxy: %s connection with rank %d closed: %.1f MB; while its thread was active, %.3f s with steps in "
+             "the backend (%s), %.3f s waiting for the executor (%s)",
+             c.send ? "send" : "recv", c.peer, static_cast<double>(c.bytes) / 1e6, c.inBackendSec,
+             c.send ? "handed to the socket, not yet sent" : "receives posted, data not yet in", c.waitExecutorSec,
+             c.send ? "no step published" : "every slot full, not yet consumed");
 }
 
 void NetProxy::run(Worker& w) {
@@ -297,8 +324,21 @@ void NetProxy::run(Worker& w) {
   std::vector<Range> ranges;
   auto idleSince = Clock::now();
   int sleepUs = kMinSleepUs;
+  // Time accounting (NET logging at INFO): each pass's interval is charged to every connection's state,
+  // except an interval that contains a nap (idle between operations).
+  const bool stats = logEnabled(LogLevel::Info, kSubNet);
+  auto lastPass = Clock::now();
+  bool napped = false;
   std::unique_lock<std::mutex> lk(w.mu);
   while (!w.stop.load(std::memory_order_relaxed)) {
+    if (stats) {
+      const auto now = Clock::now();
+      const double dt = std::chrono::duration<double>(now - lastPass).count();
+      lastPass = now;
+      if (!napped)
+        for (auto& kv : w.conns) account(kv.second.get(), dt);
+      napped = false;
+    }
     bool moved = false;
     for (auto& kv : w.conns) {
       if (!kv.second->dead) moved |= progress(kv.second.get());
@@ -326,6 +366,7 @@ void NetProxy::run(Worker& w) {
     lk.unlock();
     timespec ts{0, static_cast<long>(sleepUs) * 1000};
     int ready = ppoll(fds.data(), fds.size(), &ts, nullptr);
+    napped = true;
     if (ready > 0 && (fds[0].revents & POLLIN)) {
       uint64_t v;
       ssize_t r = read(w.eventFd, &v, sizeof(v));

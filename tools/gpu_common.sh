@@ -1,0 +1,27 @@
+# Shared by the one-call device scripts (gpu_calibrate.sh, gpu_paths*.sh, gpu_sock3.sh, gpu_ll128.sh); source it
+# after setting L (the log folder). Sets the environment every run needs (never NVLS), B and NCCL_LIB.
+#   gpu_build TARGET...   configure + build the targets into $B (logs in $L), prints the seconds taken
+#   one NAME LIB FILE [ENV=V...] -- FLAGS...   one mpirun -np 2 of NAME_perf (LIB braid, or nccl preloaded),
+#       output to $L/FILE.txt, prints "FILE rc=.. Ns: size:us(busbw,#wrong) ..." (out-of-place column);
+#       PERF_TIMEOUT (default 40) bounds it.
+export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+B=build-gpu
+NCCL_LIB=/usr/lib/x86_64-linux-gnu/libnccl.so.2
+GPU_T0=$(date +%s)
+
+gpu_build() {
+  cmake -S . -B $B -G Ninja -DBRAID_GTEST_SOURCE=$PWD/.gtest > "$L/cmake.log" 2>&1 || { tail -20 "$L/cmake.log"; exit 1; }
+  ninja -C $B -j32 "$@" > "$L/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$L/build.log" | head -40; exit 1; }
+  echo "build: $(( $(date +%s) - GPU_T0 )) s"
+}
+
+one() {
+  local name=$1 lib=$2 file=$3; shift 3
+  local envs=(-x NCCL_NVLS_ENABLE=0)
+  while [[ $# -gt 0 && $1 != -- ]]; do envs+=(-x "$1"); shift; done; shift
+  [[ $lib == nccl ]] && envs+=(-x LD_PRELOAD=$NCCL_LIB)
+  local s=$(date +%s)
+  timeout ${PERF_TIMEOUT:-40} mpirun --allow-run-as-root -np 2 "${envs[@]}" $B/bin/${name}_perf "$@" > "$L/$file.txt" 2>&1
+  local rc=$?
+  echo "$file rc=$rc $(( $(date +%s) - s ))s: $(grep -v '^#' "$L/$file.txt" | awk 'NF>8 && $1 ~ /^[0-9]+$/ {printf "%s:%s(%s,%s) ", $1, $6, $8, $9}')"
+}
