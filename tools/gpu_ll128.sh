@@ -16,8 +16,9 @@ for t in device_coll_test device_mp_test; do
 done
 NCCL_PROTO=LL128 timeout 60 $B/bin/device_mp_test > "$L/mp_ll128.txt" 2>&1; echo "device_mp_test LL128 rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$L/mp_ll128.txt" | tr '\n' ' ')"
 export PERF_TIMEOUT=30
-one all_reduce braid tuning_log NCCL_PROTO=LL128 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING -- -b 1M -e 1M -c 1 -n 2 -w 1
-echo "TUNING lines naming LL128: $(grep -c 'LL128' "$L/tuning_log.txt")"; grep -m3 -E 'LL128|WARN' "$L/tuning_log.txt"
+one all_reduce braid tuning_log NCCL_PROTO=LL128 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING,INIT -- -b 1M -e 1M -c 1 -n 2 -w 1
+echo "TUNING lines naming LL128: $(grep -c 'TUNING.*LL128\|/LL128' "$L/tuning_log.txt")"
+grep -m4 -E 'NVLink|NVML|/LL128|WARN' "$L/tuning_log.txt"
 echo "== vs NCCL, all-reduce 8 B-64 MB"
 one all_reduce braid ar_ll128 NCCL_PROTO=LL128 -- -b 8 -e 64M -f 4 -c 1 -n 30 -w 5
 one all_reduce braid ar_default -- -b 8 -e 64M -f 4 -c 1 -n 30 -w 5
