@@ -121,8 +121,8 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, bool
   const TunerConfig& cfg = st_->tuning;
   const int c = static_cast<int>(op.coll);
   const bool llForced = (cfg.protos.mask[c] & bit(Proto::LL)) && !(cfg.protos.mask[c] & bit(Proto::Simple));
-  // The tuner offers LL where its row for this path is measured (P2P NVLink), elsewhere (SHM) only when
-  // NCCL_PROTO forces it, until measured.
+  // The tuner offers LL where its row for this path is measured (P2P NVLink, SHM), elsewhere only when
+  // NCCL_PROTO forces it (and only where every ring connection has LL slots: st_->llPath).
   const bool llOffered = llKernel && st_->llPath && (llForced || modelRowMeasured(transport_, Proto::LL));
   const uint32_t protos = bit(Proto::Simple) | (llOffered ? bit(Proto::LL) : 0u);
   // The one-shot schedule exists for 2 ranks (ring_schedules.h), where the ring's neighbour is the peer, and
