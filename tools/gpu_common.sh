@@ -3,7 +3,7 @@
 #   gpu_build TARGET...   configure + build the targets into $B (logs in $L), prints the seconds taken
 #   one NAME LIB FILE [ENV=V...] -- FLAGS...   one mpirun -np 2 of NAME_perf (LIB braid, or nccl preloaded),
 #       output to $L/FILE.txt, prints "FILE rc=.. Ns: size:us(busbw,#wrong) ..." (out-of-place column);
-#       PERF_TIMEOUT (default 40) bounds it.
+#       PERF_TIMEOUT (default 40) bounds it; MPIRUN_OPTS adds mpirun options (e.g. "--bind-to none").
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 B=build-gpu
 NCCL_LIB=/usr/lib/x86_64-linux-gnu/libnccl.so.2
@@ -21,7 +21,7 @@ one() {
   while [[ $# -gt 0 && $1 != -- ]]; do envs+=(-x "$1"); shift; done; shift
   [[ $lib == nccl ]] && envs+=(-x LD_PRELOAD=$NCCL_LIB)
   local s=$(date +%s)
-  timeout ${PERF_TIMEOUT:-40} mpirun --allow-run-as-root -np 2 "${envs[@]}" $B/bin/${name}_perf "$@" > "$L/$file.txt" 2>&1
+  timeout ${PERF_TIMEOUT:-40} mpirun --allow-run-as-root -np 2 ${MPIRUN_OPTS:-} "${envs[@]}" $B/bin/${name}_perf "$@" > "$L/$file.txt" 2>&1
   local rc=$?
   echo "$file rc=$rc $(( $(date +%s) - s ))s: $(grep -v '^#' "$L/$file.txt" | awk 'NF>8 && $1 ~ /^[0-9]+$/ {printf "%s:%s(%s,%s) ", $1, $6, $8, $9}')"
 }

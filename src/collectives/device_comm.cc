@@ -284,7 +284,8 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   if (comm->nranks > 1) {
     comm->conns->setLlSlots(true);
     // GPU rings push each byte through the proxy twice per rank (send and receive): on 2xH200, 4 channels
-    // moved 3.15-3.53 GB/s with sends and receives on separate threads, 2.37-2.62 on one (same call). The
+    // moved 3.15-3.53 GB/s on 2 threads (connections dealt out round-robin: 2 sends and 2 receives each),
+    // 2.37-2.62 on one (same call; single runs there vary by ~1 GB/s, docs/PERFORMANCE.md). The
     // kernels publish steps in mapped host memory, which wakes no fd: a thread that naps 20-250 us between
     // 512 KiB steps (~150 us apart at 3.5 GB/s) delays them, so GPU comms' threads poll 2 ms after activity.
     comm->conns->setNetProxy(2, 2000);

@@ -132,8 +132,9 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, uint
   const uint32_t asked = cfg.protos.mask[c];
   const bool llForced = (asked & bit(Proto::LL)) && !(asked & bit(Proto::Simple));
   const bool ll128Forced = (asked & bit(Proto::LL128)) && !(asked & bit(Proto::Simple)) && !(asked & bit(Proto::LL));
-  // The tuner offers a low-latency protocol where its row for this path is measured, elsewhere only when
-  // NCCL_PROTO forces it (LL through SHM, LL128 until measured). LL128 needs every rank's ring on NVLink
+  // The tuner offers a low-latency protocol where its row for this path is measured (LL: P2P NVLink, SHM),
+  // elsewhere only when NCCL_PROTO forces it (LL128 until measured), and LL only where every ring connection
+  // has LL slots (st_->llPath). LL128 needs every rank's ring on NVLink
   // P2P (sm_90+): st_->ll128Path; whatever NCCL_PROTO says, never elsewhere.
   const bool llOffered = (lowLatency & bit(Proto::LL)) && st_->llPath && (llForced || modelRowMeasured(transport_, Proto::LL));
   const bool ll128Offered = (lowLatency & bit(Proto::LL128)) && st_->ll128Path &&

@@ -66,7 +66,7 @@ class DeviceState {
   std::map<int, DevConn*> p2pSend, p2pRecv;  // non-neighbour peers, connected lazily
   std::vector<void*> registered;    // host FIFO bases registered with cudaHostRegister
   // Agreed by every rank at init (agreeOnSelection), because neighbours that chose differently would wait on
-  // each other's FIFOs forever: LL is possible (every ring connection of every rank has LL slots, P2P), and
+  // each other's FIFOs forever: LL is possible (every ring connection of every rank has LL slots: P2P or SHM), and
   // the tuner configuration every call is decided from (tuning_agreement.h), the ring's transport class
   // and whether the tuner plans calls at all.
   int64_t deviceTimeoutSec = 0;  // BRAID_DEVICE_TIMEOUT at init (DevConn::timeoutNs of every connection)

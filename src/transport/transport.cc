@@ -281,7 +281,10 @@ void ConnectionManager::setNetProxy(int threads, int spinUs) {
   impl_->ctx.proxySpinUs = spinUs;
 }
 
-void ConnectionManager::setTransports(std::vector<Transport*> order) { impl_->order = std::move(order); }
+void ConnectionManager::setTransports(std::vector<Transport*> order) {
+  impl_->order = std::move(order);
+  impl_->chosen.clear();  // choices (kindFor, earlier connections) were made from the old order
+}
 
 void ConnectionManager::setAbortHook(std::function<void()> hook) { impl_->abortHook = std::move(hook); }
 

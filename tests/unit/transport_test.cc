@@ -296,6 +296,7 @@ TEST(NetTransport, SeveralProxyThreads) {
 // With NET logging at INFO, each connection logs on close how many bytes it moved and where its thread's
 // active time went (the socket-path diagnosis on the GPU machine reads these lines).
 TEST(NetTransport, ConnectionStatsLoggedOnClose) {
+  if (std::getenv("NCCL_DEBUG_FILE")) GTEST_SKIP() << "NCCL_DEBUG_FILE is set: this test would redirect and truncate it";
   char path[] = "/tmp/braid_netstats_XXXXXX";
   int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
@@ -344,6 +345,7 @@ TEST(NetTransport, ProxyThreadsClamped) {
 TEST(NetTransport, KindForNamesTheTransportBeforeConnecting) {
   // Two ranks of one host: with SHM first the pair would use SHM; with only NET, NET. kindFor agrees with
   // what the connection then gets (transportName), and refuses an out-of-range peer with a message.
+  EnvVar shm("NCCL_SHM_DISABLE", "0");
   TestRank a(0), b(1);
   std::vector<PeerInfo> peers{a.info, b.info};
   ConnectionManager m(&a.wait, nullptr, &a.info, &peers);
@@ -356,6 +358,10 @@ TEST(NetTransport, KindForNamesTheTransportBeforeConnecting) {
   ASSERT_EQ(n.kindFor(1, &k), ncclSuccess);
   EXPECT_EQ(k, TransportKind::Net);
   EXPECT_STREQ(n.transportName(1), "NET");
+  // A new order forgets choices made under the old one.
+  m.setTransports({netTransport()});
+  ASSERT_EQ(m.kindFor(1, &k), ncclSuccess);
+  EXPECT_EQ(k, TransportKind::Net);
   EXPECT_EQ(n.kindFor(7, &k), ncclInternalError);
   EXPECT_NE(pendingError().find("peer 7"), std::string::npos) << pendingError();
   clearPendingError();

@@ -295,11 +295,11 @@ bool NetProxy::progress(Conn* c) {
   return moved;
 }
 
-void NetProxy::account(Conn* c, double dt) {
+void NetProxy::account(Conn* c, double dt, bool napped) {
   if (c->dead) return;
   if (c->done < c->posted) {
     c->inBackendSec += dt;
-  } else if (c->send ? c->posted >= loadAcquire(c->info.tail) : c->posted >= loadAcquire(c->info.head) + c->info.nSteps) {
+  } else if (!napped && c->send ? c->posted >= loadAcquire(c->info.tail) : c->posted >= loadAcquire(c->info.head) + c->info.nSteps) {
     c->waitExecutorSec += dt;
   }
 }
@@ -324,8 +324,9 @@ void NetProxy::run(Worker& w) {
   std::vector<Range> ranges;
   auto idleSince = Clock::now();
   int sleepUs = kMinSleepUs;
-  // Time accounting (NET logging at INFO): each pass's interval is charged to every connection's state,
-  // except an interval that contains a nap (idle between operations).
+  // Time accounting (NET logging at INFO): each pass's interval is charged to every connection's state; an
+  // interval that contains a nap only to connections with steps in the backend (a nap on a slow socket is
+  // backend time; a nap between operations is nobody's).
   const bool stats = logEnabled(LogLevel::Info, kSubNet);
   auto lastPass = Clock::now();
   bool napped = false;
@@ -335,8 +336,7 @@ void NetProxy::run(Worker& w) {
       const auto now = Clock::now();
       const double dt = std::chrono::duration<double>(now - lastPass).count();
       lastPass = now;
-      if (!napped)
-        for (auto& kv : w.conns) account(kv.second.get(), dt);
+      for (auto& kv : w.conns) account(kv.second.get(), dt, napped);
       napped = false;
     }
     bool moved = false;

@@ -67,8 +67,9 @@ class NetProxy {
   template <typename Comm, typename Published>
   bool completeInOrder(Conn* c, Comm* comm, Published published, bool* moved);
   static void wake(Worker& w);
-  // Time accounting of a connection (NET logging at INFO): charges dt seconds to its current state.
-  static void account(Conn* c, double dt);
+  // Time accounting of a connection (NET logging at INFO): charges dt seconds to its current state (after a
+  // nap, only backend time).
+  static void account(Conn* c, double dt, bool napped);
   static void logStats(const Conn& c);
 
   const int rank_;
