@@ -93,9 +93,13 @@ class DevWordPrims {
     T e[kPerLine];
   };
   __device__ DevWordPrims(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
-      : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x) {}
+      : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x),
+        sendStep_(sh->send.step), recvStep_(sh->recv.step) {}
 
  public:
+  // The steps each connection ended at (thread 0 writes them back after the kernel's last barrier).
+  __device__ uint64_t sendStep() const { return sendStep_; }
+  __device__ uint64_t recvStep() const { return recvStep_; }
   __device__ void setBuffers(const T* in, T* out) {
     in_ = in;
     out_ = out;
@@ -138,6 +142,10 @@ class DevWordPrims {
 
  protected:
   __device__ Derived& self() { return *static_cast<Derived*>(this); }
+  // Thread 0: waits for a free send slot at sendStep_ (head credits, as in SIMPLE).
+  __device__ __forceinline__ void waitCredit() {
+    if (tid_ == 0 && !sh_->stop && !devWaitSend(st_, sh_->send, sendStep_)) sh_->stop = 1;
+  }
   // Word i of n elements at p: whole 8-byte loads where aligned and complete, element by element otherwise.
   __device__ __forceinline__ uint64_t load(const T* p, size_t n, size_t i) const {
     Line l;
@@ -189,22 +197,30 @@ class DevWordPrims {
   DevStatus* st_;
   int tid_;
   int nthreads_;
+  uint64_t sendStep_;  // next step of each connection (this CTA's count; written back by the kernel)
+  uint64_t recvStep_;
 };
+
+// The members of DevWordPrims a derived primitive uses (dependent base: named explicitly).
+#define BRAID_WORD_PRIMS_MEMBERS(Derived)          \
+  using Base = DevWordPrims<Derived<T, Fn>, T, Fn>; \
+  friend Base;                                      \
+  using Base::nthreads_;                            \
+  using Base::recvStep_;                            \
+  using Base::sendStep_;                            \
+  using Base::sh_;                                  \
+  using Base::st_;                                  \
+  using Base::store;                                \
+  using Base::tid_;                                 \
+  using Base::waitCredit
 
 template <typename T, typename Fn>
 class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
-  using Base = DevWordPrims<DevPrimsLL<T, Fn>, T, Fn>;
-  friend Base;
-  using Base::nthreads_;
-  using Base::sh_;
-  using Base::st_;
-  using Base::store;
-  using Base::tid_;
+  BRAID_WORD_PRIMS_MEMBERS(DevPrimsLL);
 
  public:
   __device__ DevPrimsLL(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
-      : Base(sh, in, out, fn, st), sendStep_(sh->send.step), recvStep_(sh->recv.step),
-        sendClean_(sh->send.llLastClean), recvClean_(sh->recv.llLastClean) {}
+      : Base(sh, in, out, fn, st), sendClean_(sh->send.llLastClean), recvClean_(sh->recv.llLastClean) {}
   // Before the operation's first step: the clean steps of the directions it will use, when due (both sides
   // of a connection decide at the same step), every send direction's before any receive direction's. Cleaning
   // lazily, at each direction's first call, deadlocks a ring: every rank's first call only sends, and its
@@ -213,9 +229,6 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
     if (willSend) cleanSteps<false, true>();
     if (willRecv) cleanSteps<true, false>();
   }
-  // The steps each connection ended at (thread 0 writes them back after the kernel's last barrier).
-  __device__ uint64_t sendStep() const { return sendStep_; }
-  __device__ uint64_t recvStep() const { return recvStep_; }
   __device__ uint64_t sendLastClean() const { return sendClean_; }
   __device__ uint64_t recvLastClean() const { return recvClean_; }
 
@@ -235,10 +248,6 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
       }
     }
     return true;
-  }
-  // Thread 0: waits for a free send slot at sendStep_.
-  __device__ __forceinline__ void waitCredit() {
-    if (tid_ == 0 && !sh_->stop && !devWaitSend(st_, sh_->send, sendStep_)) sh_->stop = 1;
   }
   // All threads: after the reads of a receive step, thread 0 hands the slot back.
   __device__ __forceinline__ void postRecv() {
@@ -328,8 +337,6 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
     if (Send) ++sendStep_;
   }
 
-  uint64_t sendStep_;
-  uint64_t recvStep_;
   uint64_t sendClean_;  // last cleaning step per connection (written back with the steps)
   uint64_t recvClean_;
 };

@@ -27,20 +27,12 @@ __device__ __forceinline__ void ll128Store(char* p, uint64_t v0, uint64_t v1) {
 
 template <typename T, typename Fn>
 class DevPrimsLL128 : public DevWordPrims<DevPrimsLL128<T, Fn>, T, Fn> {
-  using Base = DevWordPrims<DevPrimsLL128<T, Fn>, T, Fn>;
-  friend Base;
-  using Base::nthreads_;
-  using Base::sh_;
-  using Base::st_;
-  using Base::store;
-  using Base::tid_;
+  BRAID_WORD_PRIMS_MEMBERS(DevPrimsLL128);
   static constexpr unsigned kFullMask = 0xffffffffu;
 
  public:
   __device__ DevPrimsLL128(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
-      : Base(sh, in, out, fn, st), sendStep_(sh->send.step), recvStep_(sh->recv.step) {}
-  __device__ uint64_t sendStep() const { return sendStep_; }
-  __device__ uint64_t recvStep() const { return recvStep_; }
+      : Base(sh, in, out, fn, st) {}
 
  private:
   __device__ __forceinline__ char* slot(const DevConn& c, uint64_t step) const {
@@ -61,10 +53,6 @@ class DevPrimsLL128 : public DevWordPrims<DevPrimsLL128<T, Fn>, T, Fn> {
       ll128Load(p, v0, v1);
     }
     return true;
-  }
-  // Thread 0: waits for a free send slot at sendStep_.
-  __device__ __forceinline__ void waitCredit() {
-    if (tid_ == 0 && !sh_->stop && !devWaitSend(st_, sh_->send, sendStep_)) sh_->stop = 1;
   }
 
   // One step of n elements: value(word d, received word) for each data word d; written to `out` (if any) and
@@ -132,9 +120,6 @@ class DevPrimsLL128 : public DevWordPrims<DevPrimsLL128<T, Fn>, T, Fn> {
     }
     if (Send) ++sendStep_;
   }
-
-  uint64_t sendStep_;
-  uint64_t recvStep_;
 };
 
 }  // namespace braid
