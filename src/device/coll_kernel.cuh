@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstring>
+#include <type_traits>
 
 #include "collectives/op_desc.h"
 #include "collectives/reduce_ops.h"
@@ -54,8 +55,23 @@ __device__ __forceinline__ bool llWillRecv(int32_t coll, const RingArgs& a) {
   return true;
 }
 
-// Runs the ring schedule of args.coll on `prims`.
-template <bool IsCopy, typename Prims>
+// Whether a reducing kernel carries the one-shot schedule: only where the executor can pick it (oneShotExact
+// in tuning_agreement.h: sums, products and integer reductions); float max/min/pre-multiplied sums never run
+// it, and leaving it out of them trims the device build (fp8 objects are the slowest to compile).
+template <typename Fn>
+struct OneShotFn : std::false_type {};
+template <typename T>
+struct OneShotFn<FuncSum<T>> : std::true_type {};
+template <typename T>
+struct OneShotFn<FuncProd<T>> : std::true_type {};
+template <typename T>
+struct OneShotFn<FuncSumPostDiv<T>> : std::true_type {};
+template <typename T, typename Fn>
+constexpr bool kHasOneShot = std::is_integral<T>::value || OneShotFn<Fn>::value;
+
+// Runs the ring schedule of args.coll on `prims`. A kernel without the one-shot schedule runs the ring
+// all-reduce for it (every rank runs the same kernel for an op, so they agree; the executor never asks).
+template <bool IsCopy, bool HasOneShot = true, typename Prims>
 __device__ __forceinline__ void runRing(Prims& prims, const RingArgs& a, int32_t coll) {
   if (IsCopy) {
     if (coll == kDevAllGather) {
@@ -64,9 +80,9 @@ __device__ __forceinline__ void runRing(Prims& prims, const RingArgs& a, int32_t
       ringBroadcast(prims, a);
     }
   } else {
-    if (coll == kDevAllReduce) {
+    if (coll == kDevAllReduce || (!HasOneShot && coll == kDevAllReduceOneShot)) {
       ringAllReduce(prims, a);
-    } else if (coll == kDevAllReduceOneShot) {
+    } else if (HasOneShot && coll == kDevAllReduceOneShot) {
       ringAllReduceOneShot(prims, a);
     } else if (coll == kDevReduce) {
       ringReduce(prims, a);
@@ -108,7 +124,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
       DevPrimsLL<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
                               DevMakeFn<Fn>::make(args), args.status);
       if (ring) prims.begin(llWillSend(args.coll, a), llWillRecv(args.coll, a));
-      runRing<IsCopy>(prims, a, args.coll);
+      runRing<IsCopy, kHasOneShot<T, Fn>>(prims, a, args.coll);
       __syncthreads();
       if (threadIdx.x == 0) {
         sh.send.step = prims.sendStep();
@@ -128,7 +144,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
     } else {
       DevPrims<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
                             DevMakeFn<Fn>::make(args), args.status);
-      runRing<IsCopy>(prims, a, args.coll);
+      runRing<IsCopy, kHasOneShot<T, Fn>>(prims, a, args.coll);
     }
   }
   __syncthreads();
