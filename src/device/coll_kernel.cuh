@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
     } else if constexpr (Proto == kDevProtoLL128) {
       DevPrimsLL128<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
                                  DevMakeFn<Fn>::make(args), args.status);
-      runRing<IsCopy>(prims, a, args.coll);
+      runRing<IsCopy, kHasOneShot<T, Fn>>(prims, a, args.coll);
       __syncthreads();
       if (threadIdx.x == 0) {
         sh.send.step = prims.sendStep();
