@@ -18,8 +18,8 @@ one all_reduce braid sock_stats $SOCK NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET -- -
 grep "closed:" "$L/sock_stats.txt" | sed 's/.*NET proxy: //' | head -16
 one all_reduce braid sock_2ch_2thr $SOCK NCCL_MIN_NCHANNELS=2 NCCL_MAX_NCHANNELS=2 -- $BIG
 one all_reduce braid sock_4ch_8thr $SOCK BRAID_NET_PROXY_THREADS=8 -- $BIG
-# Open MPI binds each of 2 ranks to one core: the main thread (spinning in cudaStreamSynchronize), the
-# proxy threads and the peer watch share it. Unbound, for both libraries:
+# Open MPI's default for 2 ranks binds each to one core (unverified here; printed below): the main thread, the
+# proxy threads and the peer watch would share it. Unbound, for both libraries:
 MPIRUN_OPTS="--bind-to none" one all_reduce braid sock_unbound_braid $SOCK -- $BIG
 MPIRUN_OPTS="--bind-to none" one all_reduce nccl sock_unbound_nccl $SOCK -- $BIG
 mpirun --allow-run-as-root -np 2 bash -c 'echo "rank $OMPI_COMM_WORLD_RANK: $(taskset -pc $$)"' 2>&1 | head -2

@@ -51,7 +51,6 @@ struct NetProxy::Conn {
   double inBackendSec = 0, waitExecutorSec = 0;
 };
 
-
 NetProxy::NetProxy(int rank, int defaultThreads, int spinUs) : rank_(rank), spin_(std::max(0, spinUs)) {
   const int64_t asked = params::NetProxyThreads() > 0 ? params::NetProxyThreads() : defaultThreads;
   const int64_t n = std::max<int64_t>(1, std::min<int64_t>(asked, kMaxProxyThreads));
@@ -138,7 +137,7 @@ void NetProxy::remove(uint64_t id) {
     w.conns.erase(it);
   }
   // Closed outside the lock: the proxy thread is already past it.
-  if (logEnabled(LogLevel::Info, kSubNet)) logStats(*victim);
+  logStats(*victim);  // BRAID_INFO: nothing unless NET logging is at INFO
   victim.reset();
   wake(w);
 }
@@ -299,8 +298,10 @@ void NetProxy::account(Conn* c, double dt, bool napped) {
   if (c->dead) return;
   if (c->done < c->posted) {
     c->inBackendSec += dt;
-  } else if (!napped && c->send ? c->posted >= loadAcquire(c->info.tail) : c->posted >= loadAcquire(c->info.head) + c->info.nSteps) {
-    c->waitExecutorSec += dt;
+  } else if (!napped) {
+    const bool executorBehind = c->send ? c->posted >= loadAcquire(c->info.tail)
+                                        : c->posted >= loadAcquire(c->info.head) + c->info.nSteps;
+    if (executorBehind) c->waitExecutorSec += dt;
   }
 }
 
