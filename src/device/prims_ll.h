@@ -104,30 +104,31 @@ class DevWordPrims {
     in_ = in;
     out_ = out;
   }
+  // Each call is one step of Derived::run<Recv, Send, Own>(n, own, combine, out, outN): own(i) is this rank's
+  // word i (its input, pre-op applied), loaded before the received word is awaited so both latencies
+  // overlap; combine(received, own) is the word stored to `out` (if any) and sent.
   __device__ void send(size_t inOff, size_t n) {
-    self().template run<false, true>(n, [&](size_t i, uint64_t) { return pre(load(in_ + inOff, n, i)); }, nullptr, 0);
+    self().template run<false, true, true>(n, ownPre(inOff, n), keepOwn(), nullptr, 0);
   }
   __device__ void recv(size_t outOff, size_t n) {
-    self().template run<true, false>(n, [&](size_t, uint64_t r) { return r; }, out_ + outOff, n);
+    self().template run<true, false, false>(n, noOwn(), keepReceived(), out_ + outOff, n);
   }
   __device__ void recvReduceSend(size_t inOff, size_t n) {
-    self().template run<true, true>(
-        n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), false); }, nullptr, 0);
+    self().template run<true, true, true>(n, ownPre(inOff, n), reduceWith(false), nullptr, 0);
   }
   __device__ void recvReduceCopySend(size_t inOff, size_t outOff, size_t n, bool postOp) {
-    self().template run<true, true>(
-        n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), postOp); }, out_ + outOff, n);
+    self().template run<true, true, true>(n, ownPre(inOff, n), reduceWith(postOp), out_ + outOff, n);
   }
   __device__ void recvReduceCopy(size_t inOff, size_t outOff, size_t n, bool postOp) {
-    self().template run<true, false>(
-        n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), postOp); }, out_ + outOff, n);
+    self().template run<true, false, true>(n, ownPre(inOff, n), reduceWith(postOp), out_ + outOff, n);
   }
   __device__ void recvCopySend(size_t outOff, size_t n) {
-    self().template run<true, true>(n, [&](size_t, uint64_t r) { return r; }, out_ + outOff, n);
+    self().template run<true, true, false>(n, noOwn(), keepReceived(), out_ + outOff, n);
   }
   __device__ void copySend(size_t inOff, size_t outOff, size_t n) {
     T* out = (in_ + inOff == out_ + outOff) ? nullptr : out_ + outOff;
-    self().template run<false, true>(n, [&](size_t i, uint64_t) { return load(in_ + inOff, n, i); }, out, n);
+    const T* in = in_ + inOff;
+    self().template run<false, true, true>(n, [this, in, n](size_t i) { return load(in, n, i); }, keepOwn(), out, n);
   }
   __device__ void localReduceCopy(size_t inOff, size_t outOff, size_t n) {  // one rank: no connection
     if (sh_->stop) return;
@@ -142,6 +143,23 @@ class DevWordPrims {
 
  protected:
   __device__ Derived& self() { return *static_cast<Derived*>(this); }
+  // The own/combine pairs of the calls above.
+  __device__ auto ownPre(size_t inOff, size_t n) const {
+    const T* in = in_ + inOff;
+    return [this, in, n](size_t i) { return pre(load(in, n, i)); };
+  }
+  static __device__ auto noOwn() {
+    return [](size_t) { return uint64_t{0}; };
+  }
+  static __device__ auto keepOwn() {
+    return [](uint64_t, uint64_t own) { return own; };
+  }
+  static __device__ auto keepReceived() {
+    return [](uint64_t r, uint64_t) { return r; };
+  }
+  __device__ auto reduceWith(bool postOp) const {
+    return [this, postOp](uint64_t r, uint64_t own) { return reduce(r, own, postOp); };
+  }
   // Thread 0: waits for a free send slot at sendStep_ (head credits, as in SIMPLE).
   __device__ __forceinline__ void waitCredit() {
     if (tid_ == 0 && !sh_->stop && !devWaitSend(st_, sh_->send, sendStep_)) sh_->stop = 1;
@@ -286,14 +304,14 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
     }
   }
 
-  // One step: value(i, received line) for each line i of n elements; written to `out` (if any) and sent.
-  // Each thread takes lines tid, tid + nthreads, ... in batches of kUnroll: it issues the batch's polls
-  // before looking at any (the data has usually arrived, so one memory latency covers the batch), computes
-  // every value (so the loads of the own input issue together too), then stores. One load per line at a
-  // time left a channel latency-bound at ~4.7 GB/s.
+  // One step: combine(received line, own(i)) for each line i of n elements; written to `out` (if any) and
+  // sent. Each thread takes lines tid, tid + nthreads, ... in batches of kUnroll: it issues the batch's own
+  // loads and then its polls before looking at any (the data has usually arrived, so one memory latency
+  // covers the batch), then computes and stores. One load per line at a time left a channel latency-bound
+  // at ~4.7 GB/s.
   static constexpr int kUnroll = 4;
-  template <bool Recv, bool Send, typename Value>
-  __device__ void run(size_t n, Value value, T* out, size_t outN) {
+  template <bool Recv, bool Send, bool Own, typename OwnFn, typename Combine>
+  __device__ void run(size_t n, OwnFn own, Combine combine, T* out, size_t outN) {
     if (Send) waitCredit();
     __syncthreads();
     if (!sh_->stop) {
@@ -304,7 +322,12 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
       const size_t stride = static_cast<size_t>(nthreads_);
       bool stopped = false;
       for (size_t i0 = tid_; i0 < lines && !stopped; i0 += stride * kUnroll) {
-        uint64_t r[kUnroll] = {};
+        uint64_t r[kUnroll] = {}, o[kUnroll] = {};
+        if (Own) {
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u)
+            if (i0 + u * stride < lines) o[u] = own(i0 + u * stride);
+        }
         if (Recv) {
           LlLine got[kUnroll];
 #pragma unroll
@@ -319,16 +342,13 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
           }
           if (stopped) break;
         }
-        uint64_t v[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
-          if (i0 + u * stride < lines) v[u] = value(i0 + u * stride, r[u]);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           const size_t i = i0 + u * stride;
           if (i >= lines) break;
-          if (out) store(out, outN, i, v[u]);
-          if (Send) llStoreLine(ss + i * kLlLineBytes, v[u], sflag);
+          const uint64_t v = combine(r[u], o[u]);
+          if (out) store(out, outN, i, v);
+          if (Send) llStoreLine(ss + i * kLlLineBytes, v, sflag);
         }
       }
     }

@@ -55,12 +55,14 @@ class DevPrimsLL128 : public DevWordPrims<DevPrimsLL128<T, Fn>, T, Fn> {
     return true;
   }
 
-  // One step of n elements: value(word d, received word) for each data word d; written to `out` (if any) and
-  // sent. Warp w takes groups w, w + nWarps, ... in batches of kUnroll: it issues the batch's loads before
-  // waiting on any (one memory latency covers the batch), then computes and stores.
+  // One step of n elements: combine(received word d, own(d)) for each data word d; written to `out` (if any)
+  // and sent. Warp w takes groups w, w + nWarps, ... in batches of kUnroll: it issues the batch's own loads,
+  // then its slot loads, before waiting on any (one memory latency covers the batch), then computes and
+  // stores. (Loading the own input per group after the wait serialised four HBM latencies per batch behind
+  // the volatile stores: 8 GB/s per channel.)
   static constexpr int kUnroll = 4;
-  template <bool Recv, bool Send, typename Value>
-  __device__ void run(size_t n, Value value, T* out, size_t outN) {
+  template <bool Recv, bool Send, bool Own, typename OwnFn, typename Combine>
+  __device__ void run(size_t n, OwnFn own, Combine combine, T* out, size_t outN) {
     if (Send) waitCredit();
     __syncthreads();
     if (!sh_->stop) {
@@ -74,7 +76,16 @@ class DevPrimsLL128 : public DevWordPrims<DevPrimsLL128<T, Fn>, T, Fn> {
       const bool flagLane = ll128LaneHoldsFlag(lane);
       uint64_t since = 0;
       for (size_t g0 = warp; g0 < groups; g0 += nWarps * kUnroll) {  // warp-uniform
-        uint64_t r0[kUnroll] = {}, r1[kUnroll] = {};
+        uint64_t r0[kUnroll] = {}, r1[kUnroll] = {}, o0[kUnroll] = {}, o1[kUnroll] = {};
+        if (Own) {
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            const size_t g = g0 + u * nWarps;
+            const size_t d = ll128LaneFirstWord(g, lane);
+            if (g < groups && d < words) o0[u] = own(d);
+            if (g < groups && !flagLane && d + 1 < words) o1[u] = own(d + 1);
+          }
+        }
         // The 16-byte loads and stores below must issue as one instruction per warp (one 128-byte transaction
         // per line); the element code around them may diverge, so the warp reconverges explicitly.
         __syncwarp();
@@ -100,8 +111,8 @@ class DevPrimsLL128 : public DevWordPrims<DevPrimsLL128<T, Fn>, T, Fn> {
           if (g >= groups) break;
           const size_t d = ll128LaneFirstWord(g, lane);
           const bool has0 = d < words, has1 = !flagLane && d + 1 < words;
-          const uint64_t v0 = has0 ? value(d, r0[u]) : 0;
-          const uint64_t v1 = flagLane ? sflag : (has1 ? value(d + 1, r1[u]) : 0);
+          const uint64_t v0 = has0 ? combine(r0[u], o0[u]) : 0;
+          const uint64_t v1 = flagLane ? sflag : (has1 ? combine(r1[u], o1[u]) : 0);
           if (out) {
             if (has0) store(out, outN, d, v0);
             if (has1) store(out, outN, d + 1, v1);
