@@ -9,7 +9,7 @@ chunks*chunkUs + W/(n*bwPerCh) + W/cap, W the bytes on the busiest link, chunks 
 Pure Python (no numpy): Nelder-Mead on log-parameters, least squares of log(predicted/measured)."""
 import glob, math, os, re, sys
 
-CHUNK = {"LL": 32768, "Simple": 512 * 1024}
+CHUNK = {"LL": 32768, "LL128": 122880, "Simple": 512 * 1024}
 SHAPE = {  # coll: (wire bytes factor for 2 ranks, steps)
     "all_reduce": (1.0, 2), "all_gather": (0.5, 1), "reduce_scatter": (0.5, 1),
     "broadcast": (1.0, 1), "reduce": (1.0, 1)}
@@ -19,7 +19,7 @@ NAMES = ["base", "step", "chunkUs", "perCh", "bwPerCh", "cap"]
 def load(d):
     data = []  # (coll, proto, ch, bytes, us)
     for f in glob.glob(os.path.join(d, "*_*_*.txt")):
-        m = re.match(r"(.+)_(LL|Simple)_(\d+)\.txt$", os.path.basename(f))
+        m = re.match(r"(.+)_(LL128|LL|Simple)_(\d+)\.txt$", os.path.basename(f))
         if not m:
             continue
         coll, proto, ch = m.group(1), m.group(2), int(m.group(3))
@@ -86,8 +86,11 @@ def nelder_mead(f, x0, iters=4000):
 def main():
     data = load(sys.argv[1])
     fitted = {}
-    for proto, x0 in (("LL", [5.0, 0.5, 0.2, 0.02, 5.0, 400.0]), ("Simple", [5.0, 3.0, 0.3, 0.02, 20.0, 400.0])):
+    for proto, x0 in (("LL", [5.0, 0.5, 0.2, 0.02, 5.0, 400.0]), ("LL128", [5.0, 1.5, 0.3, 0.02, 15.0, 400.0]),
+                      ("Simple", [5.0, 3.0, 0.3, 0.02, 20.0, 400.0])):
         pts = [d for d in data if d[1] == proto]
+        if not pts:  # a grid of one protocol (e.g. gpu_ll128.sh's LL128 grid)
+            continue
         best, val = nelder_mead(lambda lp: loss(lp, pts, proto), [math.log(v) for v in x0])
         for _ in range(3):  # restarts from the optimum
             best, val = nelder_mead(lambda lp: loss(lp, pts, proto), best)
@@ -100,7 +103,7 @@ def main():
     worst = 1.0
     for coll in SHAPE:
         for size in sorted({d[3] for d in data if d[0] == coll}):
-            opts = {(d[1], d[2]): d[4] for d in data if d[0] == coll and d[3] == size}
+            opts = {(d[1], d[2]): d[4] for d in data if d[0] == coll and d[3] == size and d[1] in fitted}
             if not opts:
                 continue
             best = min(opts, key=opts.get)
@@ -110,7 +113,7 @@ def main():
             print("%-14s %9d %-7s %2d %7.2f  %-7s %2d %7.2f  %.2f" % (
                 coll, size, best[0], best[1], opts[best], pick[0], pick[1], opts[pick], r))
     print("worst regret %.2f" % worst)
-    for c, proto, ch, size, us in ANCHORS:
+    for c, proto, ch, size, us in ANCHORS if "Simple" in fitted else []:
         print("anchor %s %s %d ch %d B: measured %.0f us, model %.0f us" % (
             c, proto, ch, size, us, predict(fitted[proto], proto, c, size, ch)))
 

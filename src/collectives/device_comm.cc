@@ -80,6 +80,8 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst
   d.flags = 0;
   d.llBuff = info.kind == TransportKind::P2p || info.kind == TransportKind::Shm ? info.llBuff : nullptr;
   d.llSlotBytes = d.llBuff ? info.llSlotBytes : 0;
+  d.ll128Buff = info.kind == TransportKind::P2p ? info.ll128Buff : nullptr;
+  d.ll128SlotBytes = d.ll128Buff ? info.ll128SlotBytes : 0;
   d.timeoutNs = deviceTimeoutSec > 0 ? static_cast<uint64_t>(deviceTimeoutSec) * 1000000000ull : 0;
   if (info.kind != TransportKind::P2p) {
     // A host FIFO (SHM segment or NET staging FIFO, host_fifo.h): map the whole of it for the GPU.
@@ -183,11 +185,19 @@ ncclResult_t checkDeviceCode(ncclComm* comm) {
 ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   TuningFacts facts;
   facts.llPath = comm->nranks > 1 && comm->conns ? 1u : 0u;
+  // LL128 needs whole 128-byte stores: NVLink P2P (the transport gives those connections LL128 slots) on sm_90+.
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev) != cudaSuccess) {
+    cudaGetLastError();
+    major = 0;
+  }
+  facts.ll128Path = facts.llPath && major >= 9 ? 1u : 0u;
   facts.transport = static_cast<int32_t>(TransportClass::P2pNvlink);
   for (int c = 0; comm->nranks > 1 && comm->conns && c < st->nChannels; ++c) {
     for (const ConnInfo* ci : {comm->conns->ringSend(c), comm->conns->ringRecv(c)}) {
       // LL runs over P2P and through SHM segments' LL slots; NET has none (the proxy moves SIMPLE steps).
       if (!ci || (ci->kind != TransportKind::P2p && ci->kind != TransportKind::Shm) || !ci->llBuff) facts.llPath = 0;
+      if (!ci || ci->kind != TransportKind::P2p || !ci->ll128Buff) facts.ll128Path = 0;
       TransportClass t = TransportClass::P2pNvlink;
       if (ci && ci->kind == TransportKind::Shm) t = TransportClass::Shm;
       if (!ci || ci->kind == TransportKind::Net) t = TransportClass::NetSocket;
@@ -200,6 +210,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   TuningFacts agreed;
   BRAID_CHECK(agreeTuning(comm, local, facts, &st->tuning, &agreed));
   st->llPath = agreed.llPath != 0;
+  st->ll128Path = agreed.ll128Path != 0;
   st->transport = static_cast<TransportClass>(agreed.transport);
   st->tunerOn = agreed.tunerOn != 0;
   if (facts.llPath && !agreed.llPath)

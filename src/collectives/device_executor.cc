@@ -76,12 +76,14 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   // How one collective runs: kernel schedule (DevColl), protocol, channels.
   struct CollPlan {
     int32_t devColl = kDevAllReduce;
-    bool ll = false;
+    Proto proto = Proto::Simple;
     int nChannels = 1;
     uint32_t stepCap = 0;  // Simple: FIFO step bytes at most (BRAID_PIPELINE_STEPS), 0: the connection's
     double predictedUs = 0;  // the cost model's time of the plan (ncclGroupSimulateEnd)
   };
-  CollPlan planColl(const OpDesc& op, bool llKernel);
+  // lowLatency: bit(Proto::LL) / bit(Proto::LL128) where this build has that protocol's kernel for the op.
+  CollPlan planColl(const OpDesc& op, uint32_t lowLatency);
+  uint32_t lowLatencyKernels(const OpDesc& op) const;
 
   ncclComm* comm_;
   std::unique_ptr<DeviceState> st_;
@@ -91,12 +93,13 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   bool tunerOn_ = true;        // BRAID_DEVICE_TUNER (agreed; default 1): algorithm, protocol, channels from the tuner
   TransportClass transport_;   // the ring's path (agreed): selects the tuner's cost rows
   bool llWarned_ = false;
+  bool ll128Warned_ = false;
   // The previous call's plan: training loops repeat the same calls, and a search costs ~1 us.
   struct PlanMemo {
     bool valid = false;
     CollType coll = CollType::AllReduce;
     size_t bytes = 0;
-    bool llKernel = false;
+    uint32_t lowLatency = 0;
     bool exact = false;
     CollPlan plan;
   } memo_;
@@ -107,7 +110,13 @@ class DeviceExecutorImpl final : public DeviceExecutor {
 // its cost model picks (algorithm, protocol, channels) among what this comm can run; channel counts come
 // from it only where its row is fitted to measurements (elsewhere 64 KiB per channel, as with the tuner off).
 // With BRAID_DEVICE_TUNER=0: Ring/Simple unless NCCL_ALGO / NCCL_PROTO force OneShot / LL.
-DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, bool llKernel) {
+uint32_t DeviceExecutorImpl::lowLatencyKernels(const OpDesc& op) const {
+  if (st_->nranks < 2) return 0;
+  return (devCollKernelLL(op.coll, op.dtype, op.op.kind) ? bit(Proto::LL) : 0u) |
+         (devCollKernelLL128(op.coll, op.dtype, op.op.kind) ? bit(Proto::LL128) : 0u);
+}
+
+DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, uint32_t lowLatency) {
   const size_t bytes = opBytes(op, st_->nranks);
   CollPlan plan;
   plan.devColl = devCollCode(op.coll);
@@ -115,20 +124,33 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, bool
   if (st_->nranks == 1) return plan;
   const bool logging = logEnabled(LogLevel::Info, kSubTuning);
   const bool exact = oneShotExact(op.op.kind, op.dtype);
-  if (!logging && memo_.valid && memo_.coll == op.coll && memo_.bytes == bytes && memo_.llKernel == llKernel &&
+  if (!logging && memo_.valid && memo_.coll == op.coll && memo_.bytes == bytes && memo_.lowLatency == lowLatency &&
       memo_.exact == exact)
     return memo_.plan;
   const TunerConfig& cfg = st_->tuning;
   const int c = static_cast<int>(op.coll);
-  const bool llForced = (cfg.protos.mask[c] & bit(Proto::LL)) && !(cfg.protos.mask[c] & bit(Proto::Simple));
-  // The tuner offers LL where its row for this path is measured (P2P NVLink, SHM), elsewhere only when
-  // NCCL_PROTO forces it (and only where every ring connection has LL slots: st_->llPath).
-  const bool llOffered = llKernel && st_->llPath && (llForced || modelRowMeasured(transport_, Proto::LL));
-  const uint32_t protos = bit(Proto::Simple) | (llOffered ? bit(Proto::LL) : 0u);
+  const uint32_t asked = cfg.protos.mask[c];
+  const bool llForced = (asked & bit(Proto::LL)) && !(asked & bit(Proto::Simple));
+  const bool ll128Forced = (asked & bit(Proto::LL128)) && !(asked & bit(Proto::Simple)) && !(asked & bit(Proto::LL));
+  // The tuner offers a low-latency protocol where its row for this path is measured (LL: P2P NVLink, SHM),
+  // elsewhere only when NCCL_PROTO forces it (LL128 until measured), and LL only where every ring connection
+  // has LL slots (st_->llPath). LL128 needs every rank's ring on NVLink
+  // P2P (sm_90+): st_->ll128Path; whatever NCCL_PROTO says, never elsewhere.
+  const bool llOffered = (lowLatency & bit(Proto::LL)) && st_->llPath && (llForced || modelRowMeasured(transport_, Proto::LL));
+  const bool ll128Offered = (lowLatency & bit(Proto::LL128)) && st_->ll128Path &&
+                            ((asked & bit(Proto::LL128)) && (ll128Forced || modelRowMeasured(transport_, Proto::LL128)));
+  const uint32_t protos = bit(Proto::Simple) | (llOffered ? bit(Proto::LL) : 0u) | (ll128Offered ? bit(Proto::LL128) : 0u);
   // The one-shot schedule exists for 2 ranks (ring_schedules.h), where the ring's neighbour is the peer, and
   // runs only reductions that give both ranks the same bits in it (oneShotExact).
   const bool oneShot = op.coll == CollType::AllReduce && st_->nranks == 2 && exact;
   const uint32_t algos = bit(Algo::Ring) | (oneShot ? bit(Algo::OneShot) : 0u);
+  if (ll128Forced && !ll128Offered && !ll128Warned_) {
+    ll128Warned_ = true;
+    BRAID_WARN("rank %d: NCCL_PROTO asks for LL128 but %s: %s %s runs on %s", st_->rank,
+               !st_->ll128Path ? "not every rank's ring is NVLink P2P on sm_90+ (128-byte stores may not arrive whole)"
+                               : "this build has no LL128 kernel for it",
+               collName(op.coll), dtypeName(op.dtype), llOffered ? "LL or Simple" : "Simple");
+  }
   if (llForced && !(protos & bit(Proto::LL)) && !llWarned_) {
     llWarned_ = true;
     BRAID_WARN("rank %d: NCCL_PROTO asks for LL but %s: %s %s runs on Simple", st_->rank,
@@ -142,21 +164,23 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, bool
     req.connectedChannels = st_->nChannels;
     req.maxThreads = kDevMaxThreads;
     const TuneDecision d = tune(req, cfg);
-    plan.ll = d.proto == Proto::LL;
+    plan.proto = (protos & bit(d.proto)) ? d.proto : Proto::Simple;
     if (d.algo == Algo::OneShot) plan.devColl = kDevAllReduceOneShot;
     if (modelRowMeasured(transport_, d.proto)) plan.nChannels = std::max(1, std::min(d.nChannels, st_->nChannels));
     plan.predictedUs = d.nChannels == plan.nChannels ? d.predictedUs
                                                      : braid::predictUs(req, d.algo, d.proto, plan.nChannels, d.chunkBytes);
   } else {
-    plan.ll = llForced && (protos & bit(Proto::LL));
+    plan.proto = llForced && (protos & bit(Proto::LL))         ? Proto::LL
+                 : ll128Forced && (protos & bit(Proto::LL128)) ? Proto::LL128
+                                                               : Proto::Simple;
     if ((algos & bit(Algo::OneShot)) && (cfg.algos.mask[c] & bit(Algo::OneShot)) &&
         !(cfg.algos.mask[c] & bit(Algo::Ring)))
       plan.devColl = kDevAllReduceOneShot;
     const TuneRequest req = makeTuneRequest(op, st_->nranks, transport_);
     plan.predictedUs = braid::predictUs(req, plan.devColl == kDevAllReduceOneShot ? Algo::OneShot : Algo::Ring,
-                                        plan.ll ? Proto::LL : Proto::Simple, plan.nChannels, 0);
+                                        plan.proto, plan.nChannels, 0);
   }
-  if (!plan.ll && cfg.pipelineSteps > 1) {
+  if (plan.proto == Proto::Simple && cfg.pipelineSteps > 1) {
     // A channel's share in at least pipelineSteps steps, so its transfer and reduction overlap (mid sizes
     // whose share fits one FIFO step otherwise run them back to back). 4 KiB multiples keep the 64-byte
     // alignment of every step; 16 KiB at least keeps per-step overhead bounded.
@@ -165,7 +189,7 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, bool
     cap = std::max<size_t>(size_t(16) << 10, (cap + 4095) & ~size_t(4095));
     if (cap < static_cast<size_t>(cfg.buffSize) / kStepsPerBuffer) plan.stepCap = static_cast<uint32_t>(cap);
   }
-  memo_ = PlanMemo{true, op.coll, bytes, llKernel, exact, plan};
+  memo_ = PlanMemo{true, op.coll, bytes, lowLatency, exact, plan};
   return plan;
 }
 
@@ -279,8 +303,7 @@ double DeviceExecutorImpl::predictUs(const OpDesc& op) {
     const TuneRequest req = makeTuneRequest(op, st_->nranks, transport_);
     return braid::predictUs(req, Algo::Ring, Proto::Simple, 1, 0);
   }
-  const bool llKernel = st_->nranks > 1 && devCollKernelLL(op.coll, op.dtype, op.op.kind) != nullptr;
-  return planColl(op, llKernel).predictedUs;
+  return planColl(op, lowLatencyKernels(op)).predictedUs;
 }
 
 ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
@@ -295,9 +318,9 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
                        collName(op.coll), dtypeName(op.dtype), static_cast<int>(op.op.kind));
   }
   if (op.count == 0) return ncclSuccess;
-  const void* llKernel = st_->nranks > 1 ? devCollKernelLL(op.coll, op.dtype, op.op.kind) : nullptr;
-  const CollPlan plan = planColl(op, llKernel != nullptr);
-  if (plan.ll) kernel = llKernel;
+  const CollPlan plan = planColl(op, lowLatencyKernels(op));
+  if (plan.proto == Proto::LL) kernel = devCollKernelLL(op.coll, op.dtype, op.op.kind);
+  if (plan.proto == Proto::LL128) kernel = devCollKernelLL128(op.coll, op.dtype, op.op.kind);
   const bool copy = op.coll == CollType::AllGather || op.coll == CollType::Broadcast;
   const size_t esize = dtypeSize(op.dtype);
   CollLaunchArgs a;

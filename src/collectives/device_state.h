@@ -71,6 +71,7 @@ class DeviceState {
   // and whether the tuner plans calls at all.
   int64_t deviceTimeoutSec = 0;  // BRAID_DEVICE_TIMEOUT at init (DevConn::timeoutNs of every connection)
   bool llPath = false;
+  bool ll128Path = false;  // every rank's ring is NVLink P2P with LL128 slots on sm_90+ (agreed)
   TunerConfig tuning;
   TransportClass transport = TransportClass::P2pNvlink;  // the ring's class for the tuner's rows
   bool tunerOn = true;                                    // BRAID_DEVICE_TUNER, rank 0's

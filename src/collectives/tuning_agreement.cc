@@ -19,7 +19,7 @@ struct Offer {
   int32_t tunerOn;
   int32_t minChannels;
   int32_t pipelineSteps;
-  int32_t pad;
+  uint32_t ll128Path;
   int64_t buffSize;
   uint32_t protos[kNumCollTypes];
   uint32_t algos[kNumCollTypes];
@@ -32,6 +32,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   Offer& mine = all[comm->rank];
   std::memset(&mine, 0, sizeof(mine));
   mine.llPath = facts.llPath;
+  mine.ll128Path = facts.ll128Path;
   mine.transport = facts.transport;
   mine.tunerOn = facts.tunerOn;
   mine.minChannels = local.minChannels;
@@ -47,6 +48,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   TunerConfig out = local;
   TuningFacts f;
   f.llPath = 1;
+  f.ll128Path = 1;
   f.transport = 0;
   f.tunerOn = all[0].tunerOn;
   out.buffSize = all[0].buffSize;
@@ -55,6 +57,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   for (int c = 0; c < kNumCollTypes; ++c) out.protos.mask[c] = out.algos.mask[c] = ~0u;
   for (const Offer& o : all) {
     f.llPath &= o.llPath;
+    f.ll128Path &= o.ll128Path;
     f.transport = std::max(f.transport, o.transport);
     out.minChannels = std::max(out.minChannels, o.minChannels);
     differ = differ || o.minChannels != own.minChannels || o.buffSize != own.buffSize ||

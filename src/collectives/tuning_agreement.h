@@ -15,6 +15,7 @@ namespace braid {
 // Facts of the GPU path agreed with the environment (host communicators leave the defaults).
 struct TuningFacts {
   uint32_t llPath = 0;    // every ring connection of the rank has LL slots (AND over ranks)
+  uint32_t ll128Path = 0; // every ring connection is NVLink P2P with LL128 slots, on sm_90+ (AND over ranks)
   int32_t transport = 0;  // TransportClass of the rank's ring, the slowest of its connections (max over ranks)
   int32_t tunerOn = 1;    // BRAID_DEVICE_TUNER (rank 0's)
 };

@@ -12,6 +12,7 @@
 #include "collectives/ring_schedules.h"
 #include "device/dev_work.h"
 #include "device/prims_ll.h"
+#include "device/prims_ll128.h"
 #include "device/prims_simple.h"
 
 namespace braid {
@@ -91,9 +92,9 @@ __device__ __forceinline__ void runRing(Prims& prims, const RingArgs& a, int32_t
   }
 }
 
-// IsCopy: all-gather/broadcast on bytes; otherwise all-reduce/reduce/reduce-scatter on T. LL: the LL
-// protocol (prims_ll.h; P2P connections only, chosen by the executor), else SIMPLE.
-template <typename T, typename Fn, bool IsCopy, bool LL>
+// IsCopy: all-gather/broadcast on bytes; otherwise all-reduce/reduce/reduce-scatter on T. Proto (DevProto):
+// SIMPLE, LL (prims_ll.h; P2P and SHM connections) or LL128 (prims_ll128.h; NVLink P2P), chosen by the executor.
+template <typename T, typename Fn, bool IsCopy, int Proto>
 __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchArgs args) {
   __shared__ PrimsShared sh;
   const int ch = blockIdx.x;
@@ -112,13 +113,14 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   a.root = args.root;
   a.count = args.count;
   uint32_t stepBytes = ring ? sh.send.stepBytes : (1u << 20);
-  if (LL && ring) stepBytes = static_cast<uint32_t>(llSlotDataBytes(sh.send.llSlotBytes));
-  if (!LL && args.stepCap != 0 && args.stepCap < stepBytes) stepBytes = args.stepCap;
+  if (Proto == kDevProtoLL && ring) stepBytes = static_cast<uint32_t>(llSlotDataBytes(sh.send.llSlotBytes));
+  if (Proto == kDevProtoLL128 && ring) stepBytes = static_cast<uint32_t>(ll128SlotDataBytes(sh.send.ll128SlotBytes));
+  if (Proto == kDevProtoSimple && args.stepCap != 0 && args.stepCap < stepBytes) stepBytes = args.stepCap;
   a.chunkElems = chunkElemsFor(stepBytes, sizeof(T));
   a.alignElems = alignElemsFor(a.chunkElems, sizeof(T));
   a.ch = channelRange(args.count, args.nChannels, ch, a.alignElems);
   if (a.ch.count != 0) {
-    if constexpr (LL) {
+    if constexpr (Proto == kDevProtoLL) {
       DevPrimsLL<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
                               DevMakeFn<Fn>::make(args), args.status);
       if (ring) prims.begin(llWillSend(args.coll, a), llWillRecv(args.coll, a));
@@ -129,6 +131,15 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
         sh.recv.step = prims.recvStep();
         sh.send.llLastClean = prims.sendLastClean();
         sh.recv.llLastClean = prims.recvLastClean();
+      }
+    } else if constexpr (Proto == kDevProtoLL128) {
+      DevPrimsLL128<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
+                                 DevMakeFn<Fn>::make(args), args.status);
+      runRing<IsCopy, kHasOneShot<T, Fn>>(prims, a, args.coll);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        sh.send.step = prims.sendStep();
+        sh.recv.step = prims.recvStep();
       }
     } else {
       DevPrims<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
@@ -147,7 +158,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
 
 template <typename T, typename Fn>
 const void* reduceKernelPtr() {
-  return reinterpret_cast<const void*>(&collKernel<T, Fn, false, false>);
+  return reinterpret_cast<const void*>(&collKernel<T, Fn, false, kDevProtoSimple>);
 }
 
 // Selects the reducing kernel for T and a reduction kind (SumPostDiv only for integers).

@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArg
 const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind) {
   switch (coll) {
     case CollType::AllGather:
-    case CollType::Broadcast: return reinterpret_cast<const void*>(&collKernel<uint8_t, FuncCopy, true, false>);
+    case CollType::Broadcast: return reinterpret_cast<const void*>(&collKernel<uint8_t, FuncCopy, true, kDevProtoSimple>);
     case CollType::AllReduce:
     case CollType::Reduce:
     case CollType::ReduceScatter: break;
@@ -79,12 +79,13 @@ const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind) {
   }
 }
 
-// LL kernels (prims_ll.h): the copy kernel and sums of float, half and bfloat16 (the small-message cases
-// that matter most); the executor runs SIMPLE for everything else.
-const void* devCollKernelLL(CollType coll, ncclDataType_t dtype, RedKind kind) {
+// LL and LL128 kernels (prims_ll.h, prims_ll128.h): the copy kernel and sums of float, half and bfloat16 (the
+// small- and mid-size cases that matter most); the executor runs SIMPLE for everything else.
+template <int Proto>
+const void* lowLatencyKernel(CollType coll, ncclDataType_t dtype, RedKind kind) {
   switch (coll) {
     case CollType::AllGather:
-    case CollType::Broadcast: return reinterpret_cast<const void*>(&collKernel<uint8_t, FuncCopy, true, true>);
+    case CollType::Broadcast: return reinterpret_cast<const void*>(&collKernel<uint8_t, FuncCopy, true, Proto>);
     case CollType::AllReduce:
     case CollType::Reduce:
     case CollType::ReduceScatter: break;
@@ -92,13 +93,20 @@ const void* devCollKernelLL(CollType coll, ncclDataType_t dtype, RedKind kind) {
   }
   if (kind != RedKind::Sum) return nullptr;
   switch (dtype) {
-    case ncclFloat32: return reinterpret_cast<const void*>(&collKernel<float, FuncSum<float>, false, true>);
+    case ncclFloat32: return reinterpret_cast<const void*>(&collKernel<float, FuncSum<float>, false, Proto>);
 #ifndef BRAID_KERNELS_MINIMAL
-    case ncclFloat16: return reinterpret_cast<const void*>(&collKernel<Half, FuncSum<Half>, false, true>);
-    case ncclBfloat16: return reinterpret_cast<const void*>(&collKernel<BFloat16, FuncSum<BFloat16>, false, true>);
+    case ncclFloat16: return reinterpret_cast<const void*>(&collKernel<Half, FuncSum<Half>, false, Proto>);
+    case ncclBfloat16: return reinterpret_cast<const void*>(&collKernel<BFloat16, FuncSum<BFloat16>, false, Proto>);
 #endif
     default: return nullptr;
   }
+}
+
+const void* devCollKernelLL(CollType coll, ncclDataType_t dtype, RedKind kind) {
+  return lowLatencyKernel<kDevProtoLL>(coll, dtype, kind);
+}
+const void* devCollKernelLL128(CollType coll, ncclDataType_t dtype, RedKind kind) {
+  return lowLatencyKernel<kDevProtoLL128>(coll, dtype, kind);
 }
 
 const void* devP2pKernel() { return reinterpret_cast<const void*>(&p2pKernel); }
@@ -114,12 +122,14 @@ cudaError_t devPreloadKernels() {
   if (e != cudaSuccess) return e;
   e = cudaFuncGetAttributes(&attr, devCollKernelLL(CollType::AllGather, ncclInt8, RedKind::Sum));
   if (e != cudaSuccess) return e;
+  e = cudaFuncGetAttributes(&attr, devCollKernelLL128(CollType::AllGather, ncclInt8, RedKind::Sum));
+  if (e != cudaSuccess) return e;
   for (ncclDataType_t t : types) {
     for (RedKind k : kinds) {
       const void* f = devCollKernel(CollType::AllReduce, t, k);  // one kernel serves all three reducing colls
       if (f && (e = cudaFuncGetAttributes(&attr, f)) != cudaSuccess) return e;
-      const void* l = devCollKernelLL(CollType::AllReduce, t, k);
-      if (l && (e = cudaFuncGetAttributes(&attr, l)) != cudaSuccess) return e;
+      for (const void* l : {devCollKernelLL(CollType::AllReduce, t, k), devCollKernelLL128(CollType::AllReduce, t, k)})
+        if (l && (e = cudaFuncGetAttributes(&attr, l)) != cudaSuccess) return e;
     }
   }
   return cudaSuccess;

@@ -15,6 +15,8 @@ const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind);
 const void* devP2pKernel();
 // The LL-protocol kernel for the same arguments, or nullptr where this build has none (then SIMPLE).
 const void* devCollKernelLL(CollType coll, ncclDataType_t dtype, RedKind kind);
+// The LL128-protocol kernel (the same variants as LL), or nullptr.
+const void* devCollKernelLL128(CollType coll, ncclDataType_t dtype, RedKind kind);
 // Loads every kernel of this build on the current device (cudaFuncGetAttributes forces CUDA's lazy
 // module loading). A first launch that loads a module may wait for the device to go idle; in a process
 // driving several GPUs, one GPU can be spinning on a peer whose launch is the one waiting. NCCL loads its

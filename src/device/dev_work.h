@@ -37,9 +37,10 @@ struct DevConn {
   uint32_t flags;
   char* llBuff;          // LL slots (nSteps x llSlotBytes) or null
   uint32_t llSlotBytes;
-  uint32_t pad;
+  uint32_t ll128SlotBytes;
   uint64_t llLastClean;  // step of the last LL cleaning on this side (ll_protocol.h); persists like step
   uint64_t timeoutNs;    // BRAID_TIMEOUT: one wait on this connection longer than this fails (0: none)
+  char* ll128Buff;       // LL128 slots (nSteps x ll128SlotBytes; NVLink P2P only) or null
 };
 static_assert(std::is_trivially_copyable<DevConn>::value, "DevConn is copied as bytes");
 
@@ -62,6 +63,9 @@ struct DevStatus {
   uint32_t errorBytes;   // what arrived (size mismatch)
   uint32_t expectBytes;  // what was expected
 };
+
+// The protocol a collective kernel is compiled for (its template argument).
+enum DevProto : int { kDevProtoSimple = 0, kDevProtoLL = 1, kDevProtoLL128 = 2 };
 
 // Collective codes understood by the kernels (same order as CollType's ring collectives), then the
 // algorithm variants: the one-shot all-reduce of a 2-rank ring (ring_schedules.h).

@@ -53,62 +53,82 @@ __device__ __forceinline__ bool llTryLoadLine(const char* line, uint32_t flag, u
   return true;
 }
 
-template <typename T, typename Fn>
-class DevPrimsLL {
-  static_assert(sizeof(T) <= 8 && 8 % sizeof(T) == 0, "LL lines hold whole elements");
+// Every 1024 polls of an LL/LL128 wait (the caller's thread; for a warp-wide wait one lane): true, with the
+// CTA marked stopped and the error recorded, when the wait must end. `lastTry` polls once more before a
+// broken host connection is declared (data may have landed before the flag).
+template <typename LastTry>
+__device__ __forceinline__ bool devPollMustStop(PrimsShared* sh, DevStatus* st, int peer, uint64_t* since,
+                                                LastTry lastTry) {
+  if (*reinterpret_cast<volatile int*>(&sh->stop)) return true;
+  uint32_t code = 0;
+  if (devWaitedTooLong(sh->recv.timeoutNs, since)) {  // a stuck peer, or one that planned this op differently
+    code = kDevTimeout;
+  } else if (ldVolatile32(&st->error)) {  // an earlier kernel of this communicator failed (see devSpin)
+    sh->stop = 1;
+    return true;
+  } else if (sh->recv.errorFlag && ldVolatile32(sh->recv.errorFlag)) {  // host connection broken (SHM peer abort)
+    if (lastTry()) return false;
+    code = kDevConnBroken;
+  } else if (ldVolatile32(&st->abort)) {
+    code = kDevAborted;
+  } else if (ldVolatile32(&st->deadPeer) == static_cast<uint32_t>(peer + 1)) {  // the peer process died
+    code = kDevPeerGone;
+  } else {
+    return false;
+  }
+  devSetError(st, code, peer, 0, 0);
+  sh->stop = 1;
+  return true;
+}
+
+// What the LL and LL128 primitives share: DevPrims' calls (so the ring schedules run on them unchanged),
+// each one step of Derived::run over the op's 8-byte words, and the per-word element operations.
+template <typename Derived, typename T, typename Fn>
+class DevWordPrims {
+ protected:
+  static_assert(sizeof(T) <= 8 && 8 % sizeof(T) == 0, "8-byte words hold whole elements");
   static constexpr int kPerLine = 8 / sizeof(T);
   union Line {
     uint64_t u;
     T e[kPerLine];
   };
+  __device__ DevWordPrims(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
+      : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x),
+        sendStep_(sh->send.step), recvStep_(sh->recv.step) {}
 
  public:
-  __device__ DevPrimsLL(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
-      : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x),
-        sendStep_(sh->send.step), recvStep_(sh->recv.step), sendClean_(sh->send.llLastClean),
-        recvClean_(sh->recv.llLastClean) {}
+  // The steps each connection ended at (thread 0 writes them back after the kernel's last barrier).
+  __device__ uint64_t sendStep() const { return sendStep_; }
+  __device__ uint64_t recvStep() const { return recvStep_; }
   __device__ void setBuffers(const T* in, T* out) {
     in_ = in;
     out_ = out;
   }
-  // Before the operation's first step: the clean steps of the directions it will use, when due (both sides
-  // of a connection decide at the same step), every send direction's before any receive direction's. Cleaning
-  // lazily, at each direction's first call, deadlocks a ring: every rank's first call only sends, and its
-  // first data step needs a credit for a clean step the peer consumes only in its second call.
-  __device__ void begin(bool willSend, bool willRecv) {
-    if (willSend) cleanSteps<false, true>();
-    if (willRecv) cleanSteps<true, false>();
-  }
-  // The steps each connection ended at (thread 0 writes them back after the kernel's last barrier).
-  __device__ uint64_t sendStep() const { return sendStep_; }
-  __device__ uint64_t recvStep() const { return recvStep_; }
-  __device__ uint64_t sendLastClean() const { return sendClean_; }
-  __device__ uint64_t recvLastClean() const { return recvClean_; }
-
+  // Each call is one step of Derived::run<Recv, Send, Own>(n, own, combine, out, outN): own(i) is this rank's
+  // word i (its input, pre-op applied), loaded before the received word is awaited so both latencies
+  // overlap; combine(received, own) is the word stored to `out` (if any) and sent.
   __device__ void send(size_t inOff, size_t n) {
-    run<false, true>(n, [&](size_t i, uint64_t) { return pre(load(in_ + inOff, n, i)); }, nullptr, 0);
+    self().template run<false, true, true>(n, ownPre(inOff, n), keepOwn(), nullptr, 0);
   }
   __device__ void recv(size_t outOff, size_t n) {
-    run<true, false>(n, [&](size_t, uint64_t r) { return r; }, out_ + outOff, n);
+    self().template run<true, false, false>(n, noOwn(), keepReceived(), out_ + outOff, n);
   }
   __device__ void recvReduceSend(size_t inOff, size_t n) {
-    run<true, true>(n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), false); }, nullptr,
-                    0);
+    self().template run<true, true, true>(n, ownPre(inOff, n), reduceWith(false), nullptr, 0);
   }
   __device__ void recvReduceCopySend(size_t inOff, size_t outOff, size_t n, bool postOp) {
-    run<true, true>(n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), postOp); },
-                    out_ + outOff, n);
+    self().template run<true, true, true>(n, ownPre(inOff, n), reduceWith(postOp), out_ + outOff, n);
   }
   __device__ void recvReduceCopy(size_t inOff, size_t outOff, size_t n, bool postOp) {
-    run<true, false>(n, [&](size_t i, uint64_t r) { return reduce(r, pre(load(in_ + inOff, n, i)), postOp); },
-                     out_ + outOff, n);
+    self().template run<true, false, true>(n, ownPre(inOff, n), reduceWith(postOp), out_ + outOff, n);
   }
   __device__ void recvCopySend(size_t outOff, size_t n) {
-    run<true, true>(n, [&](size_t, uint64_t r) { return r; }, out_ + outOff, n);
+    self().template run<true, true, false>(n, noOwn(), keepReceived(), out_ + outOff, n);
   }
   __device__ void copySend(size_t inOff, size_t outOff, size_t n) {
     T* out = (in_ + inOff == out_ + outOff) ? nullptr : out_ + outOff;
-    run<false, true>(n, [&](size_t i, uint64_t) { return load(in_ + inOff, n, i); }, out, n);
+    const T* in = in_ + inOff;
+    self().template run<false, true, true>(n, [this, in, n](size_t i) { return load(in, n, i); }, keepOwn(), out, n);
   }
   __device__ void localReduceCopy(size_t inOff, size_t outOff, size_t n) {  // one rank: no connection
     if (sh_->stop) return;
@@ -121,8 +141,30 @@ class DevPrimsLL {
     __syncthreads();
   }
 
- private:
-  // Line i of n elements at p: whole 8-byte loads where aligned and complete, element by element otherwise.
+ protected:
+  __device__ Derived& self() { return *static_cast<Derived*>(this); }
+  // The own/combine pairs of the calls above.
+  __device__ auto ownPre(size_t inOff, size_t n) const {
+    const T* in = in_ + inOff;
+    return [this, in, n](size_t i) { return pre(load(in, n, i)); };
+  }
+  static __device__ auto noOwn() {
+    return [](size_t) { return uint64_t{0}; };
+  }
+  static __device__ auto keepOwn() {
+    return [](uint64_t, uint64_t own) { return own; };
+  }
+  static __device__ auto keepReceived() {
+    return [](uint64_t r, uint64_t) { return r; };
+  }
+  __device__ auto reduceWith(bool postOp) const {
+    return [this, postOp](uint64_t r, uint64_t own) { return reduce(r, own, postOp); };
+  }
+  // Thread 0: waits for a free send slot at sendStep_ (head credits, as in SIMPLE).
+  __device__ __forceinline__ void waitCredit() {
+    if (tid_ == 0 && !sh_->stop && !devWaitSend(st_, sh_->send, sendStep_)) sh_->stop = 1;
+  }
+  // Word i of n elements at p: whole 8-byte loads where aligned and complete, element by element otherwise.
   __device__ __forceinline__ uint64_t load(const T* p, size_t n, size_t i) const {
     Line l;
     l.u = 0;
@@ -166,6 +208,49 @@ class DevPrimsLL {
     return a.u;
   }
 
+  PrimsShared* sh_;
+  const T* in_;
+  T* out_;
+  Fn fn_;
+  DevStatus* st_;
+  int tid_;
+  int nthreads_;
+  uint64_t sendStep_;  // next step of each connection (this CTA's count; written back by the kernel)
+  uint64_t recvStep_;
+};
+
+// The members of DevWordPrims a derived primitive uses (dependent base: named explicitly).
+#define BRAID_WORD_PRIMS_MEMBERS(Derived)          \
+  using Base = DevWordPrims<Derived<T, Fn>, T, Fn>; \
+  friend Base;                                      \
+  using Base::nthreads_;                            \
+  using Base::recvStep_;                            \
+  using Base::sendStep_;                            \
+  using Base::sh_;                                  \
+  using Base::st_;                                  \
+  using Base::store;                                \
+  using Base::tid_;                                 \
+  using Base::waitCredit
+
+template <typename T, typename Fn>
+class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
+  BRAID_WORD_PRIMS_MEMBERS(DevPrimsLL);
+
+ public:
+  __device__ DevPrimsLL(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
+      : Base(sh, in, out, fn, st), sendClean_(sh->send.llLastClean), recvClean_(sh->recv.llLastClean) {}
+  // Before the operation's first step: the clean steps of the directions it will use, when due (both sides
+  // of a connection decide at the same step), every send direction's before any receive direction's. Cleaning
+  // lazily, at each direction's first call, deadlocks a ring: every rank's first call only sends, and its
+  // first data step needs a credit for a clean step the peer consumes only in its second call.
+  __device__ void begin(bool willSend, bool willRecv) {
+    if (willSend) cleanSteps<false, true>();
+    if (willRecv) cleanSteps<true, false>();
+  }
+  __device__ uint64_t sendLastClean() const { return sendClean_; }
+  __device__ uint64_t recvLastClean() const { return recvClean_; }
+
+ private:
   __device__ __forceinline__ char* slot(const DevConn& c, uint64_t step) const {
     return c.llBuff + (step % c.nSteps) * static_cast<size_t>(c.llSlotBytes);
   }
@@ -176,39 +261,11 @@ class DevPrimsLL {
     while (!llTryLoadLine(line, flag, payload)) {
       if (++spins == 1024) {
         spins = 0;
-        if (*reinterpret_cast<volatile int*>(&sh_->stop)) return false;
-        if (devWaitedTooLong(sh_->recv.timeoutNs, &since)) {  // a stuck peer, or one that planned this op differently
-          devSetError(st_, kDevTimeout, peer, 0, 0);
-          sh_->stop = 1;
+        if (devPollMustStop(sh_, st_, peer, &since, [&] { return llTryLoadLine(line, flag, payload); }))
           return false;
-        }
-        if (ldVolatile32(&st_->error)) {  // an earlier kernel of this communicator failed (see devSpin)
-          sh_->stop = 1;
-          return false;
-        }
-        if (sh_->recv.errorFlag && ldVolatile32(sh_->recv.errorFlag)) {  // host connection broken (SHM peer abort)
-          if (llTryLoadLine(line, flag, payload)) return true;
-          devSetError(st_, kDevConnBroken, peer, 0, 0);
-          sh_->stop = 1;
-          return false;
-        }
-        if (ldVolatile32(&st_->abort)) {
-          devSetError(st_, kDevAborted, peer, 0, 0);
-          sh_->stop = 1;
-          return false;
-        }
-        if (ldVolatile32(&st_->deadPeer) == static_cast<uint32_t>(peer + 1)) {  // the peer process died
-          devSetError(st_, kDevPeerGone, peer, 0, 0);
-          sh_->stop = 1;
-          return false;
-        }
       }
     }
     return true;
-  }
-  // Thread 0: waits for a free send slot at sendStep_.
-  __device__ __forceinline__ void waitCredit() {
-    if (tid_ == 0 && !sh_->stop && !devWaitSend(st_, sh_->send, sendStep_)) sh_->stop = 1;
   }
   // All threads: after the reads of a receive step, thread 0 hands the slot back.
   __device__ __forceinline__ void postRecv() {
@@ -247,14 +304,14 @@ class DevPrimsLL {
     }
   }
 
-  // One step: value(i, received line) for each line i of n elements; written to `out` (if any) and sent.
-  // Each thread takes lines tid, tid + nthreads, ... in batches of kUnroll: it issues the batch's polls
-  // before looking at any (the data has usually arrived, so one memory latency covers the batch), computes
-  // every value (so the loads of the own input issue together too), then stores. One load per line at a
-  // time left a channel latency-bound at ~4.7 GB/s.
+  // One step: combine(received line, own(i)) for each line i of n elements; written to `out` (if any) and
+  // sent. Each thread takes lines tid, tid + nthreads, ... in batches of kUnroll: it issues the batch's own
+  // loads and then its polls before looking at any (the data has usually arrived, so one memory latency
+  // covers the batch), then computes and stores. One load per line at a time left a channel latency-bound
+  // at ~4.7 GB/s.
   static constexpr int kUnroll = 4;
-  template <bool Recv, bool Send, typename Value>
-  __device__ void run(size_t n, Value value, T* out, size_t outN) {
+  template <bool Recv, bool Send, bool Own, typename OwnFn, typename Combine>
+  __device__ void run(size_t n, OwnFn own, Combine combine, T* out, size_t outN) {
     if (Send) waitCredit();
     __syncthreads();
     if (!sh_->stop) {
@@ -265,7 +322,12 @@ class DevPrimsLL {
       const size_t stride = static_cast<size_t>(nthreads_);
       bool stopped = false;
       for (size_t i0 = tid_; i0 < lines && !stopped; i0 += stride * kUnroll) {
-        uint64_t r[kUnroll] = {};
+        uint64_t r[kUnroll] = {}, o[kUnroll] = {};
+        if (Own) {
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u)
+            if (i0 + u * stride < lines) o[u] = own(i0 + u * stride);
+        }
         if (Recv) {
           LlLine got[kUnroll];
 #pragma unroll
@@ -280,16 +342,13 @@ class DevPrimsLL {
           }
           if (stopped) break;
         }
-        uint64_t v[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
-          if (i0 + u * stride < lines) v[u] = value(i0 + u * stride, r[u]);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           const size_t i = i0 + u * stride;
           if (i >= lines) break;
-          if (out) store(out, outN, i, v[u]);
-          if (Send) llStoreLine(ss + i * kLlLineBytes, v[u], sflag);
+          const uint64_t v = combine(r[u], o[u]);
+          if (out) store(out, outN, i, v);
+          if (Send) llStoreLine(ss + i * kLlLineBytes, v, sflag);
         }
       }
     }
@@ -298,15 +357,6 @@ class DevPrimsLL {
     if (Send) ++sendStep_;
   }
 
-  PrimsShared* sh_;
-  const T* in_;
-  T* out_;
-  Fn fn_;
-  DevStatus* st_;
-  int tid_;
-  int nthreads_;
-  uint64_t sendStep_;
-  uint64_t recvStep_;
   uint64_t sendClean_;  // last cleaning step per connection (written back with the steps)
   uint64_t recvClean_;
 };

@@ -34,6 +34,10 @@ struct ConnInfo {
   // creation; null where the transport has none (then only SIMPLE runs on the connection).
   char* llBuff = nullptr;
   uint32_t llSlotBytes = 0;
+  // LL128 buffer (ll128_protocol.h), nSteps slots of ll128SlotBytes in the receiver's memory; only on P2P
+  // connections over NVLink (the one path whose 128-byte stores arrive whole), else null.
+  uint32_t ll128SlotBytes = 0;
+  char* ll128Buff = nullptr;
 };
 static_assert(std::is_trivially_copyable<ConnInfo>::value, "ConnInfo must stay a plain struct");
 

@@ -25,8 +25,6 @@ namespace {
 constexpr int kRingTagBase = 0x10000000;
 constexpr int kP2pTagBase = 0x20000000;
 constexpr int kMaxRingChannels = 1 << 20;
-// Both sides of a p2p connection present this as their "channel" (NET ident, handle check).
-constexpr int kP2pChannel = 0xfffff;
 constexpr double kDrainTimeoutSec = 10;
 static_assert(kP2pTagBase + 2 < kBootstrapInternalTag, "tags stay clear of the bootstrap's own");
 
@@ -226,7 +224,7 @@ ncclResult_t ConnectionManager::connectP2p(const int* sendPeers, int nSend, cons
       }
       if (have.count(p) || !seen.insert(p).second) continue;
       if (p != m.rank() && !m.bootstrap) return recordError(ncclInternalError, "connectP2p: no bootstrap");
-      batch.push_back(Impl::Pending{dir, p, kP2pChannel, true, nullptr, nullptr, {}, {}});
+      batch.push_back(Impl::Pending{dir, p, kP2pConnChannel, true, nullptr, nullptr, {}, {}});
     }
     return ncclSuccess;
   };

@@ -41,6 +41,10 @@ struct Connector {
 
 enum class Direction { Send, Recv };
 
+// Both sides of a point-to-point (send/recv) connection present this as their "channel" to setup() (NET
+// ident, handle check; P2P gives such connections no LL128 slots: only ring collectives run LL128).
+constexpr int kP2pConnChannel = 0xfffff;
+
 class Transport {
  public:
   virtual ~Transport() = default;

@@ -138,11 +138,13 @@ TEST(DeviceColl2Gpu, Socket) {
   runAll("1", "1", true);
 }
 
-// NCCL_PROTO=Simple (every case on SIMPLE, which the tuner no longer picks for small float ops) and
-// NCCL_PROTO=LL128 (Braid has no LL128 kernels: refused with a warning, the tuner's other choices run).
+// NCCL_PROTO=Simple (every case on SIMPLE, which the tuner no longer picks for small float ops),
+// NCCL_PROTO=LL128 (over NVLink the LL128 kernels run float/half/bf16 sums and every copy collective, the
+// rest falls back to Simple with a warning; without NVLink everything falls back), and LL128 for all-reduce
+// only, so LL128 all-reduces share connections with the other collectives' LL and Simple steps.
 TEST(DeviceColl2Gpu, SimpleAndLl128Forced) {
   NEED_GPUS(2);
-  for (const char* proto : {"Simple", "LL128"}) {
+  for (const char* proto : {"Simple", "LL128", "allreduce:LL128"}) {
     SCOPED_TRACE(std::string("NCCL_PROTO=") + proto);
     EnvScope env;
     env.set("NCCL_PROTO", proto);
@@ -191,12 +193,14 @@ TEST(DeviceColl2Gpu, OneShotForced) {
 // flag wrap (BRAID_TEST_STEP_BASE): the first LL operation there runs the cleaning steps, later ones cross
 // the wrap. Three inputs with different values rotate (period 3, coprime with the 8 slots), so a stale line
 // taken for a current one gives a wrong sum; each checkpoint checks the last three outputs and re-poisons them.
+// LL128 runs the same sequence (its 64-bit flags need no cleaning; the rotation still catches a stale line).
 TEST(DeviceColl2Gpu, LlManySmallAllReduces) {
   NEED_GPUS(2);
+  for (const char* proto : {"LL", "LL128"})
   for (const char* base : {"0", "4294817296"}) {  // 2^32 - 150000
-    SCOPED_TRACE(std::string("BRAID_TEST_STEP_BASE=") + base);
+    SCOPED_TRACE(std::string("NCCL_PROTO=") + proto + " BRAID_TEST_STEP_BASE=" + base);
     EnvScope env;
-    env.set("NCCL_PROTO", "LL");
+    env.set("NCCL_PROTO", proto);
     env.set("BRAID_TEST_STEP_BASE", base);
     Pair p;
     ASSERT_TRUE(p.init());
@@ -367,10 +371,10 @@ static void graphReplay(size_t n) {
 }
 
 // CUDA graph capture of an all-reduce (with user kernels around it) and 100 replays, with each protocol the
-// tuner may pick: LL (the one-shot at 300,007 floats) and Simple, and the tuner's own choice.
+// tuner may pick: LL (the one-shot at 300,007 floats), LL128 and Simple, and the tuner's own choice.
 TEST(DeviceColl2Gpu, GraphReplay) {
   NEED_GPUS(2);
-  for (const char* proto : {"", "LL", "Simple"}) {
+  for (const char* proto : {"", "LL", "LL128", "Simple"}) {
     SCOPED_TRACE(std::string("NCCL_PROTO=") + proto);
     EnvScope env;
     if (*proto) env.set("NCCL_PROTO", proto);

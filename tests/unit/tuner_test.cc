@@ -269,7 +269,8 @@ TEST(TunerDecide, TwoRankNvlinkExecutorChoices) {
   EXPECT_EQ(pick(CollType::AllReduce, 8).proto, Proto::Simple);
   EXPECT_TRUE(modelRowMeasured(TransportClass::P2pNvlink, Proto::Simple));
   EXPECT_TRUE(modelRowMeasured(TransportClass::P2pNvlink, Proto::LL));
-  EXPECT_FALSE(modelRowMeasured(TransportClass::P2pNvlink, Proto::LL128));
+  EXPECT_TRUE(modelRowMeasured(TransportClass::P2pNvlink, Proto::LL128));
+  EXPECT_FALSE(modelRowMeasured(TransportClass::P2pPcie, Proto::LL128));
   EXPECT_FALSE(modelRowMeasured(TransportClass::Shm, Proto::Simple));
 }
 

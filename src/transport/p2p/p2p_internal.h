@@ -21,6 +21,14 @@ constexpr size_t kP2pHeadOffset = 0;
 // the receiver polls them, so they live in its memory. 8 slots of 64 KiB (32 KiB of data each).
 constexpr uint32_t kP2pLlSlotBytes = 64 << 10;
 
+// The LL128 slots (ll128_protocol.h) follow the LL slots: 8 slots of 128 KiB (120 KiB of data each), only
+// where the two GPUs share an NVLink (p2pNvlinkBetween): 1 MiB per receiving connection.
+constexpr uint32_t kP2pLl128SlotBytes = 128 << 10;
+
+// Whether two GPUs of this host (PeerInfo::busId) reach each other over NVLink (NVML's P2P status of the pair,
+// asked both ways; NVML is loaded at run time; false when it cannot tell). Symmetric; cached.
+bool p2pNvlinkBetween(int64_t busA, int64_t busB);
+
 // The mode when NCCL_P2P_READ_ENABLE is unset (-2); both ranks of a connection must agree.
 constexpr bool kP2pReadDefault = false;
 bool p2pReadMode(const PeerInfo& me, const PeerInfo& peer);

@@ -31,6 +31,7 @@ struct P2pHandle {
   uint32_t nSteps;      // FIFO shape (the side that holds the FIFO decides)
   uint32_t stepBytes;
   uint32_t readMode;    // both sides must agree
+  uint32_t ll128;       // receiver: LL128 slots follow its LL slots (its GPUs share an NVLink)
   cudaIpcMemHandle_t ipc;
 };
 static_assert(sizeof(P2pHandle) <= sizeof(ConnectHandle), "P2P handle fits");
@@ -139,15 +140,20 @@ ncclResult_t P2pTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
   h.stepBytes = hostFifoStepBytes(buffBytes, kHostFifoSteps);
   const bool holdsFifo = (dir == Direction::Recv) != res->readMode;
   if (holdsFifo) bytes += static_cast<size_t>(h.nSteps) * h.stepBytes;
-  const size_t llOffset = bytes;  // receiver only: the LL slots
-  if (dir == Direction::Recv) bytes += static_cast<size_t>(h.nSteps) * kP2pLlSlotBytes;
+  const size_t llOffset = bytes;  // receiver only: the LL slots, then (over NVLink) the LL128 slots
+  const size_t ll128Offset = llOffset + static_cast<size_t>(h.nSteps) * kP2pLlSlotBytes;
+  if (dir == Direction::Recv) {
+    bytes = ll128Offset;
+    h.ll128 = channel != kP2pConnChannel && p2pNvlinkBetween(me.busId, peer.busId) ? 1u : 0u;
+    if (h.ll128) bytes += static_cast<size_t>(h.nSteps) * kP2pLl128SlotBytes;
+  }
   e = cudaMalloc(&res->local, bytes);
   if (e != cudaSuccess) return cudaFail(e, "cudaMalloc of the FIFO", me.rank, peer.rank);
   e = cudaMemset(res->local, 0, kP2pCtrlBytes);
   if (e != cudaSuccess) return cudaFail(e, "cudaMemset of the FIFO control page", me.rank, peer.rank);
-  if (dir == Direction::Recv) {  // LL flags start at 0, which no step's flag equals before 2^32 steps
-    e = cudaMemset(static_cast<char*>(res->local) + llOffset, 0, static_cast<size_t>(h.nSteps) * kP2pLlSlotBytes);
-    if (e != cudaSuccess) return cudaFail(e, "cudaMemset of the LL slots", me.rank, peer.rank);
+  if (dir == Direction::Recv) {  // LL flags start at 0, which no step's flag equals before 2^32 steps (LL128: ever)
+    e = cudaMemset(static_cast<char*>(res->local) + llOffset, 0, bytes - llOffset);
+    if (e != cudaSuccess) return cudaFail(e, "cudaMemset of the LL/LL128 slots", me.rank, peer.rank);
   }
   h.ptr = reinterpret_cast<uint64_t>(res->local);
   if (!res->sameProcess) {
@@ -168,6 +174,10 @@ ncclResult_t P2pTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
     conn->info.sizes = reinterpret_cast<int32_t*>(base + kP2pSizesOffset);
     conn->info.llBuff = base + llOffset;
     conn->info.llSlotBytes = kP2pLlSlotBytes;
+    if (h.ll128) {
+      conn->info.ll128Buff = base + ll128Offset;
+      conn->info.ll128SlotBytes = kP2pLl128SlotBytes;
+    }
   } else {
     conn->info.head = reinterpret_cast<uint64_t*>(base + kP2pHeadOffset);
   }
@@ -222,6 +232,11 @@ ncclResult_t P2pTransport::connect(Direction dir, const ConnectHandle& peerHandl
     // The receiver's LL slots follow its control page and, in write mode, its SIMPLE FIFO.
     conn->info.llBuff = remote + kP2pCtrlBytes + (res->readMode ? 0 : static_cast<size_t>(h.nSteps) * h.stepBytes);
     conn->info.llSlotBytes = kP2pLlSlotBytes;
+    // The receiver decided (and allocated): LL128 slots follow its LL slots.
+    if (h.ll128) {
+      conn->info.ll128Buff = conn->info.llBuff + static_cast<size_t>(h.nSteps) * kP2pLlSlotBytes;
+      conn->info.ll128SlotBytes = kP2pLl128SlotBytes;
+    }
   } else {
     conn->info.head = reinterpret_cast<uint64_t*>(remote + kP2pHeadOffset);
   }
