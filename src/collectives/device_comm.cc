@@ -283,12 +283,13 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
 
   if (comm->nranks > 1) {
     comm->conns->setLlSlots(true);
-    // GPU rings push each byte through the proxy twice per rank (send and receive): on 2xH200, 4 channels
-    // moved 3.15-3.53 GB/s on 2 threads (connections dealt out round-robin: 2 sends and 2 receives each),
-    // 2.37-2.62 on one (same call; single runs there vary by ~1 GB/s, docs/PERFORMANCE.md). The
-    // kernels publish steps in mapped host memory, which wakes no fd: a thread that naps 20-250 us between
-    // 512 KiB steps (~150 us apart at 3.5 GB/s) delays them, so GPU comms' threads poll 2 ms after activity.
-    comm->conns->setNetProxy(2, 2000);
+    // GPU rings push each byte through the proxy twice per rank (send and receive). On 2xH200 (4 channels,
+    // docs/gpu/2026-11-22j, ranks unbound) 2 threads moved 5.3-5.8 GB/s and 8 (one per connection) 9.2-10.6;
+    // bound by mpirun to one core each, 2 threads moved 3.0-3.5: the proxy places its threads off a tight
+    // binding (proxy_affinity.h) and starts at most one per CPU it gets. The kernels publish steps in mapped
+    // host memory, which wakes no fd: a thread that naps 20-250 us between 512 KiB steps delays them, so GPU
+    // comms' threads poll 2 ms after activity.
+    comm->conns->setNetProxy(8, 2000);
     DeviceState* raw = st.get();
     comm->conns->setAbortHook([raw] { raw->raiseAbort(); });
     BRAID_CHECK(comm->conns->connectRing(comm->nChannels));

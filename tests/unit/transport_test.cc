@@ -22,6 +22,7 @@
 #include "transport/net/net_backend.h"
 #include "transport/net/net_internal.h"
 #include "transport/net/net_proxy.h"
+#include "transport/net/proxy_affinity.h"
 #include "transport/net/net_socket.h"
 #include "transport/shm/shm_internal.h"
 #include "transport_test_util.h"
@@ -326,7 +327,7 @@ TEST(NetTransport, ConnectionStatsLoggedOnClose) {
 
 TEST(NetTransport, ProxyThreadsClamped) {
   {
-    // Unset / 0: the communicator's default (1 for host comms, 2 for GPU ones), clamped to 1..16.
+    // Unset / 0: the communicator's default (1 for host comms, 8 for GPU ones), clamped to 1..16.
     EnvVar t("BRAID_NET_PROXY_THREADS", "0");
     EXPECT_EQ(NetProxy(0, 1).threads(), 1);
     EXPECT_EQ(NetProxy(0, 2).threads(), 2);
@@ -339,6 +340,58 @@ TEST(NetTransport, ProxyThreadsClamped) {
   {
     EnvVar t("BRAID_NET_PROXY_THREADS", "3");  // the user's count wins over the default
     EXPECT_EQ(NetProxy(0, 2).threads(), 3);
+  }
+}
+
+// The CPUs of this process's threads named braid-netproxy (the NET proxy's), one entry per thread.
+std::vector<std::string> proxyThreadCpus() {
+  std::vector<std::string> out;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string dir = std::string("/proc/self/task/") + e->d_name;
+      std::string comm;
+      std::getline(std::ifstream(dir + "/comm"), comm);
+      if (comm != "braid-netproxy") continue;
+      std::ifstream status(dir + "/status");
+      for (std::string line; std::getline(status, line);)
+        if (line.rfind("Cpus_allowed_list:", 0) == 0) out.push_back(line.substr(line.find_first_not_of(" \t", 18)));
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+TEST(NetTransport, ProxyThreadsRunWhereBraidProxyCpusSays) {
+  // A real NET pair with BRAID_PROXY_CPUS naming one CPU of this process: every proxy thread that moved
+  // data is pinned there (and named, for top -H); a list naming no usable CPU fails the connect with a message.
+  const CpuList mine = threadCpus();
+  ASSERT_FALSE(mine.empty());
+  const std::string one = std::to_string(mine.back());
+  {
+    EnvVar cpus("BRAID_PROXY_CPUS", one.c_str());
+    TestRank a(0), b(1);
+    Connector snd, rcv;
+    connectPair(netTransport(), a, b, 0, 64 << 10, &snd, &rcv);
+    EXPECT_EQ(testutil::pump(snd.info, rcv.info, 3, 50), "");
+    const std::vector<std::string> seen = proxyThreadCpus();
+    ASSERT_FALSE(seen.empty()) << "no braid-netproxy thread";
+    for (const std::string& s : seen) EXPECT_EQ(s, one);
+  }
+  EXPECT_EQ(threadCpus(), mine) << "the test's own thread is not moved";
+  {
+    EnvVar cpus("BRAID_PROXY_CPUS", "65000");
+    clearPendingError();
+    TestRank a(0), b(1);
+    Connector snd, rcv;
+    snd.ctx = &a.ctx;
+    rcv.ctx = &b.ctx;
+    ConnectHandle hs, hr;
+    ASSERT_EQ(netTransport()->setup(Direction::Recv, b.info, a.info, 0, 64 << 10, &rcv, &hr), ncclSuccess);
+    ASSERT_EQ(netTransport()->setup(Direction::Send, a.info, b.info, 0, 64 << 10, &snd, &hs), ncclSuccess);
+    EXPECT_EQ(netTransport()->connect(Direction::Send, hr, &snd), ncclInvalidArgument);
+    EXPECT_NE(pendingError().find("BRAID_PROXY_CPUS=\"65000\" names no CPU"), std::string::npos) << pendingError();
+    clearPendingError();
   }
 }
 

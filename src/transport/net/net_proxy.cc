@@ -6,6 +6,7 @@
 #include "transport/net/net_proxy.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -51,8 +52,11 @@ struct NetProxy::Conn {
   double inBackendSec = 0, waitExecutorSec = 0;
 };
 
-NetProxy::NetProxy(int rank, int defaultThreads, int spinUs) : rank_(rank), spin_(std::max(0, spinUs)) {
-  const int64_t asked = params::NetProxyThreads() > 0 ? params::NetProxyThreads() : defaultThreads;
+NetProxy::NetProxy(int rank, int defaultThreads, int spinUs, ProxyPlacement placement)
+    : rank_(rank), spin_(std::max(0, spinUs)), placement_(std::move(placement)) {
+  const int64_t asked = params::NetProxyThreads() > 0 ? params::NetProxyThreads()
+                        : placement_.maxThreads > 0  ? std::min(defaultThreads, placement_.maxThreads)
+                                                     : defaultThreads;
   const int64_t n = std::max<int64_t>(1, std::min<int64_t>(asked, kMaxProxyThreads));
   for (int64_t i = 0; i < n; ++i) {
     workers_.push_back(std::make_unique<Worker>());
@@ -317,6 +321,11 @@ void NetProxy::logStats(const Conn& c) {
 void NetProxy::run(Worker& w) {
   using Clock = std::chrono::steady_clock;
   RankTag tag(rank_);
+  pthread_setname_np(pthread_self(), "braid-netproxy");  // for top -H / ps -L (and the placement test)
+  if (!pinThisThread(placement_.cpus)) {
+    BRAID_WARN("NET proxy of rank %d: cannot pin a thread to CPUs %s; it keeps the rank's binding", rank_,
+               formatCpuList(placement_.cpus).c_str());
+  }
   struct Range {
     uint64_t id;
     size_t start, count;

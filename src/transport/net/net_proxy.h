@@ -19,15 +19,17 @@
 #include "nccl.h"
 #include "transport/conn_info.h"
 #include "transport/net/net_backend.h"
+#include "transport/net/proxy_affinity.h"
 
 namespace braid {
 
 class NetProxy {
  public:
-  // defaultThreads applies unless BRAID_NET_PROXY_THREADS is set (> 0). After anything moved, a thread
-  // keeps polling (yielding the CPU between passes) for spinUs before it naps: steps a GPU publishes
-  // (tail/head in mapped host memory) wake no file descriptor, so a napping thread sees them late.
-  NetProxy(int rank, int defaultThreads, int spinUs = 50);
+  // defaultThreads (capped by placement.maxThreads) applies unless BRAID_NET_PROXY_THREADS is set (> 0).
+  // After anything moved, a thread keeps polling (yielding the CPU between passes) for spinUs before it naps:
+  // steps a GPU publishes (tail/head in mapped host memory) wake no file descriptor, so a napping thread sees
+  // them late. Each thread pins itself to placement.cpus (when not empty) as it starts.
+  NetProxy(int rank, int defaultThreads, int spinUs = 50, ProxyPlacement placement = {});
   ~NetProxy();
   NetProxy(const NetProxy&) = delete;
   NetProxy& operator=(const NetProxy&) = delete;
@@ -74,6 +76,7 @@ class NetProxy {
 
   const int rank_;
   const std::chrono::microseconds spin_;
+  const ProxyPlacement placement_;
   std::vector<std::unique_ptr<Worker>> workers_;  // fixed at construction
   std::mutex mu_;                                  // guards nextId_, stopped_
   uint64_t nextId_ = 1;

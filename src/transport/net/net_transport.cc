@@ -64,9 +64,19 @@ ncclResult_t allocFifo(NetResources* res, uint32_t nSteps, uint32_t stepBytes, C
   return ncclSuccess;
 }
 
-std::shared_ptr<NetProxy> proxyOf(TransportContext* ctx, int me) {
-  if (!ctx->proxy) ctx->proxy = std::make_shared<NetProxy>(ctx->self ? ctx->self->rank : me, ctx->proxyThreads, ctx->proxySpinUs);
-  return ctx->proxy;
+// The communicator's proxy, created on first use with its threads placed (proxy_affinity.h).
+ncclResult_t proxyOf(TransportContext* ctx, int me, std::shared_ptr<NetProxy>* out) {
+  if (!ctx->proxy) {
+    const int rank = ctx->self ? ctx->self->rank : me;
+    ProxyPlacement place;
+    const int wanted = params::NetProxyThreads() > 0 ? static_cast<int>(params::NetProxyThreads()) : ctx->proxyThreads;
+    BRAID_CHECK(proxyPlacementFor(ctx->self ? ctx->self->busId : -1, wanted, &place));
+    ctx->proxy = std::make_shared<NetProxy>(rank, ctx->proxyThreads, ctx->proxySpinUs, place);
+    BRAID_INFO(kSubNet | kSubInit, "NET proxy of rank %d: up to %d threads, on %s", rank, ctx->proxy->threads(),
+               place.why.c_str());
+  }
+  *out = ctx->proxy;
+  return ncclSuccess;
 }
 
 }  // namespace
@@ -116,7 +126,7 @@ ncclResult_t NetTransport::connect(Direction dir, const ConnectHandle& peerHandl
                        res->peer, h.magic, h.rank, h.tag, res->tag);
   }
   NetSetupParams p = setupParams(*res);
-  res->proxy = proxyOf(res->ctx, res->me);
+  BRAID_CHECK(proxyOf(res->ctx, res->me, &res->proxy));
   if (dir == Direction::Send) {
     if (h.nSteps == 0 || h.nSteps > kHostFifoMaxSteps || h.stepBytes == 0 || h.stepBytes > kHostFifoMaxStepBytes) {
       return recordError(ncclInternalError, "NET: rank %d sent a FIFO of %u x %u bytes", res->peer, h.nSteps,
