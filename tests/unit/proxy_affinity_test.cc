@@ -42,7 +42,7 @@ TEST(ProxyAffinity, BoundRankMovesThreadsToItsGpusCpus) {
   ASSERT_EQ(planProxyPlacement("", {1}, range(0, 15), range(0, 31), 8, &p), ncclSuccess);
   EXPECT_EQ(p.cpus, range(0, 15));
   EXPECT_EQ(p.maxThreads, 16);
-  EXPECT_NE(p.why.find("bound to CPUs 1"), std::string::npos) << p.why;
+  EXPECT_NE(p.why.find("binding to CPUs 1"), std::string::npos) << p.why;
   EXPECT_NE(p.why.find("GPU's local CPUs 0-15"), std::string::npos) << p.why;
   // "auto" is the same; unknown GPU locality (host comms): every CPU the process may use.
   ASSERT_EQ(planProxyPlacement("auto", {1}, {}, range(0, 31), 8, &p), ncclSuccess);

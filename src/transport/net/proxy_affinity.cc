@@ -129,7 +129,7 @@ ncclResult_t planProxyPlacement(const std::string& envRaw, const CpuList& inheri
   } else if (static_cast<int>(inherited.size()) > threads || allowed.empty()) {
     // Room for the threads beside the main thread (or nothing known to widen to).
     p.maxThreads = capFor(inherited.size());
-    p.why = "the rank's CPUs (" + formatCpuList(inherited) + ")";
+    p.why = "the rank's own (" + formatCpuList(inherited) + ")";
   } else {
     CpuList wide = intersectCpus(gpuLocal, allowed);
     const bool local = wide.size() > inherited.size();
@@ -137,12 +137,11 @@ ncclResult_t planProxyPlacement(const std::string& envRaw, const CpuList& inheri
     if (wide.size() > inherited.size()) {
       p.cpus = wide;
       p.maxThreads = capFor(wide.size());
-      p.why = "the rank is bound to CPUs " + formatCpuList(inherited) + "; " +
-              (local ? "its GPU's local CPUs " : "the CPUs this process may use ") + formatCpuList(wide) +
-              " (BRAID_PROXY_CPUS=inherit keeps the binding)";
+      p.why = (local ? "its GPU's local CPUs " : "every CPU this process may use, ") + formatCpuList(wide) +
+              ", not the rank's binding to CPUs " + formatCpuList(inherited) + " (BRAID_PROXY_CPUS=inherit keeps it)";
     } else {
       p.maxThreads = capFor(inherited.size());
-      p.why = "the rank's CPUs (" + formatCpuList(inherited) + "), all this process may use";
+      p.why = "the rank's own (" + formatCpuList(inherited) + "), all this process may use";
     }
   }
   *out = std::move(p);
