@@ -15,6 +15,7 @@
 #include "core/bootstrap.h"
 #include "core/param.h"
 #include "core/peer_info.h"
+#include "transport/net/proxy_affinity.h"
 #include "transport/transport.h"
 
 ncclComm::ncclComm() = default;
@@ -150,6 +151,7 @@ ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   // A malformed NCCL_PROTO/NCCL_ALGO is refused here, before any rank waits on the others.
   TunerConfig tuning;
   BRAID_CHECK(loadTunerConfig(&tuning));
+  BRAID_CHECK(checkProxyCpusSyntax(params::ProxyCpus()));
 
   auto comm = std::make_unique<ncclComm>();
   comm->rank = rank;

@@ -205,6 +205,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
     }
   }
   facts.tunerOn = params::DeviceTuner() != 0 ? 1 : 0;
+  facts.p2pLlThreshold = static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(params::P2pLlThreshold(), 1 << 30)));
   TunerConfig local;
   BRAID_CHECK(loadTunerConfig(&local));  // validated in commInit already
   TuningFacts agreed;
@@ -213,6 +214,11 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->ll128Path = agreed.ll128Path != 0;
   st->transport = static_cast<TransportClass>(agreed.transport);
   st->tunerOn = agreed.tunerOn != 0;
+  st->p2pLlThreshold = agreed.p2pLlThreshold;
+  // NCCL_PROTO without LL for any collective (e.g. "Simple" or "^LL") keeps send/recv off LL too.
+  uint32_t anyProto = 0;
+  for (int c = 0; c < kNumCollTypes; ++c) anyProto |= st->tuning.protos.mask[c];
+  if (!(anyProto & bit(Proto::LL))) st->p2pLlThreshold = 0;
   if (facts.llPath && !agreed.llPath)
     BRAID_INFO(kSubInit, "rank %d: another rank's ring has a connection without LL slots; LL is off for this "
                "communicator", comm->rank);

@@ -232,6 +232,17 @@ ncclResult_t DeviceExecutorImpl::checkStatus() {
       return recordError(ncclRemoteError, "rank %d: a kernel waiting on rank %d stopped: %s", st_->rank, s->errorPeer,
                          st_->goneMessage().c_str());
     case kDevSizeMismatch:
+      // Across the p2p LL threshold the two sides of a step ran different protocols (dev_work.h).
+      if (s->expectBytes == kDevLlStepMark)
+        return recordError(ncclInvalidUsage,
+                           "rank %d: rank %d sent a SIMPLE step where this rank expected an LL one: the ranks "
+                           "called send/recv (or collectives) with different counts, types or order",
+                           st_->rank, s->errorPeer);
+      if (s->errorBytes & kDevLlStepMark)
+        return recordError(ncclInvalidUsage,
+                           "rank %d: rank %d sent an LL step of %u bytes where a SIMPLE step of %u bytes was expected: "
+                           "the ranks called send/recv (or collectives) with different counts, types or order",
+                           st_->rank, s->errorPeer, s->errorBytes & ~kDevLlStepMark, s->expectBytes);
       return recordError(ncclInvalidUsage,
                          "rank %d: a FIFO step from rank %d carried %u bytes where %u were expected: ranks called "
                          "collectives with different counts, types or order",
@@ -453,7 +464,13 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   std::memset(&a, 0, sizeof(a));
   a.status = st_->statusDev;
   int nCta = 0;
-  auto add = [&](const std::vector<Xfer>& xs, DevConn* conn, bool isSend, int ch, int nch) -> ncclResult_t {
+  // Small transfers run LL where the connection has LL slots (P2P, SHM; not NET): one slot-sized step with
+  // no fence instead of SIMPLE's FIFO handshake (NCCL_P2P_LL_THRESHOLD, as in NCCL). Both sides cut the same
+  // per-channel sizes and see the same slots, so they pick the same protocol per transfer.
+  auto llCapable = [](const ConnInfo* ci) {
+    return ci && (ci->kind == TransportKind::P2p || ci->kind == TransportKind::Shm) && ci->llBuff;
+  };
+  auto add = [&](const std::vector<Xfer>& xs, DevConn* conn, bool isSend, int ch, int nch, bool ll) -> ncclResult_t {
     if (nCta >= kMaxP2pBlocks || a.nBlocks + static_cast<int>(xs.size()) > kMaxP2pBlocks)
       return recordError(ncclInvalidUsage, "rank %d: a group holds more point-to-point transfers than one launch takes "
                          "(%d); split the group", me, kMaxP2pBlocks);
@@ -468,6 +485,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
       b.bytes = std::min(per, x.bytes - off);
       b.conn = conn;
       b.isSend = isSend;
+      b.ll = ll && b.bytes > 0 && b.bytes <= st_->p2pLlThreshold;
       b.nSeg = 0;
     }
     a.blocks[first].nSeg = a.nBlocks - first;
@@ -485,11 +503,12 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
         // Both sides see the same message sizes, so they pick the same channel count.
         const int nch = channelsFor(maxBytes, st_->nChannels);
         for (int c = 0; c < nch; ++c)
-          BRAID_CHECK(add(xs, isSend ? st_->ringSend(c) : st_->ringRecv(c), isSend, c, nch));
+          BRAID_CHECK(add(xs, isSend ? st_->ringSend(c) : st_->ringRecv(c), isSend, c, nch,
+                          llCapable(isSend ? comm_->conns->ringSend(c) : comm_->conns->ringRecv(c))));
       } else {
         DevConn* conn = nullptr;
         BRAID_CHECK(p2pConn(p, isSend, &conn));
-        BRAID_CHECK(add(xs, conn, isSend, 0, 1));
+        BRAID_CHECK(add(xs, conn, isSend, 0, 1, llCapable(isSend ? comm_->conns->p2pSend(p) : comm_->conns->p2pRecv(p))));
       }
     }
   }
@@ -528,6 +547,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
         b.bytes = std::min(per, cp.first.bytes - off);
         b.conn = nullptr;
         b.isSend = 0;
+        b.ll = 0;
         b.nSeg = 0;
       }
       a.blocks[first].nSeg = a.nBlocks - first;

@@ -75,6 +75,7 @@ class DeviceState {
   TunerConfig tuning;
   TransportClass transport = TransportClass::P2pNvlink;  // the ring's class for the tuner's rows
   bool tunerOn = true;                                    // BRAID_DEVICE_TUNER, rank 0's
+  uint32_t p2pLlThreshold = 0;  // NCCL_P2P_LL_THRESHOLD, rank 0's: p2p transfers up to this run LL
 
   DevConn* ringSend(int c) const { return ringConns + c; }
   DevConn* ringRecv(int c) const { return ringConns + nChannels + c; }

@@ -20,6 +20,7 @@ struct Offer {
   int32_t minChannels;
   int32_t pipelineSteps;
   uint32_t ll128Path;
+  uint32_t p2pLlThreshold;
   int64_t buffSize;
   uint32_t protos[kNumCollTypes];
   uint32_t algos[kNumCollTypes];
@@ -35,6 +36,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.ll128Path = facts.ll128Path;
   mine.transport = facts.transport;
   mine.tunerOn = facts.tunerOn;
+  mine.p2pLlThreshold = facts.p2pLlThreshold;
   mine.minChannels = local.minChannels;
   mine.pipelineSteps = local.pipelineSteps;
   mine.buffSize = local.buffSize;
@@ -51,6 +53,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.ll128Path = 1;
   f.transport = 0;
   f.tunerOn = all[0].tunerOn;
+  f.p2pLlThreshold = all[0].p2pLlThreshold;
   out.buffSize = all[0].buffSize;
   out.pipelineSteps = all[0].pipelineSteps;
   bool differ = false;
@@ -61,7 +64,8 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     f.transport = std::max(f.transport, o.transport);
     out.minChannels = std::max(out.minChannels, o.minChannels);
     differ = differ || o.minChannels != own.minChannels || o.buffSize != own.buffSize ||
-             o.pipelineSteps != own.pipelineSteps || o.tunerOn != own.tunerOn;
+             o.pipelineSteps != own.pipelineSteps || o.tunerOn != own.tunerOn ||
+             o.p2pLlThreshold != own.p2pLlThreshold;
     for (int c = 0; c < kNumCollTypes; ++c) {
       out.protos.mask[c] &= o.protos[c];
       out.algos.mask[c] &= o.algos[c];
@@ -78,8 +82,8 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   }
   if (differ)
     BRAID_WARN("rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / "
-               "BRAID_DEVICE_TUNER differ across ranks; every rank uses what all allow (the largest minimum, "
-               "rank 0's sizes and tuner switch)",
+               "BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD differ across ranks; every rank uses what all allow (the "
+               "largest minimum, rank 0's sizes, tuner switch and threshold)",
                comm->rank);
   *cfg = out;
   *agreed = f;

@@ -18,6 +18,7 @@ struct TuningFacts {
   uint32_t ll128Path = 0; // every ring connection is NVLink P2P with LL128 slots, on sm_90+ (AND over ranks)
   int32_t transport = 0;  // TransportClass of the rank's ring, the slowest of its connections (max over ranks)
   int32_t tunerOn = 1;    // BRAID_DEVICE_TUNER (rank 0's)
+  uint32_t p2pLlThreshold = 0;  // NCCL_P2P_LL_THRESHOLD (rank 0's): both sides of a transfer pick its protocol
 };
 
 // Agrees `local` (this rank's loadTunerConfig) and `facts` with every rank: per collective the protocols and

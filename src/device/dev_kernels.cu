@@ -6,7 +6,46 @@
 
 namespace braid {
 
-// One CTA per connection: its consecutive blocks run in order, each as ceil(bytes / stepBytes) steps. CTAs
+// One transfer of a p2p CTA on its connection, in FIFO-step pieces. Its primitives start from the step
+// counters in `sh` and leave them there (SIMPLE's poster advances sh's counters as it publishes; LL's are
+// written back), so SIMPLE and LL transfers alternate on one connection in either order.
+__device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, DevStatus* st) {
+  DevPrims<uint8_t, FuncCopy> prims(&sh, reinterpret_cast<const uint8_t*>(b.buf), reinterpret_cast<uint8_t*>(b.buf),
+                                    FuncCopy{}, st);
+  const size_t step = isSend ? sh.send.stepBytes : sh.recv.stepBytes;
+  for (size_t o = 0; o < b.bytes; o += step) {
+    const size_t n = minSize(step, b.bytes - o);
+    if (isSend) {
+      prims.send(o, n);
+    } else {
+      prims.recv(o, n);
+    }
+  }
+}
+__device__ void p2pBlockLl(PrimsShared& sh, const P2pBlock& b, bool isSend, DevStatus* st) {
+  DevPrimsLL<uint8_t, FuncCopy> prims(&sh, reinterpret_cast<const uint8_t*>(b.buf), reinterpret_cast<uint8_t*>(b.buf),
+                                      FuncCopy{}, st);
+  prims.begin(isSend, !isSend);  // LL flag-wrap cleaning when due, at the same step on both sides
+  const size_t step = llSlotDataBytes(isSend ? sh.send.llSlotBytes : sh.recv.llSlotBytes);
+  for (size_t o = 0; o < b.bytes; o += step) {
+    const size_t n = minSize(step, b.bytes - o);
+    if (isSend) {
+      prims.send(o, n);
+    } else {
+      prims.recv(o, n);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    sh.send.step = prims.sendStep();
+    sh.recv.step = prims.recvStep();
+    sh.send.llLastClean = prims.sendLastClean();
+    sh.recv.llLastClean = prims.recvLastClean();
+  }
+}
+
+// One CTA per connection: its consecutive blocks run in order, each as ceil(bytes / stepBytes) steps of
+// SIMPLE, or of LL where the executor marked it (small transfers on connections with LL slots). CTAs
 // whose blocks have no connection copy locally (a rank's own share of a gather/scatter/all-to-all, sends
 // to itself), so those copies overlap the transfers instead of preceding them on the stream.
 __global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArgs args) {
@@ -35,22 +74,20 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArg
     }
   }
   __syncthreads();
-  DevPrims<uint8_t, FuncCopy> prims(&sh, nullptr, nullptr, FuncCopy{}, args.status);
-  const size_t step = isSend ? sh.send.stepBytes : sh.recv.stepBytes;
   for (int i = first; i < first + b0.nSeg; ++i) {
     const P2pBlock& b = args.blocks[i];
-    prims.setBuffers(reinterpret_cast<const uint8_t*>(b.buf), reinterpret_cast<uint8_t*>(b.buf));
-    for (size_t o = 0; o < b.bytes; o += step) {
-      const size_t n = minSize(step, b.bytes - o);
-      if (isSend) {
-        prims.send(o, n);
-      } else {
-        prims.recv(o, n);
-      }
+    if (b.ll) {
+      p2pBlockLl(sh, b, isSend, args.status);
+    } else {
+      p2pBlockSimple(sh, b, isSend, args.status);
     }
+    __syncthreads();  // the next block's primitives start from the counters in sh
   }
-  __syncthreads();
-  if (threadIdx.x == 0) conn->step = isSend ? sh.send.step : sh.recv.step;
+  if (threadIdx.x == 0) {
+    const DevConn& c = isSend ? sh.send : sh.recv;
+    conn->step = c.step;
+    conn->llLastClean = c.llLastClean;
+  }
 }
 
 const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind) {

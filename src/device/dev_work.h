@@ -55,6 +55,11 @@ enum DevError : uint32_t {
   kDevPeerGone = 4,
   kDevTimeout = 5,  // one wait on a peer outlasted BRAID_TIMEOUT (a stuck peer, or different counts/plans)
 };
+// An LL sender also stores its step's byte count | kDevLlStepMark in the FIFO's sizes[], so a SIMPLE
+// receiver of that step (the ranks' counts differ across the p2p LL threshold) reports a size mismatch
+// instead of reading a stale slot. An LL receiver that sees a SIMPLE step published at or past the one it
+// waits for reports kDevSizeMismatch with want == kDevLlStepMark.
+constexpr uint32_t kDevLlStepMark = 0x80000000u;
 struct DevStatus {
   uint32_t abort;
   uint32_t deadPeer;  // rank + 1 of a dead peer, 0: none
@@ -103,7 +108,8 @@ struct P2pBlock {
   size_t bytes;
   DevConn* conn;      // nullptr: a local copy of `bytes` from src to buf (no connection, no FIFO)
   const char* src;    // local copies only
-  int32_t isSend;
+  int16_t isSend;
+  int16_t ll;    // 1: this transfer runs LL (the executor decides from its size, as the peer does)
   int32_t nSeg;  // first entry of a CTA: how many consecutive entries it runs; 0 on the following ones
 };
 struct P2pLaunchArgs {

@@ -55,13 +55,20 @@ __device__ __forceinline__ bool llTryLoadLine(const char* line, uint32_t flag, u
 
 // Every 1024 polls of an LL/LL128 wait (the caller's thread; for a warp-wide wait one lane): true, with the
 // CTA marked stopped and the error recorded, when the wait must end. `lastTry` polls once more before a
-// broken host connection is declared (data may have landed before the flag).
+// broken host connection or a protocol mismatch is declared (data may have landed before the flag). With
+// `step` (the receive step waited for; ~0: unchecked), a SIMPLE step the peer published at or past it means
+// the peer did not send this step as LL: different counts across the p2p LL threshold (a matching LL step
+// is visible before any later SIMPLE publish, whose fence orders it).
 template <typename LastTry>
 __device__ __forceinline__ bool devPollMustStop(PrimsShared* sh, DevStatus* st, int peer, uint64_t* since,
-                                                LastTry lastTry) {
+                                                LastTry lastTry, uint64_t step = ~0ull) {
   if (*reinterpret_cast<volatile int*>(&sh->stop)) return true;
-  uint32_t code = 0;
-  if (devWaitedTooLong(sh->recv.timeoutNs, since)) {  // a stuck peer, or one that planned this op differently
+  uint32_t code = 0, want = 0;
+  if (step != ~0ull && sh->recv.tail && *reinterpret_cast<volatile uint64_t*>(sh->recv.tail) > step) {
+    if (lastTry()) return false;
+    code = kDevSizeMismatch;
+    want = kDevLlStepMark;
+  } else if (devWaitedTooLong(sh->recv.timeoutNs, since)) {  // a stuck peer, or one that planned this op differently
     code = kDevTimeout;
   } else if (ldVolatile32(&st->error)) {  // an earlier kernel of this communicator failed (see devSpin)
     sh->stop = 1;
@@ -76,7 +83,7 @@ __device__ __forceinline__ bool devPollMustStop(PrimsShared* sh, DevStatus* st, 
   } else {
     return false;
   }
-  devSetError(st, code, peer, 0, 0);
+  devSetError(st, code, peer, 0, want);
   sh->stop = 1;
   return true;
 }
@@ -261,7 +268,7 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
     while (!llTryLoadLine(line, flag, payload)) {
       if (++spins == 1024) {
         spins = 0;
-        if (devPollMustStop(sh_, st_, peer, &since, [&] { return llTryLoadLine(line, flag, payload); }))
+        if (devPollMustStop(sh_, st_, peer, &since, [&] { return llTryLoadLine(line, flag, payload); }, recvStep_))
           return false;
       }
     }
@@ -315,6 +322,9 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
     if (Send) waitCredit();
     __syncthreads();
     if (!sh_->stop) {
+      // After the credit: the receiver no longer reads this slot's size for an older step (kDevLlStepMark).
+      if (Send && tid_ == 0 && sh_->send.sizes)
+        stVolatile32(sh_->send.sizes + sendStep_ % sh_->send.nSteps, static_cast<int32_t>(n * sizeof(T) | kDevLlStepMark));
       const size_t lines = llLines(n * sizeof(T));
       const char* rs = Recv ? slot(sh_->recv, recvStep_) : nullptr;
       char* ss = Send ? slot(sh_->send, sendStep_) : nullptr;

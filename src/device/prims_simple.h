@@ -141,8 +141,9 @@ __device__ __forceinline__ char* devSlot(const DevConn& c, uint64_t step) {
 template <typename T, typename Fn>
 class DevPrims {
  public:
-  // Threads 0..blockDim.x-33 move data; the last warp posts. Construct once per kernel, after `sh` holds the
-  // connections (a __syncthreads later): the step counters start from them.
+  // Threads 0..blockDim.x-33 move data; the last warp posts. Construct after `sh` holds the connections (a
+  // __syncthreads later): the step counters start from them (p2p kernels build one per transfer, after a
+  // barrier, so SIMPLE and LL transfers can alternate on a connection).
   __device__ DevPrims(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
       : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x),
         nworkers_(blockDim.x - 32), sendStep_(sh->send.step), recvStep_(sh->recv.step) {}

@@ -261,6 +261,78 @@ TEST(DeviceColl2Gpu, LlManySmallAllReduces) {
   }
 }
 
+// Send/recv of sizes on both sides of NCCL_P2P_LL_THRESHOLD (16 KiB) in one group, so LL and SIMPLE
+// transfers alternate on one connection, 300 rounds with rotating values (a stale LL line or a skipped step
+// gives a wrong byte), over P2P and SHM. Even rounds include a 1 MiB transfer (the ring then splits every
+// transfer over several channels, each share LL or SIMPLE by its own size); odd rounds only the small ones on
+// one channel, so 16384 runs LL and 16385 SIMPLE. Buffers are offset by one byte (the unaligned paths). Over
+// P2P also from 1,000 steps before LL's 32-bit flag wrap (BRAID_TEST_STEP_BASE applies to P2P connections):
+// the cleaning steps run mid-sequence. Every byte is checked, and the byte past each output stays poisoned.
+TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
+  NEED_GPUS(2);
+  const size_t sizes[] = {1, 16384, 16385, 3, 1000, 0, 12345, (size_t(1) << 20) + 5};
+  constexpr int kN = sizeof(sizes) / sizeof(sizes[0]);
+  for (const char* variant : {"P2P", "P2P-wrap", "SHM"}) {
+    SCOPED_TRACE(variant);
+    EnvScope env;
+    if (std::string(variant) == "SHM") env.set("NCCL_P2P_DISABLE", "1");
+    if (std::string(variant) == "P2P-wrap") env.set("BRAID_TEST_STEP_BASE", "4294966296");  // 2^32 - 1000
+    Pair p;
+    ASSERT_TRUE(p.init());
+    uint8_t *in[2][kN], *out[2][kN];
+    auto value = [](int r, int round, int k, size_t i) { return static_cast<uint8_t>(r * 101 + round * 7 + k * 13 + i * 31); };
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      for (int k = 0; k < kN; ++k) {
+        ASSERT_EQ(cudaMalloc(&in[r][k], sizes[k] + 2), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&out[r][k], sizes[k] + 2), cudaSuccess);
+        ++in[r][k], ++out[r][k];  // unaligned by one byte
+      }
+    }
+    bool hung = false;
+    const Case any{kSendRecv, ncclUint8, ncclSum, 1, false, 0};
+    for (int round = 0; round < 300 && !hung; ++round) {
+      const int nk = round % 2 ? kN - 1 : kN;  // odd rounds leave out the 1 MiB transfer
+      for (int r = 0; r < 2; ++r) {
+        ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+        for (int k = 0; k < nk; ++k) {
+          std::vector<uint8_t> h(sizes[k] + 1);
+          for (size_t i = 0; i < h.size(); ++i) h[i] = value(r, round, k, i);
+          ASSERT_EQ(cudaMemcpy(in[r][k], h.data(), h.size(), cudaMemcpyHostToDevice), cudaSuccess);
+          ASSERT_EQ(cudaMemset(out[r][k], 0xa5, sizes[k] + 1), cudaSuccess);
+        }
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      }
+      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        for (int k = 0; k < nk; ++k) {
+          ASSERT_EQ(ncclSend(in[r][k], sizes[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
+          ASSERT_EQ(ncclRecv(out[r][k], sizes[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
+        }
+      }
+      ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+      if (!finish(p, any, &hung)) FAIL() << "round " << round;
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        for (int k = 0; k < nk; ++k) {
+          std::vector<uint8_t> h(sizes[k] + 1);
+          ASSERT_EQ(cudaMemcpy(h.data(), out[r][k], h.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+          for (size_t i = 0; i < sizes[k]; ++i)
+            ASSERT_EQ(h[i], value(1 - r, round, k, i)) << "rank " << r << " size " << sizes[k] << " byte " << i
+                                                       << " round " << round;
+          ASSERT_EQ(h[sizes[k]], 0xa5) << "rank " << r << " size " << sizes[k] << ": wrote past the end, round " << round;
+        }
+      }
+    }
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      for (int k = 0; k < kN; ++k) cudaFree(in[r][k] - 1), cudaFree(out[r][k] - 1);
+    }
+    p.destroy();
+  }
+}
+
 __global__ void setKernel(float* p, size_t n, float v) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = v;
 }
@@ -450,6 +522,55 @@ static double waitStreams(Pair& p, std::initializer_list<int> ranks, double limi
     if (!*done) usleep(10 * 1000);
   }
   return waited;
+}
+
+// Send/recv counts that differ across the LL threshold (10 KiB sent as LL, 20 KiB expected as SIMPLE, then
+// the reverse) fail with a message on the receiving rank within the timeout, never a silent stale slot.
+TEST(DeviceColl2Gpu, P2pCountsAcrossLlThresholdFail) {
+  NEED_GPUS(2);
+  EnvScope env;
+  env.set("BRAID_DEVICE_TIMEOUT", "3");
+  for (int flip = 0; flip < 2; ++flip) {
+    SCOPED_TRACE(flip ? "LL receive of a SIMPLE send" : "SIMPLE receive of an LL send");
+    Pair p;
+    ASSERT_TRUE(p.init());
+    const size_t small = 10 << 10, big = 20 << 10;
+    uint8_t* buf[2];
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&buf[r], 2 * big), cudaSuccess);
+      ASSERT_EQ(cudaMemset(buf[r], r + 1, 2 * big), cudaSuccess);
+    }
+    // Rank 0 sends `a` then `big`; rank 1 receives `b` then `big`.
+    const size_t a = flip ? big : small, b = flip ? small : big;
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    ASSERT_EQ(ncclSend(buf[0], a, ncclUint8, 1, p.comm[0], p.stream[0]), ncclSuccess);
+    ASSERT_EQ(ncclSend(buf[0] + big, big, ncclUint8, 1, p.comm[0], p.stream[0]), ncclSuccess);
+    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+    ASSERT_EQ(ncclRecv(buf[1], b, ncclUint8, 0, p.comm[1], p.stream[1]), ncclSuccess);
+    ASSERT_EQ(ncclRecv(buf[1] + big, big, ncclUint8, 0, p.comm[1], p.stream[1]), ncclSuccess);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+    bool done = false;
+    const double waited = waitStreams(p, {0, 1}, 30, &done);
+    EXPECT_TRUE(done) << "kernels still running after " << waited << " s";
+    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+    ncclResult_t async = ncclSuccess;
+    EXPECT_EQ(ncclCommGetAsyncError(p.comm[1], &async), ncclSuccess);
+    EXPECT_EQ(async, ncclInvalidUsage) << "rank 1 took mismatched counts silently";
+    const std::string msg = ncclGetLastError(p.comm[1]);
+    EXPECT_NE(msg.find(flip ? "sent a SIMPLE step where this rank expected an LL one" : "sent an LL step of 10240 bytes"),
+              std::string::npos) << msg;
+    EXPECT_LT(waited, 2.5) << "found by the protocol check, not by the 3 s timeout";
+    printf("%s after %.2f s: %s: %s\n", flip ? "LL<-SIMPLE" : "SIMPLE<-LL", waited, ncclGetErrorString(async), msg.c_str());
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      ncclCommAbort(p.comm[r]);
+      p.comm[r] = nullptr;
+      cudaFree(buf[r]);
+    }
+    p.destroy();
+  }
 }
 
 TEST(DeviceColl2Gpu, MismatchedCountsFailWithinTimeout) {

@@ -39,16 +39,16 @@ TEST(ProxyAffinity, ParsesAndFormatsCpuLists) {
 TEST(ProxyAffinity, BoundRankMovesThreadsToItsGpusCpus) {
   // Open MPI's default for 2 ranks: each bound to one core. The GPU's local CPUs are 0-15 of 0-31.
   ProxyPlacement p;
-  ASSERT_EQ(planProxyPlacement("", {1}, range(0, 15), range(0, 31), 8, &p), ncclSuccess);
+  ASSERT_EQ(planProxyPlacement("", {1}, range(0, 15), range(0, 31), &p), ncclSuccess);
   EXPECT_EQ(p.cpus, range(0, 15));
   EXPECT_EQ(p.maxThreads, 16);
   EXPECT_NE(p.why.find("binding to CPUs 1"), std::string::npos) << p.why;
   EXPECT_NE(p.why.find("GPU's local CPUs 0-15"), std::string::npos) << p.why;
   // "auto" is the same; unknown GPU locality (host comms): every CPU the process may use.
-  ASSERT_EQ(planProxyPlacement("auto", {1}, {}, range(0, 31), 8, &p), ncclSuccess);
+  ASSERT_EQ(planProxyPlacement("auto", {1}, {}, range(0, 31), &p), ncclSuccess);
   EXPECT_EQ(p.cpus, range(0, 31));
   // The GPU's CPUs outside the cgroup: the allowed ones.
-  ASSERT_EQ(planProxyPlacement("", {1}, range(40, 47), range(0, 3), 8, &p), ncclSuccess);
+  ASSERT_EQ(planProxyPlacement("", {1}, range(40, 47), range(0, 3), &p), ncclSuccess);
   EXPECT_EQ(p.cpus, range(0, 3));
   EXPECT_EQ(p.maxThreads, 4);
 }
@@ -56,35 +56,51 @@ TEST(ProxyAffinity, BoundRankMovesThreadsToItsGpusCpus) {
 TEST(ProxyAffinity, RoomyOrOneCpuRanksKeepTheirBinding) {
   ProxyPlacement p;
   // Unbound on 32 CPUs: nothing to do, up to 32 threads.
-  ASSERT_EQ(planProxyPlacement("", range(0, 31), range(0, 15), range(0, 31), 8, &p), ncclSuccess);
+  ASSERT_EQ(planProxyPlacement("", range(0, 31), range(0, 15), range(0, 31), &p), ncclSuccess);
   EXPECT_TRUE(p.cpus.empty());
   EXPECT_EQ(p.maxThreads, 32);
+  // A rank given 4 CPUs on purpose (Slurm --cpus-per-task=4, numactl) keeps them, even for 8 threads.
+  ASSERT_EQ(planProxyPlacement("auto", range(4, 7), range(0, 15), range(0, 31), &p), ncclSuccess);
+  EXPECT_TRUE(p.cpus.empty());
+  EXPECT_EQ(p.maxThreads, 4);
+  // Two CPUs still count as a launcher's tight binding.
+  ASSERT_EQ(planProxyPlacement("", {2, 3}, range(0, 15), range(0, 31), &p), ncclSuccess);
+  EXPECT_EQ(p.cpus, range(0, 15));
   // A one-CPU container: nowhere to go; still 2 threads (measured better than one on a shared core).
-  ASSERT_EQ(planProxyPlacement("", {0}, {}, {0}, 8, &p), ncclSuccess);
+  ASSERT_EQ(planProxyPlacement("", {0}, {}, {0}, &p), ncclSuccess);
   EXPECT_TRUE(p.cpus.empty());
   EXPECT_EQ(p.maxThreads, 2);
+  // The affinity could not be read: keep whatever it is.
+  ASSERT_EQ(planProxyPlacement("", {}, range(0, 15), range(0, 31), &p), ncclSuccess);
+  EXPECT_TRUE(p.cpus.empty());
   // inherit: the launcher's binding even when tight.
-  ASSERT_EQ(planProxyPlacement("inherit", {1}, range(0, 15), range(0, 31), 8, &p), ncclSuccess);
+  ASSERT_EQ(planProxyPlacement("inherit", {1}, range(0, 15), range(0, 31), &p), ncclSuccess);
   EXPECT_TRUE(p.cpus.empty());
   EXPECT_EQ(p.maxThreads, 2);
-  EXPECT_EQ(p.why, "BRAID_PROXY_CPUS=inherit");
+  EXPECT_NE(p.why.find("BRAID_PROXY_CPUS=inherit"), std::string::npos) << p.why;
+  EXPECT_FALSE(p.warn);
 }
 
 TEST(ProxyAffinity, ExplicitListsAndTheirErrors) {
   ProxyPlacement p;
-  ASSERT_EQ(planProxyPlacement("4-6,40", {1}, range(0, 15), range(0, 31), 8, &p), ncclSuccess);
+  ASSERT_EQ(planProxyPlacement("4-6,40", {1}, range(0, 15), range(0, 31), &p), ncclSuccess);
   EXPECT_EQ(p.cpus, (CpuList{4, 5, 6})) << "CPUs the process may not use are dropped";
   EXPECT_EQ(p.maxThreads, 3);
+  EXPECT_FALSE(p.warn);
+  // A list this host cannot honour (hosts differ): the binding stays, with a warning, not a failure.
+  ASSERT_EQ(planProxyPlacement("40-47", {1}, {}, range(0, 31), &p), ncclSuccess);
+  EXPECT_TRUE(p.cpus.empty());
+  EXPECT_TRUE(p.warn);
+  EXPECT_NE(p.why.find("BRAID_PROXY_CPUS=40-47 names no CPU this process may use (0-31)"), std::string::npos) << p.why;
+  // Malformed: ncclInvalidArgument naming the variable, at init (checkProxyCpusSyntax) and here.
+  clearPendingError();
+  for (const char* ok : {"", "auto", " inherit ", "0-3,8"}) EXPECT_EQ(checkProxyCpusSyntax(ok), ncclSuccess) << ok;
+  EXPECT_EQ(checkProxyCpusSyntax("1024"), ncclInvalidArgument) << "beyond a cpu_set_t";
   clearPendingError();
   ProxyPlacement untouched;
   untouched.maxThreads = -7;
-  EXPECT_EQ(planProxyPlacement("40-47", {1}, {}, range(0, 31), 8, &untouched), ncclInvalidArgument);
-  std::string msg = pendingError();
-  EXPECT_NE(msg.find("BRAID_PROXY_CPUS=\"40-47\" names no CPU"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("0-31"), std::string::npos) << msg;
-  clearPendingError();
-  EXPECT_EQ(planProxyPlacement("cores 1-2", {1}, {}, range(0, 31), 8, &untouched), ncclInvalidArgument);
-  msg = pendingError();
+  EXPECT_EQ(planProxyPlacement("cores 1-2", {1}, {}, range(0, 31), &untouched), ncclInvalidArgument);
+  const std::string msg = pendingError();
   EXPECT_NE(msg.find("BRAID_PROXY_CPUS=\"cores 1-2\" is not a CPU list"), std::string::npos) << msg;
   EXPECT_EQ(untouched.maxThreads, -7) << "no placement on error";
   clearPendingError();

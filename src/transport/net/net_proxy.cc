@@ -321,11 +321,11 @@ void NetProxy::logStats(const Conn& c) {
 void NetProxy::run(Worker& w) {
   using Clock = std::chrono::steady_clock;
   RankTag tag(rank_);
-  pthread_setname_np(pthread_self(), "braid-netproxy");  // for top -H / ps -L (and the placement test)
   if (!pinThisThread(placement_.cpus)) {
     BRAID_WARN("NET proxy of rank %d: cannot pin a thread to CPUs %s; it keeps the rank's binding", rank_,
                formatCpuList(placement_.cpus).c_str());
   }
+  pthread_setname_np(pthread_self(), "braid-netproxy");  // after pinning: for top -H / ps -L and the tests
   struct Range {
     uint64_t id;
     size_t start, count;

@@ -69,11 +69,14 @@ ncclResult_t proxyOf(TransportContext* ctx, int me, std::shared_ptr<NetProxy>* o
   if (!ctx->proxy) {
     const int rank = ctx->self ? ctx->self->rank : me;
     ProxyPlacement place;
-    const int wanted = params::NetProxyThreads() > 0 ? static_cast<int>(params::NetProxyThreads()) : ctx->proxyThreads;
-    BRAID_CHECK(proxyPlacementFor(ctx->self ? ctx->self->busId : -1, wanted, &place));
+    BRAID_CHECK(proxyPlacementFor(ctx->self ? ctx->self->busId : -1, &place));
     ctx->proxy = std::make_shared<NetProxy>(rank, ctx->proxyThreads, ctx->proxySpinUs, place);
-    BRAID_INFO(kSubNet | kSubInit, "NET proxy of rank %d: up to %d threads; CPUs: %s", rank, ctx->proxy->threads(),
-               place.why.c_str());
+    if (place.warn) {
+      BRAID_WARN("NET proxy of rank %d: up to %d threads; CPUs: %s", rank, ctx->proxy->threads(), place.why.c_str());
+    } else {
+      BRAID_INFO(kSubNet | kSubInit, "NET proxy of rank %d: up to %d threads; CPUs: %s", rank, ctx->proxy->threads(),
+                 place.why.c_str());
+    }
   }
   *out = ctx->proxy;
   return ncclSuccess;

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <system_error>
+#include <thread>
 
 #include "core/param.h"
 #include "core/result.h"
@@ -18,10 +20,12 @@ namespace braid {
 
 namespace {
 
-constexpr int kMaxCpu = 1 << 16;  // sanity bound for parsed CPU numbers
+constexpr int kMaxCpu = CPU_SETSIZE;  // what a cpu_set_t holds (1024)
+// Widen only bindings this tight (a launcher's one core per rank); a rank given more CPUs keeps them.
+constexpr size_t kTightBinding = 2;
 
 bool parseInt(const std::string& s, int* v) {
-  if (s.empty() || s.size() > 6) return false;
+  if (s.empty() || s.size() > 5) return false;
   for (char ch : s)
     if (!std::isdigit(static_cast<unsigned char>(ch))) return false;
   *v = std::stoi(s);
@@ -49,14 +53,22 @@ CpuList fromSet(const cpu_set_t& set) {
   return c;
 }
 
-// Every CPU this process may be given: the cgroup's cpuset (v2, then v1), else the online CPUs.
+// Every CPU this process may be given: a scratch thread asks for all of them and reads back what the kernel
+// granted (sched_setaffinity intersects with the task's cpuset, wherever its cgroup sits); else the online
+// CPUs.
 CpuList allowedCpus() {
-  for (const char* p : {"/sys/fs/cgroup/cpuset.cpus.effective", "/sys/fs/cgroup/cpuset/cpuset.effective_cpus",
-                        "/sys/devices/system/cpu/online"}) {
-    CpuList c = readCpuListFile(p);
-    if (!c.empty()) return c;
+  CpuList granted;
+  try {
+    std::thread probe([&granted] {
+      cpu_set_t all;
+      CPU_ZERO(&all);
+      for (int i = 0; i < CPU_SETSIZE; ++i) CPU_SET(i, &all);
+      if (pthread_setaffinity_np(pthread_self(), sizeof(all), &all) == 0) granted = threadCpus();
+    });
+    probe.join();
+  } catch (const std::system_error&) {
   }
-  return {};
+  return granted.empty() ? readCpuListFile("/sys/devices/system/cpu/online") : granted;
 }
 
 }  // namespace
@@ -103,32 +115,42 @@ CpuList intersectCpus(const CpuList& a, const CpuList& b) {
   return c;
 }
 
+ncclResult_t checkProxyCpusSyntax(const std::string& envRaw) {
+  const std::string env = trim(envRaw);
+  CpuList ignored;
+  if (env.empty() || env == "auto" || env == "inherit" || parseCpuList(env, &ignored)) return ncclSuccess;
+  return recordError(ncclInvalidArgument,
+                     "BRAID_PROXY_CPUS=\"%s\" is not a CPU list (e.g. 0-3,8; CPUs below %d), \"auto\" or \"inherit\"",
+                     env.c_str(), kMaxCpu);
+}
+
 ncclResult_t planProxyPlacement(const std::string& envRaw, const CpuList& inherited, const CpuList& gpuLocal,
-                                const CpuList& allowed, int threads, ProxyPlacement* out) {
+                                const CpuList& allowed, ProxyPlacement* out) {
   // At most one thread per CPU of the set, but 2 even on one CPU: 2 threads on the rank's single core
   // measured 3.0-3.5 GB/s against 2.4-2.6 for one.
   auto capFor = [](size_t cpus) { return std::max<int>(2, static_cast<int>(cpus)); };
   const std::string env = trim(envRaw);
+  BRAID_CHECK(checkProxyCpusSyntax(env));
   ProxyPlacement p;
+  p.maxThreads = capFor(inherited.size());
   if (env == "inherit") {
-    p.maxThreads = capFor(inherited.size());
-    p.why = "BRAID_PROXY_CPUS=inherit";
+    p.why = "the rank's own (" + formatCpuList(inherited) + "; BRAID_PROXY_CPUS=inherit)";
   } else if (!env.empty() && env != "auto") {
     CpuList asked;
-    if (!parseCpuList(env, &asked)) {
-      return recordError(ncclInvalidArgument,
-                         "BRAID_PROXY_CPUS=\"%s\" is not a CPU list (e.g. 0-3,8), \"auto\" or \"inherit\"", env.c_str());
+    parseCpuList(env, &asked);
+    CpuList usable = allowed.empty() ? asked : intersectCpus(asked, allowed);
+    if (usable.empty()) {
+      // Node-dependent (CPU counts differ between hosts): a warning, not a failure of this rank alone.
+      p.why = "the rank's own (" + formatCpuList(inherited) + "): BRAID_PROXY_CPUS=" + env +
+              " names no CPU this process may use (" + formatCpuList(allowed) + ")";
+      p.warn = true;
+    } else {
+      p.cpus = usable;
+      p.maxThreads = capFor(usable.size());
+      p.why = formatCpuList(usable) + " (BRAID_PROXY_CPUS=" + env + ")";
     }
-    p.cpus = allowed.empty() ? asked : intersectCpus(asked, allowed);
-    if (p.cpus.empty()) {
-      return recordError(ncclInvalidArgument, "BRAID_PROXY_CPUS=\"%s\" names no CPU this process may use (%s)",
-                         env.c_str(), formatCpuList(allowed).c_str());
-    }
-    p.maxThreads = capFor(p.cpus.size());
-    p.why = "BRAID_PROXY_CPUS=" + env;
-  } else if (static_cast<int>(inherited.size()) > threads || allowed.empty()) {
-    // Room for the threads beside the main thread (or nothing known to widen to).
-    p.maxThreads = capFor(inherited.size());
+  } else if (inherited.empty() || inherited.size() > kTightBinding || allowed.empty()) {
+    // A roomy binding (or nothing known): the threads share the rank's CPUs, at most one per CPU.
     p.why = "the rank's own (" + formatCpuList(inherited) + ")";
   } else {
     CpuList wide = intersectCpus(gpuLocal, allowed);
@@ -140,7 +162,6 @@ ncclResult_t planProxyPlacement(const std::string& envRaw, const CpuList& inheri
       p.why = (local ? "its GPU's local CPUs " : "every CPU this process may use, ") + formatCpuList(wide) +
               ", not the rank's binding to CPUs " + formatCpuList(inherited) + " (BRAID_PROXY_CPUS=inherit keeps it)";
     } else {
-      p.maxThreads = capFor(inherited.size());
       p.why = "the rank's own (" + formatCpuList(inherited) + "), all this process may use";
     }
   }
@@ -148,7 +169,7 @@ ncclResult_t planProxyPlacement(const std::string& envRaw, const CpuList& inheri
   return ncclSuccess;
 }
 
-ncclResult_t proxyPlacementFor(int64_t busId, int threads, ProxyPlacement* out) {
+ncclResult_t proxyPlacementFor(int64_t busId, ProxyPlacement* out) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CpuList inherited;
@@ -161,7 +182,7 @@ ncclResult_t proxyPlacementFor(int64_t busId, int threads, ProxyPlacement* out) 
              static_cast<unsigned>(busId & 0xff));
     gpuLocal = readCpuListFile(path);
   }
-  return planProxyPlacement(params::ProxyCpus(), inherited, gpuLocal, allowedCpus(), threads, out);
+  return planProxyPlacement(params::ProxyCpus(), inherited, gpuLocal, allowedCpus(), out);
 }
 
 bool pinThisThread(const CpuList& cpus) {
