@@ -2,11 +2,11 @@
 # Device call (2 GPUs, ~4 min, streamed) for LL on small point-to-point transfers (NCCL_P2P_LL_THRESHOLD):
 # every gpu test (P2pLlAndSimpleAlternate mixes LL and SIMPLE transfers on one connection, across the LL flag
 # wrap, over P2P and SHM), then send/recv, all-to-all, scatter and gather 8 B-4 MB against NCCL, and Braid
-# with the threshold at 0 (SIMPLE only, as before). Raw: $OUT/p2pll.tgz.
+# with the threshold at 0 (SIMPLE only, as before); then the socket path against NCCL. Raw: $OUT/p2pll.tgz.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_p2p_ll_out}; L=$OUT/p2pll; mkdir -p "$L"
 source tools/gpu_common.sh
-gpu_build braid sendrecv_perf alltoall_perf scatter_perf gather_perf device_coll_test device_mp_test
+gpu_build braid all_reduce_perf sendrecv_perf alltoall_perf scatter_perf gather_perf device_coll_test device_mp_test
 for t in device_coll_test device_mp_test; do
   s=$(date +%s); timeout 200 $B/bin/$t > "$L/$t.txt" 2>&1; rc=$?
   echo "== $t rc=$rc $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) |^\[  FAILED' "$L/$t.txt" | tr '\n' ' ')"
@@ -19,5 +19,11 @@ for p in sendrecv alltoall scatter gather; do
   one $p braid ${p}_braid -- $F
   one $p braid ${p}_braid_simple NCCL_P2P_LL_THRESHOLD=0 -- $F
 done
+# The socket path once more with the final placement rule (ranks bound to one core each by mpirun's default).
+export PERF_TIMEOUT=50
+SOCK="NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"; BIG="-b 64M -e 1G -f 4 -c 1 -n 3 -w 1"
+one all_reduce braid sock_braid $SOCK NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET -- $BIG
+grep -m1 "NET proxy of rank" "$L/sock_braid.txt"
+one all_reduce nccl sock_nccl $SOCK -- $BIG
 tar -C "$OUT" -czf "$OUT/p2pll.tgz" p2pll && rm -rf "$L"
 echo "total: $(( $(date +%s) - GPU_T0 )) s"
