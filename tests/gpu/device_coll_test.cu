@@ -263,14 +263,14 @@ TEST(DeviceColl2Gpu, LlManySmallAllReduces) {
 
 // Send/recv of sizes on both sides of NCCL_P2P_LL_THRESHOLD (16 KiB) in one group, so LL and SIMPLE
 // transfers alternate on one connection, 300 rounds with rotating values (a stale LL line or a skipped step
-// gives a wrong byte), over P2P and SHM. Even rounds include a 1 MiB transfer (the ring then splits every
+// gives a wrong byte), over P2P and SHM. Even rounds include a 512 KiB transfer (the ring then splits every
 // transfer over several channels, each share LL or SIMPLE by its own size); odd rounds only the small ones on
 // one channel, so 16384 runs LL and 16385 SIMPLE. Buffers are offset by one byte (the unaligned paths). Over
 // P2P also from 1,000 steps before LL's 32-bit flag wrap (BRAID_TEST_STEP_BASE applies to P2P connections):
 // the cleaning steps run mid-sequence. Every byte is checked, and the byte past each output stays poisoned.
 TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
   NEED_GPUS(2);
-  const size_t sizes[] = {1, 16384, 16385, 3, 1000, 0, 12345, (size_t(1) << 20) + 5};
+  const size_t sizes[] = {1, 16384, 16385, 3, 1000, 0, 12345, (size_t(512) << 10) + 5};
   constexpr int kN = sizeof(sizes) / sizeof(sizes[0]);
   for (const char* variant : {"P2P", "P2P-wrap", "SHM"}) {
     SCOPED_TRACE(variant);
@@ -292,7 +292,8 @@ TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
     bool hung = false;
     const Case any{kSendRecv, ncclUint8, ncclSum, 1, false, 0};
     for (int round = 0; round < 300 && !hung; ++round) {
-      const int nk = round % 2 ? kN - 1 : kN;  // odd rounds leave out the 1 MiB transfer
+      const int nk = round % 2 ? kN - 1 : kN;  // odd rounds leave out the 512 KiB transfer (9 channels; 1 MiB
+                                               // would take 17 x 16 blocks, past one launch's 192)
       for (int r = 0; r < 2; ++r) {
         ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
         for (int k = 0; k < nk; ++k) {
@@ -311,7 +312,7 @@ TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
           ASSERT_EQ(ncclRecv(out[r][k], sizes[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
         }
       }
-      ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+      ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
       if (!finish(p, any, &hung)) FAIL() << "round " << round;
       for (int r = 0; r < 2; ++r) {
         cudaSetDevice(r);
@@ -499,8 +500,9 @@ TEST(DeviceColl2Gpu, AbortWhilePeerNeverArrives) {
 
 // Ranks calling one all-reduce with different counts plan it differently (rank 0: one-shot LL for 64 floats,
 // rank 1: the Simple ring for 4 Mi; pinned below), so neither kernel can ever finish. With
-// BRAID_DEVICE_TIMEOUT=2 both stop by themselves within seconds, and ncclCommGetAsyncError reports
-// ncclRemoteError naming the timeout, instead of the streams hanging forever. Then: a rank whose peer never
+// BRAID_DEVICE_TIMEOUT=2 both stop by themselves within seconds (rank 0's LL receive may meet rank 1's SIMPLE
+// step first: ncclInvalidUsage naming different counts; otherwise ncclRemoteError naming the timeout),
+// instead of the streams hanging forever. Then: a rank whose peer never
 // calls at all times out the same way, and a second op queued behind a failed one stops at once.
 static void expectTimeoutError(Pair& p, int r) {
   ncclResult_t async = ncclSuccess;
@@ -508,6 +510,20 @@ static void expectTimeoutError(Pair& p, int r) {
   EXPECT_EQ(async, ncclRemoteError) << "rank " << r;
   const std::string msg = ncclGetLastError(p.comm[r]);
   EXPECT_NE(msg.find("BRAID_DEVICE_TIMEOUT"), std::string::npos) << msg;
+}
+// Counts that differ make the ranks plan differently: a rank whose LL receive meets the peer's SIMPLE step
+// says so at once (ncclInvalidUsage); one that waits for steps that never come times out.
+static void expectMismatchError(Pair& p, int r) {
+  ncclResult_t async = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(p.comm[r], &async), ncclSuccess);
+  const std::string msg = ncclGetLastError(p.comm[r]);
+  if (async == ncclInvalidUsage) {
+    EXPECT_NE(msg.find("different counts"), std::string::npos) << msg;
+  } else {
+    EXPECT_EQ(async, ncclRemoteError) << "rank " << r << ": " << msg;
+    EXPECT_NE(msg.find("BRAID_DEVICE_TIMEOUT"), std::string::npos) << msg;
+  }
+  printf("rank %d: %s: %s\n", r, ncclGetErrorString(async), msg.c_str());
 }
 static double waitStreams(Pair& p, std::initializer_list<int> ranks, double limit, bool* done) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -599,7 +615,7 @@ TEST(DeviceColl2Gpu, MismatchedCountsFailWithinTimeout) {
     const double waited = waitStreams(p, {0, 1}, 30, &done);
     EXPECT_TRUE(done) << "kernels still running after " << waited << " s";
     EXPECT_GT(waited, 1.5) << "stopped before the 2 s timeout";
-    for (int r = 0; r < 2 && done; ++r) expectTimeoutError(p, r);
+    for (int r = 0; r < 2 && done; ++r) expectMismatchError(p, r);
     for (int r = 0; r < 2; ++r) {
       cudaSetDevice(r);
       ncclCommAbort(p.comm[r]);
