@@ -4,6 +4,8 @@
 #   one NAME LIB FILE [ENV=V...] -- FLAGS...   one mpirun -np 2 of NAME_perf (LIB braid, or nccl preloaded),
 #       output to $L/FILE.txt, prints "FILE rc=.. Ns: size:us(busbw,#wrong) ..." (out-of-place column);
 #       PERF_TIMEOUT (default 40) bounds it; MPIRUN_OPTS adds mpirun options (e.g. "--bind-to none").
+#   gpu_tests TEST...   runs each test binary of $B (200 s each), output to $L/TEST.txt, prints its verdict lines
+#       and the first failures.
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 B=build-gpu
 NCCL_LIB=/usr/lib/x86_64-linux-gnu/libnccl.so.2
@@ -24,4 +26,13 @@ one() {
   timeout ${PERF_TIMEOUT:-40} mpirun --allow-run-as-root -np 2 ${MPIRUN_OPTS:-} "${envs[@]}" $B/bin/${name}_perf "$@" > "$L/$file.txt" 2>&1
   local rc=$?
   echo "$file rc=$rc $(( $(date +%s) - s ))s: $(grep -v '^#' "$L/$file.txt" | awk 'NF>8 && $1 ~ /^[0-9]+$/ {printf "%s:%s(%s,%s) ", $1, $6, $8, $9}')"
+}
+
+gpu_tests() {
+  local t s rc
+  for t in "$@"; do
+    s=$(date +%s); timeout 200 $B/bin/$t > "$L/$t.txt" 2>&1; rc=$?
+    echo "== $t rc=$rc $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) |^\[  FAILED' "$L/$t.txt" | tr '\n' ' ')"
+    grep -E 'Failure|error' -A3 "$L/$t.txt" | head -12
+  done
 }

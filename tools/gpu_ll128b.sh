@@ -7,11 +7,7 @@ set -uo pipefail
 OUT=${OUT:-$PWD/gpu_ll128b_out}; L=$OUT/ll128b; mkdir -p "$L/grid"
 source tools/gpu_common.sh
 gpu_build braid all_reduce_perf all_gather_perf device_coll_test device_mp_test
-for t in device_coll_test device_mp_test; do
-  s=$(date +%s); timeout 200 $B/bin/$t > "$L/$t.txt" 2>&1; rc=$?
-  echo "== $t rc=$rc $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) |^\[  FAILED' "$L/$t.txt" | tr '\n' ' ')"
-  grep -E 'Failure|error' "$L/$t.txt" | head -8
-done
+gpu_tests device_coll_test device_mp_test
 NCCL_PROTO=LL128 timeout 60 $B/bin/device_mp_test > "$L/mp_ll128.txt" 2>&1; echo "device_mp_test LL128 rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$L/mp_ll128.txt" | tr '\n' ' ')"
 export PERF_TIMEOUT=30
 F="-b 8 -e 64M -f 4 -c 1 -n 30 -w 5"

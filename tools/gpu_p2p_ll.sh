@@ -7,11 +7,7 @@ set -uo pipefail
 OUT=${OUT:-$PWD/gpu_p2p_ll_out}; L=$OUT/p2pll; mkdir -p "$L"
 source tools/gpu_common.sh
 gpu_build braid all_reduce_perf sendrecv_perf alltoall_perf scatter_perf gather_perf device_coll_test device_mp_test
-for t in device_coll_test device_mp_test; do
-  s=$(date +%s); timeout 200 $B/bin/$t > "$L/$t.txt" 2>&1; rc=$?
-  echo "== $t rc=$rc $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) |^\[  FAILED' "$L/$t.txt" | tr '\n' ' ')"
-  grep -E 'Failure|error' -A3 "$L/$t.txt" | head -12
-done
+gpu_tests device_coll_test device_mp_test
 export PERF_TIMEOUT=30
 F="-b 8 -e 4M -f 4 -c 1 -n 30 -w 5"
 for p in sendrecv alltoall scatter gather; do
