@@ -78,7 +78,7 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst
   d.nSteps = info.nSteps;
   d.peer = info.peer;
   d.flags = 0;
-  d.llBuff = info.kind == TransportKind::P2p || info.kind == TransportKind::Shm ? info.llBuff : nullptr;
+  d.llBuff = llSlotsOf(&info);
   d.llSlotBytes = d.llBuff ? info.llSlotBytes : 0;
   d.ll128Buff = info.kind == TransportKind::P2p ? info.ll128Buff : nullptr;
   d.ll128SlotBytes = d.ll128Buff ? info.ll128SlotBytes : 0;
@@ -195,8 +195,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   facts.transport = static_cast<int32_t>(TransportClass::P2pNvlink);
   for (int c = 0; comm->nranks > 1 && comm->conns && c < st->nChannels; ++c) {
     for (const ConnInfo* ci : {comm->conns->ringSend(c), comm->conns->ringRecv(c)}) {
-      // LL runs over P2P and through SHM segments' LL slots; NET has none (the proxy moves SIMPLE steps).
-      if (!ci || (ci->kind != TransportKind::P2p && ci->kind != TransportKind::Shm) || !ci->llBuff) facts.llPath = 0;
+      if (!llSlotsOf(ci)) facts.llPath = 0;
       if (!ci || ci->kind != TransportKind::P2p || !ci->ll128Buff) facts.ll128Path = 0;
       TransportClass t = TransportClass::P2pNvlink;
       if (ci && ci->kind == TransportKind::Shm) t = TransportClass::Shm;

@@ -132,10 +132,10 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, uint
   const uint32_t asked = cfg.protos.mask[c];
   const bool llForced = (asked & bit(Proto::LL)) && !(asked & bit(Proto::Simple));
   const bool ll128Forced = (asked & bit(Proto::LL128)) && !(asked & bit(Proto::Simple)) && !(asked & bit(Proto::LL));
-  // The tuner offers a low-latency protocol where its row for this path is measured (LL: P2P NVLink, SHM),
-  // elsewhere only when NCCL_PROTO forces it (LL128 until measured), and LL only where every ring connection
-  // has LL slots (st_->llPath). LL128 needs every rank's ring on NVLink
-  // P2P (sm_90+): st_->ll128Path; whatever NCCL_PROTO says, never elsewhere.
+  // The tuner offers a low-latency protocol where its row for this path is measured (LL: P2P NVLink, SHM;
+  // LL128: P2P NVLink), elsewhere only when NCCL_PROTO forces it; LL only where every ring connection has LL
+  // slots (st_->llPath), LL128 only where every rank's ring is NVLink P2P on sm_90+ (st_->ll128Path),
+  // whatever NCCL_PROTO says.
   const bool llOffered = (lowLatency & bit(Proto::LL)) && st_->llPath && (llForced || modelRowMeasured(transport_, Proto::LL));
   const bool ll128Offered = (lowLatency & bit(Proto::LL128)) && st_->ll128Path &&
                             ((asked & bit(Proto::LL128)) && (ll128Forced || modelRowMeasured(transport_, Proto::LL128)));
@@ -468,9 +468,6 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   // Small transfers run LL where the connection has LL slots (P2P, SHM; not NET): one slot-sized step with
   // no fence instead of SIMPLE's FIFO handshake (NCCL_P2P_LL_THRESHOLD, as in NCCL). Both sides cut the same
   // per-channel sizes and see the same slots, so they pick the same protocol per transfer.
-  auto llCapable = [](const ConnInfo* ci) {
-    return ci && (ci->kind == TransportKind::P2p || ci->kind == TransportKind::Shm) && ci->llBuff;
-  };
   auto add = [&](const std::vector<Xfer>& xs, DevConn* conn, bool isSend, int ch, int nch, bool ll) -> ncclResult_t {
     if (nCta >= kMaxP2pBlocks || a.nBlocks + static_cast<int>(xs.size()) > kMaxP2pBlocks)
       return recordError(ncclInvalidUsage, "rank %d: a group holds more point-to-point transfers than one launch takes "
@@ -505,11 +502,12 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
         const int nch = channelsFor(maxBytes, st_->nChannels);
         for (int c = 0; c < nch; ++c)
           BRAID_CHECK(add(xs, isSend ? st_->ringSend(c) : st_->ringRecv(c), isSend, c, nch,
-                          llCapable(isSend ? comm_->conns->ringSend(c) : comm_->conns->ringRecv(c))));
+                          llSlotsOf(isSend ? comm_->conns->ringSend(c) : comm_->conns->ringRecv(c)) != nullptr));
       } else {
         DevConn* conn = nullptr;
         BRAID_CHECK(p2pConn(p, isSend, &conn));
-        BRAID_CHECK(add(xs, conn, isSend, 0, 1, llCapable(isSend ? comm_->conns->p2pSend(p) : comm_->conns->p2pRecv(p))));
+        BRAID_CHECK(add(xs, conn, isSend, 0, 1,
+                        llSlotsOf(isSend ? comm_->conns->p2pSend(p) : comm_->conns->p2pRecv(p)) != nullptr));
       }
     }
   }

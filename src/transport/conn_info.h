@@ -41,6 +41,13 @@ struct ConnInfo {
 };
 static_assert(std::is_trivially_copyable<ConnInfo>::value, "ConnInfo must stay a plain struct");
 
+// The LL slots a GPU kernel may use on this connection: P2P's, and SHM segments' (NET moves SIMPLE steps
+// only); null when it has none. The one test of "this connection runs LL" for uploads, the agreed LL path
+// and p2p transfers.
+inline char* llSlotsOf(const ConnInfo* c) {
+  return c && (c->kind == TransportKind::P2p || c->kind == TransportKind::Shm) ? c->llBuff : nullptr;
+}
+
 // Host-side atomic helpers (the device executor will have its own with the same semantics).
 inline uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 inline void storeRelease(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -15,6 +14,7 @@
 
 #include "core/param.h"
 #include "core/result.h"
+#include "transport/p2p/p2p_internal.h"
 
 namespace braid {
 
@@ -176,11 +176,9 @@ ncclResult_t proxyPlacementFor(int64_t busId, ProxyPlacement* out) {
   if (sched_getaffinity(0, sizeof(set), &set) == 0) inherited = fromSet(set);
   CpuList gpuLocal;
   if (busId >= 0) {
-    char path[96];
-    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%04x:%02x:%02x.0/local_cpulist",
-             static_cast<unsigned>(busId >> 16), static_cast<unsigned>((busId >> 8) & 0xff),
-             static_cast<unsigned>(busId & 0xff));
-    gpuLocal = readCpuListFile(path);
+    char bus[32];
+    p2pBusIdToString(busId, bus, sizeof(bus));
+    gpuLocal = readCpuListFile((std::string("/sys/bus/pci/devices/") + bus + "/local_cpulist").c_str());
   }
   return planProxyPlacement(params::ProxyCpus(), inherited, gpuLocal, allowedCpus(), out);
 }
