@@ -22,6 +22,9 @@ uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
   return h;
 }
 
+// PF_EXITING in /proc/<pid>/stat's flags (include/linux/sched.h): set as do_exit() begins.
+constexpr unsigned long long kPfExiting = 0x4;
+
 std::string readFirstLine(const char* path) {
   std::ifstream f(path);
   std::string line;
@@ -53,21 +56,29 @@ void fillLocalPeerInfo(PeerInfo* info) {
   info->pid = static_cast<int32_t>(getpid());
 }
 
+bool procStatSaysExiting(const std::string& stat) {
+  // A killed child stays a zombie until its parent reaps it: treat state Z/X as dead. Before that, the
+  // kernel closes the process's sockets and shared mappings while it is still exiting (state R or D, flag
+  // PF_EXITING): a neighbour that sees the connection close and aborts in turn can make a third rank look
+  // at this one in that window, so an exiting process counts as dead too.
+  size_t close = stat.rfind(')');  // the command name may itself hold ')' and spaces
+  if (close == std::string::npos || close + 2 >= stat.size()) return false;
+  char state = stat[close + 2];
+  if (state == 'Z' || state == 'X') return true;
+  // Fields after the state: ppid pgrp session tty_nr tpgid flags.
+  unsigned long long flags = 0;
+  if (sscanf(stat.c_str() + close + 2, "%*c %*d %*d %*d %*d %*d %llu", &flags) != 1) return false;
+  return (flags & kPfExiting) != 0;
+}
+
 bool peerProcessAlive(const PeerInfo& me, const PeerInfo& peer) {
   if (me.pidNsHash != peer.pidNsHash || peer.pid <= 0) return true;
   if (peer.pid == me.pid) return true;
   if (kill(peer.pid, 0) != 0 && errno == ESRCH) return false;
-  // A killed child stays a zombie until its parent reaps it: treat state Z/X as dead.
   char path[64];
   snprintf(path, sizeof(path), "/proc/%d/stat", peer.pid);
   std::string stat = readFirstLine(path);
-  if (stat.empty()) return false;
-  size_t close = stat.rfind(')');
-  if (close != std::string::npos && close + 2 < stat.size()) {
-    char state = stat[close + 2];
-    if (state == 'Z' || state == 'X') return false;
-  }
-  return true;
+  return !stat.empty() && !procStatSaysExiting(stat);
 }
 
 }  // namespace braid

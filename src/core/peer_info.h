@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 namespace braid {
@@ -29,7 +30,9 @@ inline bool sameShmDomain(const PeerInfo& me, const PeerInfo& peer) {
 }
 
 // Liveness: returns false only when we can tell for sure the peer process is gone (same pid namespace,
-// and /proc/<pid> missing or a zombie). Peers we cannot observe are assumed alive.
+// and /proc/<pid> missing, a zombie, or already exiting). Peers we cannot observe are assumed alive.
 bool peerProcessAlive(const PeerInfo& me, const PeerInfo& peer);
+// True when a /proc/<pid>/stat line shows a zombie, a dead task or one inside exit (PF_EXITING).
+bool procStatSaysExiting(const std::string& statLine);
 
 }  // namespace braid

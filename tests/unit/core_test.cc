@@ -178,6 +178,28 @@ TEST(Wait, DeadPeerDetectedByPid) {
   EXPECT_TRUE(peerProcessAlive(me, me));
 }
 
+// The parser behind liveness: a process inside exit (PF_EXITING, 0x4) has already closed its sockets, so
+// it counts as gone before it is a zombie; a command name with ") " in it must not shift the fields.
+TEST(Wait, ProcStatExitingCountsAsGone) {
+  EXPECT_FALSE(procStatSaysExiting("4242 (rank) S 1 4242 4242 0 -1 4194560 120 0 0 0"));
+  EXPECT_TRUE(procStatSaysExiting("4242 (rank) R 1 4242 4242 0 -1 4194564 120 0 0 0"));
+  EXPECT_TRUE(procStatSaysExiting("4242 (rank) D 1 4242 4242 0 -1 4 120 0 0 0"));
+  EXPECT_TRUE(procStatSaysExiting("4242 (rank) Z 1 4242 4242 0 -1 4194560 120 0 0 0"));
+  EXPECT_TRUE(procStatSaysExiting("4242 (rank) X 1 4242 4242 0 -1 0 120 0 0 0"));
+  EXPECT_FALSE(procStatSaysExiting("4242 (a) R 1 (b) S 1 4242 4242 0 -1 4194560 1"));
+  EXPECT_TRUE(procStatSaysExiting("4242 (a) Z (b) R 1 4242 4242 0 -1 4194564 1"));
+  EXPECT_FALSE(procStatSaysExiting("4242 (truncated"));
+  EXPECT_FALSE(procStatSaysExiting(""));
+  // This process is alive and not exiting.
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/stat", (int)getpid());
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  ASSERT_FALSE(line.empty());
+  EXPECT_FALSE(procStatSaysExiting(line)) << line;
+}
+
 // PeerWatch: a child process (rank 1) stays alive for a while, then exits; the watch fires once, after the
 // exit and the grace, with a message naming rank 1 and its pid, and never while the child lives.
 TEST(PeerWatch, FiresOnceWhenAPeerDies) {
