@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
+#include "collectives/reduce_ops.h"
 #include "device/op128.h"
 
 #ifdef __CUDACC__
@@ -116,9 +118,10 @@ __device__ __forceinline__ void rcPacks(const Fn& fn, int tid, int nthreads, con
   }
 }
 
-// All threads of the CTA call this with the same arguments. s1/d1 are ignored unless M uses them.
+// The body of reduceCopy (below).
 template <typename T, typename Fn, typename M>
-__device__ void reduceCopy(const Fn& fn, int tid, int nthreads, const T* s0, const T* s1, T* d0, T* d1, size_t n) {
+__device__ __forceinline__ void reduceCopyBody(const Fn& fn, int tid, int nthreads, const T* s0, const T* s1, T* d0,
+                                               T* d1, size_t n) {
   if (n == 0) return;
   const uintptr_t mis = reinterpret_cast<uintptr_t>(s0) & 15;
   bool same = (reinterpret_cast<uintptr_t>(d0) & 15) == mis;
@@ -141,6 +144,38 @@ __device__ void reduceCopy(const Fn& fn, int tid, int nthreads, const T* s0, con
                              nPacks);
   const size_t done = head + nPacks * kPerPack;
   if (done < n) rcScalar<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, done, n);
+}
+
+// Whether a reducing kernel of T calls reduceCopy out of line: one copy per (T, Fn, mode) in the kernel,
+// called from every primitive, instead of the unrolled loop inlined at each of the ring schedules' ~20
+// primitive calls. Measured on sm_90 with nvcc 13.0 (--resource-usage, 2-core build machine): inlined,
+// the kernels of the 1-byte types, half and the integers spilled registers (16-300 bytes), and their
+// objects took most of a clean build (an fp8 object ~70 s, int8 ~62 s); out of line they do not spill and
+// compile 2-4x faster (16 s, 28 s). float, double and bfloat16 kernels do not spill inlined and stay as
+// they were measured against NCCL; so do the byte-copy kernels (all-gather, broadcast, p2p).
+template <typename T>
+struct RcOutlineType
+    : std::integral_constant<bool, sizeof(T) == 1 || std::is_integral<T>::value || std::is_same<T, Half>::value> {};
+template <typename T, typename Fn>
+constexpr bool kRcOutline = RcOutlineType<T>::value && !std::is_same<Fn, FuncCopy>::value;
+
+// Out of line: the functor comes by value (a reference would put stateful ones, pre-multiplied sums and
+// integer averages, in a stack frame).
+template <typename T, typename Fn, typename M>
+__device__ __noinline__ void reduceCopyOutlined(const Fn fn, int tid, int nthreads, const T* s0, const T* s1, T* d0,
+                                                T* d1, size_t n) {
+  reduceCopyBody<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, n);
+}
+
+// All threads of the CTA call this with the same arguments. s1/d1 are ignored unless M uses them.
+template <typename T, typename Fn, typename M>
+__device__ __forceinline__ void reduceCopy(const Fn& fn, int tid, int nthreads, const T* s0, const T* s1, T* d0, T* d1,
+                                           size_t n) {
+  if constexpr (kRcOutline<T, Fn>) {
+    reduceCopyOutlined<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, n);
+  } else {
+    reduceCopyBody<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, n);
+  }
 }
 
 }  // namespace braid
