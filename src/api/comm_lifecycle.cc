@@ -3,11 +3,13 @@
 // because the parts it holds (connections, executor) are complete only here.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
 
 #include "api/api_common.h"
+#include "api/group.h"
 #include "collectives/device_comm.h"
 #include "collectives/host_executor.h"
 #include "collectives/tuner.h"
@@ -62,16 +64,43 @@ ncclResult_t parseConfig(const ncclConfig_t* cfg, const char* fn, CommConfig* ou
       return recordError(ncclInvalidArgument, "%s: config.blocking must be 0 or 1, not %d", fn, cfg->blocking);
     out->blocking = cfg->blocking;
   }
-  if (has(offsetof(ncclConfig_t, minCTAs), sizeof(int)) && cfg->minCTAs != NCCL_CONFIG_UNDEF_INT)
+  if (has(offsetof(ncclConfig_t, minCTAs), sizeof(int)) && cfg->minCTAs != NCCL_CONFIG_UNDEF_INT) {
+    if (cfg->minCTAs <= 0)
+      return recordError(ncclInvalidArgument, "%s: config.minCTAs must be positive, not %d", fn, cfg->minCTAs);
     out->minChannels = cfg->minCTAs;
-  if (has(offsetof(ncclConfig_t, maxCTAs), sizeof(int)) && cfg->maxCTAs != NCCL_CONFIG_UNDEF_INT)
+  }
+  if (has(offsetof(ncclConfig_t, maxCTAs), sizeof(int)) && cfg->maxCTAs != NCCL_CONFIG_UNDEF_INT) {
+    if (cfg->maxCTAs <= 0)
+      return recordError(ncclInvalidArgument, "%s: config.maxCTAs must be positive, not %d", fn, cfg->maxCTAs);
     out->maxChannels = cfg->maxCTAs;
+  }
   if (out->minChannels != -1 && out->maxChannels != -1 && out->minChannels > out->maxChannels)
     return recordError(ncclInvalidArgument, "%s: config.minCTAs %d > config.maxCTAs %d", fn, out->minChannels,
                        out->maxChannels);
   if (has(offsetof(ncclConfig_t, commName), sizeof(char*)) && cfg->commName != nullptr) out->name = cfg->commName;
-  if (has(offsetof(ncclConfig_t, splitShare), sizeof(int)) && cfg->splitShare != NCCL_CONFIG_UNDEF_INT)
+  if (has(offsetof(ncclConfig_t, splitShare), sizeof(int)) && cfg->splitShare != NCCL_CONFIG_UNDEF_INT) {
+    if (cfg->splitShare != 0 && cfg->splitShare != 1)
+      return recordError(ncclInvalidArgument, "%s: config.splitShare must be 0 or 1, not %d", fn, cfg->splitShare);
     out->splitShare = cfg->splitShare;
+  }
+  // Fields Braid accepts but does not act on (no CGA clusters, CollNet or NVLS here) are still checked, so a
+  // wrong value fails here as it would with NCCL instead of being silently taken.
+  auto flag01 = [&](size_t off, int v, const char* field) -> ncclResult_t {
+    if (has(off, sizeof(int)) && v != NCCL_CONFIG_UNDEF_INT && v != 0 && v != 1)
+      return recordError(ncclInvalidArgument, "%s: config.%s must be 0 or 1, not %d", fn, field, v);
+    return ncclSuccess;
+  };
+  BRAID_CHECK(flag01(offsetof(ncclConfig_t, collnetEnable), cfg->collnetEnable, "collnetEnable"));
+  BRAID_CHECK(flag01(offsetof(ncclConfig_t, shrinkShare), cfg->shrinkShare, "shrinkShare"));
+  if (has(offsetof(ncclConfig_t, cgaClusterSize), sizeof(int)) && cfg->cgaClusterSize != NCCL_CONFIG_UNDEF_INT &&
+      cfg->cgaClusterSize < 0)
+    return recordError(ncclInvalidArgument, "%s: config.cgaClusterSize must be >= 0, not %d", fn, cfg->cgaClusterSize);
+  if (has(offsetof(ncclConfig_t, CTAPolicy), sizeof(int)) && cfg->CTAPolicy != NCCL_CONFIG_UNDEF_INT &&
+      (cfg->CTAPolicy & ~(NCCL_CTA_POLICY_EFFICIENCY | NCCL_CTA_POLICY_ZERO)) != 0)
+    return recordError(ncclInvalidArgument, "%s: config.CTAPolicy 0x%x has unknown bits", fn, cfg->CTAPolicy);
+  if (has(offsetof(ncclConfig_t, nvlsCTAs), sizeof(int)) && cfg->nvlsCTAs != NCCL_CONFIG_UNDEF_INT &&
+      cfg->nvlsCTAs <= 0)
+    return recordError(ncclInvalidArgument, "%s: config.nvlsCTAs must be positive, not %d", fn, cfg->nvlsCTAs);
   return ncclSuccess;
 }
 
@@ -158,12 +187,13 @@ ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   comm->nranks = nranks;
   comm->config = config;
   comm->commHash = idData.secret;
-  if (config.blocking) {
+  if (config.blocking && !inGroup()) {
     BRAID_CHECK(initBody(comm.get(), id));
     *out = comm.release();
     return ncclSuccess;
   }
-  // Nonblocking: the handle is valid at once; ncclCommGetAsyncError reports ncclInProgress until done.
+  // Nonblocking, or inside a group: the handle is valid at once; ncclCommGetAsyncError reports
+  // ncclInProgress until the init thread is done.
   ncclComm* c = comm.release();
   c->asyncError.store(ncclInProgress);
   // The comm belongs to the caller's current device, not to whatever device the init thread starts on.
@@ -172,18 +202,39 @@ ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
     cudaGetLastError();
     callerDev = -1;
   }
-  c->initThread = std::thread([c, id, callerDev]() {
-    ErrorScope scope;
-    if (callerDev >= 0) cudaSetDevice(callerDev);
-    ncclResult_t res = initBody(c, id);
-    if (res != ncclSuccess) {
-      std::string msg = pendingError().empty() ? errorString(res) : pendingError();
-      c->setLastError(msg);
-      setThreadLastError(msg);
-    }
-    c->asyncError.store(res);
-  });
+  auto start = [c, id, callerDev]() {
+    std::lock_guard<std::mutex> lock(c->initMu);  // a group's handle is already out: others may look at it
+    c->initThread = std::thread([c, id, callerDev]() {
+      ErrorScope scope;
+      if (callerDev >= 0) cudaSetDevice(callerDev);
+      ncclResult_t res = initBody(c, id);
+      if (res != ncclSuccess) {
+        std::string msg = pendingError().empty() ? errorString(res) : pendingError();
+        c->setLastError(msg);
+        setThreadLastError(msg);
+      }
+      c->asyncError.store(res);
+    });
+  };
   *out = c;
+  if (inGroup()) {
+    // NCCL's one-thread-many-GPUs pattern (ncclGroupStart; ncclCommInitRank per GPU; ncclGroupEnd): the
+    // inits start together at the outermost ncclGroupEnd (one waiting here would block the thread that must
+    // start its peers); a blocking comm's init is also finished there.
+    const bool blocking = config.blocking != 0;
+    deferGroupInit(start, [c, blocking]() -> ncclResult_t {
+      if (!blocking) return ncclSuccess;
+      {
+        std::lock_guard<std::mutex> lock(c->initMu);
+        if (c->initThread.joinable()) c->initThread.join();
+      }
+      const ncclResult_t res = static_cast<ncclResult_t>(c->asyncError.load());
+      if (res != ncclSuccess) return recordError(res, "rank %d: %s", c->rank, c->getLastError().c_str());
+      return ncclSuccess;
+    });
+    return config.blocking ? ncclSuccess : ncclInProgress;
+  }
+  start();
   return ncclInProgress;
 }
 
@@ -208,6 +259,14 @@ void destroyComm(ncclComm* comm, bool abort) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  // An abort while another thread's open group holds ops of this comm: that group's ncclGroupEnd will still
+  // look at it (and report the abort), so it stays allocated.
+  if (comm->groupQueued.load() > 0) {
+    BRAID_WARN("rank %d: ncclCommAbort while %d operation(s) of the communicator are queued in another thread's "
+               "open group; not freeing it",
+               comm->rank, comm->groupQueued.load());
+    return;
+  }
   delete comm;
 }
 
@@ -231,8 +290,9 @@ BRAID_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nrank
           ncclUniqueId* commIds, ncclConfig_t* config) {
   return apiCall("ncclCommInitRankScalable", nullptr, [&]() -> ncclResult_t {
     BRAID_CHECK(checkPtr(commIds, "commIds", "ncclCommInitRankScalable"));
-    if (nId < 1)
-      return recordError(ncclInvalidArgument, "ncclCommInitRankScalable: nId %d is invalid (must be >= 1)", nId);
+    if (nId < 1 || nId > nranks)
+      return recordError(ncclInvalidArgument, "ncclCommInitRankScalable: nId %d is invalid (must be 1..nranks %d)",
+                         nId, nranks);
     // One root serves any number of ranks here; the first id is the one every rank shares.
     return commInit(newcomm, nranks, commIds[0], myrank, config, "ncclCommInitRankScalable");
   });
@@ -242,6 +302,28 @@ BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int*
   return apiCall("ncclCommInitAll", nullptr, [&]() -> ncclResult_t {
     BRAID_CHECK(checkPtr(comms, "comms", "ncclCommInitAll"));
     if (ndev < 1) return recordError(ncclInvalidArgument, "ncclCommInitAll: ndev %d is invalid (must be >= 1)", ndev);
+    // Every entry is written (a comm or NULL) whatever happens, so the cleanup below and the caller never see
+    // what the array held before.
+    for (int i = 0; i < ndev; ++i) comms[i] = nullptr;
+    // Devices are checked before any rank starts: a rank that cannot start would leave the others waiting
+    // for it in the bootstrap until its timeout.
+    const bool devices = !params::HostComm() && gpusVisible();
+    int nDevices = 0;
+    if (devices && cudaGetDeviceCount(&nDevices) != cudaSuccess) {
+      cudaGetLastError();
+      nDevices = 0;
+    }
+    for (int i = 0; i < ndev; ++i) {
+      const int d = devlist ? devlist[i] : i;
+      if (d < 0 || (devices && d >= nDevices)) {
+        if (devlist)
+          return recordError(ncclInvalidArgument, "ncclCommInitAll: devlist[%d] = %d is not a device (%d visible)", i,
+                             d, nDevices);
+        return recordError(ncclInvalidArgument,
+                           "ncclCommInitAll: ndev %d with devlist NULL needs %d devices, %d are visible", ndev, ndev,
+                           nDevices);
+      }
+    }
     if (devlist != nullptr)
       for (int i = 0; i < ndev; ++i)
         for (int j = 0; j < i; ++j)
@@ -257,7 +339,7 @@ BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int*
       threads.emplace_back([&, i]() {
         ErrorScope scope;
         // Rank i drives device devlist[i] (or i): the device is chosen by the thread that creates the comm.
-        if (!params::HostComm() && gpusVisible()) {
+        if (devices) {
           cudaError_t e = cudaSetDevice(devlist ? devlist[i] : i);
           if (e != cudaSuccess) {
             results[i] = recordError(ncclInvalidArgument, "ncclCommInitAll: cannot use device %d (devlist[%d]): %s",
@@ -283,6 +365,7 @@ BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int*
 BRAID_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   return apiCall("ncclCommFinalize", comm, [&]() -> ncclResult_t {
     BRAID_CHECK(checkComm(comm, "ncclCommFinalize"));
+    BRAID_CHECK(checkInitDone(comm, "ncclCommFinalize"));
     // Host communicators complete every operation before returning, so there is nothing left to flush.
     comm->finalized = true;
     return ncclSuccess;
@@ -293,6 +376,17 @@ BRAID_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   return apiCall("ncclCommDestroy", nullptr, [&]() -> ncclResult_t {
     if (comm == nullptr) return ncclSuccess;
     BRAID_CHECK(checkComm(comm, "ncclCommDestroy"));
+    // Freeing it would leave the group's ncclGroupEnd with a dangling communicator.
+    if (int mine = groupOpsOf(comm))
+      return recordError(ncclInvalidUsage,
+                         "ncclCommDestroy: %d operation(s) of this communicator are queued in an open group on this "
+                         "thread (ncclGroupStart without ncclGroupEnd); end the group first, or use ncclCommAbort",
+                         mine);
+    if (int queued = comm->groupQueued.load())
+      return recordError(ncclInvalidUsage,
+                         "ncclCommDestroy: %d operation(s) of this communicator are queued in another thread's open "
+                         "group; end that group first",
+                         queued);
     destroyComm(comm, false);
     return ncclSuccess;
   });
@@ -302,6 +396,11 @@ BRAID_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   return apiCall("ncclCommAbort", nullptr, [&]() -> ncclResult_t {
     if (comm == nullptr) return ncclSuccess;
     BRAID_CHECK(checkComm(comm, "ncclCommAbort"));
+    // Ops of this comm in the caller's open group are dropped; that group's end then fails and runs nothing.
+    char reason[160];
+    snprintf(reason, sizeof(reason), "rank %d: its communicator was aborted (ncclCommAbort) while queued", comm->rank);
+    if (int dropped = dropGroupOps(comm, reason))
+      BRAID_INFO(kSubInit, "ncclCommAbort: dropped %d operation(s) queued in this thread's open group", dropped);
     destroyComm(comm, true);
     return ncclSuccess;
   });
@@ -400,6 +499,7 @@ BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, nccl
           ncclConfig_t* config) {
   return apiCall("ncclCommSplit", comm, [&]() -> ncclResult_t {
     BRAID_CHECK(checkComm(comm, "ncclCommSplit"));
+    BRAID_CHECK(checkInitDone(comm, "ncclCommSplit"));
     BRAID_CHECK(checkPtr(newcomm, "newcomm", "ncclCommSplit"));
     RankTag tag(comm->rank);
     *newcomm = nullptr;
@@ -438,6 +538,7 @@ BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, 
           ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   return apiCall("ncclCommShrink", comm, [&]() -> ncclResult_t {
     BRAID_CHECK(checkComm(comm, "ncclCommShrink"));
+    BRAID_CHECK(checkInitDone(comm, "ncclCommShrink"));
     BRAID_CHECK(checkPtr(newcomm, "newcomm", "ncclCommShrink"));
     RankTag tag(comm->rank);
     *newcomm = nullptr;

@@ -4,9 +4,11 @@
 // rank's ops can only complete together with its peers'.
 #include "api/group.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -24,16 +26,13 @@ struct GroupState {
   ncclResult_t error = ncclSuccess;
   std::string errorMsg;
   std::vector<std::pair<ncclComm*, OpDesc>> ops;
+  std::vector<std::pair<std::function<void()>, std::function<ncclResult_t()>>> inits;  // deferGroupInit
 };
 thread_local GroupState tGroup;
 
 ncclResult_t checkCommUsable(ncclComm* comm) {
+  BRAID_CHECK(checkInitDone(comm, "collective"));
   int async = comm->asyncError.load();
-  if (async == ncclInProgress) {
-    std::lock_guard<std::mutex> lock(comm->initMu);
-    if (comm->initThread.joinable()) comm->initThread.join();
-    async = comm->asyncError.load();
-  }
   if (async != ncclSuccess)
     return recordError(static_cast<ncclResult_t>(async),
                        "rank %d: communicator has an error from earlier (%s): %s; abort or destroy it", comm->rank,
@@ -115,6 +114,17 @@ class GroupWorkers {
   size_t idle_ = 0;  // workers not running a task (some may not have picked up a queued one yet)
 };
 
+// This thread's group no longer holds its ops (they run or are discarded now): release the communicators'
+// counts of queued ops. After this a destroy from another thread waits for a running batch to leave
+// (CommUse in runBatch) instead of being refused.
+void releaseQueued(const std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
+  for (auto& entry : queued) entry.first->groupQueued.fetch_sub(1);
+}
+void clearQueue(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
+  releaseQueued(queued);
+  queued.clear();
+}
+
 ncclResult_t flush(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
   std::vector<ncclComm*> order;
   std::map<ncclComm*, std::vector<OpDesc>> perComm;
@@ -155,9 +165,39 @@ void noteGroupError(ncclResult_t res) {
   }
 }
 
+void deferGroupInit(std::function<void()> start, std::function<ncclResult_t()> finish) {
+  tGroup.inits.emplace_back(std::move(start), std::move(finish));
+}
+
+int groupOpsOf(const ncclComm* comm) {
+  int n = 0;
+  for (auto& entry : tGroup.ops) n += entry.first == comm;
+  return n;
+}
+
+int dropGroupOps(ncclComm* comm, const char* reason) {
+  int n = 0;
+  auto& ops = tGroup.ops;
+  for (size_t i = 0; i < ops.size();) {
+    if (ops[i].first == comm) {
+      comm->groupQueued.fetch_sub(1);
+      ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(i));
+      ++n;
+    } else {
+      ++i;
+    }
+  }
+  if (n > 0 && tGroup.error == ncclSuccess) {
+    tGroup.error = ncclInvalidUsage;
+    tGroup.errorMsg = reason;
+  }
+  return n;
+}
+
 ncclResult_t enqueueOp(ncclComm* comm, const OpDesc& op) {
   if (tGroup.depth > 0) {
     tGroup.ops.emplace_back(comm, op);
+    comm->groupQueued.fetch_add(1);
     return ncclSuccess;
   }
   std::vector<std::pair<ncclComm*, OpDesc>> one{{comm, op}};
@@ -175,58 +215,122 @@ BRAID_API(ncclResult_t, ncclGroupStart, void) {
   });
 }
 
+namespace braid {
+namespace {
+// Runs this thread's queued ops. The communicators are marked in use before their queued counts drop, so a
+// destroy on another thread either is refused (ops queued) or waits for this call (in use), never frees one
+// in between.
+ncclResult_t runQueued() {
+  std::vector<std::unique_ptr<CommUse>> uses;
+  std::vector<ncclComm*> seen;
+  for (auto& entry : tGroup.ops)
+    if (std::find(seen.begin(), seen.end(), entry.first) == seen.end()) {
+      seen.push_back(entry.first);
+      uses.push_back(std::make_unique<CommUse>(entry.first));
+    }
+  releaseQueued(tGroup.ops);
+  return flush(tGroup.ops);
+}
+
+// The outermost end of a group: a recorded argument error discards the ops and is returned; otherwise
+// `finish` consumes them (runs them, or estimates their time).
+template <typename Finish>
+ncclResult_t endOutermost(const char* fn, Finish finish) {
+  // Communicator inits of the group first: all start, then the blocking ones are waited for.
+  auto inits = std::move(tGroup.inits);
+  tGroup.inits.clear();
+  for (auto& init : inits) init.first();
+  ncclResult_t initRes = ncclSuccess;
+  std::string initMsg;
+  for (auto& init : inits) {
+    ncclResult_t r = init.second();
+    if (r != ncclSuccess && initRes == ncclSuccess) {
+      initRes = r;
+      initMsg = pendingError();
+    }
+  }
+  if (initRes != ncclSuccess) {
+    tGroup.error = ncclSuccess;
+    tGroup.errorMsg.clear();
+    clearQueue(tGroup.ops);
+    return recordError(initRes, "%s: a communicator init of the group failed, nothing else was executed: %s", fn,
+                       initMsg.c_str());
+  }
+  if (tGroup.error != ncclSuccess) {
+    ncclResult_t res = tGroup.error;
+    std::string msg = tGroup.errorMsg;
+    tGroup.error = ncclSuccess;
+    tGroup.errorMsg.clear();
+    clearQueue(tGroup.ops);
+    return recordError(res, "%s: an operation of the group was invalid, nothing was executed: %s", fn, msg.c_str());
+  }
+  return finish();
+}
+}  // namespace
+}  // namespace braid
+
 BRAID_API(ncclResult_t, ncclGroupEnd, void) {
   return apiCall("ncclGroupEnd", nullptr, [&]() -> ncclResult_t {
     if (tGroup.depth == 0)
       return recordError(ncclInvalidUsage, "ncclGroupEnd: called without a matching ncclGroupStart");
     if (--tGroup.depth > 0) return ncclSuccess;
-    if (tGroup.error != ncclSuccess) {
-      ncclResult_t res = tGroup.error;
-      std::string msg = tGroup.errorMsg;
-      tGroup.error = ncclSuccess;
-      tGroup.errorMsg.clear();
-      tGroup.ops.clear();
-      return recordError(res, "ncclGroupEnd: an operation of the group was invalid, nothing was executed: %s",
-                         msg.c_str());
-    }
-    return flush(tGroup.ops);
+    return endOutermost("ncclGroupEnd", [] { return runQueued(); });
   });
 }
 
+// As in NCCL: a null simInfo ends the group normally (its ops run); a simInfo with a wrong magic still ends
+// the group (nothing runs) and is ncclInvalidArgument, so the thread never stays stuck inside a group.
 BRAID_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   return apiCall("ncclGroupSimulateEnd", nullptr, [&]() -> ncclResult_t {
-    BRAID_CHECK(checkPtr(simInfo, "simInfo", "ncclGroupSimulateEnd"));
-    if (simInfo->magic != 0x74685283u)
-      return recordError(ncclInvalidArgument,
-                         "ncclGroupSimulateEnd: simInfo magic 0x%x is wrong (use NCCL_SIM_INFO_INITIALIZER)",
-                         simInfo->magic);
     if (tGroup.depth == 0)
       return recordError(ncclInvalidUsage, "ncclGroupSimulateEnd: called without a matching ncclGroupStart");
-    if (--tGroup.depth > 0) return ncclSuccess;
-    // The cost model's time of each op as its communicator would plan it (agreed configuration, the ring's
-    // path, what the executor can run); ops are separate launches today, so their times add up.
-    TunerConfig cfg;
-    ncclResult_t bad = loadTunerConfig(&cfg);  // a bad NCCL_ALGO/NCCL_PROTO is an error here too
-    double us = 0;
-    for (auto& [comm, op] : tGroup.ops) {
-      double t = -1;
-      if (comm->devExec) {
-        t = comm->devExec->predictUs(op);
-      } else if (comm->exec) {
-        t = comm->exec->predictUs(op);
-      }
-      if (t < 0) {
-        TuneRequest r = makeTuneRequest(op, comm->nranks,
-                                        comm->hostComm ? TransportClass::HostShm : TransportClass::P2pNvlink);
-        r.connectedChannels = comm->nChannels;
-        t = tune(r, cfg).predictedUs;
-      }
-      us += t;
+    const bool badMagic = simInfo != nullptr && simInfo->magic != 0x74685283u;
+    if (--tGroup.depth > 0) {
+      if (badMagic)
+        return recordError(ncclInvalidArgument,
+                           "ncclGroupSimulateEnd: simInfo magic 0x%x is wrong (use NCCL_SIM_INFO_INITIALIZER)",
+                           simInfo->magic);
+      return ncclSuccess;
     }
-    tGroup.ops.clear();
-    tGroup.error = ncclSuccess;
-    BRAID_CHECK(bad);
-    simInfo->estimatedTime = static_cast<float>(us);
-    return ncclSuccess;
+    if (badMagic) {
+      const unsigned magic = simInfo->magic;
+      ncclResult_t res = endOutermost("ncclGroupSimulateEnd", [] {
+        clearQueue(tGroup.ops);
+        return ncclSuccess;
+      });
+      if (res != ncclSuccess) return res;
+      return recordError(ncclInvalidArgument,
+                         "ncclGroupSimulateEnd: simInfo magic 0x%x is wrong (use NCCL_SIM_INFO_INITIALIZER); the "
+                         "group was ended and its operations discarded",
+                         magic);
+    }
+    if (simInfo == nullptr)
+      return endOutermost("ncclGroupSimulateEnd", [] { return runQueued(); });
+    return endOutermost("ncclGroupSimulateEnd", [&]() -> ncclResult_t {
+      // The cost model's time of each op as its communicator would plan it (agreed configuration, the ring's
+      // path, what the executor can run); ops are separate launches today, so their times add up.
+      TunerConfig cfg;
+      ncclResult_t bad = loadTunerConfig(&cfg);  // a bad NCCL_ALGO/NCCL_PROTO is an error here too
+      double us = 0;
+      for (auto& [comm, op] : tGroup.ops) {
+        double t = -1;
+        if (comm->devExec) {
+          t = comm->devExec->predictUs(op);
+        } else if (comm->exec) {
+          t = comm->exec->predictUs(op);
+        }
+        if (t < 0) {
+          TuneRequest r = makeTuneRequest(op, comm->nranks,
+                                          comm->hostComm ? TransportClass::HostShm : TransportClass::P2pNvlink);
+          r.connectedChannels = comm->nChannels;
+          t = tune(r, cfg).predictedUs;
+        }
+        us += t;
+      }
+      clearQueue(tGroup.ops);
+      BRAID_CHECK(bad);
+      simInfo->estimatedTime = static_cast<float>(us);
+      return ncclSuccess;
+    });
   });
 }

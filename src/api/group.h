@@ -2,6 +2,8 @@
 // executed together at the outermost ncclGroupEnd; outside a group each op is a group of one.
 #pragma once
 
+#include <functional>
+
 #include "collectives/op_desc.h"
 #include "nccl.h"
 
@@ -13,4 +15,13 @@ ncclResult_t enqueueOp(ncclComm* comm, const OpDesc& op);
 // Records an argument error raised inside a group: the group's ncclGroupEnd fails and discards its ops.
 void noteGroupError(ncclResult_t res);
 bool inGroup();
+// A communicator init called inside a group: `start` launches it at the outermost group end (all such inits
+// together, before the group's ops run); `finish` then waits for it where it must complete there (blocking
+// comms) and returns its error.
+void deferGroupInit(std::function<void()> start, std::function<ncclResult_t()> finish);
+// Operations of `comm` queued in this thread's open group.
+int groupOpsOf(const ncclComm* comm);
+// Removes them from this thread's group (which then fails at its ncclGroupEnd with the recorded `reason`);
+// returns how many there were. For ncclCommAbort: the group must not run them on a freed communicator.
+int dropGroupOps(ncclComm* comm, const char* reason);
 }  // namespace braid

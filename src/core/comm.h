@@ -85,6 +85,9 @@ struct ncclComm {
   // API calls running on this communicator (a host collective runs inside the call). ncclCommAbort from
   // another thread (a framework's watchdog) waits for them to leave before freeing the communicator.
   std::atomic<int> activeCalls{0};
+  // Operations of this communicator queued in open groups (any thread): destroy refuses while any wait, and
+  // abort does not free the communicator under them (the groups' ncclGroupEnd then reports the abort).
+  std::atomic<int> groupQueued{0};
 
   void setLastError(const std::string& msg);
   std::string getLastError();

@@ -1,0 +1,281 @@
+// API misuse and the less common lifecycle patterns on host communicators, each in a child process: comms
+// created inside a group from one thread (NCCL's many-GPUs-per-thread pattern), destroy/abort of a comm
+// whose ops sit in an open group, ncclGroupSimulateEnd with a null or bad simInfo, using a comm before its
+// nonblocking init finished, ncclCommInitAll's device list, and config fields out of range. Each misuse must
+// give a clear error naming the argument, and leave the thread and the other comms usable.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mp/common/harness.h"
+#include "nccl.h"
+
+namespace {
+
+ncclResult_t waitReady(ncclComm_t comm, double seconds) {
+  const double end = mp::nowSec() + seconds;
+  ncclResult_t st = ncclInProgress;
+  while (mp::nowSec() < end) {
+    ncclResult_t r = ncclCommGetAsyncError(comm, &st);
+    if (r != ncclSuccess) return r;
+    if (st != ncclInProgress) return st;
+    usleep(1000);
+  }
+  return ncclInProgress;
+}
+
+mp::Options oneProcess() {
+  mp::Options o;
+  o.idSource = mp::IdSource::kNone;
+  o.timeoutSec = 60;
+  o.env = {{"BRAID_TIMEOUT", "20"}, {"BRAID_BOOTSTRAP_TIMEOUT", "20"}};
+  return o;
+}
+
+// All-reduces (sum of int32) over `comms` from this one thread in a group; checks every element.
+void allReduceAll(const std::vector<ncclComm_t>& comms, size_t count) {
+  const int n = static_cast<int>(comms.size());
+  std::vector<std::vector<int32_t>> in(n), out(n);
+  for (int i = 0; i < n; i++) {
+    in[i].resize(count);
+    for (size_t j = 0; j < count; j++) in[i][j] = static_cast<int32_t>(j * 3 + i * 100003);
+    out[i].assign(count, -7);
+  }
+  MP_NCCL_ASSERT(ncclGroupStart());
+  for (int i = 0; i < n; i++)
+    MP_NCCL_ASSERT(ncclAllReduce(in[i].data(), out[i].data(), count, ncclInt32, ncclSum, comms[i], nullptr));
+  MP_NCCL_ASSERT(ncclGroupEnd());
+  for (int i = 0; i < n; i++)
+    for (size_t j = 0; j < count; j++) {
+      int32_t want = 0;
+      for (int q = 0; q < n; q++) want = static_cast<int32_t>(static_cast<uint32_t>(want) + static_cast<uint32_t>(in[q][j]));
+      ASSERT_EQ(out[i][j], want) << "comm " << i << " element " << j;
+    }
+}
+
+// ncclGroupStart; ncclCommInitRank x 3 from one thread; ncclGroupEnd: the inits start together at the group
+// end (one blocking inside the group would wait forever for peers this thread has not started). Then the
+// same with nonblocking configs: ncclInProgress, ready after polling.
+TEST(ApiMisuse, CommInitInsideGroupFromOneThread) {
+  auto r = mp::runRanks(1, oneProcess(), [](mp::RankCtx&) {
+    const int n = 3;
+    for (int blocking = 1; blocking >= 0; --blocking) {
+      ncclUniqueId id;
+      MP_NCCL_ASSERT(ncclGetUniqueId(&id));
+      std::vector<ncclComm_t> comms(n, nullptr);
+      ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+      cfg.blocking = blocking;
+      mp::setStatus("group of %d inits (blocking=%d)", n, blocking);
+      const double t0 = mp::nowSec();
+      MP_NCCL_ASSERT(ncclGroupStart());
+      for (int i = 0; i < n; i++) {
+        ncclResult_t res = ncclCommInitRankConfig(&comms[i], n, id, i, &cfg);
+        ASSERT_EQ(res, blocking ? ncclSuccess : ncclInProgress) << ncclGetLastError(nullptr);
+        ASSERT_NE(comms[i], nullptr);
+      }
+      ncclResult_t end = ncclGroupEnd();
+      ASSERT_TRUE(end == ncclSuccess || (!blocking && end == ncclInProgress)) << ncclGetErrorString(end) << ": "
+                                                                               << ncclGetLastError(nullptr);
+      EXPECT_LT(mp::nowSec() - t0, 15.0) << "the inits must not wait for the bootstrap timeout";
+      for (int i = 0; i < n; i++) {
+        ASSERT_EQ(waitReady(comms[i], 15), ncclSuccess) << "comm " << i << ": " << ncclGetLastError(comms[i]);
+        int rank = -1;
+        MP_NCCL_ASSERT(ncclCommUserRank(comms[i], &rank));
+        EXPECT_EQ(rank, i);
+      }
+      allReduceAll(comms, 10007);
+      for (ncclComm_t c : comms) MP_NCCL_ASSERT(ncclCommDestroy(c));
+    }
+  });
+  mp::expectAllPassed(r);
+}
+
+// ncclCommDestroy of a comm whose op is queued in the open group is refused (it would leave the group with a
+// freed comm); the group then runs normally. ncclCommAbort drops the comm's queued ops, and the group's end
+// reports that instead of touching the freed comm.
+TEST(ApiMisuse, DestroyOrAbortWithOpsQueuedInAGroup) {
+  auto r = mp::runRanks(1, oneProcess(), [](mp::RankCtx&) {
+    const int n = 2;
+    std::vector<ncclComm_t> comms(n, nullptr);
+    MP_NCCL_ASSERT(ncclCommInitAll(comms.data(), n, nullptr));
+    const size_t count = 4099;
+    std::vector<float> in0(count, 1.5f), in1(count, 2.0f), out0(count, -1.f), out1(count, -1.f);
+    MP_NCCL_ASSERT(ncclGroupStart());
+    MP_NCCL_ASSERT(ncclAllReduce(in0.data(), out0.data(), count, ncclFloat32, ncclSum, comms[0], nullptr));
+    ncclResult_t res = ncclCommDestroy(comms[0]);
+    EXPECT_EQ(res, ncclInvalidUsage);
+    std::string msg = ncclGetLastError(nullptr);
+    EXPECT_TRUE(mp::containsCI(msg, "queued") && mp::containsCI(msg, "group")) << msg;
+    MP_NCCL_ASSERT(ncclAllReduce(in1.data(), out1.data(), count, ncclFloat32, ncclSum, comms[1], nullptr));
+    MP_NCCL_ASSERT(ncclGroupEnd());
+    for (size_t j = 0; j < count; j++) {
+      ASSERT_EQ(out0[j], 3.5f) << "element " << j;
+      ASSERT_EQ(out1[j], 3.5f) << "element " << j;
+    }
+    // Abort with queued ops: dropped, and the group's end fails without running anything.
+    std::fill(out1.begin(), out1.end(), -1.f);
+    MP_NCCL_ASSERT(ncclGroupStart());
+    MP_NCCL_ASSERT(ncclAllReduce(in0.data(), out0.data(), count, ncclFloat32, ncclSum, comms[0], nullptr));
+    MP_NCCL_ASSERT(ncclAllReduce(in1.data(), out1.data(), count, ncclFloat32, ncclSum, comms[1], nullptr));
+    MP_NCCL_ASSERT(ncclCommAbort(comms[0]));
+    res = ncclGroupEnd();
+    EXPECT_EQ(res, ncclInvalidUsage);
+    msg = ncclGetLastError(nullptr);
+    EXPECT_TRUE(mp::containsCI(msg, "aborted")) << msg;
+    EXPECT_EQ(out1[0], -1.f) << "nothing of the failed group may run";
+    EXPECT_EQ(out1[count - 1], -1.f);
+    // The thread is out of the group: a lone ncclGroupEnd is an error again.
+    EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+    MP_NCCL_ASSERT(ncclCommAbort(comms[1]));
+  });
+  mp::expectAllPassed(r);
+}
+
+// ncclGroupSimulateEnd(NULL) ends the group like ncclGroupEnd (the ops run); a bad magic still ends the group
+// (discarding its ops) and is ncclInvalidArgument; an invalid op of the group is reported, not simulated.
+TEST(ApiMisuse, GroupSimulateEndNullOrBadSimInfo) {
+  auto r = mp::runRanks(1, oneProcess(), [](mp::RankCtx&) {
+    const int n = 2;
+    std::vector<ncclComm_t> comms(n, nullptr);
+    MP_NCCL_ASSERT(ncclCommInitAll(comms.data(), n, nullptr));
+    const size_t count = 3001;
+    std::vector<int32_t> in0(count, 5), in1(count, 9), out0(count, -1), out1(count, -1);
+    MP_NCCL_ASSERT(ncclGroupStart());
+    MP_NCCL_ASSERT(ncclAllReduce(in0.data(), out0.data(), count, ncclInt32, ncclMax, comms[0], nullptr));
+    MP_NCCL_ASSERT(ncclAllReduce(in1.data(), out1.data(), count, ncclInt32, ncclMax, comms[1], nullptr));
+    MP_NCCL_ASSERT(ncclGroupSimulateEnd(nullptr));
+    for (size_t j = 0; j < count; j++) {
+      ASSERT_EQ(out0[j], 9) << "element " << j;
+      ASSERT_EQ(out1[j], 9) << "element " << j;
+    }
+
+    ncclSimInfo_t bad = NCCL_SIM_INFO_INITIALIZER;
+    bad.magic = 0x1234;
+    std::fill(out0.begin(), out0.end(), -1);
+    MP_NCCL_ASSERT(ncclGroupStart());
+    MP_NCCL_ASSERT(ncclAllReduce(in0.data(), out0.data(), count, ncclInt32, ncclSum, comms[0], nullptr));
+    EXPECT_EQ(ncclGroupSimulateEnd(&bad), ncclInvalidArgument);
+    EXPECT_TRUE(mp::containsCI(ncclGetLastError(nullptr), "magic")) << ncclGetLastError(nullptr);
+    EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage) << "the bad simInfo must still have ended the group";
+    EXPECT_EQ(out0[0], -1);
+
+    ncclSimInfo_t good = NCCL_SIM_INFO_INITIALIZER;
+    MP_NCCL_ASSERT(ncclGroupStart());
+    EXPECT_EQ(ncclAllReduce(in0.data(), out0.data(), count, (ncclDataType_t)77, ncclSum, comms[0], nullptr),
+              ncclInvalidArgument);
+    EXPECT_EQ(ncclGroupSimulateEnd(&good), ncclInvalidArgument) << "the group's invalid op must be reported";
+    EXPECT_TRUE(mp::containsCI(ncclGetLastError(nullptr), "datatype")) << ncclGetLastError(nullptr);
+
+    // A valid simulated group estimates a time and runs nothing; the comms still work afterwards.
+    MP_NCCL_ASSERT(ncclGroupStart());
+    MP_NCCL_ASSERT(ncclAllReduce(in0.data(), out0.data(), count, ncclInt32, ncclSum, comms[0], nullptr));
+    MP_NCCL_ASSERT(ncclGroupSimulateEnd(&good));
+    EXPECT_GT(good.estimatedTime, 0.f);
+    EXPECT_EQ(out0[0], -1);
+    std::fill(out1.begin(), out1.end(), -1);
+    MP_NCCL_ASSERT(ncclGroupStart());
+    MP_NCCL_ASSERT(ncclAllReduce(in0.data(), out0.data(), count, ncclInt32, ncclSum, comms[0], nullptr));
+    MP_NCCL_ASSERT(ncclAllReduce(in1.data(), out1.data(), count, ncclInt32, ncclSum, comms[1], nullptr));
+    MP_NCCL_ASSERT(ncclGroupEnd());
+    EXPECT_EQ(out0[count - 1], 14);
+    EXPECT_EQ(out1[0], 14);
+    for (ncclComm_t c : comms) MP_NCCL_ASSERT(ncclCommDestroy(c));
+  });
+  mp::expectAllPassed(r);
+}
+
+// A nonblocking init whose peer has not arrived yet: split, shrink, finalize and collectives on it are
+// ncclInvalidArgument at once (as in NCCL), not a race with the init thread or a block until it ends.
+TEST(ApiMisuse, CommUsedBeforeNonblockingInitFinished) {
+  auto r = mp::runRanks(1, oneProcess(), [](mp::RankCtx&) {
+    ncclUniqueId id;
+    MP_NCCL_ASSERT(ncclGetUniqueId(&id));
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    ncclComm_t c0 = nullptr, c1 = nullptr;
+    ASSERT_EQ(ncclCommInitRankConfig(&c0, 2, id, 0, &cfg), ncclInProgress) << ncclGetLastError(nullptr);
+    ncclComm_t sub = nullptr;
+    const double t0 = mp::nowSec();
+    EXPECT_EQ(ncclCommSplit(c0, 0, 0, &sub, nullptr), ncclInvalidArgument);
+    EXPECT_TRUE(mp::containsCI(ncclGetLastError(nullptr), "initialization")) << ncclGetLastError(nullptr);
+    EXPECT_EQ(sub, nullptr);
+    int excl = 1;
+    EXPECT_EQ(ncclCommShrink(c0, &excl, 1, &sub, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
+    float v = 1.f, w = 0.f;
+    EXPECT_EQ(ncclAllReduce(&v, &w, 1, ncclFloat32, ncclSum, c0, nullptr), ncclInvalidArgument);
+    EXPECT_TRUE(mp::containsCI(ncclGetLastError(nullptr), "initialization")) << ncclGetLastError(nullptr);
+    EXPECT_EQ(ncclCommFinalize(c0), ncclInvalidArgument);
+    EXPECT_LT(mp::nowSec() - t0, 2.0) << "misuse must be refused at once";
+    // The init itself is unharmed: the peer arrives, both become ready and work.
+    std::thread peer([&] { ncclCommInitRankConfig(&c1, 2, id, 1, &cfg); });
+    peer.join();
+    ASSERT_EQ(waitReady(c0, 15), ncclSuccess) << ncclGetLastError(c0);
+    ASSERT_EQ(waitReady(c1, 15), ncclSuccess) << ncclGetLastError(c1);
+    allReduceAll({c0, c1}, 999);
+    MP_NCCL_ASSERT(ncclCommDestroy(c0));
+    MP_NCCL_ASSERT(ncclCommDestroy(c1));
+  });
+  mp::expectAllPassed(r);
+}
+
+// ncclCommInitAll checks the device list before any rank starts, and writes every entry of comms (NULL on
+// failure) so neither its cleanup nor the caller sees stale handles.
+TEST(ApiMisuse, InitAllBadDeviceList) {
+  auto r = mp::runRanks(1, oneProcess(), [](mp::RankCtx&) {
+    ncclComm_t comms[3];
+    std::memset(comms, 0x5a, sizeof(comms));
+    int devs[3] = {0, -1, 2};
+    EXPECT_EQ(ncclCommInitAll(comms, 3, devs), ncclInvalidArgument);
+    EXPECT_TRUE(mp::containsCI(ncclGetLastError(nullptr), "devlist[1]")) << ncclGetLastError(nullptr);
+    for (ncclComm_t c : comms) EXPECT_EQ(c, nullptr);
+    int dup[2] = {3, 3};
+    std::memset(comms, 0x5a, sizeof(comms));
+    EXPECT_EQ(ncclCommInitAll(comms, 2, dup), ncclInvalidUsage);
+    EXPECT_EQ(comms[0], nullptr);
+    EXPECT_EQ(comms[1], nullptr);
+  });
+  mp::expectAllPassed(r);
+}
+
+// Config fields out of range are ncclInvalidArgument naming the field, before any rank waits on another.
+TEST(ApiMisuse, ConfigFieldsOutOfRange) {
+  auto r = mp::runRanks(1, oneProcess(), [](mp::RankCtx&) {
+    ncclUniqueId id;
+    MP_NCCL_ASSERT(ncclGetUniqueId(&id));
+    struct Bad {
+      const char* field;
+      void (*set)(ncclConfig_t*);
+    };
+    const Bad bads[] = {
+        {"minCTAs", [](ncclConfig_t* c) { c->minCTAs = 0; }},
+        {"maxCTAs", [](ncclConfig_t* c) { c->maxCTAs = -3; }},
+        {"splitShare", [](ncclConfig_t* c) { c->splitShare = 2; }},
+        {"collnetEnable", [](ncclConfig_t* c) { c->collnetEnable = 5; }},
+        {"shrinkShare", [](ncclConfig_t* c) { c->shrinkShare = -1; }},
+        {"cgaClusterSize", [](ncclConfig_t* c) { c->cgaClusterSize = -2; }},
+        {"CTAPolicy", [](ncclConfig_t* c) { c->CTAPolicy = 0x10; }},
+        {"nvlsCTAs", [](ncclConfig_t* c) { c->nvlsCTAs = 0; }},
+    };
+    for (const Bad& b : bads) {
+      ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+      b.set(&cfg);
+      ncclComm_t comm = reinterpret_cast<ncclComm_t>(0x1);
+      const double t0 = mp::nowSec();
+      EXPECT_EQ(ncclCommInitRankConfig(&comm, 2, id, 0, &cfg), ncclInvalidArgument) << b.field;
+      EXPECT_LT(mp::nowSec() - t0, 2.0) << b.field;
+      EXPECT_EQ(comm, nullptr) << b.field;
+      EXPECT_TRUE(mp::containsCI(ncclGetLastError(nullptr), b.field)) << ncclGetLastError(nullptr);
+    }
+    ncclComm_t comm = nullptr;
+    EXPECT_EQ(ncclCommInitRankScalable(&comm, 2, 0, 3, &id, nullptr), ncclInvalidArgument);
+    EXPECT_TRUE(mp::containsCI(ncclGetLastError(nullptr), "nId")) << ncclGetLastError(nullptr);
+  });
+  mp::expectAllPassed(r);
+}
+
+}  // namespace
