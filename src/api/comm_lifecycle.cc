@@ -114,6 +114,12 @@ bool gpusVisible() {
   return n > 0;
 }
 
+// The bootstrap's wait context follows the comm's, except for its abort flag (ncclComm::bootWait).
+void syncBootWait(ncclComm* comm) {
+  comm->bootWait = comm->wait;
+  comm->bootWait.abortFlag = &comm->bootstrapAbort;
+}
+
 // Everything after argument checks; runs on the caller's thread or the nonblocking init thread.
 ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   RankTag tag(comm->rank);
@@ -129,9 +135,11 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   comm->wait.timeoutSec = static_cast<double>(params::BootstrapTimeout());
   comm->wait.self = &comm->self;
   comm->wait.commName = comm->config.name.empty() ? "braid" : comm->config.name.c_str();
-  BRAID_CHECK(Bootstrap::create(id, comm->rank, comm->nranks, comm->self, &comm->wait, &comm->bootstrap));
+  syncBootWait(comm);
+  BRAID_CHECK(Bootstrap::create(id, comm->rank, comm->nranks, comm->self, &comm->bootWait, &comm->bootstrap));
   comm->peers = comm->bootstrap->peers();
   comm->wait.peers = &comm->peers;
+  syncBootWait(comm);
   for (const PeerInfo& p : comm->peers)
     if (p.isHost != comm->self.isHost)
       return recordError(ncclInvalidUsage,
@@ -141,6 +149,7 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   if (!comm->hostComm) {
     BRAID_CHECK(initDeviceComm(comm));
     comm->wait.timeoutSec = static_cast<double>(params::Timeout());
+    syncBootWait(comm);
     return ncclSuccess;
   }
 
@@ -149,6 +158,7 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
   BRAID_CHECK(comm->conns->connectRing(comm->nChannels));
   comm->wait.timeoutSec = static_cast<double>(params::Timeout());
+  syncBootWait(comm);
   comm->exec = std::make_unique<HostExecutor>(comm->conns.get(), &comm->wait, comm->rank, comm->nranks,
                                               comm->nChannels);
   TunerConfig local, tuning;
@@ -241,6 +251,7 @@ ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
 void destroyComm(ncclComm* comm, bool abort) {
   if (abort) {
     comm->abortFlag.store(1);
+    comm->bootstrapAbort.store(1);
     if (comm->conns) comm->conns->abort();
     if (comm->bootstrap) comm->bootstrap->close();
   }
@@ -411,7 +422,9 @@ BRAID_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
     BRAID_CHECK(checkComm(comm, "ncclCommRevoke"));
     if (revokeFlags != NCCL_REVOKE_DEFAULT)
       return recordError(ncclInvalidArgument, "ncclCommRevoke: revokeFlags %d is invalid", revokeFlags);
-    // Stop whatever is in flight; the comm can only be destroyed or shrunk afterwards.
+    // Stop whatever is in flight; the comm can only be destroyed or shrunk afterwards. The bootstrap stays
+    // usable (its own abort flag) so that the members can agree on the shrunk comm.
+    comm->revoked = true;
     comm->abortFlag.store(1);
     if (comm->conns) comm->conns->abort();
     int expected = ncclSuccess;
@@ -500,6 +513,10 @@ BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, nccl
   return apiCall("ncclCommSplit", comm, [&]() -> ncclResult_t {
     BRAID_CHECK(checkComm(comm, "ncclCommSplit"));
     BRAID_CHECK(checkInitDone(comm, "ncclCommSplit"));
+    if (comm->revoked)
+      return recordError(ncclInvalidUsage,
+                         "ncclCommSplit: rank %d: the communicator was revoked; it can only be shrunk or destroyed",
+                         comm->rank);
     BRAID_CHECK(checkPtr(newcomm, "newcomm", "ncclCommSplit"));
     RankTag tag(comm->rank);
     *newcomm = nullptr;
@@ -565,6 +582,7 @@ BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, 
     auto ignore = [&] {
       comm->shrinkIgnore = excluded;
       comm->wait.ignore = &comm->shrinkIgnore;
+      comm->bootWait.ignore = &comm->shrinkIgnore;
     };
     if (comm->devExec) {
       comm->devExec->withPeerWatchPaused(ignore);  // its thread reads the ignored ranks

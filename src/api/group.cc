@@ -43,6 +43,29 @@ ncclResult_t checkCommUsable(ncclComm* comm) {
   return ncclSuccess;
 }
 
+// Argument errors that only show across a batch's ops, caught before anything of the group runs: they must
+// not become the comm's sticky error, and no rank may have launched part of the group when they fail.
+// Today: sends to itself must be matched, in order, by receives from itself of the same size.
+ncclResult_t validateBatch(const ncclComm* comm, const std::vector<OpDesc>& ops) {
+  std::vector<size_t> sends, recvs;
+  for (const OpDesc& op : ops) {
+    if (op.coll == CollType::Send && op.peer == comm->rank) sends.push_back(op.count * dtypeSize(op.dtype));
+    if (op.coll == CollType::Recv && op.peer == comm->rank) recvs.push_back(op.count * dtypeSize(op.dtype));
+  }
+  if (sends.size() != recvs.size())
+    return recordError(ncclInvalidUsage,
+                       "rank %d: %zu send(s) to itself but %zu receive(s) from itself in one group (each ncclSend to "
+                       "the own rank needs an ncclRecv from it in the same group); nothing was executed",
+                       comm->rank, sends.size(), recvs.size());
+  for (size_t i = 0; i < sends.size(); ++i)
+    if (sends[i] != recvs[i])
+      return recordError(ncclInvalidUsage,
+                         "rank %d: send %zu to itself has %zu bytes but the matching receive has %zu; nothing was "
+                         "executed",
+                         comm->rank, i, sends[i], recvs[i]);
+  return ncclSuccess;
+}
+
 // Runs one communicator's batch; a failure becomes the comm's sticky async error (as in NCCL).
 ncclResult_t runBatch(ncclComm* comm, const std::vector<OpDesc>& ops) {
   CommUse use(comm);
@@ -134,6 +157,7 @@ ncclResult_t flush(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
   }
   queued.clear();
   if (order.empty()) return ncclSuccess;
+  for (ncclComm* comm : order) BRAID_CHECK(validateBatch(comm, perComm[comm]));
   if (order.size() == 1) return runBatch(order[0], perComm[order[0]]);
   std::vector<ncclResult_t> results(order.size(), ncclSuccess);
   std::vector<std::string> messages(order.size());

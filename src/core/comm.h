@@ -59,6 +59,11 @@ struct ncclComm {
   std::vector<braid::PeerInfo> peers;
   braid::WaitContext wait;
   std::atomic<uint32_t> abortFlag{0};
+  // The bootstrap's waits: the same as `wait` but with their own abort flag, which ncclCommRevoke leaves
+  // down (a revoked comm stops its data path, yet must still agree on ncclCommShrink over the bootstrap).
+  braid::WaitContext bootWait;
+  std::atomic<uint32_t> bootstrapAbort{0};
+  bool revoked = false;
 
   std::unique_ptr<braid::Bootstrap> bootstrap;
   std::unique_ptr<braid::ConnectionManager> conns;

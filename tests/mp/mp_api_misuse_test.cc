@@ -223,6 +223,131 @@ TEST(ApiMisuse, CommUsedBeforeNonblockingInitFinished) {
   mp::expectAllPassed(r);
 }
 
+// A send to the own rank without its receive (or of another size) is refused before anything of the group
+// runs, and is not a sticky comm error: the comms stay usable, and the other comm of the group does not wait
+// on a peer that never started.
+TEST(ApiMisuse, UnmatchedSelfSendIsRefusedAndLeavesTheCommUsable) {
+  auto r = mp::runRanks(1, oneProcess(), [](mp::RankCtx&) {
+    const int n = 2;
+    std::vector<ncclComm_t> comms(n, nullptr);
+    MP_NCCL_ASSERT(ncclCommInitAll(comms.data(), n, nullptr));
+    std::vector<float> a(100, 1.f), b(100, -1.f);
+    const double t0 = mp::nowSec();
+    EXPECT_EQ(ncclSend(a.data(), 100, ncclFloat32, 0, comms[0], nullptr), ncclInvalidUsage);
+    EXPECT_TRUE(mp::containsCI(ncclGetLastError(nullptr), "itself")) << ncclGetLastError(nullptr);
+    std::vector<float> in0(500, 1.f), in1(500, 2.f), out0(500, -1.f), out1(500, -1.f);
+    MP_NCCL_ASSERT(ncclGroupStart());
+    MP_NCCL_ASSERT(ncclAllReduce(in0.data(), out0.data(), 500, ncclFloat32, ncclSum, comms[0], nullptr));
+    MP_NCCL_ASSERT(ncclSend(a.data(), 100, ncclFloat32, 1, comms[1], nullptr));
+    MP_NCCL_ASSERT(ncclRecv(b.data(), 50, ncclFloat32, 1, comms[1], nullptr));
+    MP_NCCL_ASSERT(ncclAllReduce(in1.data(), out1.data(), 500, ncclFloat32, ncclSum, comms[1], nullptr));
+    EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+    EXPECT_TRUE(mp::containsCI(ncclGetLastError(nullptr), "bytes")) << ncclGetLastError(nullptr);
+    EXPECT_LT(mp::nowSec() - t0, 5.0) << "refused at once, no comm waiting on another";
+    EXPECT_EQ(out0[0], -1.f) << "nothing of the group may run";
+    EXPECT_EQ(b[0], -1.f);
+    for (ncclComm_t c : comms) {
+      ncclResult_t st = ncclInternalError;
+      MP_NCCL_ASSERT(ncclCommGetAsyncError(c, &st));
+      EXPECT_EQ(st, ncclSuccess) << "an argument error is not a sticky comm error";
+    }
+    allReduceAll(comms, 777);
+    // A matched send/recv to itself works.
+    MP_NCCL_ASSERT(ncclGroupStart());
+    MP_NCCL_ASSERT(ncclSend(a.data(), 100, ncclFloat32, 0, comms[0], nullptr));
+    MP_NCCL_ASSERT(ncclRecv(b.data(), 100, ncclFloat32, 0, comms[0], nullptr));
+    MP_NCCL_ASSERT(ncclGroupEnd());
+    EXPECT_EQ(b, a);
+    for (ncclComm_t c : comms) MP_NCCL_ASSERT(ncclCommDestroy(c));
+  });
+  mp::expectAllPassed(r);
+}
+
+// Sum-all-reduce of `count` floats (rank r contributes r + 1 + i % 5) over `comm`, every element checked.
+void checkAllReduce(ncclComm_t comm, const std::vector<int>& contributors, int me, size_t count) {
+  std::vector<float> in(count), out(count, -1.f);
+  for (size_t i = 0; i < count; i++) in[i] = static_cast<float>(me + 1 + static_cast<int>(i % 5));
+  MP_NCCL_ASSERT(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr));
+  for (size_t i = 0; i < count; i++) {
+    float want = 0;
+    for (int q : contributors) want += static_cast<float>(q + 1 + static_cast<int>(i % 5));
+    ASSERT_EQ(out[i], want) << "element " << i;
+  }
+}
+
+// ncclCommRevoke then ncclCommShrink (the fault-tolerance sequence): the revoked comm refuses collectives and
+// splits, yet its members still agree on the shrunk comm over the bootstrap, which then works.
+TEST(ApiMisuse, ShrinkAfterRevoke) {
+  mp::Options o;
+  o.timeoutSec = 60;
+  o.env = {{"BRAID_TIMEOUT", "20"}};
+  auto r = mp::runRanks(3, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    checkAllReduce(comm, {0, 1, 2}, ctx.rank, 4097);
+    mp::setStatus("revoke");
+    MP_NCCL_ASSERT(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT));
+    float v = 1.f, w = 0.f;
+    EXPECT_NE(ncclAllReduce(&v, &w, 1, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+    ncclComm_t sub = nullptr;
+    EXPECT_EQ(ncclCommSplit(comm, 0, ctx.rank, &sub, nullptr), ncclInvalidUsage);
+    EXPECT_TRUE(mp::containsCI(ncclGetLastError(nullptr), "revoked")) << ncclGetLastError(nullptr);
+    if (ctx.rank == 2) {
+      MP_NCCL_ASSERT(ncclCommDestroy(comm));
+      return;
+    }
+    mp::setStatus("shrink without rank 2");
+    int excl = 2;
+    ncclComm_t small = nullptr;
+    MP_NCCL_ASSERT(ncclCommShrink(comm, &excl, 1, &small, nullptr, NCCL_SHRINK_DEFAULT));
+    ASSERT_NE(small, nullptr);
+    int n = 0, me = -1;
+    MP_NCCL_ASSERT(ncclCommCount(small, &n));
+    MP_NCCL_ASSERT(ncclCommUserRank(small, &me));
+    EXPECT_EQ(n, 2);
+    EXPECT_EQ(me, ctx.rank);
+    checkAllReduce(small, {0, 1}, me, 10001);
+    MP_NCCL_ASSERT(ncclCommDestroy(small));
+    MP_NCCL_ASSERT(ncclCommDestroy(comm));
+  });
+  mp::expectAllPassed(r);
+}
+
+// A rank dies; the survivors see ncclRemoteError, shrink it away with NCCL_SHRINK_ABORT and go on.
+TEST(ApiMisuse, ShrinkAwayADeadRank) {
+  mp::Options o;
+  o.timeoutSec = 60;
+  o.env = {{"BRAID_TIMEOUT", "10"}};
+  const int dead = 1;
+  auto r = mp::runRanks(3, o, [&](mp::RankCtx& ctx) {
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    checkAllReduce(comm, {0, 1, 2}, ctx.rank, 1000);
+    if (ctx.rank == dead) _exit(1);
+    std::vector<float> big(1 << 18, 1.f), out(1 << 18);
+    mp::setStatus("all-reduce with rank %d gone", dead);
+    ncclResult_t res = ncclAllReduce(big.data(), out.data(), big.size(), ncclFloat32, ncclSum, comm, nullptr);
+    EXPECT_EQ(res, ncclRemoteError) << ncclGetLastError(comm);
+    mp::setStatus("shrink away rank %d", dead);
+    int excl = dead;
+    ncclComm_t small = nullptr;
+    MP_NCCL_ASSERT(ncclCommShrink(comm, &excl, 1, &small, nullptr, NCCL_SHRINK_ABORT));
+    ASSERT_NE(small, nullptr);
+    int me = -1;
+    MP_NCCL_ASSERT(ncclCommUserRank(small, &me));
+    EXPECT_EQ(me, ctx.rank == 0 ? 0 : 1);
+    checkAllReduce(small, {0, 1}, me, 3333);
+    MP_NCCL_ASSERT(ncclCommDestroy(small));
+    MP_NCCL_ASSERT(ncclCommAbort(comm));
+  });
+  bool ok = r.harnessError.empty();
+  for (auto& rr : r.ranks)
+    if (rr.rank == dead ? !(rr.exited && rr.exitCode == 1) : !(rr.exited && rr.exitCode == 0)) ok = false;
+  EXPECT_TRUE(ok) << r.describe();
+}
+
 // ncclCommInitAll checks the device list before any rank starts, and writes every entry of comms (NULL on
 // failure) so neither its cleanup nor the caller sees stale handles.
 TEST(ApiMisuse, InitAllBadDeviceList) {
