@@ -6,6 +6,7 @@
 #include "api/api_common.h"
 #include "core/bootstrap.h"
 #include "core/log.h"
+#include "core/param.h"
 
 namespace braid {
 
@@ -83,14 +84,16 @@ BRAID_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
     BRAID_CHECK(checkPtr(ptr, "ptr", "ncclMemAlloc"));
     if (size == 0) return recordError(ncclInvalidArgument, "ncclMemAlloc: size is 0");
     int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0) {
+    // BRAID_HOST_COMM=1 makes every comm a host-buffer comm even beside GPUs: its buffers must be host memory.
+    if (params::HostComm() == 0 && cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0) {
       cudaError_t e = cudaMalloc(ptr, size);
       if (e != cudaSuccess)
         return recordError(ncclUnhandledCudaError, "ncclMemAlloc: cudaMalloc(%zu) failed: %s", size,
                            cudaGetErrorString(e));
       return ncclSuccess;
     }
-    // No GPU: host memory, page aligned (host communicators use plain host buffers).
+    cudaGetLastError();
+    // No GPU (or host comms forced): host memory, page aligned (host communicators use plain host buffers).
     void* p = nullptr;
     if (posix_memalign(&p, 4096, size) != 0)
       return recordError(ncclSystemError, "ncclMemAlloc: cannot allocate %zu bytes of host memory", size);

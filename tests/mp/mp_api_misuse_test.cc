@@ -348,6 +348,26 @@ TEST(ApiMisuse, ShrinkAwayADeadRank) {
   EXPECT_TRUE(ok) << r.describe();
 }
 
+// Counts whose byte size (times nranks for the gathered buffers) overflows size_t are refused, in a group too.
+TEST(ApiMisuse, CountsThatOverflow) {
+  auto r = mp::runRanks(1, oneProcess(), [](mp::RankCtx&) {
+    std::vector<ncclComm_t> comms(2, nullptr);
+    MP_NCCL_ASSERT(ncclCommInitAll(comms.data(), 2, nullptr));
+    float a = 1.f, b = 0.f;
+    const size_t huge = SIZE_MAX / 4 + 1;  // x 4 bytes overflows
+    EXPECT_EQ(ncclAllReduce(&a, &b, huge, ncclFloat32, ncclSum, comms[0], nullptr), ncclInvalidArgument);
+    EXPECT_TRUE(mp::containsCI(ncclGetLastError(nullptr), "count")) << ncclGetLastError(nullptr);
+    // 8 bytes x 2 ranks overflows although 8 bytes alone does not.
+    EXPECT_EQ(ncclAllGather(&a, &b, SIZE_MAX / 16 + 1, ncclFloat64, comms[0], nullptr), ncclInvalidArgument);
+    MP_NCCL_ASSERT(ncclGroupStart());
+    EXPECT_EQ(ncclAlltoAll(&a, &b, SIZE_MAX / 2 + 1, ncclInt8, comms[1], nullptr), ncclInvalidArgument);
+    EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+    allReduceAll(comms, 100);
+    for (ncclComm_t c : comms) MP_NCCL_ASSERT(ncclCommDestroy(c));
+  });
+  mp::expectAllPassed(r);
+}
+
 // ncclCommInitAll checks the device list before any rank starts, and writes every entry of comms (NULL on
 // failure) so neither its cleanup nor the caller sees stale handles.
 TEST(ApiMisuse, InitAllBadDeviceList) {
