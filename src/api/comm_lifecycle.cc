@@ -230,18 +230,16 @@ ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   if (inGroup()) {
     // NCCL's one-thread-many-GPUs pattern (ncclGroupStart; ncclCommInitRank per GPU; ncclGroupEnd): the
     // inits start together at the outermost ncclGroupEnd (one waiting here would block the thread that must
-    // start its peers); a blocking comm's init is also finished there.
-    const bool blocking = config.blocking != 0;
-    deferGroupInit(start, [c, blocking]() -> ncclResult_t {
-      if (!blocking) return ncclSuccess;
-      {
-        std::lock_guard<std::mutex> lock(c->initMu);
-        if (c->initThread.joinable()) c->initThread.join();
-      }
-      const ncclResult_t res = static_cast<ncclResult_t>(c->asyncError.load());
-      if (res != ncclSuccess) return recordError(res, "rank %d: %s", c->rank, c->getLastError().c_str());
-      return ncclSuccess;
+    // start its peers), which also waits for blocking ones.
+    ncclResult_t res = deferGroupInit(c, config.blocking != 0, [c, start]() {
+      c->deferredInit.store(false);
+      start();
     });
+    if (res != ncclSuccess) {
+      *out = nullptr;
+      delete c;
+      return res;
+    }
     return config.blocking ? ncclSuccess : ncclInProgress;
   }
   start();
@@ -259,6 +257,10 @@ void destroyComm(ncclComm* comm, bool abort) {
     std::lock_guard<std::mutex> lock(comm->initMu);
     if (comm->initThread.joinable()) comm->initThread.join();
   }
+  // An abort while another thread's open group holds ops or the deferred init of this comm: that group's end
+  // will still look at it (and report the abort), so it stays allocated. Read before waiting for calls to
+  // leave: a group end marks the comm in use before it releases its queued count (runQueued).
+  const bool heldByAGroup = comm->groupQueued.load() > 0 || comm->deferredInit.load();
   // A collective still running on another thread (abort from a watchdog) returns promptly once the abort
   // flag is up; wait for it to leave. Should one not leave, leak the comm rather than free it under it.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -270,12 +272,10 @@ void destroyComm(ncclComm* comm, bool abort) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  // An abort while another thread's open group holds ops of this comm: that group's ncclGroupEnd will still
-  // look at it (and report the abort), so it stays allocated.
-  if (comm->groupQueued.load() > 0) {
-    BRAID_WARN("rank %d: ncclCommAbort while %d operation(s) of the communicator are queued in another thread's "
-               "open group; not freeing it",
-               comm->rank, comm->groupQueued.load());
+  if (heldByAGroup) {
+    BRAID_WARN("rank %d: ncclCommAbort while another thread's open group holds operations or the init of the "
+               "communicator; not freeing it",
+               comm->rank);
     return;
   }
   delete comm;
@@ -286,15 +286,25 @@ void destroyComm(ncclComm* comm, bool abort) {
 
 using namespace braid;
 
+namespace braid {
+namespace {
+// An init that fails inside a group fails the group too (its other inits would wait for this rank).
+ncclResult_t noteInGroup(ncclResult_t res) {
+  if (res != ncclSuccess && res != ncclInProgress && inGroup()) noteGroupError(res);
+  return res;
+}
+}  // namespace
+}  // namespace braid
+
 BRAID_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
           ncclConfig_t* config) {
   return apiCall("ncclCommInitRankConfig", nullptr,
-                 [&] { return commInit(comm, nranks, commId, rank, config, "ncclCommInitRankConfig"); });
+                 [&] { return noteInGroup(commInit(comm, nranks, commId, rank, config, "ncclCommInitRankConfig")); });
 }
 
 BRAID_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
   return apiCall("ncclCommInitRank", nullptr,
-                 [&] { return commInit(comm, nranks, commId, rank, nullptr, "ncclCommInitRank"); });
+                 [&] { return noteInGroup(commInit(comm, nranks, commId, rank, nullptr, "ncclCommInitRank")); });
 }
 
 BRAID_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
@@ -305,7 +315,7 @@ BRAID_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nrank
       return recordError(ncclInvalidArgument, "ncclCommInitRankScalable: nId %d is invalid (must be 1..nranks %d)",
                          nId, nranks);
     // One root serves any number of ranks here; the first id is the one every rank shares.
-    return commInit(newcomm, nranks, commIds[0], myrank, config, "ncclCommInitRankScalable");
+    return noteInGroup(commInit(newcomm, nranks, commIds[0], myrank, config, "ncclCommInitRankScalable"));
   });
 }
 
@@ -393,6 +403,10 @@ BRAID_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
                          "ncclCommDestroy: %d operation(s) of this communicator are queued in an open group on this "
                          "thread (ncclGroupStart without ncclGroupEnd); end the group first, or use ncclCommAbort",
                          mine);
+    if (comm->deferredInit.load())
+      return recordError(ncclInvalidUsage,
+                         "ncclCommDestroy: the communicator's init is queued in an open group (ncclCommInitRank inside "
+                         "ncclGroupStart, no ncclGroupEnd yet); end the group first, or use ncclCommAbort");
     if (int queued = comm->groupQueued.load())
       return recordError(ncclInvalidUsage,
                          "ncclCommDestroy: %d operation(s) of this communicator are queued in another thread's open "
@@ -412,6 +426,8 @@ BRAID_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
     snprintf(reason, sizeof(reason), "rank %d: its communicator was aborted (ncclCommAbort) while queued", comm->rank);
     if (int dropped = dropGroupOps(comm, reason))
       BRAID_INFO(kSubInit, "ncclCommAbort: dropped %d operation(s) queued in this thread's open group", dropped);
+    if (dropGroupInit(comm))
+      BRAID_INFO(kSubInit, "ncclCommAbort: dropped the communicator's init queued in this thread's open group");
     destroyComm(comm, true);
     return ncclSuccess;
   });
@@ -424,9 +440,21 @@ BRAID_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
       return recordError(ncclInvalidArgument, "ncclCommRevoke: revokeFlags %d is invalid", revokeFlags);
     // Stop whatever is in flight; the comm can only be destroyed or shrunk afterwards. The bootstrap stays
     // usable (its own abort flag) so that the members can agree on the shrunk comm.
-    comm->revoked = true;
+    comm->revoked.store(true);
     comm->abortFlag.store(1);
+    comm->bootstrapAbort.store(1);  // also stops a collective waiting in the bootstrap (on-demand connects)
     if (comm->conns) comm->conns->abort();
+    // Once the calls in flight have left, the bootstrap is usable again for ncclCommShrink.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (comm->activeCalls.load() > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (comm->activeCalls.load() == 0) {
+      comm->bootstrapAbort.store(0);
+    } else {
+      BRAID_WARN("rank %d: ncclCommRevoke: %d call(s) still running on the communicator after 10 s; its bootstrap "
+                 "stays aborted, so ncclCommShrink on it will fail",
+                 comm->rank, comm->activeCalls.load());
+    }
     int expected = ncclSuccess;
     comm->asyncError.compare_exchange_strong(expected, ncclInvalidUsage);
     comm->setLastError("communicator was revoked");
@@ -513,7 +541,7 @@ BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, nccl
   return apiCall("ncclCommSplit", comm, [&]() -> ncclResult_t {
     BRAID_CHECK(checkComm(comm, "ncclCommSplit"));
     BRAID_CHECK(checkInitDone(comm, "ncclCommSplit"));
-    if (comm->revoked)
+    if (comm->revoked.load())
       return recordError(ncclInvalidUsage,
                          "ncclCommSplit: rank %d: the communicator was revoked; it can only be shrunk or destroyed",
                          comm->rank);

@@ -5,6 +5,7 @@
 #include "api/group.h"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -26,7 +27,12 @@ struct GroupState {
   ncclResult_t error = ncclSuccess;
   std::string errorMsg;
   std::vector<std::pair<ncclComm*, OpDesc>> ops;
-  std::vector<std::pair<std::function<void()>, std::function<ncclResult_t()>>> inits;  // deferGroupInit
+  struct DeferredInit {
+    ncclComm* comm;
+    bool blocking;
+    std::function<void()> start;
+  };
+  std::vector<DeferredInit> inits;  // deferGroupInit
 };
 thread_local GroupState tGroup;
 
@@ -45,8 +51,10 @@ ncclResult_t checkCommUsable(ncclComm* comm) {
 
 // Argument errors that only show across a batch's ops, caught before anything of the group runs: they must
 // not become the comm's sticky error, and no rank may have launched part of the group when they fail.
-// Today: sends to itself must be matched, in order, by receives from itself of the same size.
-ncclResult_t validateBatch(const ncclComm* comm, const std::vector<OpDesc>& ops) {
+// Today: the comm's init is done (a nonblocking one may still run), and sends to itself are matched, in
+// order, by receives from itself of the same size.
+ncclResult_t validateBatch(ncclComm* comm, const std::vector<OpDesc>& ops) {
+  BRAID_CHECK(checkInitDone(comm, "collective"));
   std::vector<size_t> sends, recvs;
   for (const OpDesc& op : ops) {
     if (op.coll == CollType::Send && op.peer == comm->rank) sends.push_back(op.count * dtypeSize(op.dtype));
@@ -189,8 +197,32 @@ void noteGroupError(ncclResult_t res) {
   }
 }
 
-void deferGroupInit(std::function<void()> start, std::function<ncclResult_t()> finish) {
-  tGroup.inits.emplace_back(std::move(start), std::move(finish));
+ncclResult_t deferGroupInit(ncclComm* comm, bool blocking, std::function<void()> start) {
+  for (const auto& d : tGroup.inits)
+    if (d.blocking != blocking)
+      return recordError(ncclInvalidArgument,
+                         "communicator init inside a group: config.blocking=%d, but another init of the group has "
+                         "blocking=%d; one group's comms must all be blocking or all nonblocking",
+                         blocking ? 1 : 0, d.blocking ? 1 : 0);
+  comm->deferredInit.store(true);
+  tGroup.inits.push_back({comm, blocking, std::move(start)});
+  return ncclSuccess;
+}
+
+bool dropGroupInit(ncclComm* comm) {
+  auto& v = tGroup.inits;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i].comm == comm) {
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+      comm->deferredInit.store(false);
+      // The group's other inits would wait for this rank until the bootstrap timeout: the group fails.
+      if (tGroup.error == ncclSuccess) {
+        tGroup.error = ncclInvalidUsage;
+        tGroup.errorMsg = "rank " + std::to_string(comm->rank) + ": its communicator was aborted before its init ran";
+      }
+      return true;
+    }
+  return false;
 }
 
 int groupOpsOf(const ncclComm* comm) {
@@ -256,29 +288,70 @@ ncclResult_t runQueued() {
   return flush(tGroup.ops);
 }
 
-// The outermost end of a group: a recorded argument error discards the ops and is returned; otherwise
-// `finish` consumes them (runs them, or estimates their time).
-template <typename Finish>
-ncclResult_t endOutermost(const char* fn, Finish finish) {
-  // Communicator inits of the group first: all start, then the blocking ones are waited for.
+// Starts the group's deferred communicator inits (none when the group already failed: their comms then
+// report that error) and waits for the blocking ones. Returns the first failure; *inProgress: nonblocking
+// inits were started and may still run.
+ncclResult_t runGroupInits(const char* fn, bool* inProgress) {
+  *inProgress = false;
   auto inits = std::move(tGroup.inits);
   tGroup.inits.clear();
-  for (auto& init : inits) init.first();
-  ncclResult_t initRes = ncclSuccess;
-  std::string initMsg;
-  for (auto& init : inits) {
-    ncclResult_t r = init.second();
-    if (r != ncclSuccess && initRes == ncclSuccess) {
-      initRes = r;
-      initMsg = pendingError();
+  if (inits.empty()) return ncclSuccess;
+  if (tGroup.error != ncclSuccess) {
+    for (auto& d : inits) {
+      d.comm->setLastError("not initialised: its group failed: " + tGroup.errorMsg);
+      d.comm->asyncError.store(tGroup.error);
+      d.comm->deferredInit.store(false);
     }
+    return ncclSuccess;  // the group's error is returned by the caller
   }
+  for (auto& d : inits) d.start();
+  if (!inits[0].blocking) {
+    *inProgress = true;
+    return ncclSuccess;
+  }
+  // Blocking: wait for all; the first failure aborts the others still running (they would otherwise wait
+  // for the failed rank until the bootstrap timeout).
+  ncclComm* failed = nullptr;
+  for (;;) {
+    bool running = false;
+    for (auto& d : inits) {
+      const int st = d.comm->asyncError.load();
+      if (st == ncclInProgress) running = true;
+      else if (st != ncclSuccess && failed == nullptr) failed = d.comm;
+    }
+    if (failed != nullptr || !running) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  if (failed != nullptr)
+    for (auto& d : inits)
+      if (d.comm != failed && d.comm->asyncError.load() == ncclInProgress) {
+        d.comm->abortFlag.store(1);
+        d.comm->bootstrapAbort.store(1);
+      }
+  for (auto& d : inits) {
+    std::lock_guard<std::mutex> lock(d.comm->initMu);
+    if (d.comm->initThread.joinable()) d.comm->initThread.join();
+  }
+  if (failed != nullptr)
+    return recordError(static_cast<ncclResult_t>(failed->asyncError.load()),
+                       "%s: the init of rank %d in the group failed (the group's other inits were aborted): %s", fn,
+                       failed->rank, failed->getLastError().c_str());
+  return ncclSuccess;
+}
+
+// The outermost end of a group: the group's comm inits first; a recorded argument error then discards the
+// ops and is returned; otherwise `finish` consumes them (runs them, or estimates their time). A group with
+// nonblocking inits ends in ncclInProgress (poll ncclCommGetAsyncError), as in NCCL.
+template <typename Finish>
+ncclResult_t endOutermost(const char* fn, Finish finish) {
+  bool inProgress = false;
+  ncclResult_t initRes = runGroupInits(fn, &inProgress);
   if (initRes != ncclSuccess) {
+    const std::string msg = pendingError();
     tGroup.error = ncclSuccess;
     tGroup.errorMsg.clear();
     clearQueue(tGroup.ops);
-    return recordError(initRes, "%s: a communicator init of the group failed, nothing else was executed: %s", fn,
-                       initMsg.c_str());
+    return recordError(initRes, "%s; nothing else of the group was executed", msg.c_str());
   }
   if (tGroup.error != ncclSuccess) {
     ncclResult_t res = tGroup.error;
@@ -288,7 +361,8 @@ ncclResult_t endOutermost(const char* fn, Finish finish) {
     clearQueue(tGroup.ops);
     return recordError(res, "%s: an operation of the group was invalid, nothing was executed: %s", fn, msg.c_str());
   }
-  return finish();
+  ncclResult_t res = finish();
+  return res == ncclSuccess && inProgress ? ncclInProgress : res;
 }
 }  // namespace
 }  // namespace braid
@@ -336,7 +410,9 @@ BRAID_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
       TunerConfig cfg;
       ncclResult_t bad = loadTunerConfig(&cfg);  // a bad NCCL_ALGO/NCCL_PROTO is an error here too
       double us = 0;
+      ncclResult_t notReady = ncclSuccess;  // a comm whose nonblocking init still runs has no plan yet
       for (auto& [comm, op] : tGroup.ops) {
+        if ((notReady = checkInitDone(comm, "ncclGroupSimulateEnd")) != ncclSuccess) break;
         double t = -1;
         if (comm->devExec) {
           t = comm->devExec->predictUs(op);
@@ -352,6 +428,7 @@ BRAID_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
         us += t;
       }
       clearQueue(tGroup.ops);
+      BRAID_CHECK(notReady);
       BRAID_CHECK(bad);
       simInfo->estimatedTime = static_cast<float>(us);
       return ncclSuccess;

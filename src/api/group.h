@@ -15,10 +15,14 @@ ncclResult_t enqueueOp(ncclComm* comm, const OpDesc& op);
 // Records an argument error raised inside a group: the group's ncclGroupEnd fails and discards its ops.
 void noteGroupError(ncclResult_t res);
 bool inGroup();
-// A communicator init called inside a group: `start` launches it at the outermost group end (all such inits
-// together, before the group's ops run); `finish` then waits for it where it must complete there (blocking
-// comms) and returns its error.
-void deferGroupInit(std::function<void()> start, std::function<ncclResult_t()> finish);
+// A communicator init called inside a group (`comm` is its handle, already returned): `start` launches it at
+// the outermost group end, all such inits together, before the group's ops. Blocking inits are then waited
+// for there (the first failure aborts the group's other inits still running); if the group holds nonblocking
+// ones, its end returns ncclInProgress. Mixing blocking and nonblocking comms in one group is
+// ncclInvalidArgument (as in NCCL), returned here before the comm is handed out.
+ncclResult_t deferGroupInit(ncclComm* comm, bool blocking, std::function<void()> start);
+// Removes `comm`'s deferred init from this thread's group (ncclCommAbort); false if it holds none.
+bool dropGroupInit(ncclComm* comm);
 // Operations of `comm` queued in this thread's open group.
 int groupOpsOf(const ncclComm* comm);
 // Removes them from this thread's group (which then fails at its ncclGroupEnd with the recorded `reason`);

@@ -63,7 +63,7 @@ struct ncclComm {
   // down (a revoked comm stops its data path, yet must still agree on ncclCommShrink over the bootstrap).
   braid::WaitContext bootWait;
   std::atomic<uint32_t> bootstrapAbort{0};
-  bool revoked = false;
+  std::atomic<bool> revoked{false};
 
   std::unique_ptr<braid::Bootstrap> bootstrap;
   std::unique_ptr<braid::ConnectionManager> conns;
@@ -93,6 +93,9 @@ struct ncclComm {
   // Operations of this communicator queued in open groups (any thread): destroy refuses while any wait, and
   // abort does not free the communicator under them (the groups' ncclGroupEnd then reports the abort).
   std::atomic<int> groupQueued{0};
+  // Created by ncclCommInitRank* inside a group whose ncclGroupEnd has not come yet: nothing runs its init
+  // until then, so destroy refuses and abort must not free it under that group.
+  std::atomic<bool> deferredInit{false};
 
   void setLastError(const std::string& msg);
   std::string getLastError();
