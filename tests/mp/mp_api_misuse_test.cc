@@ -18,18 +18,6 @@
 
 namespace {
 
-ncclResult_t waitReady(ncclComm_t comm, double seconds) {
-  const double end = mp::nowSec() + seconds;
-  ncclResult_t st = ncclInProgress;
-  while (mp::nowSec() < end) {
-    ncclResult_t r = ncclCommGetAsyncError(comm, &st);
-    if (r != ncclSuccess) return r;
-    if (st != ncclInProgress) return st;
-    usleep(1000);
-  }
-  return ncclInProgress;
-}
-
 mp::Options oneProcess() {
   mp::Options o;
   o.idSource = mp::IdSource::kNone;
@@ -83,7 +71,7 @@ TEST(ApiMisuse, CommInitInsideGroupFromOneThread) {
       ASSERT_EQ(end, blocking ? ncclSuccess : ncclInProgress) << ncclGetLastError(nullptr);
       EXPECT_LT(mp::nowSec() - t0, 15.0) << "the inits must not wait for the bootstrap timeout";
       for (int i = 0; i < n; i++) {
-        ASSERT_EQ(waitReady(comms[i], 15), ncclSuccess) << "comm " << i << ": " << ncclGetLastError(comms[i]);
+        ASSERT_EQ(mp::waitAsync(comms[i], 15), ncclSuccess) << "comm " << i << ": " << ncclGetLastError(comms[i]);
         int rank = -1;
         MP_NCCL_ASSERT(ncclCommUserRank(comms[i], &rank));
         EXPECT_EQ(rank, i);
@@ -272,8 +260,8 @@ TEST(ApiMisuse, CommUsedBeforeNonblockingInitFinished) {
     // The init itself is unharmed: the peer arrives, both become ready and work.
     std::thread peer([&] { ncclCommInitRankConfig(&c1, 2, id, 1, &cfg); });
     peer.join();
-    ASSERT_EQ(waitReady(c0, 15), ncclSuccess) << ncclGetLastError(c0);
-    ASSERT_EQ(waitReady(c1, 15), ncclSuccess) << ncclGetLastError(c1);
+    ASSERT_EQ(mp::waitAsync(c0, 15), ncclSuccess) << ncclGetLastError(c0);
+    ASSERT_EQ(mp::waitAsync(c1, 15), ncclSuccess) << ncclGetLastError(c1);
     allReduceAll({c0, c1}, 999);
     MP_NCCL_ASSERT(ncclCommDestroy(c0));
     MP_NCCL_ASSERT(ncclCommDestroy(c1));

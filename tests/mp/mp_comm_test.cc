@@ -22,18 +22,7 @@ namespace {
 using mp::Case;
 using mp::Coll;
 
-// Polls a nonblocking comm until its async state leaves ncclInProgress (or the deadline passes).
-ncclResult_t waitAsync(ncclComm_t comm, double seconds) {
-  double end = mp::nowSec() + seconds;
-  ncclResult_t st = ncclInProgress;
-  while (mp::nowSec() < end) {
-    ncclResult_t r = ncclCommGetAsyncError(comm, &st);
-    if (r != ncclSuccess) return r;
-    if (st != ncclInProgress) return st;
-    usleep(1000);
-  }
-  return ncclInProgress;
-}
+using mp::waitAsync;
 
 TEST(Comm, VersionAndErrorStrings) {
   int v = 0;

@@ -173,6 +173,18 @@ void note(const char* fmt, ...) {
   sendLine(std::string("note: ") + buf + "\n");
 }
 
+ncclResult_t waitAsync(ncclComm_t comm, double seconds) {
+  const double end = nowSec() + seconds;
+  ncclResult_t st = ncclInProgress;
+  while (nowSec() < end) {
+    ncclResult_t r = ncclCommGetAsyncError(comm, &st);
+    if (r != ncclSuccess) return r;
+    if (st != ncclInProgress) return st;
+    usleep(1000);
+  }
+  return ncclInProgress;
+}
+
 std::string lastError(ncclComm_t comm) {
   const char* s = ncclGetLastError(comm);
   return s ? std::string(s) : std::string("(null)");

@@ -75,6 +75,9 @@ void note(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string lastError(ncclComm_t comm);
 // Seconds on CLOCK_MONOTONIC (the same clock in every process of the machine).
 double nowSec();
+// Polls a nonblocking comm until its async state leaves ncclInProgress; returns that state (ncclInProgress
+// when `seconds` passed first, or ncclCommGetAsyncError's own error).
+ncclResult_t waitAsync(ncclComm_t comm, double seconds);
 // True if msg mentions "rank" and has the decimal number r as a separate token.
 bool mentionsRank(const std::string& msg, int r);
 bool containsCI(const std::string& hay, const std::string& needle);
