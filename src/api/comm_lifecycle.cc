@@ -536,6 +536,39 @@ ncclResult_t inheritConfig(ncclComm* parent, ncclConfig_t* cfg, ncclConfig_t* tm
 }  // namespace
 }  // namespace braid
 
+namespace braid {
+namespace {
+// The split itself: the color/key exchange over the parent's bootstrap, the new id, the child's init.
+ncclResult_t splitBody(ncclComm* comm, int color, int key, ncclComm_t* newcomm, const ncclConfig_t* config) {
+  RankTag tag(comm->rank);
+  struct Entry {
+    int color, key, rank;
+  };
+  std::vector<Entry> all(comm->nranks);
+  all[comm->rank] = {color, key, comm->rank};
+  BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Entry)));
+  int seq = comm->splitCount++;
+  if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
+  std::vector<Entry> mine;
+  for (const Entry& e : all)
+    if (e.color == color) mine.push_back(e);
+  std::stable_sort(mine.begin(), mine.end(),
+                   [](const Entry& a, const Entry& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
+  std::vector<int> members;
+  int newRank = -1;
+  for (const Entry& e : mine) {
+    if (e.rank == comm->rank) newRank = static_cast<int>(members.size());
+    members.push_back(e.rank);
+  }
+  ncclUniqueId id;
+  BRAID_CHECK(shareNewId(comm, members, kTagSplitId + (seq & 0xfff), &id));
+  ncclConfig_t tmp;
+  BRAID_CHECK(inheritConfig(comm, const_cast<ncclConfig_t*>(config), &tmp));
+  return commInit(newcomm, static_cast<int>(members.size()), id, newRank, config ? config : &tmp, "ncclCommSplit");
+}
+}  // namespace
+}  // namespace braid
+
 BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
           ncclConfig_t* config) {
   return apiCall("ncclCommSplit", comm, [&]() -> ncclResult_t {
@@ -546,36 +579,25 @@ BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, nccl
                          "ncclCommSplit: rank %d: the communicator was revoked; it can only be shrunk or destroyed",
                          comm->rank);
     BRAID_CHECK(checkPtr(newcomm, "newcomm", "ncclCommSplit"));
-    RankTag tag(comm->rank);
     *newcomm = nullptr;
     if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
       return recordError(ncclInvalidArgument, "ncclCommSplit: color %d is invalid (>= 0 or NCCL_SPLIT_NOCOLOR)",
                          color);
     if (!comm->bootstrap) return recordError(ncclInvalidUsage, "ncclCommSplit: communicator is not initialised");
-    struct Entry {
-      int color, key, rank;
-    };
-    std::vector<Entry> all(comm->nranks);
-    all[comm->rank] = {color, key, comm->rank};
-    BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Entry)));
-    int seq = comm->splitCount++;
-    if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
-    std::vector<Entry> mine;
-    for (const Entry& e : all)
-      if (e.color == color) mine.push_back(e);
-    std::stable_sort(mine.begin(), mine.end(),
-                     [](const Entry& a, const Entry& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
-    std::vector<int> members;
-    int newRank = -1;
-    for (const Entry& e : mine) {
-      if (e.rank == comm->rank) newRank = static_cast<int>(members.size());
-      members.push_back(e.rank);
+    CommConfig checked;
+    BRAID_CHECK(parseConfig(config, "ncclCommSplit", &checked));  // a bad config fails at the call, in a group too
+    if (inGroup()) {
+      // One thread may drive several ranks' splits in one group: each split's exchange waits for the other
+      // ranks', so they run together at the group's end (splits of one parent in call order). *newcomm is
+      // written then; the config is copied now.
+      const bool hasConfig = config != nullptr;
+      const ncclConfig_t cfgCopy = hasConfig ? *config : ncclConfig_t{};
+      deferGroupJob(comm, [comm, color, key, newcomm, hasConfig, cfgCopy]() {
+        return splitBody(comm, color, key, newcomm, hasConfig ? &cfgCopy : nullptr);
+      });
+      return ncclSuccess;
     }
-    ncclUniqueId id;
-    BRAID_CHECK(shareNewId(comm, members, kTagSplitId + (seq & 0xfff), &id));
-    ncclConfig_t tmp;
-    BRAID_CHECK(inheritConfig(comm, config, &tmp));
-    return commInit(newcomm, static_cast<int>(members.size()), id, newRank, config ? config : &tmp, "ncclCommSplit");
+    return splitBody(comm, color, key, newcomm, config);
   });
 }
 

@@ -5,6 +5,7 @@
 #include "api/group.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -33,6 +34,7 @@ struct GroupState {
     std::function<void()> start;
   };
   std::vector<DeferredInit> inits;  // deferGroupInit
+  std::vector<std::pair<ncclComm*, std::function<ncclResult_t()>>> jobs;  // deferGroupJob
 };
 thread_local GroupState tGroup;
 
@@ -209,6 +211,11 @@ ncclResult_t deferGroupInit(ncclComm* comm, bool blocking, std::function<void()>
   return ncclSuccess;
 }
 
+void deferGroupJob(ncclComm* parent, std::function<ncclResult_t()> job) {
+  parent->groupQueued.fetch_add(1);
+  tGroup.jobs.emplace_back(parent, std::move(job));
+}
+
 bool dropGroupInit(ncclComm* comm) {
   auto& v = tGroup.inits;
   for (size_t i = 0; i < v.size(); ++i)
@@ -228,6 +235,7 @@ bool dropGroupInit(ncclComm* comm) {
 int groupOpsOf(const ncclComm* comm) {
   int n = 0;
   for (auto& entry : tGroup.ops) n += entry.first == comm;
+  for (auto& entry : tGroup.jobs) n += entry.first == comm;
   return n;
 }
 
@@ -238,6 +246,16 @@ int dropGroupOps(ncclComm* comm, const char* reason) {
     if (ops[i].first == comm) {
       comm->groupQueued.fetch_sub(1);
       ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(i));
+      ++n;
+    } else {
+      ++i;
+    }
+  }
+  auto& jobs = tGroup.jobs;
+  for (size_t i = 0; i < jobs.size();) {
+    if (jobs[i].first == comm) {
+      comm->groupQueued.fetch_sub(1);
+      jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(i));
       ++n;
     } else {
       ++i;
@@ -342,10 +360,57 @@ ncclResult_t runGroupInits(const char* fn, bool* inProgress) {
 // The outermost end of a group: the group's comm inits first; a recorded argument error then discards the
 // ops and is returned; otherwise `finish` consumes them (runs them, or estimates their time). A group with
 // nonblocking inits ends in ncclInProgress (poll ncclCommGetAsyncError), as in NCCL.
+// Runs the group's deferred jobs (deferGroupJob): one thread per parent comm, its jobs in call order, all
+// joined. Returns the first failure. With a recorded group error they are dropped.
+ncclResult_t runGroupJobs(const char* fn, bool* inProgress) {
+  auto jobs = std::move(tGroup.jobs);
+  tGroup.jobs.clear();
+  if (jobs.empty()) return ncclSuccess;
+  std::vector<ncclComm*> parents;
+  for (auto& j : jobs)
+    if (std::find(parents.begin(), parents.end(), j.first) == parents.end()) parents.push_back(j.first);
+  std::vector<std::unique_ptr<CommUse>> uses;  // in use before the queued counts drop (see runQueued)
+  for (ncclComm* p : parents) uses.push_back(std::make_unique<CommUse>(p));
+  for (auto& j : jobs) j.first->groupQueued.fetch_sub(1);
+  if (tGroup.error != ncclSuccess) return ncclSuccess;  // the caller returns the group's error
+  std::vector<ncclResult_t> results(parents.size(), ncclSuccess);
+  std::vector<std::string> messages(parents.size());
+  std::atomic<bool> started{false};  // a job whose child comm is nonblocking returns ncclInProgress
+  auto runParent = [&](size_t i) {
+    ErrorScope scope;
+    for (auto& j : jobs) {
+      if (j.first != parents[i] || results[i] != ncclSuccess) continue;
+      results[i] = j.second();
+      if (results[i] == ncclInProgress) {
+        results[i] = ncclSuccess;
+        started.store(true);
+      }
+    }
+    messages[i] = pendingError();
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < parents.size(); ++i) threads.emplace_back(runParent, i);
+  runParent(0);
+  for (auto& t : threads) t.join();
+  *inProgress = started.load();
+  for (size_t i = 0; i < parents.size(); ++i)
+    if (results[i] != ncclSuccess)
+      return recordError(results[i], "%s: a split of the group failed (rank %d): %s", fn, parents[i]->rank,
+                         messages[i].c_str());
+  return ncclSuccess;
+}
+
 template <typename Finish>
 ncclResult_t endOutermost(const char* fn, Finish finish) {
+  bool jobsInProgress = false;
+  ncclResult_t jobRes = runGroupJobs(fn, &jobsInProgress);
+  if (jobRes != ncclSuccess) {
+    tGroup.error = jobRes;
+    tGroup.errorMsg = pendingError();
+  }
   bool inProgress = false;
   ncclResult_t initRes = runGroupInits(fn, &inProgress);
+  inProgress = inProgress || jobsInProgress;
   if (initRes != ncclSuccess) {
     const std::string msg = pendingError();
     tGroup.error = ncclSuccess;

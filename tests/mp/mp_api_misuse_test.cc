@@ -141,6 +141,51 @@ TEST(ApiMisuse, CommInitInsideGroupMisuse) {
   mp::expectAllPassed(r);
 }
 
+// ncclCommSplit of several comms inside one group from one thread: each split's exchange waits for the other
+// ranks', so they run together at the group end. Two splits of one parent in the group run in call order.
+TEST(ApiMisuse, SplitInsideGroupFromOneThread) {
+  auto r = mp::runRanks(1, oneProcess(), [](mp::RankCtx&) {
+    const int n = 3;
+    std::vector<ncclComm_t> comms(n, nullptr);
+    MP_NCCL_ASSERT(ncclCommInitAll(comms.data(), n, nullptr));
+    std::vector<ncclComm_t> byColor(n, nullptr), all(n, nullptr);
+    const double t0 = mp::nowSec();
+    MP_NCCL_ASSERT(ncclGroupStart());
+    for (int i = 0; i < n; i++) {
+      // ranks 0 and 2: color 0, keys reversed (rank 2 becomes rank 0); rank 1: no color.
+      MP_NCCL_ASSERT(ncclCommSplit(comms[i], i == 1 ? NCCL_SPLIT_NOCOLOR : 0, -i, &byColor[i], nullptr));
+      MP_NCCL_ASSERT(ncclCommSplit(comms[i], 7, i, &all[i], nullptr));
+    }
+    EXPECT_EQ(ncclCommDestroy(comms[0]), ncclInvalidUsage) << "its splits are queued in the group";
+    MP_NCCL_ASSERT(ncclGroupEnd());
+    EXPECT_LT(mp::nowSec() - t0, 15.0);
+    EXPECT_EQ(byColor[1], nullptr);
+    ASSERT_NE(byColor[0], nullptr);
+    ASSERT_NE(byColor[2], nullptr);
+    int rank0 = -1, rank2 = -1, cnt = 0;
+    MP_NCCL_ASSERT(ncclCommUserRank(byColor[0], &rank0));
+    MP_NCCL_ASSERT(ncclCommUserRank(byColor[2], &rank2));
+    MP_NCCL_ASSERT(ncclCommCount(byColor[0], &cnt));
+    EXPECT_EQ(cnt, 2);
+    EXPECT_EQ(rank0, 1);
+    EXPECT_EQ(rank2, 0);
+    allReduceAll({byColor[2], byColor[0]}, 5001);
+    for (int i = 0; i < n; i++) {
+      ASSERT_NE(all[i], nullptr);
+      int rk = -1;
+      MP_NCCL_ASSERT(ncclCommUserRank(all[i], &rk));
+      EXPECT_EQ(rk, i);
+    }
+    allReduceAll(all, 3003);
+    for (ncclComm_t c : {byColor[0], byColor[2]}) MP_NCCL_ASSERT(ncclCommDestroy(c));
+    for (int i = 0; i < n; i++) {
+      MP_NCCL_ASSERT(ncclCommDestroy(all[i]));
+      MP_NCCL_ASSERT(ncclCommDestroy(comms[i]));
+    }
+  });
+  mp::expectAllPassed(r);
+}
+
 // ncclCommDestroy of a comm whose op is queued in the open group is refused (it would leave the group with a
 // freed comm); the group then runs normally. ncclCommAbort drops the comm's queued ops, and the group's end
 // reports that instead of touching the freed comm.
