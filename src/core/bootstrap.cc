@@ -121,6 +121,7 @@ class BootstrapImpl final : public Bootstrap {
   const std::atomic<uint32_t>* abortFlag() const { return ctx_->abortFlag; }
   bool aborted() const { return ctx_->abortFlag && ctx_->abortFlag->load(std::memory_order_relaxed); }
   double opTimeout() const { return ctx_->timeoutSec > 0 ? ctx_->timeoutSec : -1; }
+  ncclResult_t connectToPeer(OutConn& c, int peer);
   std::string peerName(int peer) const {
     return "rank " + std::to_string(peer) +
            (peer < static_cast<int>(addrs_.size()) ? " at " + sockAddrToString(addrs_[peer]) : "");
@@ -304,10 +305,8 @@ ncclResult_t BootstrapImpl::send(int peer, int tag, const void* data, size_t siz
                        peerName(peer).c_str(), c.error.c_str());
   ncclResult_t r = ncclSuccess;
   if (!c.sock.valid()) {
-    r = c.sock.connect(addrs_[peer], opTimeout(), abortFlag());
-    if (r != ncclSuccess) {
-      r = wrapError(r, "bootstrap rank %d: cannot connect to %s", rank_, peerName(peer).c_str());
-    } else {
+    r = connectToPeer(c, peer);
+    if (r == ncclSuccess) {
       PeerPreamble pre{kPeerFrameMagic, secret_, rank_, peer};
       r = c.sock.sendAll(&pre, sizeof(pre), opTimeout(), abortFlag(), what.c_str());
     }
@@ -332,6 +331,36 @@ ncclResult_t BootstrapImpl::send(int peer, int tag, const void* data, size_t siz
   return r;
 }
 
+// Every rank's listener is up before the address table goes out, so a refused connect means the peer's
+// process is gone or going: connect in short attempts and, between them, look whether it (or any observable
+// peer) died, naming it at once instead of retrying for the whole timeout.
+ncclResult_t BootstrapImpl::connectToPeer(OutConn& c, int peer) {
+  using Clock = std::chrono::steady_clock;
+  const double total = opTimeout();
+  const auto start = Clock::now();
+  for (;;) {
+    double slice = 1.0;
+    if (total > 0) {
+      const double left = total - std::chrono::duration<double>(Clock::now() - start).count();
+      slice = std::max(0.01, std::min(slice, left));
+    }
+    ncclResult_t r = c.sock.connect(addrs_[peer], slice, abortFlag());
+    if (r == ncclSuccess) return ncclSuccess;
+    const std::string connectErr = pendingError();
+    const double spent = std::chrono::duration<double>(Clock::now() - start).count();
+    if (r != ncclRemoteError || aborted())
+      return wrapError(r, "bootstrap rank %d: cannot connect to %s", rank_, peerName(peer).c_str());
+    clearPendingError();
+    if (total > 0 && spent >= total)
+      return recordError(ncclRemoteError, "bootstrap rank %d: could not connect to %s within %.0f s (last attempt: %s)",
+                         rank_, peerName(peer).c_str(), total, connectErr.c_str());
+    ncclResult_t dead = checkPeersAlive(ctx_);
+    if (dead != ncclSuccess)
+      return wrapError(dead, "bootstrap rank %d: cannot connect to %s (%s)", rank_, peerName(peer).c_str(),
+                       connectErr.c_str());
+  }
+}
+
 ncclResult_t BootstrapImpl::recv(int peer, int tag, void* data, size_t size) {
   BRAID_CHECK(checkPeer(peer, "recv"));
   char what[128];
@@ -350,9 +379,16 @@ ncclResult_t BootstrapImpl::recv(int peer, int tag, void* data, size_t size) {
       }
       if (closed_)
         return recordError(ncclInvalidUsage, "bootstrap rank %d was closed while waiting for %s", rank_, what);
-      if (!peerLost_[peer].empty())
+      if (!peerLost_[peer].empty()) {
+        // The neighbour may only have closed because another rank died and it gave up: name the dead one.
+        lk.unlock();
+        ncclResult_t dead = checkPeersAlive(ctx_);
+        lk.lock();
+        if (dead != ncclSuccess)
+          return wrapError(dead, "bootstrap rank %d: while waiting for %s (%s)", rank_, what, peerLost_[peer].c_str());
         return recordError(ncclRemoteError, "bootstrap rank %d: %s while waiting for %s", rank_,
                            peerLost_[peer].c_str(), what);
+      }
       if (!threadError_.empty())
         return recordError(ncclInternalError, "bootstrap rank %d: receive thread failed (%s) while waiting for %s",
                            rank_, threadError_.c_str(), what);

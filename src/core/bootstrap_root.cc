@@ -466,6 +466,11 @@ ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id) {
     clearPendingError();
     return recordError(ncclInvalidArgument, "NCCL_COMM_ID=%s is not <ip>:<port>: %s", commId.c_str(), inner.c_str());
   }
+  // Every rank connects to this address as it is: port 0 (any port, for a listener) would be refused forever.
+  const bool v4 = addr.sa.sa_family == AF_INET;
+  if ((v4 ? addr.sin.sin_port : addr.sin6.sin6_port) == 0)
+    return recordError(ncclInvalidArgument, "NCCL_COMM_ID=%s: the port must not be 0 (every rank connects to it)",
+                       commId.c_str());
   fillId(id, addr, commIdSecret(commId, readStrEnv("BRAID_JOB_SECRET", "")));
   BRAID_INFO(kSubBootstrap, "unique id from NCCL_COMM_ID=%s (root started by rank 0)", commId.c_str());
   return ncclSuccess;

@@ -522,4 +522,18 @@ TEST(ApiMisuse, ConfigFieldsOutOfRange) {
   mp::expectAllPassed(r);
 }
 
+// NCCL_COMM_ID with port 0 names no port anyone can connect to: refused at ncclGetUniqueId.
+TEST(ApiMisuse, CommIdWithPortZero) {
+  mp::Options o = oneProcess();
+  o.env.push_back({"NCCL_COMM_ID", "127.0.0.1:0"});
+  auto r = mp::runRanks(1, o, [](mp::RankCtx&) {
+    ncclUniqueId id;
+    const double t0 = mp::nowSec();
+    EXPECT_EQ(ncclGetUniqueId(&id), ncclInvalidArgument);
+    EXPECT_TRUE(mp::containsCI(ncclGetLastError(nullptr), "port")) << ncclGetLastError(nullptr);
+    EXPECT_LT(mp::nowSec() - t0, 2.0);
+  });
+  mp::expectAllPassed(r);
+}
+
 }  // namespace

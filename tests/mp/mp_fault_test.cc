@@ -126,6 +126,47 @@ TEST(Fault, RankKilledDuringAllReduce_3ranks_socket) { killDuringAllReduce(3, 1,
 // With 4 ranks, rank 0 is not a ring neighbour of rank 2: it may only learn through the timeout.
 TEST(Fault, RankKilledDuringAllReduce_4ranks_socket) { killDuringAllReduce(4, 2, true, 8, 8 + 6, false); }
 
+// (b2) A rank dies after init; another rank then sends to it for the first time, so its bootstrap must connect
+// to a listener that is gone. The refused connect is recognised as the dead rank within seconds, not retried
+// for the whole BRAID_TIMEOUT.
+TEST(Fault, FirstSendToADeadRankFailsFast) {
+  struct Shared {
+    std::atomic<int> ready;
+    std::atomic<int> done;
+  };
+  auto* sh = static_cast<Shared*>(mp::sharedAlloc(sizeof(Shared)));
+  ASSERT_NE(sh, nullptr);
+  mp::Options o;
+  o.timeoutSec = 60;
+  o.env = {{"BRAID_TIMEOUT", "40"}};
+  const int dead = 2;
+  auto r = mp::runRanks(4, o, [&](mp::RankCtx& ctx) {
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    sh->ready.fetch_add(1);
+    while (sh->ready.load() < 4) usleep(1000);
+    if (ctx.rank == dead) _exit(1);
+    if (ctx.rank == 0) {
+      usleep(100 * 1000);  // rank 2 is gone by now
+      std::vector<float> buf(1000, 1.f);
+      mp::setStatus("first send to dead rank %d", dead);
+      const double t0 = mp::nowSec();
+      ncclResult_t res = ncclSend(buf.data(), buf.size(), ncclFloat32, dead, comm, nullptr);
+      const double took = mp::nowSec() - t0;
+      std::string msg = mp::lastError(comm);
+      mp::note("send to dead rank -> %s after %.2f s: %s", ncclGetErrorString(res), took, msg.c_str());
+      EXPECT_EQ(res, ncclRemoteError) << msg;
+      EXPECT_LT(took, 10.0) << "BRAID_TIMEOUT=40: the dead rank must be recognised, not waited for";
+      EXPECT_TRUE(mp::mentionsRank(msg, dead)) << msg;
+      sh->done.store(1);
+    }
+    while (sh->done.load() == 0) usleep(1000);
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  });
+  expectSurvivorsPassed(r, dead, false);
+}
+
 // (c) Abort on a healthy comm returns promptly, also right after traffic.
 TEST(Fault, AbortHealthyCommIsPrompt) {
   mp::Options o;
