@@ -156,6 +156,7 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   BRAID_CHECK(agreeOnChannels(comm, params::HostChannels(), kMaxHostChannels));
 
   comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
+  comm->conns->setBuffBytes(comm->buffBytes);
   BRAID_CHECK(comm->conns->connectRing(comm->nChannels));
   comm->wait.timeoutSec = static_cast<double>(params::Timeout());
   syncBootWait(comm);

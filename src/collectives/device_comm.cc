@@ -285,6 +285,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   }
   BRAID_CHECK(agreeOnChannels(comm, preferredChannels, kMaxDevChannels));
   st->nChannels = comm->nChannels;
+  if (comm->conns) comm->conns->setBuffBytes(comm->buffBytes);
 
   if (comm->nranks > 1) {
     comm->conns->setLlSlots(true);

@@ -18,10 +18,18 @@ ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels)
   if (cfg.maxChannels > 0) hi = hi > 0 ? std::min<int64_t>(hi, cfg.maxChannels) : cfg.maxChannels;
   if (lo > 0) n = std::max(n, lo);
   if (hi > 0) n = std::min(n, hi);
-  std::vector<int> channels(comm->nranks);
-  channels[comm->rank] = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(n, maxChannels)));
-  BRAID_CHECK(comm->bootstrap->allGather(channels.data(), sizeof(int)));
-  comm->nChannels = *std::min_element(channels.begin(), channels.end());
+  struct Offer {
+    int64_t channels;
+    int64_t buffBytes;
+  };
+  std::vector<Offer> all(comm->nranks);
+  all[comm->rank] = {std::max<int64_t>(1, std::min<int64_t>(n, maxChannels)), params::BuffSize()};
+  BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Offer)));
+  int64_t chans = all[0].channels;
+  for (const Offer& o : all) chans = std::min(chans, o.channels);
+  comm->nChannels = static_cast<int>(chans);
+  // FIFO size: rank 0's, as for the tuner's agreed settings (a warning there reports differing environments).
+  comm->buffBytes = all[0].buffBytes;
   return ncclSuccess;
 }
 

@@ -52,6 +52,7 @@ struct ncclComm {
   int cudaDev = -1;
   bool hostComm = true;
   int nChannels = 1;
+  int64_t buffBytes = -1;  // FIFO bytes per connection, agreed at init (rank 0's NCCL_BUFFSIZE)
   uint64_t commHash = 0;
   braid::CommConfig config;
 
@@ -104,7 +105,8 @@ struct ncclComm {
 namespace braid {
 // Sets comm->nChannels: `preferred` bounded by NCCL_MIN/MAX_NCHANNELS (or _CTAS), config.minCTAs/maxCTAs and
 // [1, maxChannels], then the minimum over all ranks (environments may differ per rank; every rank must run
-// the same channels). Collective over the comm's bootstrap.
+// the same channels); and comm->buffBytes, rank 0's NCCL_BUFFSIZE (every connection must cut the same
+// steps). Collective over the comm's bootstrap.
 ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels);
 
 // Marks an API call as running on `comm` for its lifetime (see ncclComm::activeCalls).

@@ -88,7 +88,8 @@ struct ConnectionManager::Impl {
 
   // Setup, exchange and connect one batch; connectors land in `batch` (connected) on success.
   ncclResult_t run(std::vector<Pending>& batch) {
-    const size_t buffBytes = static_cast<size_t>(std::max<int64_t>(params::BuffSize(), 0));
+    const int64_t want = ctx.buffBytes >= 0 ? ctx.buffBytes : params::BuffSize();
+    const size_t buffBytes = static_cast<size_t>(std::max<int64_t>(want, 0));
     for (auto& b : batch) {
       BRAID_CHECK(pick(b.peer, &b.transport));
       b.conn = std::make_unique<Connector>();
@@ -275,6 +276,7 @@ ncclResult_t ConnectionManager::kindFor(int peer, TransportKind* kind) {
 }
 
 void ConnectionManager::setLlSlots(bool on) { impl_->ctx.llSlots = on; }
+void ConnectionManager::setBuffBytes(int64_t bytes) { impl_->ctx.buffBytes = bytes; }
 
 void ConnectionManager::setNetProxy(int threads, int spinUs) {
   impl_->ctx.proxyThreads = threads;

@@ -69,6 +69,7 @@ struct TransportContext {
   const std::vector<PeerInfo>* peers = nullptr;
   std::shared_ptr<NetProxy> proxy;  // created on first use
   bool llSlots = false;  // SHM segments carry LL slots (GPU communicators; host executors never use them)
+  int64_t buffBytes = -1;  // FIFO bytes per connection, agreed over the ranks (-1: this rank's NCCL_BUFFSIZE)
   int proxyThreads = 1;  // NET proxy threads unless BRAID_NET_PROXY_THREADS says otherwise
   int proxySpinUs = 50;  // NET proxy: how long a thread polls after activity before it naps
 };
@@ -106,6 +107,9 @@ class ConnectionManager final : public ConnProvider {
   void setTransports(std::vector<Transport*> order);
   // SHM segments made from now on carry LL slots (GPU communicators, before connectRing).
   void setLlSlots(bool on);
+  // FIFO bytes of connections made from now on: the value agreed over the ranks (agreeOnChannels), since a
+  // ring whose ranks cut steps from different NCCL_BUFFSIZE values would mismatch every step.
+  void setBuffBytes(int64_t bytes);
   // NET proxy threads of this communicator unless BRAID_NET_PROXY_THREADS is set, and how long each polls
   // after activity before napping (before connecting).
   void setNetProxy(int threads, int spinUs);

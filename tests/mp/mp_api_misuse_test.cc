@@ -522,6 +522,38 @@ TEST(ApiMisuse, ConfigFieldsOutOfRange) {
   mp::expectAllPassed(r);
 }
 
+// NCCL_BUFFSIZE set differently per rank: every connection takes rank 0's size (agreed at init), so the ring
+// cuts the same steps on every rank. Before, the ranks chunked by their own sizes and failed as "different
+// counts" (or timed out with 3+ ranks).
+TEST(ApiMisuse, RanksWithDifferentBuffSizeAgree) {
+  for (bool sockets : {false, true}) {
+    mp::Options o;
+    o.timeoutSec = 60;
+    o.env = {{"BRAID_TIMEOUT", "20"}};
+    if (sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
+    o.childSetup = [](int rank) {
+      if (rank == 1) setenv("NCCL_BUFFSIZE", "65536", 1);
+      if (rank == 2) setenv("NCCL_BUFFSIZE", "1048576", 1);
+    };
+    auto r = mp::runRanks(3, o, [](mp::RankCtx& ctx) {
+      ncclComm_t comm;
+      mp::initComm(ctx, &comm);
+      if (testing::Test::HasFatalFailure()) return;
+      for (size_t count : {size_t(5000), size_t(300007)}) checkAllReduce(comm, {0, 1, 2}, ctx.rank, count);
+      std::vector<int32_t> s(70001), d(70001, -1);
+      for (size_t i = 0; i < s.size(); i++) s[i] = static_cast<int32_t>(i * 31 + ctx.rank);
+      const int next = (ctx.rank + 1) % ctx.nranks, prev = (ctx.rank + ctx.nranks - 1) % ctx.nranks;
+      MP_NCCL_ASSERT(ncclGroupStart());
+      MP_NCCL_ASSERT(ncclSend(s.data(), s.size(), ncclInt32, next, comm, nullptr));
+      MP_NCCL_ASSERT(ncclRecv(d.data(), d.size(), ncclInt32, prev, comm, nullptr));
+      MP_NCCL_ASSERT(ncclGroupEnd());
+      for (size_t i = 0; i < d.size(); i++) ASSERT_EQ(d[i], static_cast<int32_t>(i * 31 + prev)) << "element " << i;
+      MP_NCCL_ASSERT(ncclCommDestroy(comm));
+    });
+    mp::expectAllPassed(r);
+  }
+}
+
 // NCCL_COMM_ID with port 0 names no port anyone can connect to: refused at ncclGetUniqueId.
 TEST(ApiMisuse, CommIdWithPortZero) {
   mp::Options o = oneProcess();
