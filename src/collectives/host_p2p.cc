@@ -183,7 +183,7 @@ ncclResult_t P2pBatch::advanceSend(Queue& q, int peer, bool* progressed) {
       const size_t chunk = std::min<size_t>(c->stepBytes, x.bytes - x.done);
       const size_t slot = c->step % c->nSteps;
       if (chunk) memcpy(c->buff + slot * static_cast<size_t>(c->stepBytes), x.buf + x.done, chunk);
-      c->sizes[slot] = static_cast<int32_t>(chunk);
+      c->sizes[slot] = static_cast<int32_t>(chunk) | (x.stepsLeft == 1 ? kStepLastOfMessage : 0);
       ++c->step;
       storeRelease(c->tail, c->step);
       x.done += chunk;
@@ -203,12 +203,22 @@ ncclResult_t P2pBatch::advanceRecv(Queue& q, int peer, bool* progressed) {
     while (x.stepsLeft > 0 && loadAcquire(c->tail) > c->step) {
       const size_t expect = std::min<size_t>(c->stepBytes, x.bytes - x.done);
       const size_t slot = c->step % c->nSteps;
-      const int32_t got = c->sizes[slot];
-      if (got < 0 || static_cast<size_t>(got) != expect || (x.stepsLeft == 1 && x.done + expect != x.bytes))
+      const int32_t word = c->sizes[slot];
+      const int32_t got = word < 0 ? word : (word & ~kStepLastOfMessage);
+      const bool senderLast = word >= 0 && (word & kStepLastOfMessage) != 0;
+      if (got < 0 || static_cast<size_t>(got) != expect)
         return recordError(ncclInvalidUsage,
                            "rank %d: message from rank %d does not match the receive of %zu bytes (step of %d bytes "
                            "where %zu were expected): send and recv counts or types differ",
                            rank_, peer, x.bytes, got, expect);
+      // Step sizes can agree while the messages do not (both a multiple of the step): the end flag tells.
+      if (senderLast != (x.stepsLeft == 1))
+        return recordError(ncclInvalidUsage,
+                           senderLast ? "rank %d: the message from rank %d ended after %zu bytes, but the receive "
+                                        "expects %zu: send and recv counts or types differ"
+                                      : "rank %d: the message from rank %d goes on past the %zu bytes received "
+                                        "(receive of %zu bytes): send and recv counts or types differ",
+                           rank_, peer, x.done + expect, x.bytes);
       if (expect) memcpy(x.buf + x.done, c->buff + slot * static_cast<size_t>(c->stepBytes), expect);
       ++c->step;
       storeRelease(c->head, c->step);

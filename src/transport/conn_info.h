@@ -18,11 +18,17 @@ namespace braid {
 
 enum class TransportKind : uint32_t { None = 0, P2p = 1, Shm = 2, Net = 3 };
 
+// Flag in sizes[slot]: the step is the last of its message. Host point-to-point senders set it, and the
+// receiver requires it on exactly its own last step, so a send longer or shorter than its receive is an error
+// instead of leaving (or taking) steps of another message. The NET proxy carries it in the frame header.
+// (Steps are at most 1 GiB, so bit 30 is free; device LL senders use bit 31, dev_work.h.)
+constexpr int32_t kStepLastOfMessage = 1 << 30;
+
 struct ConnInfo {
   char* buff = nullptr;      // nSteps * stepBytes bytes
   uint64_t* head = nullptr;  // written by the receiver side (credits), read by the sender side
   uint64_t* tail = nullptr;  // written by the sender side, read by the receiver side
-  int32_t* sizes = nullptr;  // nSteps entries: bytes in each slot, written before tail is published
+  int32_t* sizes = nullptr;  // nSteps entries: bytes in each slot (| kStepLastOfMessage), written before tail
   // Set non-zero by a proxy/transport thread when the connection broke; waiters check it.
   uint32_t* errorFlag = nullptr;
   uint32_t stepBytes = 0;

@@ -554,6 +554,45 @@ TEST(ApiMisuse, RanksWithDifferentBuffSizeAgree) {
   }
 }
 
+// A send longer (or shorter) than its receive where both are whole FIFO steps (512 KiB with the default
+// NCCL_BUFFSIZE): every step's size agrees, so only the end-of-message flag can tell. The receiver must get
+// ncclInvalidUsage, never the first part of the message with the rest left for the next receive.
+TEST(ApiMisuse, SendAndRecvOfDifferentWholeStepSizes) {
+  for (bool sockets : {false, true}) {
+    for (bool longerSend : {true, false}) {
+      mp::Options o;
+      o.timeoutSec = 60;
+      o.env = {{"BRAID_TIMEOUT", "20"}};
+      if (sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
+      auto* received = static_cast<std::atomic<int>*>(mp::sharedAlloc(sizeof(std::atomic<int>)));
+      ASSERT_NE(received, nullptr);
+      auto r = mp::runRanks(2, o, [&](mp::RankCtx& ctx) {
+        ncclComm_t comm;
+        mp::initComm(ctx, &comm);
+        if (testing::Test::HasFatalFailure()) return;
+        const size_t step = 512 * 1024 / sizeof(float);
+        const size_t sendCount = longerSend ? 2 * step : step, recvCount = longerSend ? step : 2 * step;
+        std::vector<float> buf(2 * step, 1.f);
+        ncclResult_t res;
+        if (ctx.rank == 0) {
+          res = ncclSend(buf.data(), sendCount, ncclFloat32, 1, comm, nullptr);
+          EXPECT_EQ(res, ncclSuccess) << "the sender's steps all fit in the FIFO: " << mp::lastError(comm);
+          // Over sockets the proxy is still sending: stay until the receiver has judged the message.
+          while (received->load() == 0) usleep(1000);
+        } else {
+          res = ncclRecv(buf.data(), recvCount, ncclFloat32, 0, comm, nullptr);
+          EXPECT_EQ(res, ncclInvalidUsage) << (sockets ? "sockets" : "shm") << ", longer send " << longerSend;
+          std::string msg = mp::lastError(comm);
+          EXPECT_TRUE(mp::containsCI(msg, "rank 0") && mp::containsCI(msg, "counts")) << msg;
+          received->store(1);
+        }
+        EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+      });
+      mp::expectAllPassed(r);
+    }
+  }
+}
+
 // NCCL_COMM_ID with port 0 names no port anyone can connect to: refused at ncclGetUniqueId.
 TEST(ApiMisuse, CommIdWithPortZero) {
   mp::Options o = oneProcess();

@@ -532,18 +532,20 @@ TEST(NetBackendSocket, AcceptDropsWrongIdentity) {
   char out[100], in[100] = {};
   for (int i = 0; i < 100; i++) out[i] = static_cast<char>(i * 3);
   NetRequest *sr = nullptr, *rr = nullptr;
-  ASSERT_EQ(right->isend(out, sizeof(out), &sr), ncclSuccess);
+  ASSERT_EQ(right->isend(out, sizeof(out), 0x40000005u, &sr), ncclSuccess);
   ASSERT_EQ(rc->irecv(in, sizeof(in), &rr), ncclSuccess);
   ASSERT_TRUE(sr && rr);
   bool sd = false, rd = false;
   size_t rsize = 0;
+  uint32_t rflags = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (!(sd && rd) && std::chrono::steady_clock::now() < deadline) {
-    if (!sd) ASSERT_EQ(right->test(sr, &sd, nullptr), ncclSuccess);
-    if (!rd) ASSERT_EQ(rc->test(rr, &rd, &rsize), ncclSuccess);
+    if (!sd) ASSERT_EQ(right->test(sr, &sd, nullptr, nullptr), ncclSuccess);
+    if (!rd) ASSERT_EQ(rc->test(rr, &rd, &rsize, &rflags), ncclSuccess);
   }
   ASSERT_TRUE(sd && rd);
   EXPECT_EQ(rsize, sizeof(out));
+  EXPECT_EQ(rflags, 0x40000005u) << "the sender's flags travel with the message";
   EXPECT_EQ(memcmp(in, out, sizeof(out)), 0);
 }
 
@@ -621,11 +623,11 @@ TEST(NetBackendSocket, MessagesBeforeEofAreDeliveredAfterPeerCloses) {
   for (int m = 0; m < kMsgs; m++) {
     for (int i = 0; i < 64; i++) out[m][i] = static_cast<char>(m * 64 + i);
     NetRequest* sr = nullptr;
-    ASSERT_EQ(sc->isend(out[m], sizeof(out[m]), &sr), ncclSuccess);
+    ASSERT_EQ(sc->isend(out[m], sizeof(out[m]), 0, &sr), ncclSuccess);
     ASSERT_TRUE(sr);
     bool sd = false;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!sd && std::chrono::steady_clock::now() < deadline) ASSERT_EQ(sc->test(sr, &sd, nullptr), ncclSuccess);
+    while (!sd && std::chrono::steady_clock::now() < deadline) ASSERT_EQ(sc->test(sr, &sd, nullptr, nullptr), ncclSuccess);
     ASSERT_TRUE(sd);
   }
   sc.reset();  // the sender goes away: data then FIN are in the receiver's socket
@@ -637,14 +639,14 @@ TEST(NetBackendSocket, MessagesBeforeEofAreDeliveredAfterPeerCloses) {
     bool rd = false;
     size_t got = 0;
     clearPendingError();
-    ASSERT_EQ(rc->test(rr[m], &rd, &got), ncclSuccess) << "message " << m << ": " << pendingError();
+    ASSERT_EQ(rc->test(rr[m], &rd, &got, nullptr), ncclSuccess) << "message " << m << ": " << pendingError();
     ASSERT_TRUE(rd) << "message " << m;
     EXPECT_EQ(got, sizeof(out[m]));
     EXPECT_EQ(memcmp(in[m], out[m], sizeof(out[m])), 0) << "message " << m;
   }
   bool rd = false;
   clearPendingError();
-  EXPECT_EQ(rc->test(rr[kMsgs], &rd, nullptr), ncclRemoteError);
+  EXPECT_EQ(rc->test(rr[kMsgs], &rd, nullptr, nullptr), ncclRemoteError);
   EXPECT_NE(pendingError().find("closed the connection"), std::string::npos) << pendingError();
   clearPendingError();
 }

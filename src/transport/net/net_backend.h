@@ -60,18 +60,21 @@ class NetComm {
 class NetSendComm : public NetComm {
  public:
   // Posts `size` bytes; `data` must stay untouched until test() says done. *req == nullptr: too many
-  // messages in flight, post again later.
-  virtual ncclResult_t isend(const void* data, size_t size, NetRequest** req) = 0;
-  // Progresses the comm; *done once the message has left (its buffer may be reused).
-  virtual ncclResult_t test(NetRequest* req, bool* done, size_t* size) = 0;
+  // messages in flight, post again later. `flags` travel with the message to the receiver's test() (the NET
+  // proxy carries a FIFO step's flag bits, conn_info.h).
+  virtual ncclResult_t isend(const void* data, size_t size, uint32_t flags, NetRequest** req) = 0;
+  // Progresses the comm; *done once the message has left (its buffer may be reused). `flags` may be null
+  // (nothing is reported for sends).
+  virtual ncclResult_t test(NetRequest* req, bool* done, size_t* size, uint32_t* flags) = 0;
 };
 
 class NetRecvComm : public NetComm {
  public:
   // Posts a receive of up to `maxSize` bytes into `data`; *req == nullptr: too many posted already.
   virtual ncclResult_t irecv(void* data, size_t maxSize, NetRequest** req) = 0;
-  // Progresses the comm; *done once the message is in `data`, *size its byte count.
-  virtual ncclResult_t test(NetRequest* req, bool* done, size_t* size) = 0;
+  // Progresses the comm; *done once the message is in `data`, *size its byte count, *flags (if not null)
+  // the sender's flags.
+  virtual ncclResult_t test(NetRequest* req, bool* done, size_t* size, uint32_t* flags) = 0;
 };
 
 class NetListenComm {

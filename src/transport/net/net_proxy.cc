@@ -225,14 +225,15 @@ bool NetProxy::completeInOrder(Conn* c, Comm* comm, Published published, bool* m
   while (c->done < c->posted) {
     bool done = false;
     size_t size = 0;
-    ncclResult_t r = comm->test(c->reqs[c->done % n], &done, &size);
+    uint32_t flags = 0;
+    ncclResult_t r = comm->test(c->reqs[c->done % n], &done, &size, &flags);
     if (r != ncclSuccess) {
       markDead(c, r);
       return false;
     }
     if (!done) break;
     c->done++;
-    published(size);
+    published(size, flags);
     *moved = true;
   }
   return true;
@@ -251,14 +252,16 @@ bool NetProxy::progress(Conn* c) {
     uint64_t tail = loadAcquire(in.tail);
     while (c->posted < tail && c->posted < c->done + n) {
       uint32_t slot = static_cast<uint32_t>(c->posted % n);
-      int32_t size = in.sizes[slot];
+      const int32_t word = in.sizes[slot];
+      const uint32_t flags = word < 0 ? 0u : static_cast<uint32_t>(word & kStepLastOfMessage);
+      const int32_t size = word < 0 ? word : (word & ~kStepLastOfMessage);
       if (size < 0 || static_cast<uint32_t>(size) > in.stepBytes) {
         markDead(c, recordError(ncclInternalError, "slot %u for rank %d holds %d bytes (step is %u)", slot, c->peer,
                                 size, in.stepBytes));
         return true;
       }
       NetRequest* req = nullptr;
-      ncclResult_t r = c->sendComm->isend(in.buff + static_cast<size_t>(slot) * in.stepBytes, size, &req);
+      ncclResult_t r = c->sendComm->isend(in.buff + static_cast<size_t>(slot) * in.stepBytes, size, flags, &req);
       if (r != ncclSuccess) {
         markDead(c, r);
         return true;
@@ -269,7 +272,7 @@ bool NetProxy::progress(Conn* c) {
       c->bytes += static_cast<uint32_t>(size);
       moved = true;
     }
-    if (!completeInOrder(c, c->sendComm.get(), [&](size_t) {
+    if (!completeInOrder(c, c->sendComm.get(), [&](size_t, uint32_t) {
           storeRelease(in.head, c->done);  // the slot is free again for the executor
         }, &moved))
       return true;
@@ -288,9 +291,9 @@ bool NetProxy::progress(Conn* c) {
       c->posted++;
       moved = true;
     }
-    if (!completeInOrder(c, c->recvComm.get(), [&](size_t size) {
+    if (!completeInOrder(c, c->recvComm.get(), [&](size_t size, uint32_t flags) {
           c->bytes += size;
-          in.sizes[(c->done - 1) % n] = static_cast<int32_t>(size);
+          in.sizes[(c->done - 1) % n] = static_cast<int32_t>(size) | static_cast<int32_t>(flags & kStepLastOfMessage);
           storeRelease(in.tail, c->done);  // sizes[] is visible before the new tail
         }, &moved))
       return true;

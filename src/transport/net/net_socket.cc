@@ -49,7 +49,9 @@ struct Preamble {
 
 struct FrameHeader {
   uint32_t size;
-  uint32_t seq;  // low bits of the message number: catches a desynchronised stream
+  uint32_t seq;    // low bits of the message number: catches a desynchronised stream
+  uint32_t flags;  // the sender's isend flags, handed to the receiver's test()
+  uint32_t reserved;
 };
 
 struct SockRequest final : NetRequest {
@@ -134,7 +136,7 @@ class SocketCommBase {
 
   // Shared by send and receive: progress the sockets unless `r` is already complete, then report it.
   template <typename Progress>
-  ncclResult_t testRequest(SockRequest* r, Progress progress, bool* done, size_t* size) {
+  ncclResult_t testRequest(SockRequest* r, Progress progress, bool* done, size_t* size, uint32_t* flags) {
     *done = false;
     if (!r->done) {
       bool progressed = false;
@@ -147,6 +149,7 @@ class SocketCommBase {
     if (r->done) {
       *done = true;
       if (size) *size = r->size;
+      if (flags) *flags = r->hdr.flags;
       r->used = false;
     }
     return ncclSuccess;
@@ -173,7 +176,7 @@ class SocketSendComm final : public NetSendComm, SocketCommBase {
   }
   ~SocketSendComm() override { closeAll(); }
 
-  ncclResult_t isend(const void* data, size_t size, NetRequest** req) override {
+  ncclResult_t isend(const void* data, size_t size, uint32_t flags, NetRequest** req) override {
     *req = nullptr;
     BRAID_CHECK(checkFailed());
     if (size > UINT32_MAX) return recordError(ncclInternalError, "NET/Socket: message of %zu bytes too large", size);
@@ -185,7 +188,7 @@ class SocketSendComm final : public NetSendComm, SocketCommBase {
     r->data = static_cast<char*>(const_cast<void*>(data));
     r->size = size;
     r->seq = posted_;
-    r->hdr = FrameHeader{static_cast<uint32_t>(size), static_cast<uint32_t>(posted_)};
+    r->hdr = FrameHeader{static_cast<uint32_t>(size), static_cast<uint32_t>(posted_), flags, 0};
     r->hdrDone = 0;
     r->setParts(nSocks_);
     posted_++;
@@ -194,8 +197,8 @@ class SocketSendComm final : public NetSendComm, SocketCommBase {
     return progress(&progressed);  // start right away: most small messages leave in this call
   }
 
-  ncclResult_t test(NetRequest* req, bool* done, size_t* size) override {
-    return testRequest(static_cast<SockRequest*>(req), [this](bool* p) { return progress(p); }, done, size);
+  ncclResult_t test(NetRequest* req, bool* done, size_t* size, uint32_t* flags) override {
+    return testRequest(static_cast<SockRequest*>(req), [this](bool* p) { return progress(p); }, done, size, flags);
   }
 
   void pollFds(std::vector<pollfd>* fds) override {
@@ -303,8 +306,8 @@ class SocketRecvComm final : public NetRecvComm, SocketCommBase {
     return ncclSuccess;
   }
 
-  ncclResult_t test(NetRequest* req, bool* done, size_t* size) override {
-    return testRequest(static_cast<SockRequest*>(req), [this](bool* p) { return progress(p); }, done, size);
+  ncclResult_t test(NetRequest* req, bool* done, size_t* size, uint32_t* flags) override {
+    return testRequest(static_cast<SockRequest*>(req), [this](bool* p) { return progress(p); }, done, size, flags);
   }
 
   void pollFds(std::vector<pollfd>* fds) override {
