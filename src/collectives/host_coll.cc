@@ -13,7 +13,8 @@ ncclResult_t runCopyChannel(const CollChannelWork& w, int channel) {
   const OpDesc& op = *w.op;
   const RingArgs a = detail::ringArgsFor(w, channel, op.count * dtypeSize(op.dtype), 1, stepBytes);
   if (a.ch.count == 0) return ncclSuccess;
-  HostPrims<uint8_t, FuncCopy> prims(send, recv, op.sendbuff, op.recvbuff, FuncCopy{}, w.wait, w.cancel);
+  HostPrims<uint8_t, FuncCopy> prims(send, recv, op.sendbuff, op.recvbuff, FuncCopy{}, w.wait, w.cancel,
+                                     w.tag);
   switch (op.coll) {
     case CollType::AllGather: ringAllGather(prims, a); break;
     case CollType::Broadcast: ringBroadcast(prims, a); break;

@@ -27,6 +27,7 @@ struct CollChannelWork {
   const WaitContext* wait = nullptr;
   const std::atomic<bool>* cancel = nullptr;
   bool oneShot = false;  // AllReduce of 2 ranks as ringAllReduceOneShot (NCCL_ALGO=allreduce:OneShot)
+  uint32_t tag = 0;      // hostStepTag of the op and its place in the comm's collectives
 };
 using CollChannelFn = ncclResult_t (*)(const CollChannelWork& work, int channel);
 
@@ -110,7 +111,8 @@ ncclResult_t runReduceChannel(const CollChannelWork& w, int channel) {
   const OpDesc& op = *w.op;
   const RingArgs a = detail::ringArgsFor(w, channel, op.count, sizeof(T), stepBytes);
   if (a.ch.count == 0) return ncclSuccess;
-  HostPrims<T, Fn> prims(send, recv, op.sendbuff, op.recvbuff, detail::MakeFn<Fn>::make(op.op), w.wait, w.cancel);
+  HostPrims<T, Fn> prims(send, recv, op.sendbuff, op.recvbuff, detail::MakeFn<Fn>::make(op.op), w.wait, w.cancel,
+                         w.tag);
   switch (op.coll) {
     case CollType::AllReduce:
       if (w.oneShot) {

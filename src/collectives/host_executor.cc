@@ -49,6 +49,7 @@ struct HostExecutor::Impl {
   std::vector<ncclResult_t> results;
   std::vector<std::string> messages;
   std::atomic<bool> cancel{false};
+  uint64_t collSeq = 0;  // ring collectives run so far (the same count on every rank): part of each step's tag
   std::vector<std::thread> workers;
 
   ~Impl() {
@@ -126,6 +127,7 @@ struct HostExecutor::Impl {
     }
     CollChannelWork w;
     w.op = &op;
+    w.tag = hostStepTag(op, collSeq++);
     w.rank = rank;
     w.nranks = nranks;
     w.nChannels = nch;

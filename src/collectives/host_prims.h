@@ -57,10 +57,11 @@ constexpr ncclResult_t kCancelled = static_cast<ncclResult_t>(-1000);
 template <typename T, typename Fn>
 class HostPrims {
  public:
+  // `tag`: the op's hostStepTag, stamped on every step sent and checked on every step received.
   HostPrims(ConnInfo* send, ConnInfo* recv, const void* input, void* output, const Fn& fn, const WaitContext* wait,
-            const std::atomic<bool>* cancel)
+            const std::atomic<bool>* cancel, uint32_t tag)
       : send_(send), recv_(recv), in_(static_cast<const T*>(input)), out_(static_cast<T*>(output)), fn_(fn),
-        wait_(wait), cancel_(cancel) {}
+        wait_(wait), cancel_(cancel), tag_(tag & kNetFlagTagMask) {}
 
   ncclResult_t result() const { return res_; }
 
@@ -193,6 +194,15 @@ class HostPrims {
     if (!waitUntil(c, "ring data from the previous rank", [c] { return loadAcquire(c->tail) > c->step; }))
       return nullptr;
     const size_t slot = c->step % c->nSteps;
+    // The tag first: a step of another collective says more than its size would.
+    if (c->tags && c->tags[slot] != tag_) {
+      res_ = recordError(ncclInvalidUsage,
+                         "ring step %llu from rank %d belongs to another collective (tag 0x%04x, this rank's 0x%04x): "
+                         "ranks called collectives with different types, roots, counts, datatypes or reductions, "
+                         "or in a different order",
+                         static_cast<unsigned long long>(c->step), c->peer, c->tags[slot], tag_);
+      return nullptr;
+    }
     const int32_t got = c->sizes[slot];
     if (static_cast<size_t>(got) != n * sizeof(T)) {
       res_ = recordError(ncclInvalidUsage,
@@ -207,6 +217,7 @@ class HostPrims {
   void postSend(size_t n) {
     ConnInfo* c = send_;
     c->sizes[c->step % c->nSteps] = static_cast<int32_t>(n * sizeof(T));
+    if (c->tags) c->tags[c->step % c->nSteps] = tag_;
     ++c->step;
     storeRelease(c->tail, c->step);
   }
@@ -223,6 +234,7 @@ class HostPrims {
   Fn fn_;
   const WaitContext* wait_;
   const std::atomic<bool>* cancel_;
+  uint32_t tag_;
   ncclResult_t res_ = ncclSuccess;
 };
 

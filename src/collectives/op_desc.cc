@@ -19,6 +19,25 @@ const char* collName(CollType c) {
   return "Unknown";
 }
 
+uint32_t hostStepTag(const OpDesc& op, uint64_t seq) {
+  // FNV-1a over the fields, folded to 16 bits; 0 is kept for steps no ring collective wrote.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(static_cast<uint64_t>(op.coll));
+  mix(static_cast<uint64_t>(static_cast<int64_t>(op.root)));
+  mix(op.count);
+  mix(static_cast<uint64_t>(op.dtype));
+  mix(static_cast<uint64_t>(op.op.kind));
+  mix(seq);
+  uint32_t t = static_cast<uint32_t>((h ^ (h >> 16) ^ (h >> 32) ^ (h >> 48)) & 0xffffu);
+  return t == 0 ? 1u : t;
+}
+
 size_t dtypeSize(ncclDataType_t t) {
   switch (t) {
     case ncclInt8:

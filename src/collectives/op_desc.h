@@ -49,6 +49,12 @@ struct OpDesc {
   void* stream = nullptr;  // cudaStream_t of the call (device communicators); ignored by host ones
 };
 
+// A 16-bit tag of what every rank must agree on for a ring collective (type, root, count, datatype,
+// reduction kind) and of its place in the comm's sequence of collectives (`seq`, counted alike on every
+// rank): host FIFO steps carry it (ConnInfo::tags), so a mismatch, or a stray step an earlier mismatched
+// collective left in a FIFO, is an error instead of a success with wrong data or a hang. Never 0.
+uint32_t hostStepTag(const OpDesc& op, uint64_t seq);
+
 size_t dtypeSize(ncclDataType_t t);
 bool dtypeIsFloat(ncclDataType_t t);
 const char* dtypeName(ncclDataType_t t);

@@ -23,12 +23,19 @@ enum class TransportKind : uint32_t { None = 0, P2p = 1, Shm = 2, Net = 3 };
 // instead of leaving (or taking) steps of another message. The NET proxy carries it in the frame header.
 // (Steps are at most 1 GiB, so bit 30 is free; device LL senders use bit 31, dev_work.h.)
 constexpr int32_t kStepLastOfMessage = 1 << 30;
+// The NET proxy's frame flags for a step: kStepLastOfMessage, and the step's tag (ConnInfo::tags) in the low
+// 16 bits.
+constexpr uint32_t kNetFlagTagMask = 0xffffu;
 
 struct ConnInfo {
   char* buff = nullptr;      // nSteps * stepBytes bytes
   uint64_t* head = nullptr;  // written by the receiver side (credits), read by the sender side
   uint64_t* tail = nullptr;  // written by the sender side, read by the receiver side
   int32_t* sizes = nullptr;  // nSteps entries: bytes in each slot (| kStepLastOfMessage), written before tail
+  // nSteps entries beside sizes[] (host FIFOs only; null elsewhere): the 16-bit tag of the ring collective that
+  // wrote the step (its type, root, count, type and reduction hashed, hostStepTag), written before tail. A
+  // receiver running another collective, or the same one with another root, sees a different tag.
+  uint32_t* tags = nullptr;
   // Set non-zero by a proxy/transport thread when the connection broke; waiters check it.
   uint32_t* errorFlag = nullptr;
   uint32_t stepBytes = 0;

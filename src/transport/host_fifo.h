@@ -1,6 +1,6 @@
 // Memory layout of a host FIFO: the bytes behind a ConnInfo for the SHM transport (a shared segment) and
 // for the socket transport (each side's local staging FIFO). One 4 KiB control page (head, tail and
-// errorFlag on separate cache lines so the two sides never false-share, then sizes[]), followed by
+// errorFlag on separate cache lines so the two sides never false-share, then sizes[] and tags[]), followed by
 // nSteps * stepBytes of data starting on a 4 KiB boundary.
 #pragma once
 
@@ -25,6 +25,7 @@ struct HostFifoCtrl {
   alignas(128) uint32_t errorFlag;
   uint32_t attached;  // SHM: the sender sets it once it has mapped the segment
   alignas(128) int32_t sizes[kHostFifoMaxSteps];
+  alignas(128) uint32_t tags[kHostFifoMaxSteps];  // ConnInfo::tags
 };
 static_assert(sizeof(HostFifoCtrl) <= kHostFifoPage, "control block fits its page");
 
@@ -56,6 +57,7 @@ inline void hostFifoView(void* base, uint32_t nSteps, uint32_t stepBytes, ConnIn
   info->head = &ctrl->head;
   info->tail = &ctrl->tail;
   info->sizes = ctrl->sizes;
+  info->tags = ctrl->tags;
   info->errorFlag = &ctrl->errorFlag;
   info->nSteps = nSteps;
   info->stepBytes = stepBytes;

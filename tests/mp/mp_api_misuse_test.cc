@@ -593,6 +593,82 @@ TEST(ApiMisuse, SendAndRecvOfDifferentWholeStepSizes) {
   }
 }
 
+// Ranks running different collectives whose steps happen to have the same sizes (all-reduce of 2N against
+// reduce-scatter of N on 2 ranks), or a broadcast with different roots (which cannot be seen by the broadcast
+// itself: each rank only sends) followed by a matched all-reduce. Every step carries its collective's tag, so
+// both are ncclInvalidUsage naming the mismatch, not a success with wrong data or a wait for the timeout.
+TEST(ApiMisuse, MismatchedCollectivesAreDetected) {
+  for (bool sockets : {false, true}) {
+    mp::Options o;
+    o.timeoutSec = 60;
+    o.env = {{"BRAID_TIMEOUT", "20"}};
+    if (sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
+    auto* done = static_cast<std::atomic<int>*>(mp::sharedAlloc(sizeof(std::atomic<int>)));
+    ASSERT_NE(done, nullptr);
+    auto r = mp::runRanks(2, o, [&](mp::RankCtx& ctx) {
+      const size_t n = 4096;
+      std::vector<float> in(2 * n, 1.f), out(2 * n, -1.f);
+      ncclComm_t comm, dup = nullptr;
+      mp::initComm(ctx, &comm);
+      if (testing::Test::HasFatalFailure()) return;
+      MP_NCCL_ASSERT(ncclCommSplit(comm, 0, ctx.rank, &dup, nullptr));  // for the second case
+      double t0 = mp::nowSec();
+      ncclResult_t res = ctx.rank == 0
+                             ? ncclAllReduce(in.data(), out.data(), 2 * n, ncclFloat32, ncclSum, comm, nullptr)
+                             : ncclReduceScatter(in.data(), out.data(), n, ncclFloat32, ncclSum, comm, nullptr);
+      std::string msg = mp::lastError(comm);
+      EXPECT_EQ(res, ncclInvalidUsage) << msg;
+      EXPECT_TRUE(mp::containsCI(msg, "another collective")) << msg;
+      EXPECT_LT(mp::nowSec() - t0, 10.0) << "BRAID_TIMEOUT=20: detected, not timed out";
+      EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+
+      comm = dup;
+      MP_NCCL_ASSERT(ncclBroadcast(in.data(), out.data(), n, ncclFloat32, ctx.rank, comm, nullptr));
+      res = ncclAllReduce(in.data(), out.data(), n, ncclFloat32, ncclSum, comm, nullptr);
+      msg = mp::lastError(comm);
+      EXPECT_EQ(res, ncclInvalidUsage) << "the broadcasts' stray steps must not pass as the all-reduce's: " << msg;
+      EXPECT_TRUE(mp::containsCI(msg, "another collective")) << msg;
+      done->fetch_add(1);
+      while (done->load() < 2) usleep(1000);  // over sockets, the peer's proxy may still be delivering
+      EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+    });
+    mp::expectAllPassed(r);
+  }
+}
+
+// A broadcast whose ranks name different roots leaves a stray step in a FIFO; the next, matched broadcast
+// has steps of the same size and the same collective, so only the sequence number in the tag tells the stray
+// step from its own. Before, the receiver returned success with the earlier call's data.
+TEST(ApiMisuse, StrayStepOfAnEarlierMismatchIsNotTakenAsData) {
+  for (bool sockets : {false, true}) {
+    mp::Options o;
+    o.timeoutSec = 60;
+    o.env = {{"BRAID_TIMEOUT", "20"}};
+    if (sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
+    auto* done = static_cast<std::atomic<int>*>(mp::sharedAlloc(sizeof(std::atomic<int>)));
+    ASSERT_NE(done, nullptr);
+    auto r = mp::runRanks(2, o, [&](mp::RankCtx& ctx) {
+      const size_t n = 1000;
+      ncclComm_t comm;
+      mp::initComm(ctx, &comm);
+      if (testing::Test::HasFatalFailure()) return;
+      std::vector<float> first(n, 10.f + ctx.rank), second(n, 20.f + ctx.rank), out(n, -1.f);
+      MP_NCCL_ASSERT(ncclBroadcast(first.data(), out.data(), n, ncclFloat32, ctx.rank, comm, nullptr));
+      std::fill(out.begin(), out.end(), -1.f);
+      ncclResult_t res = ncclBroadcast(second.data(), out.data(), n, ncclFloat32, 0, comm, nullptr);
+      if (ctx.rank == 1) {
+        std::string msg = mp::lastError(comm);
+        EXPECT_EQ(res, ncclInvalidUsage) << "rank 1 would have taken the first call's data (" << out[0] << "): " << msg;
+        EXPECT_TRUE(mp::containsCI(msg, "another collective")) << msg;
+      }
+      done->fetch_add(1);
+      while (done->load() < 2) usleep(1000);
+      EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+    });
+    mp::expectAllPassed(r);
+  }
+}
+
 // NCCL_COMM_ID with port 0 names no port anyone can connect to: refused at ncclGetUniqueId.
 TEST(ApiMisuse, CommIdWithPortZero) {
   mp::Options o = oneProcess();

@@ -253,7 +253,8 @@ bool NetProxy::progress(Conn* c) {
     while (c->posted < tail && c->posted < c->done + n) {
       uint32_t slot = static_cast<uint32_t>(c->posted % n);
       const int32_t word = in.sizes[slot];
-      const uint32_t flags = word < 0 ? 0u : static_cast<uint32_t>(word & kStepLastOfMessage);
+      const uint32_t flags = (word < 0 ? 0u : static_cast<uint32_t>(word & kStepLastOfMessage)) |
+                             (in.tags ? in.tags[slot] & kNetFlagTagMask : 0u);
       const int32_t size = word < 0 ? word : (word & ~kStepLastOfMessage);
       if (size < 0 || static_cast<uint32_t>(size) > in.stepBytes) {
         markDead(c, recordError(ncclInternalError, "slot %u for rank %d holds %d bytes (step is %u)", slot, c->peer,
@@ -293,7 +294,9 @@ bool NetProxy::progress(Conn* c) {
     }
     if (!completeInOrder(c, c->recvComm.get(), [&](size_t size, uint32_t flags) {
           c->bytes += size;
-          in.sizes[(c->done - 1) % n] = static_cast<int32_t>(size) | static_cast<int32_t>(flags & kStepLastOfMessage);
+          const uint32_t slot = static_cast<uint32_t>((c->done - 1) % n);
+          in.sizes[slot] = static_cast<int32_t>(size) | static_cast<int32_t>(flags & kStepLastOfMessage);
+          if (in.tags) in.tags[slot] = flags & kNetFlagTagMask;
           storeRelease(in.tail, c->done);  // sizes[] is visible before the new tail
         }, &moved))
       return true;
