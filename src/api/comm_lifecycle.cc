@@ -602,6 +602,33 @@ BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, nccl
   });
 }
 
+namespace braid {
+namespace {
+// The shrink itself: stop watching the excluded ranks, agree on the new id among the members, init the child.
+ncclResult_t shrinkBody(ncclComm* comm, const std::vector<uint8_t>& excluded, const std::vector<int>& members,
+                        int newRank, ncclComm_t* newcomm, const ncclConfig_t* config) {
+  RankTag tag(comm->rank);
+  // Excluded ranks may be dead: stop watching them, and clear a sticky error they caused.
+  auto ignore = [&] {
+    comm->shrinkIgnore = excluded;
+    comm->wait.ignore = &comm->shrinkIgnore;
+    comm->bootWait.ignore = &comm->shrinkIgnore;
+  };
+  if (comm->devExec) {
+    comm->devExec->withPeerWatchPaused(ignore);  // its thread reads the ignored ranks
+  } else {
+    ignore();
+  }
+  int seq = comm->shrinkCount++;
+  ncclUniqueId id;
+  BRAID_CHECK(shareNewId(comm, members, kTagShrinkId + (seq & 0xfff), &id));
+  ncclConfig_t tmp;
+  BRAID_CHECK(inheritConfig(comm, const_cast<ncclConfig_t*>(config), &tmp));
+  return commInit(newcomm, static_cast<int>(members.size()), id, newRank, config ? config : &tmp, "ncclCommShrink");
+}
+}  // namespace
+}  // namespace braid
+
 BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
           ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   return apiCall("ncclCommShrink", comm, [&]() -> ncclResult_t {
@@ -629,22 +656,17 @@ BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, 
         if (r == comm->rank) newRank = static_cast<int>(members.size());
         members.push_back(r);
       }
-    // Excluded ranks may be dead: stop watching them, and clear a sticky error they caused.
-    auto ignore = [&] {
-      comm->shrinkIgnore = excluded;
-      comm->wait.ignore = &comm->shrinkIgnore;
-      comm->bootWait.ignore = &comm->shrinkIgnore;
-    };
-    if (comm->devExec) {
-      comm->devExec->withPeerWatchPaused(ignore);  // its thread reads the ignored ranks
-    } else {
-      ignore();
+    CommConfig checked;
+    BRAID_CHECK(parseConfig(config, "ncclCommShrink", &checked));  // a bad config fails at the call, in a group too
+    if (inGroup()) {
+      // As ncclCommSplit: one thread may shrink several ranks' comms in one group; they run at its end.
+      const bool hasConfig = config != nullptr;
+      const ncclConfig_t cfgCopy = hasConfig ? *config : ncclConfig_t{};
+      deferGroupJob(comm, [comm, excluded, members, newRank, newcomm, hasConfig, cfgCopy]() {
+        return shrinkBody(comm, excluded, members, newRank, newcomm, hasConfig ? &cfgCopy : nullptr);
+      });
+      return ncclSuccess;
     }
-    int seq = comm->shrinkCount++;
-    ncclUniqueId id;
-    BRAID_CHECK(shareNewId(comm, members, kTagShrinkId + (seq & 0xfff), &id));
-    ncclConfig_t tmp;
-    BRAID_CHECK(inheritConfig(comm, config, &tmp));
-    return commInit(newcomm, static_cast<int>(members.size()), id, newRank, config ? config : &tmp, "ncclCommShrink");
+    return shrinkBody(comm, excluded, members, newRank, newcomm, config);
   });
 }

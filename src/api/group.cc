@@ -395,7 +395,7 @@ ncclResult_t runGroupJobs(const char* fn, bool* inProgress) {
   *inProgress = started.load();
   for (size_t i = 0; i < parents.size(); ++i)
     if (results[i] != ncclSuccess)
-      return recordError(results[i], "%s: a split of the group failed (rank %d): %s", fn, parents[i]->rank,
+      return recordError(results[i], "%s: a split or shrink of the group failed (rank %d): %s", fn, parents[i]->rank,
                          messages[i].c_str());
   return ncclSuccess;
 }

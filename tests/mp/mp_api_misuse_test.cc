@@ -143,6 +143,7 @@ TEST(ApiMisuse, CommInitInsideGroupMisuse) {
 
 // ncclCommSplit of several comms inside one group from one thread: each split's exchange waits for the other
 // ranks', so they run together at the group end. Two splits of one parent in the group run in call order.
+// ncclCommShrink likewise.
 TEST(ApiMisuse, SplitInsideGroupFromOneThread) {
   auto r = mp::runRanks(1, oneProcess(), [](mp::RankCtx&) {
     const int n = 3;
@@ -177,6 +178,18 @@ TEST(ApiMisuse, SplitInsideGroupFromOneThread) {
       EXPECT_EQ(rk, i);
     }
     allReduceAll(all, 3003);
+    // Shrink rank 1 away from the `all` comms, also inside one group from this thread.
+    std::vector<ncclComm_t> shrunk(n, nullptr);
+    int excl = 1;
+    MP_NCCL_ASSERT(ncclGroupStart());
+    for (int i : {0, 2}) MP_NCCL_ASSERT(ncclCommShrink(all[i], &excl, 1, &shrunk[i], nullptr, NCCL_SHRINK_DEFAULT));
+    MP_NCCL_ASSERT(ncclGroupEnd());
+    ASSERT_NE(shrunk[0], nullptr);
+    ASSERT_NE(shrunk[2], nullptr);
+    MP_NCCL_ASSERT(ncclCommUserRank(shrunk[2], &rank2));
+    EXPECT_EQ(rank2, 1);
+    allReduceAll({shrunk[0], shrunk[2]}, 2048);
+    for (int i : {0, 2}) MP_NCCL_ASSERT(ncclCommDestroy(shrunk[i]));
     for (ncclComm_t c : {byColor[0], byColor[2]}) MP_NCCL_ASSERT(ncclCommDestroy(c));
     for (int i = 0; i < n; i++) {
       MP_NCCL_ASSERT(ncclCommDestroy(all[i]));
