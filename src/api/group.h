@@ -22,8 +22,8 @@ bool inGroup();
 // ncclInvalidArgument (as in NCCL), returned here before the comm is handed out.
 ncclResult_t deferGroupInit(ncclComm* comm, bool blocking, std::function<void()> start);
 // A call on `parent` that must run together with other ranks' at the outermost group end (ncclCommSplit and
-// ncclCommShrink inside a group): jobs of one parent run in call order, different parents' concurrently, before the group's inits and
-// ops. The parent counts as holding queued ops until then.
+// ncclCommShrink inside a group): jobs of one parent run in call order, different parents' concurrently,
+// before the group's inits and ops. The parent counts as holding queued ops until then.
 void deferGroupJob(ncclComm* parent, std::function<ncclResult_t()> job);
 // Removes `comm`'s deferred init from this thread's group (ncclCommAbort); false if it holds none.
 bool dropGroupInit(ncclComm* comm);

@@ -42,7 +42,8 @@ void allReduceAll(const std::vector<ncclComm_t>& comms, size_t count) {
   for (int i = 0; i < n; i++)
     for (size_t j = 0; j < count; j++) {
       int32_t want = 0;
-      for (int q = 0; q < n; q++) want = static_cast<int32_t>(static_cast<uint32_t>(want) + static_cast<uint32_t>(in[q][j]));
+      for (int q = 0; q < n; q++)
+        want = static_cast<int32_t>(static_cast<uint32_t>(want) + static_cast<uint32_t>(in[q][j]));
       ASSERT_EQ(out[i][j], want) << "comm " << i << " element " << j;
     }
 }
@@ -134,7 +135,8 @@ TEST(ApiMisuse, CommInitInsideGroupMisuse) {
     ncclResult_t end = ncclGroupEnd();
     const double took = mp::nowSec() - t0;
     EXPECT_NE(end, ncclSuccess);
-    mp::note("duplicate rank in a group: %s after %.2f s: %s", ncclGetErrorString(end), took, ncclGetLastError(nullptr));
+    mp::note("duplicate rank in a group: %s after %.2f s: %s", ncclGetErrorString(end), took,
+             ncclGetLastError(nullptr));
     EXPECT_LT(took, 15.0) << "the failure must abort the group's other init";
     for (ncclComm_t x : c) EXPECT_EQ(ncclCommAbort(x), ncclSuccess);
   });
