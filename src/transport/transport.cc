@@ -52,6 +52,9 @@ struct ConnectionManager::Impl {
   std::vector<Transport*> order = hostTransports();
   std::function<void()> abortHook;
   bool aborted = false;
+  // Guards the four connection containers against abort() from another thread (a watchdog) while a connect
+  // on the calling thread inserts into them; never held during the blocking part of a connect.
+  std::mutex containersMu;
 
   struct Pending {
     Direction dir;
@@ -199,8 +202,9 @@ ncclResult_t ConnectionManager::connectRing(int nChannels) {
     batch.push_back(Impl::Pending{Direction::Recv, prev, c, false, nullptr, nullptr, {}, {}});
   }
   BRAID_CHECK(m.run(batch));
-  for (auto& b : batch) {
-    (b.dir == Direction::Send ? m.ringSend : m.ringRecv).push_back(std::move(b.conn));
+  {
+    std::lock_guard<std::mutex> lock(m.containersMu);
+    for (auto& b : batch) (b.dir == Direction::Send ? m.ringSend : m.ringRecv).push_back(std::move(b.conn));
   }
   BRAID_INFO(kSubInit, "rank %d: ring channels %d..%d connected (send to %d via %s, recv from %d via %s)", r, have,
              nChannels - 1, next, transportName(next), prev, transportName(prev));
@@ -233,8 +237,9 @@ ncclResult_t ConnectionManager::connectP2p(const int* sendPeers, int nSend, cons
   BRAID_CHECK(add(recvPeers, nRecv, Direction::Recv));
   if (batch.empty()) return ncclSuccess;
   BRAID_CHECK(m.run(batch));
-  for (auto& b : batch) {
-    (b.dir == Direction::Send ? m.p2pSend : m.p2pRecv)[b.peer] = std::move(b.conn);
+  {
+    std::lock_guard<std::mutex> lock(m.containersMu);
+    for (auto& b : batch) (b.dir == Direction::Send ? m.p2pSend : m.p2pRecv)[b.peer] = std::move(b.conn);
   }
   return ncclSuccess;
 }
@@ -294,10 +299,18 @@ void ConnectionManager::abort() {
   if (impl_->abortHook) impl_->abortHook();
   impl_->aborted = true;
   // Flags first, so executors stop waiting at once; then the proxy, which may be mid-transfer.
-  impl_->forEach([](Connector* c) {
-    if (c && c->info.errorFlag) __atomic_store_n(c->info.errorFlag, 1u, __ATOMIC_RELEASE);
-  });
-  if (impl_->ctx.proxy) impl_->ctx.proxy->stop();
+  {
+    std::lock_guard<std::mutex> lock(impl_->containersMu);
+    impl_->forEach([](Connector* c) {
+      if (c && c->info.errorFlag) __atomic_store_n(c->info.errorFlag, 1u, __ATOMIC_RELEASE);
+    });
+  }
+  std::shared_ptr<NetProxy> proxy;
+  {
+    std::lock_guard<std::mutex> lock(impl_->ctx.proxyMu);
+    proxy = impl_->ctx.proxy;
+  }
+  if (proxy) proxy->stop();
 }
 
 }  // namespace braid

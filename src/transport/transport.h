@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/bootstrap.h"
@@ -67,7 +68,8 @@ struct TransportContext {
   Bootstrap* bootstrap = nullptr;
   const PeerInfo* self = nullptr;
   const std::vector<PeerInfo>* peers = nullptr;
-  std::shared_ptr<NetProxy> proxy;  // created on first use
+  std::shared_ptr<NetProxy> proxy;  // created on first use, under proxyMu
+  std::mutex proxyMu;               // abort() may read `proxy` from another thread while a connect creates it
   bool llSlots = false;  // SHM segments carry LL slots (GPU communicators; host executors never use them)
   int64_t buffBytes = -1;  // FIFO bytes per connection, agreed over the ranks (-1: this rank's NCCL_BUFFSIZE)
   int proxyThreads = 1;  // NET proxy threads unless BRAID_NET_PROXY_THREADS says otherwise

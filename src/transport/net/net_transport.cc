@@ -66,6 +66,7 @@ ncclResult_t allocFifo(NetResources* res, uint32_t nSteps, uint32_t stepBytes, C
 
 // The communicator's proxy, created on first use with its threads placed (proxy_affinity.h).
 ncclResult_t proxyOf(TransportContext* ctx, int me, std::shared_ptr<NetProxy>* out) {
+  std::lock_guard<std::mutex> lock(ctx->proxyMu);
   if (!ctx->proxy) {
     const int rank = ctx->self ? ctx->self->rank : me;
     ProxyPlacement place;
