@@ -19,6 +19,7 @@
 
 #include "core/log.h"
 #include "core/result.h"
+#include "core/socket.h"
 #include "transport/host_fifo.h"
 #include "transport/net/net_backend.h"
 #include "transport/net/net_internal.h"
@@ -547,6 +548,31 @@ TEST(NetBackendSocket, AcceptDropsWrongIdentity) {
   EXPECT_EQ(rsize, sizeof(out));
   EXPECT_EQ(rflags, 0x40000005u) << "the sender's flags travel with the message";
   EXPECT_EQ(memcmp(in, out, sizeof(out)), 0);
+}
+
+// A client that connects to the NET listener and never speaks (a port scanner, a health check) costs the
+// accept at most its 2 s grace, not 10 s, before the real peer is taken.
+TEST(NetBackendSocket, SilentStrayConnectionIsDroppedQuickly) {
+  NetBackend* be = socketNetBackend();
+  NetHandle h;
+  std::unique_ptr<NetListenComm> l;
+  ASSERT_EQ(be->listen(&h, &l), ncclSuccess) << pendingError();
+  // White box: the socket handle is {magic, nSocks, nonce, SockAddr} (net_socket.cc).
+  SockAddr addr;
+  std::memcpy(&addr, h.data + 16, sizeof(addr));
+  Socket stray;
+  ASSERT_EQ(stray.connect(addr, 5, nullptr), ncclSuccess) << pendingError();
+  NetSetupParams p;
+  p.timeoutSec = 20;
+  p.peer = 3;
+  std::unique_ptr<NetSendComm> right;
+  ASSERT_EQ(be->connect(h, NetConnIdent{3, 4, 0, 0}, p, &right), ncclSuccess) << pendingError();
+  std::unique_ptr<NetRecvComm> rc;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(l->accept(NetConnIdent{3, 4, 0, 0}, p, &rc), ncclSuccess) << pendingError();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 5.0) << "the silent connection held the accept";
+  EXPECT_GT(took, 1.5) << "the stray connection came first and must have been waited on for its grace";
 }
 
 TEST(NetBackendSocket, AcceptTimesOutNamingPeer) {
