@@ -160,6 +160,8 @@ class BootstrapImpl final : public Bootstrap {
 
   std::mutex closeMu_;
   bool closeDone_ = false;  // guarded by closeMu_
+  // NCCL_COMM_ID: the root this rank hosts; closing stops it if it is still waiting for ranks.
+  std::shared_ptr<std::atomic<bool>> rootStop_;
 };
 
 ncclResult_t BootstrapImpl::checkPeer(int peer, const char* op) const {
@@ -182,7 +184,7 @@ ncclResult_t BootstrapImpl::init(const UniqueIdData& id, const PeerInfo& mine) {
   if (rank_ == 0 && !commId.empty()) {
     SockAddr envAddr;
     if (parseSockAddr(commId.c_str(), &envAddr) == ncclSuccess && sameSockAddr(envAddr, rootAddr)) {
-      BRAID_CHECK(startBootstrapRoot(&envAddr, secret_, abortFlag()));
+      BRAID_CHECK(startBootstrapRoot(&envAddr, secret_, abortFlag(), &rootStop_));
     } else {
       clearPendingError();  // the id came from elsewhere (e.g. ncclCommSplit): its root is already running
     }
@@ -448,6 +450,7 @@ void BootstrapImpl::close() {
   std::lock_guard<std::mutex> closeLock(closeMu_);
   if (closeDone_) return;
   closeDone_ = true;
+  if (rootStop_) rootStop_->store(true);
   {
     std::lock_guard<std::mutex> lk(qmu_);
     closed_ = true;

@@ -90,7 +90,10 @@ double bootstrapRankGraceSec(double timeoutSec);
 uint64_t commIdSecret(const std::string& commId, const std::string& jobSecret);
 
 // Listens on `addr` (retrying while the port is still held, e.g. by the previous root of a fixed
-// NCCL_COMM_ID, until the bootstrap timeout) and starts a detached root thread with `secret`.
-ncclResult_t startBootstrapRoot(SockAddr* addr, uint64_t secret, const std::atomic<uint32_t>* abortFlag);
+// NCCL_COMM_ID, until the bootstrap timeout) and starts a detached root thread with `secret`. `stop`, if
+// given, receives a flag that ends the root early (its host rank left: the ranks that joined get an error,
+// and the port is freed for a retry instead of being held until the timeout).
+ncclResult_t startBootstrapRoot(SockAddr* addr, uint64_t secret, const std::atomic<uint32_t>* abortFlag,
+                               std::shared_ptr<std::atomic<bool>>* stop = nullptr);
 
 }  // namespace braid

@@ -65,13 +65,21 @@ std::string formatRankList(const std::vector<int>& ranks) {
 
 class RootServer {
  public:
-  RootServer(Socket listener, const SockAddr& addr, uint64_t secret, double timeoutSec)
-      : listener_(std::move(listener)), where_(sockAddrToString(addr)), secret_(secret), timeoutSec_(timeoutSec) {}
+  RootServer(Socket listener, const SockAddr& addr, uint64_t secret, double timeoutSec,
+             std::shared_ptr<std::atomic<bool>> stop)
+      : listener_(std::move(listener)), where_(sockAddrToString(addr)), secret_(secret), timeoutSec_(timeoutSec),
+        stop_(std::move(stop)) {}
 
   void run() {
     BRAID_INFO(kSubBootstrap, "bootstrap root listening at %s (timeout %.0f s)", where_.c_str(), timeoutSec_);
     deadline_ = Clock::now() + toDuration(timeoutSec_);
     while (nranks_ < 0 || arrived_ < nranks_) {
+      if (stop_ && stop_->load()) {
+        reportStopped();
+        listener_.close();
+        logLeftovers();
+        return;
+      }
       if (Clock::now() >= deadline_) {
         reportTimeout();
         logLeftovers();
@@ -293,6 +301,18 @@ class RootServer {
                  where_.c_str(), c->peer.c_str(), c->got);
   }
 
+  // The rank hosting this root (NCCL_COMM_ID) left before every rank joined (its init was aborted or failed).
+  void reportStopped() {
+    char msg[512];
+    snprintf(msg, sizeof(msg),
+             "bootstrap: the root at %s stopped before all ranks joined: the rank hosting it (rank 0, NCCL_COMM_ID) "
+             "left its init",
+             where_.c_str());
+    BRAID_INFO(kSubBootstrap, "%s", msg);
+    for (auto& c : joined_)
+      if (c) sendError(*c, ncclRemoteError, msg);
+  }
+
   void reportTimeout() {
     if (nranks_ < 0) {
       BRAID_INFO(kSubBootstrap, "bootstrap root %s: no rank connected within %.0f s; root exits", where_.c_str(),
@@ -315,6 +335,7 @@ class RootServer {
   std::string where_;
   uint64_t secret_;
   double timeoutSec_;
+  std::shared_ptr<std::atomic<bool>> stop_;  // may be null
   Clock::time_point deadline_;
   int nranks_ = -1;
   int firstRank_ = -1;
@@ -412,7 +433,8 @@ uint64_t commIdSecret(const std::string& commId, const std::string& jobSecret) {
   return h != 0 ? h : 1;
 }
 
-ncclResult_t startBootstrapRoot(SockAddr* addr, uint64_t secret, const std::atomic<uint32_t>* abortFlag) {
+ncclResult_t startBootstrapRoot(SockAddr* addr, uint64_t secret, const std::atomic<uint32_t>* abortFlag,
+                               std::shared_ptr<std::atomic<bool>>* stop) {
   double timeoutSec = bootstrapTimeoutSec();
   Socket listener;
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeoutSec));
@@ -435,7 +457,12 @@ ncclResult_t startBootstrapRoot(SockAddr* addr, uint64_t secret, const std::atom
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   try {
-    auto server = std::make_shared<RootServer>(std::move(listener), *addr, secret, timeoutSec);
+    std::shared_ptr<std::atomic<bool>> flag;
+    if (stop) {
+      flag = std::make_shared<std::atomic<bool>>(false);
+      *stop = flag;
+    }
+    auto server = std::make_shared<RootServer>(std::move(listener), *addr, secret, timeoutSec, flag);
     std::thread([server] { server->run(); }).detach();
   } catch (const std::exception& e) {
     return recordError(ncclSystemError, "bootstrap: cannot start the root thread for %s: %s",

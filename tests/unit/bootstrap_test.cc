@@ -559,6 +559,39 @@ TEST(BootstrapInit, RankLeavingBeforeTableIsAwaitedAgain) {
   for (auto& r : ranks) EXPECT_EQ(r->createRes, ncclSuccess) << r->createErr;
 }
 
+// NCCL_COMM_ID: rank 0's init is aborted while rank 1 has not come; a retry on the same address must get the
+// port at once. Before, the aborted init's root kept the port (and would have answered rank 1 with an error)
+// until the bootstrap timeout, 15 s here.
+TEST(BootstrapInit, CommIdRetryAfterAbortedInit) {
+  std::string commId = "127.0.0.1:" + std::to_string(freePort());
+  EnvGuard env("NCCL_COMM_ID", commId.c_str());
+  EnvGuard job("BRAID_JOB_SECRET", "bootstrap-test-retry");
+  EnvGuard timeout("BRAID_BOOTSTRAP_TIMEOUT", "15");
+  {
+    auto r0 = makeRank(0, 2);
+    ncclUniqueId id;
+    ASSERT_EQ(bootstrapGetUniqueId(&id), ncclSuccess) << pendingError();
+    std::thread t([&] { createRank(*r0, id); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    r0->abortFlag.store(1);
+    t.join();
+    EXPECT_NE(r0->createRes, ncclSuccess) << "rank 1 never came: the aborted init must fail";
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto ranks = makeRanks(2);
+  runRanks(
+      ranks,
+      [](TestRank&) {
+        ncclUniqueId id;
+        EXPECT_EQ(bootstrapGetUniqueId(&id), ncclSuccess) << pendingError();
+        return id;
+      },
+      [](TestRank& r) { EXPECT_EQ(r.boot->barrier(), ncclSuccess) << pendingError(); });
+  for (auto& r : ranks) EXPECT_EQ(r->createRes, ncclSuccess) << r->createErr;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 8.0)
+      << "the retry waited for the aborted init's root";
+}
+
 TEST(BootstrapInit, CommIdMode) {
   std::string commId = "127.0.0.1:" + std::to_string(freePort());
   EnvGuard env("NCCL_COMM_ID", commId.c_str());
