@@ -590,4 +590,34 @@ TEST(PerfData, AvgOnFloatsIsCheckedWithinRounding) {
   EXPECT_EQ(checkOutput(s, 0, out.data(), "test (damaged on purpose)"), out[50] == 0 ? 0 : 1);
 }
 
+// Copies of uint8 never expect the fill byte (0xA5), so an unwritten element cannot pass by chance.
+TEST(PerfData, Uint8ValuesAvoidTheFillByte) {
+  for (Coll c : {Coll::AllGather, Coll::Broadcast, Coll::AllReduce}) {
+    DataSpec s;
+    s.coll = c;
+    s.type = ncclUint8;
+    s.op = OpKind::Max;
+    s.nranks = 2;
+    const ValueRule rule = valueRule(c, ncclUint8, OpKind::Max, 2);
+    for (size_t j = 0; j < 100000; ++j) ASSERT_NE(inputValue(s, rule, j % 2, j), int64_t(kSentinelByte));
+  }
+}
+
+// fp8 e5m2 averaged over 8 ranks: the rounding tolerance is wider than the results' range, yet an output that
+// was never written (the fill byte in every element) must still count as wrong, element by element.
+TEST(PerfData, AvgOnFp8ManyRanksRejectsUnwrittenOutput) {
+  for (ncclDataType_t t : {ncclFloat8e5m2, ncclFloat8e4m3, ncclFloat16}) {
+    DataSpec s;
+    s.coll = Coll::AllReduce;
+    s.type = t;
+    s.op = OpKind::Avg;
+    s.nranks = 16;
+    s.counts = collCounts(Coll::AllReduce, 256, t == ncclFloat16 ? 2 : 1, 16);
+    std::vector<unsigned char> out(s.counts.recvCount * (t == ncclFloat16 ? 2 : 1), kSentinelByte);
+    EXPECT_EQ(checkOutput(s, 0, out.data(), "test (never written, on purpose)"),
+              static_cast<int64_t>(s.counts.recvCount))
+        << "type " << static_cast<int>(t);
+  }
+}
+
 }  // namespace
