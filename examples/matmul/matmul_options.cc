@@ -2,6 +2,7 @@
 #include "matmul_options.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -133,6 +134,18 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
     }
     if (!ok) {
       *error = "bad value '" + value + "' for --" + name;
+      return false;
+    }
+  }
+  // Each matrix must be addressable in bytes (8-byte elements at most): m*k, k*n and m*n elements.
+  struct Dims {
+    size_t rows, cols;
+    const char* what;
+  };
+  const Dims mats[] = {{o->m, o->k, "A (m x k)"}, {o->k, o->n, "B (k x n)"}, {o->m, o->n, "C (m x n)"}};
+  for (const Dims& d : mats) {
+    if (static_cast<unsigned __int128>(d.rows) * d.cols > static_cast<unsigned __int128>(SIZE_MAX) / 8) {
+      *error = std::string("matrix ") + d.what + " is too large to address";
       return false;
     }
   }

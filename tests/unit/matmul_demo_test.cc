@@ -226,7 +226,9 @@ TEST(MatmulDemo, SingleRankCorruptionFails) {
 TEST(MatmulDemo, BadArgumentsExitTwo) {
   SKIP_WITHOUT_BINARIES();
   for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--type", "int8"}, {"--mode", "cols"}, {"--m", "0"}, {"--iters", "0"}, {"--bogus", "1"}, {"--k"}}) {
+           {"--type", "int8"}, {"--mode", "cols"}, {"--m", "0"}, {"--iters", "0"}, {"--bogus", "1"}, {"--k"},
+           // each dimension is in range, but A (m x k) is not addressable: it crashed before
+           {"--m", "2147483648", "--k", "2147483648", "--n", "1"}}) {
     Result r = run(concat({demo()}, args));
     EXPECT_EQ(r.exitCode, 2) << args[0] << "\n" << r.output;
     EXPECT_NE(r.output.find("usage:"), std::string::npos) << r.output;
