@@ -252,6 +252,7 @@ TEST_F(BraidrunTest, BadFlagsPrintUsageAndExit2) {
                                              {"-n"},
                                              {"-n", "2"},
                                              {"--timeout", "-1", "-n", "2", "true"},
+                                             {"--timeout", "1e10", "-n", "2", "true"},
                                              {"--bind", "socket", "-n", "2", "true"},
                                              {"true"}}) {
     RunResult r = runBraidrun(args);
@@ -268,8 +269,23 @@ TEST_F(BraidrunTest, HelpExits0) {
 
 }  // namespace
 
-// Default binding pins each rank to its own CPU when the job fits; --bind none and oversubscribed jobs leave
-// placement to the kernel.
+namespace {
+// The CPUs of a /proc Cpus_allowed_list value ("0-3,8").
+std::set<int> cpuList(const std::string& text) {
+  std::set<int> out;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    size_t dash = part.find('-');
+    int a = std::stoi(part.substr(0, dash)), b = dash == std::string::npos ? a : std::stoi(part.substr(dash + 1));
+    for (int c = a; c <= b; ++c) out.insert(c);
+  }
+  return out;
+}
+}  // namespace
+
+// Default binding gives each rank its own equal slice of the CPUs when the job fits (one CPU each when ranks
+// equal CPUs); a lone rank keeps them all; --bind none and oversubscribed jobs leave placement to the kernel.
 TEST_F(BraidrunTest, BindsRanksToDistinctCpusWhenTheyFit) {
   cpu_set_t mine;
   ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
@@ -278,14 +294,17 @@ TEST_F(BraidrunTest, BindsRanksToDistinctCpusWhenTheyFit) {
   if (cpus >= 2) {
     RunResult r = runBraidrun({"-n", "2", "--prefix", "--", "/bin/sh", "-c", show});
     ASSERT_EQ(r.exitCode, 0) << r.output;
-    std::set<std::string> seen;
+    std::vector<std::set<int>> sets;
     for (const std::string& l : lines(r.output)) {
-      std::string list = l.substr(l.find("] ") + 2);
-      EXPECT_EQ(list.find_first_of(",-"), std::string::npos) << "rank bound to more than one CPU: " << l;
-      seen.insert(list);
+      sets.push_back(cpuList(l.substr(l.find("] ") + 2)));
+      EXPECT_EQ(static_cast<int>(sets.back().size()), cpus / 2) << "a rank's slice: " << l;
     }
-    EXPECT_EQ(seen.size(), 2u) << r.output;
+    ASSERT_EQ(sets.size(), 2u) << r.output;
+    for (int c : sets[0]) EXPECT_EQ(sets[1].count(c), 0u) << "CPU " << c << " in both slices: " << r.output;
   }
+  RunResult lone = runBraidrun({"-n", "1", "--", "/bin/sh", "-c", show});
+  ASSERT_EQ(lone.exitCode, 0) << lone.output;
+  EXPECT_EQ(static_cast<int>(cpuList(lines(lone.output).at(0)).size()), cpus) << "a lone rank keeps every CPU";
   RunResult none = runBraidrun({"-n", "2", "--bind", "none", "--", "/bin/sh", "-c", show});
   ASSERT_EQ(none.exitCode, 0) << none.output;
   RunResult self = runBraidrun({"-n", "1", "--bind", "none", "--", "/bin/sh", "-c", show});

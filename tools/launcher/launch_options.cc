@@ -25,7 +25,8 @@ bool parseSeconds(const char* s, double* out) {
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(s, &end);
-  if (errno != 0 || end == s || *end != '\0' || !std::isfinite(v) || v <= 0) return false;
+  // At most a year: a larger value would overflow the steady clock's nanoseconds and fire at once.
+  if (errno != 0 || end == s || *end != '\0' || !std::isfinite(v) || v <= 0 || v > 365.0 * 86400) return false;
   *out = v;
   return true;
 }
@@ -41,7 +42,7 @@ const char* launchUsage() {
          "  -n N, --nranks N   number of ranks (1..4096)\n"
          "  -p, --prefix       prefix every output line of rank r with \"[r] \"\n"
          "  --timeout SEC      kill all ranks after SEC seconds and exit 124\n"
-         "  --bind core|none   core (default): pin rank r to the r-th usable CPU when N <= usable CPUs\n"
+         "  --bind core|none   core (default, N > 1): rank r gets the r-th of N equal slices of the usable CPUs\n"
          "  -h, --help         this text\n"
          "\n"
          "As soon as one rank exits non-zero or dies by a signal, the others are killed (SIGTERM, then SIGKILL\n"
@@ -112,7 +113,7 @@ ParseOutcome parseLaunchOptions(int argc, char** argv, LaunchOptions* opts, std:
     } else if (name == "--timeout" || name == "-t") {
       if (!takeValue(arg, inlineValue, &value)) return ParseOutcome::kError;
       if (!parseSeconds(value, &opts->timeoutSec)) {
-        *error = std::string("bad timeout '") + value + "' (want seconds > 0)";
+        *error = std::string("bad timeout '") + value + "' (want seconds > 0, at most a year)";
         return ParseOutcome::kError;
       }
     } else {

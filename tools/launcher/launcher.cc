@@ -123,6 +123,10 @@ bool Launcher::prepareJobEnv() {
   return true;
 }
 
+// Rank 0 stays in braidrun's process group when stdin is a terminal: only the foreground group may read it,
+// and a rank in its own group would stop (SIGTTIN) at its first read, hanging the job.
+bool Launcher::ownsGroup(int rank) const { return !(rank == 0 && ::isatty(STDIN_FILENO)); }
+
 int Launcher::run() {
   if (!prepareJobEnv()) return 1;
   for (int r = 0; r < opts_.nranks; ++r) {
@@ -170,8 +174,9 @@ bool Launcher::spawn(int rank) {
   if (pid == 0) execRank(rank, outPipe[1], errPipe[1]);
   // Each rank leads its own process group, so killing it also reaches what it started (e.g. a shell's
   // children). Set here as well as in the child so there is no window where a kill misses the group.
-  ::setpgid(pid, pid);
   Rank& r = ranks_[rank];
+  r.ownGroup = ownsGroup(rank);
+  if (r.ownGroup) ::setpgid(pid, pid);
   r.pid = pid;
   r.alive = true;
   ++liveCount_;
@@ -194,7 +199,7 @@ void Launcher::execRank(int rank, int outFd, int errFd) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::setpgid(0, 0);
+  if (ownsGroup(rank)) ::setpgid(0, 0);
 #ifdef __linux__
   // If braidrun itself is SIGKILLed, its ranks must not live on as orphans.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -213,21 +218,21 @@ void Launcher::execRank(int rank, int outFd, int errFd) {
     }
   }
 #ifdef __linux__
-  if (opts_.bindCores) {
-    // The r-th CPU of braidrun's own affinity mask, if the job fits one rank per CPU.
+  if (opts_.bindCores && opts_.nranks > 1) {
+    // Rank r gets the r-th of N equal slices of braidrun's own affinity mask (one CPU each when N equals the
+    // CPUs), if the job fits; a lone rank keeps every CPU for its threads (perf tools' -t/-g, Braid's own).
     cpu_set_t allowed;
     if (::sched_getaffinity(0, sizeof(allowed), &allowed) == 0 && CPU_COUNT(&allowed) >= opts_.nranks) {
+      const int per = CPU_COUNT(&allowed) / opts_.nranks;
+      cpu_set_t mine;
+      CPU_ZERO(&mine);
       int seen = 0;
       for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
         if (!CPU_ISSET(cpu, &allowed)) continue;
-        if (seen++ == rank) {
-          cpu_set_t one;
-          CPU_ZERO(&one);
-          CPU_SET(cpu, &one);
-          ::sched_setaffinity(0, sizeof(one), &one);
-          break;
-        }
+        if (seen / per == rank) CPU_SET(cpu, &mine);
+        ++seen;
       }
+      if (CPU_COUNT(&mine) > 0) ::sched_setaffinity(0, sizeof(mine), &mine);
     }
   }
 #endif
@@ -353,7 +358,7 @@ void Launcher::beginTermination() {
 
 void Launcher::killLive(int sig) {
   for (const Rank& r : ranks_) {
-    if (r.alive) ::kill(-r.pid, sig);
+    if (r.alive) ::kill(r.ownGroup ? -r.pid : r.pid, sig);
   }
 }
 
