@@ -269,6 +269,7 @@ void Runner::initData(const Measure& m, bool inPlace, uint64_t seed) {
       check(l, cudaStreamSynchronize(l->stream), "cudaStreamSynchronize");
     }
   }
+  noteProgress(p_);  // -T: filling large buffers is work, not a stall
 }
 
 // Wrong elements per local rank.
@@ -294,6 +295,7 @@ std::vector<double> Runner::checkData(const Measure& m, bool inPlace, uint64_t s
       corruptElement(s, host);  // BRAID_PERF_CORRUPT=1: prove the check catches a bad element
     }
     wrong.push_back(static_cast<double>(checkOutput(s, l->rank, host, what)));
+    noteProgress(p_);
   }
   return wrong;
 }

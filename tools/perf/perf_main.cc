@@ -89,6 +89,7 @@ int perfMain(int argc, char** argv, Coll coll) {
   startWatchdog(p);
 
   allocateBuffers(p);
+  noteProgress(*p);  // -T counts stalls, not setup work
   if (!a.parallelInit) initComms(p, -1);
   noteProgress(*p);
 
