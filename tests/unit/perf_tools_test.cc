@@ -264,6 +264,37 @@ TEST(PerfTools, UnderMpirun) {
   EXPECT_NE(r.output.find("# Out of bounds values : 0 OK"), std::string::npos) << r.output;
 }
 
+// merge_runs over runs where some rows failed (null times): it merges what is there, keys the spread by the
+// whole row when a size has several (-o all), and compare prints "-" for the missing values.
+TEST(PerfTools, MergeRunsAndCompareTolerateFailedRows) {
+  REQUIRE_TOOLS();
+  if (!exists(binDir() + "/merge_runs") || sh("command -v python3").status != 0) GTEST_SKIP() << "no python3";
+  const std::string dir = ::testing::TempDir() + "perf_merge_" + std::to_string(::getpid());
+  ASSERT_EQ(sh("mkdir -p " + quote(dir)).status, 0);
+  auto row = [](int size, const char* op, const char* time) {
+    const bool failed = std::string(time) == "null";
+    std::string pl = std::string("{\"time_us\": ") + time + ", \"algbw\": " + (failed ? "null" : "1.0") +
+                     ", \"busbw\": " + (failed ? "null" : "2.0") + ", \"wrong\": 0}";
+    return "{\"size\": " + std::to_string(size) + ", \"type\": \"float\", \"redop\": \"" + op +
+           "\", \"root\": -1, \"out_of_place\": " + pl + ", \"in_place\": " + pl + "}";
+  };
+  auto write = [&](const std::string& name, const std::string& rows) {
+    std::ofstream f(dir + "/" + name);
+    f << "{\"results\": [" << rows << "], \"out_of_bounds\": 0}\n";
+  };
+  write("a.json", row(8, "sum", "5.0") + ", " + row(8, "max", "null") + ", " + row(16, "sum", "6.0"));
+  write("b.json", row(8, "sum", "null") + ", " + row(8, "max", "4.0") + ", " + row(16, "sum", "7.0"));
+  ProcResult m = sh("python3 " + quote(binDir() + "/merge_runs") + " -o " + quote(dir + "/m.json") + " " +
+                    quote(dir + "/a.json") + " " + quote(dir + "/b.json"));
+  ASSERT_EQ(m.status, 0) << m.output;
+  std::ifstream f(dir + "/m.json");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_NE(ss.str().find("\"8 float max -1\""), std::string::npos) << ss.str();
+  EXPECT_NE(ss.str().find("\"8 float sum -1\""), std::string::npos) << ss.str();
+  sh("rm -rf " + quote(dir));
+}
+
 TEST(PerfTools, CompareScriptOnHost) {
   REQUIRE_TOOLS();
   if (!exists(binDir() + "/mpi_allreduce_bench")) GTEST_SKIP() << "built without MPI";
