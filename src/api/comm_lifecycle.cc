@@ -3,8 +3,10 @@
 // because the parts it holds (connections, executor) are complete only here.
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -539,6 +541,36 @@ ncclResult_t inheritConfig(ncclComm* parent, ncclConfig_t* cfg, ncclConfig_t* tm
 
 namespace braid {
 namespace {
+// A caller's config kept for a split or shrink that runs at the group's end: the bytes its size covers (an
+// older header's struct is shorter) and its strings, which the caller may free before ncclGroupEnd.
+class DeferredConfig {
+ public:
+  explicit DeferredConfig(const ncclConfig_t* c) : has_(c != nullptr) {
+    if (!c) return;
+    cfg_ = NCCL_CONFIG_INITIALIZER;
+    std::memcpy(&cfg_, c, std::min(c->size, sizeof(cfg_)));
+    cfg_.size = std::min(c->size, sizeof(cfg_));
+    const bool hasName = cfg_.size >= offsetof(ncclConfig_t, commName) + sizeof(char*) && cfg_.commName;
+    const bool hasNet = cfg_.size >= offsetof(ncclConfig_t, netName) + sizeof(char*) && cfg_.netName;
+    if (hasName) name_ = cfg_.commName;
+    if (hasNet) net_ = cfg_.netName;
+    hasName_ = hasName;
+    hasNet_ = hasNet;
+  }
+  // The config to use, its strings pointing at the copies (valid while this object lives).
+  const ncclConfig_t* get() {
+    if (!has_) return nullptr;
+    if (hasName_) cfg_.commName = name_.c_str();
+    if (hasNet_) cfg_.netName = net_.c_str();
+    return &cfg_;
+  }
+
+ private:
+  bool has_ = false, hasName_ = false, hasNet_ = false;
+  ncclConfig_t cfg_{};
+  std::string name_, net_;
+};
+
 // The split itself: the color/key exchange over the parent's bootstrap, the new id, the child's init.
 ncclResult_t splitBody(ncclComm* comm, int color, int key, ncclComm_t* newcomm, const ncclConfig_t* config) {
   RankTag tag(comm->rank);
@@ -591,10 +623,9 @@ BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, nccl
       // One thread may drive several ranks' splits in one group: each split's exchange waits for the other
       // ranks', so they run together at the group's end (splits of one parent in call order). *newcomm is
       // written then; the config is copied now.
-      const bool hasConfig = config != nullptr;
-      const ncclConfig_t cfgCopy = hasConfig ? *config : ncclConfig_t{};
-      deferGroupJob(comm, [comm, color, key, newcomm, hasConfig, cfgCopy]() {
-        return splitBody(comm, color, key, newcomm, hasConfig ? &cfgCopy : nullptr);
+      DeferredConfig cfg(config);
+      deferGroupJob(comm, [comm, color, key, newcomm, cfg]() mutable {
+        return splitBody(comm, color, key, newcomm, cfg.get());
       });
       return ncclSuccess;
     }
@@ -660,10 +691,9 @@ BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, 
     BRAID_CHECK(parseConfig(config, "ncclCommShrink", &checked));  // a bad config fails at the call, in a group too
     if (inGroup()) {
       // As ncclCommSplit: one thread may shrink several ranks' comms in one group; they run at its end.
-      const bool hasConfig = config != nullptr;
-      const ncclConfig_t cfgCopy = hasConfig ? *config : ncclConfig_t{};
-      deferGroupJob(comm, [comm, excluded, members, newRank, newcomm, hasConfig, cfgCopy]() {
-        return shrinkBody(comm, excluded, members, newRank, newcomm, hasConfig ? &cfgCopy : nullptr);
+      DeferredConfig cfg(config);
+      deferGroupJob(comm, [comm, excluded, members, newRank, newcomm, cfg]() mutable {
+        return shrinkBody(comm, excluded, members, newRank, newcomm, cfg.get());
       });
       return ncclSuccess;
     }

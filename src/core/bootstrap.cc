@@ -346,11 +346,15 @@ ncclResult_t BootstrapImpl::connectToPeer(OutConn& c, int peer) {
       const double left = total - std::chrono::duration<double>(Clock::now() - start).count();
       slice = std::max(0.01, std::min(slice, left));
     }
+    const auto attempt = Clock::now();
     ncclResult_t r = c.sock.connect(addrs_[peer], slice, abortFlag());
     if (r == ncclSuccess) return ncclSuccess;
     const std::string connectErr = pendingError();
     const double spent = std::chrono::duration<double>(Clock::now() - start).count();
-    if (r != ncclRemoteError || aborted())
+    // Only a connect that retried for its whole slice (refused, timing out) is worth another slice; one that
+    // failed at once (no route to the host, a bad address) fails the same way again.
+    const bool usedSlice = std::chrono::duration<double>(Clock::now() - attempt).count() >= slice * 0.9;
+    if (r != ncclRemoteError || aborted() || !usedSlice)
       return wrapError(r, "bootstrap rank %d: cannot connect to %s", rank_, peerName(peer).c_str());
     clearPendingError();
     if (total > 0 && spent >= total)

@@ -21,7 +21,7 @@ enum class TransportKind : uint32_t { None = 0, P2p = 1, Shm = 2, Net = 3 };
 // Flag in sizes[slot]: the step is the last of its message. Host point-to-point senders set it, and the
 // receiver requires it on exactly its own last step, so a send longer or shorter than its receive is an error
 // instead of leaving (or taking) steps of another message. The NET proxy carries it in the frame header.
-// (Steps are at most 1 GiB, so bit 30 is free; device LL senders use bit 31, dev_work.h.)
+// (Steps are below 1 GiB, kHostFifoMaxStepBytes, so bit 30 is free; device LL senders use bit 31, dev_work.h.)
 constexpr int32_t kStepLastOfMessage = 1 << 30;
 // The NET proxy's frame flags for a step: kStepLastOfMessage, and the step's tag (ConnInfo::tags) in the low
 // 16 bits.

@@ -16,7 +16,8 @@ namespace braid {
 constexpr uint32_t kHostFifoSteps = 8;
 constexpr uint32_t kHostFifoMaxSteps = 256;
 constexpr size_t kHostFifoPage = 4096;
-constexpr uint32_t kHostFifoMaxStepBytes = 1u << 30;
+// Below 1 GiB: a step's byte count must leave bit 30 of sizes[] to kStepLastOfMessage (conn_info.h).
+constexpr uint32_t kHostFifoMaxStepBytes = (1u << 30) - static_cast<uint32_t>(kHostFifoPage);
 
 // 128-byte separation: adjacent-line prefetchers pair 64-byte lines.
 struct HostFifoCtrl {
@@ -41,7 +42,7 @@ inline size_t shmSegmentBytes(uint32_t nSteps, uint32_t stepBytes) {
 }
 
 // Step size for a connection buffer of `buffBytes` (NCCL_BUFFSIZE): buffBytes / nSteps rounded up to
-// 4 KiB, at least 4 KiB, at most 1 GiB.
+// 4 KiB, at least 4 KiB, at most kHostFifoMaxStepBytes (just under 1 GiB).
 inline uint32_t hostFifoStepBytes(size_t buffBytes, uint32_t nSteps) {
   size_t step = nSteps ? buffBytes / nSteps : buffBytes;
   step = (step + kHostFifoPage - 1) / kHostFifoPage * kHostFifoPage;

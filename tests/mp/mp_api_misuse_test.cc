@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -157,7 +158,12 @@ TEST(ApiMisuse, SplitInsideGroupFromOneThread) {
     for (int i = 0; i < n; i++) {
       // ranks 0 and 2: color 0, keys reversed (rank 2 becomes rank 0); rank 1: no color.
       MP_NCCL_ASSERT(ncclCommSplit(comms[i], i == 1 ? NCCL_SPLIT_NOCOLOR : 0, -i, &byColor[i], nullptr));
-      MP_NCCL_ASSERT(ncclCommSplit(comms[i], 7, i, &all[i], nullptr));
+      // A config whose name string is gone before ncclGroupEnd: the deferred split keeps its own copy.
+      std::string name = "split-" + std::to_string(i) + std::string(40, 'x');
+      ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+      cfg.commName = name.c_str();
+      MP_NCCL_ASSERT(ncclCommSplit(comms[i], 7, i, &all[i], &cfg));
+      std::fill(name.begin(), name.end(), '\0');
     }
     EXPECT_EQ(ncclCommDestroy(comms[0]), ncclInvalidUsage) << "its splits are queued in the group";
     MP_NCCL_ASSERT(ncclGroupEnd());

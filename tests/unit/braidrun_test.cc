@@ -261,6 +261,25 @@ TEST_F(BraidrunTest, BadFlagsPrintUsageAndExit2) {
   }
 }
 
+// A rank reading a terminal stops on SIGTTIN (ranks lead their own process groups): braidrun must say so and
+// end the job at once, not hang until the timeout. Run under script(1) to have a terminal.
+TEST_F(BraidrunTest, RankReadingTheTerminalFailsWithAMessage) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1) to make a terminal";
+  const std::string cmd = "(sleep 1; echo hi) | script -qec \"" + std::string(std::getenv("BRAIDRUN")) +
+                          " --timeout 30 -n 1 -- sh -c 'read x; echo got \\$x'\" /dev/null 2>&1";
+  const auto t0 = std::chrono::steady_clock::now();
+  FILE* f = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string out;
+  char buf[256];
+  while (std::fgets(buf, sizeof(buf), f)) out += buf;
+  const int status = ::pclose(f);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 20.0) << "--timeout 30: the stopped rank must end the job at once\n" << out;
+  EXPECT_NE(out.find("stopped on SIGTTIN"), std::string::npos) << out;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << "status " << status << "\n" << out;
+}
+
 TEST_F(BraidrunTest, HelpExits0) {
   RunResult r = runBraidrun({"-h"});
   EXPECT_EQ(r.exitCode, 0);

@@ -89,6 +89,9 @@ TEST(HostFifo, StepBytes) {
   EXPECT_EQ(hostFifoStepBytes(0, 8), 4096u);
   EXPECT_EQ(hostFifoStepBytes(1000, 8), 4096u);
   EXPECT_EQ(hostFifoStepBytes(8 * 4097, 8), 8192u);
+  // Huge NCCL_BUFFSIZE: steps stay below 1 GiB, so a full step's size never sets kStepLastOfMessage (bit 30).
+  EXPECT_EQ(hostFifoStepBytes(size_t(64) << 30, 8), (1u << 30) - 4096u);
+  EXPECT_EQ(static_cast<int32_t>(hostFifoStepBytes(size_t(64) << 30, 8)) & kStepLastOfMessage, 0);
   EXPECT_EQ(hostFifoBytes(8, 4096), 4096u + 8 * 4096);
 }
 

@@ -44,7 +44,7 @@ void installHandler(int sig, void (*handler)(int)) {
   std::memset(&sa, 0, sizeof(sa));
   sa.sa_handler = handler;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART | (sig == SIGCHLD ? SA_NOCLDSTOP : 0);
+  sa.sa_flags = SA_RESTART;  // SIGCHLD also when a rank stops (reapChildren: a read from the terminal)
   sigaction(sig, &sa, nullptr);
 }
 
@@ -123,10 +123,6 @@ bool Launcher::prepareJobEnv() {
   return true;
 }
 
-// Rank 0 stays in braidrun's process group when stdin is a terminal: only the foreground group may read it,
-// and a rank in its own group would stop (SIGTTIN) at its first read, hanging the job.
-bool Launcher::ownsGroup(int rank) const { return !(rank == 0 && ::isatty(STDIN_FILENO)); }
-
 int Launcher::run() {
   if (!prepareJobEnv()) return 1;
   for (int r = 0; r < opts_.nranks; ++r) {
@@ -174,9 +170,8 @@ bool Launcher::spawn(int rank) {
   if (pid == 0) execRank(rank, outPipe[1], errPipe[1]);
   // Each rank leads its own process group, so killing it also reaches what it started (e.g. a shell's
   // children). Set here as well as in the child so there is no window where a kill misses the group.
+  ::setpgid(pid, pid);
   Rank& r = ranks_[rank];
-  r.ownGroup = ownsGroup(rank);
-  if (r.ownGroup) ::setpgid(pid, pid);
   r.pid = pid;
   r.alive = true;
   ++liveCount_;
@@ -199,7 +194,7 @@ void Launcher::execRank(int rank, int outFd, int errFd) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (ownsGroup(rank)) ::setpgid(0, 0);
+  ::setpgid(0, 0);
 #ifdef __linux__
   // If braidrun itself is SIGKILLed, its ranks must not live on as orphans.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -314,9 +309,25 @@ void Launcher::loop() {
 void Launcher::reapChildren() {
   int status = 0;
   pid_t pid;
-  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+  while ((pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
     auto it = std::find_if(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return r.pid == pid; });
     if (it == ranks_.end() || !it->alive) continue;
+    if (WIFSTOPPED(status)) {
+      // Ranks lead their own process groups (so a kill reaches what they start), which are never the
+      // terminal's foreground group: a rank reading the terminal stops with SIGTTIN and would hang the job.
+      const int sig = WSTOPSIG(status);
+      if ((sig == SIGTTIN || sig == SIGTTOU) && !terminating_) {
+        std::fprintf(stderr,
+                     "braidrun: rank %d stopped on %s: ranks cannot read (or control) the terminal; give the "
+                     "program its input from a file or a pipe (e.g. `braidrun ... < input`)\n",
+                     static_cast<int>(it - ranks_.begin()), sig == SIGTTIN ? "SIGTTIN" : "SIGTTOU");
+        haveFailure_ = true;
+        exitStatus_ = 1;
+        beginTermination();
+        killLive(SIGCONT);  // a stopped rank acts on the SIGTERM only once continued
+      }
+      continue;
+    }
     it->alive = false;
     --liveCount_;
     int rank = static_cast<int>(it - ranks_.begin());
@@ -358,7 +369,7 @@ void Launcher::beginTermination() {
 
 void Launcher::killLive(int sig) {
   for (const Rank& r : ranks_) {
-    if (r.alive) ::kill(r.ownGroup ? -r.pid : r.pid, sig);
+    if (r.alive) ::kill(-r.pid, sig);
   }
 }
 

@@ -30,13 +30,11 @@ class Launcher {
   struct Rank {
     pid_t pid = -1;
     bool alive = false;
-    bool ownGroup = true;  // leads its own process group (all but rank 0 reading a terminal)
     std::unique_ptr<LineForwarder> out, err;  // only with --prefix
   };
 
   bool prepareJobEnv();
   bool spawn(int rank);
-  bool ownsGroup(int rank) const;
   [[noreturn]] void execRank(int rank, int outFd, int errFd);
   void loop();
   void reapChildren();
