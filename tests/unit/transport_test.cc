@@ -554,7 +554,7 @@ TEST(NetBackendSocket, AcceptDropsWrongIdentity) {
 }
 
 // A client that connects to the NET listener and never speaks (a port scanner, a health check) costs the
-// accept at most its 2 s grace, not 10 s, before the real peer is taken.
+// accept at most its 5 s grace, not 10 s, before the real peer is taken.
 TEST(NetBackendSocket, SilentStrayConnectionIsDroppedQuickly) {
   NetBackend* be = socketNetBackend();
   NetHandle h;
@@ -574,8 +574,8 @@ TEST(NetBackendSocket, SilentStrayConnectionIsDroppedQuickly) {
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(l->accept(NetConnIdent{3, 4, 0, 0}, p, &rc), ncclSuccess) << pendingError();
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(took, 5.0) << "the silent connection held the accept";
-  EXPECT_GT(took, 1.5) << "the stray connection came first and must have been waited on for its grace";
+  EXPECT_LT(took, 8.0) << "the silent connection held the accept";
+  EXPECT_GT(took, 4.0) << "the stray connection came first and must have been waited on for its grace";
 }
 
 TEST(NetBackendSocket, AcceptTimesOutNamingPeer) {

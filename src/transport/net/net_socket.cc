@@ -422,8 +422,9 @@ class SocketListenComm final : public NetListenComm {
       if (r != ncclSuccess) return rewrapError(r, "NET/Socket: waiting for rank %d to connect: %s", p.peer);
       Preamble pre{};
       // A stray client that never speaks must not hold us past a short grace period: connections are read one
-      // at a time, and the peer writes its preamble right after connecting (2 s is ample even when loaded).
-      if (s.recvAll(&pre, sizeof(pre), std::min(left, 2.0), p.abortFlag, "the connecting side") != ncclSuccess) {
+      // at a time. The peer writes its preamble right after connecting; 5 s leaves room for a peer descheduled
+      // on a loaded machine (dropping a real peer would fail the whole setup).
+      if (s.recvAll(&pre, sizeof(pre), std::min(left, 5.0), p.abortFlag, "the connecting side") != ncclSuccess) {
         if (p.abortFlag && p.abortFlag->load()) {
           return rewrapError(ncclInvalidUsage, "NET/Socket: setup with rank %d aborted: %s", p.peer);
         }
