@@ -27,6 +27,27 @@ mp::Options oneProcess() {
   return o;
 }
 
+// A multi-process job over SHM, or over sockets (SHM off), with a short BRAID_TIMEOUT.
+mp::Options jobOver(bool sockets) {
+  mp::Options o;
+  o.timeoutSec = 60;
+  o.env = {{"BRAID_TIMEOUT", "20"}};
+  if (sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
+  return o;
+}
+
+// A counter shared by the ranks (forked children) of one job.
+std::atomic<int>* sharedCounter() {
+  return static_cast<std::atomic<int>*>(mp::sharedAlloc(sizeof(std::atomic<int>)));
+}
+
+// Counts this rank in and waits for `n`: over sockets a rank must not abort while its peer's proxy may
+// still be delivering what the test looks at.
+void arriveAndWait(std::atomic<int>* c, int n) {
+  c->fetch_add(1);
+  while (c->load() < n) usleep(1000);
+}
+
 // All-reduces (sum of int32) over `comms` from this one thread in a group; checks every element.
 void allReduceAll(const std::vector<ncclComm_t>& comms, size_t count) {
   const int n = static_cast<int>(comms.size());
@@ -432,7 +453,7 @@ TEST(ApiMisuse, ShrinkAwayADeadRank) {
   o.timeoutSec = 60;
   o.env = {{"BRAID_TIMEOUT", "10"}};
   const int dead = 1;
-  auto* done = static_cast<std::atomic<int>*>(mp::sharedAlloc(sizeof(std::atomic<int>)));
+  auto* done = sharedCounter();
   ASSERT_NE(done, nullptr);
   auto r = mp::runRanks(3, o, [&](mp::RankCtx& ctx) {
     ncclComm_t comm;
@@ -548,10 +569,7 @@ TEST(ApiMisuse, ConfigFieldsOutOfRange) {
 // counts" (or timed out with 3+ ranks).
 TEST(ApiMisuse, RanksWithDifferentBuffSizeAgree) {
   for (bool sockets : {false, true}) {
-    mp::Options o;
-    o.timeoutSec = 60;
-    o.env = {{"BRAID_TIMEOUT", "20"}};
-    if (sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
+    mp::Options o = jobOver(sockets);
     o.childSetup = [](int rank) {
       if (rank == 1) setenv("NCCL_BUFFSIZE", "65536", 1);
       if (rank == 2) setenv("NCCL_BUFFSIZE", "1048576", 1);
@@ -581,13 +599,9 @@ TEST(ApiMisuse, RanksWithDifferentBuffSizeAgree) {
 TEST(ApiMisuse, SendAndRecvOfDifferentWholeStepSizes) {
   for (bool sockets : {false, true}) {
     for (bool longerSend : {true, false}) {
-      mp::Options o;
-      o.timeoutSec = 60;
-      o.env = {{"BRAID_TIMEOUT", "20"}};
-      if (sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
-      auto* received = static_cast<std::atomic<int>*>(mp::sharedAlloc(sizeof(std::atomic<int>)));
+      auto* received = sharedCounter();
       ASSERT_NE(received, nullptr);
-      auto r = mp::runRanks(2, o, [&](mp::RankCtx& ctx) {
+      auto r = mp::runRanks(2, jobOver(sockets), [&](mp::RankCtx& ctx) {
         ncclComm_t comm;
         mp::initComm(ctx, &comm);
         if (testing::Test::HasFatalFailure()) return;
@@ -620,13 +634,9 @@ TEST(ApiMisuse, SendAndRecvOfDifferentWholeStepSizes) {
 // both are ncclInvalidUsage naming the mismatch, not a success with wrong data or a wait for the timeout.
 TEST(ApiMisuse, MismatchedCollectivesAreDetected) {
   for (bool sockets : {false, true}) {
-    mp::Options o;
-    o.timeoutSec = 60;
-    o.env = {{"BRAID_TIMEOUT", "20"}};
-    if (sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
-    auto* done = static_cast<std::atomic<int>*>(mp::sharedAlloc(sizeof(std::atomic<int>)));
+    auto* done = sharedCounter();
     ASSERT_NE(done, nullptr);
-    auto r = mp::runRanks(2, o, [&](mp::RankCtx& ctx) {
+    auto r = mp::runRanks(2, jobOver(sockets), [&](mp::RankCtx& ctx) {
       const size_t n = 4096;
       std::vector<float> in(2 * n, 1.f), out(2 * n, -1.f);
       ncclComm_t comm, dup = nullptr;
@@ -649,8 +659,7 @@ TEST(ApiMisuse, MismatchedCollectivesAreDetected) {
       msg = mp::lastError(comm);
       EXPECT_EQ(res, ncclInvalidUsage) << "the broadcasts' stray steps must not pass as the all-reduce's: " << msg;
       EXPECT_TRUE(mp::containsCI(msg, "another collective")) << msg;
-      done->fetch_add(1);
-      while (done->load() < 2) usleep(1000);  // over sockets, the peer's proxy may still be delivering
+      arriveAndWait(done, 2);
       EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
     });
     mp::expectAllPassed(r);
@@ -662,13 +671,9 @@ TEST(ApiMisuse, MismatchedCollectivesAreDetected) {
 // step from its own. Before, the receiver returned success with the earlier call's data.
 TEST(ApiMisuse, StrayStepOfAnEarlierMismatchIsNotTakenAsData) {
   for (bool sockets : {false, true}) {
-    mp::Options o;
-    o.timeoutSec = 60;
-    o.env = {{"BRAID_TIMEOUT", "20"}};
-    if (sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
-    auto* done = static_cast<std::atomic<int>*>(mp::sharedAlloc(sizeof(std::atomic<int>)));
+    auto* done = sharedCounter();
     ASSERT_NE(done, nullptr);
-    auto r = mp::runRanks(2, o, [&](mp::RankCtx& ctx) {
+    auto r = mp::runRanks(2, jobOver(sockets), [&](mp::RankCtx& ctx) {
       const size_t n = 1000;
       ncclComm_t comm;
       mp::initComm(ctx, &comm);
@@ -682,8 +687,7 @@ TEST(ApiMisuse, StrayStepOfAnEarlierMismatchIsNotTakenAsData) {
         EXPECT_EQ(res, ncclInvalidUsage) << "rank 1 would have taken the first call's data (" << out[0] << "): " << msg;
         EXPECT_TRUE(mp::containsCI(msg, "another collective")) << msg;
       }
-      done->fetch_add(1);
-      while (done->load() < 2) usleep(1000);
+      arriveAndWait(done, 2);
       EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
     });
     mp::expectAllPassed(r);
