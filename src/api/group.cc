@@ -150,7 +150,8 @@ class GroupWorkers {
 // This thread's group no longer holds its ops (they run or are discarded now): release the communicators'
 // counts of queued ops. After this a destroy from another thread waits for a running batch to leave
 // (CommUse in runBatch) instead of being refused.
-void releaseQueued(const std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
+template <typename Queue>
+void releaseQueued(const Queue& queued) {
   for (auto& entry : queued) entry.first->groupQueued.fetch_sub(1);
 }
 void clearQueue(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
@@ -192,11 +193,43 @@ ncclResult_t flush(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
 
 bool inGroup() { return tGroup.depth > 0; }
 
+namespace {
+// Marks this thread's group failed (the first reason wins): its end runs nothing and returns the error.
+void failGroup(ncclResult_t res, std::string msg) {
+  if (tGroup.error != ncclSuccess) return;
+  tGroup.error = res;
+  tGroup.errorMsg = std::move(msg);
+}
+
+// Removes `comm`'s entries from one of the group's queues, releasing their queued counts; returns how many.
+template <typename Queue>
+int dropEntriesOf(Queue& q, ncclComm* comm) {
+  auto mine = [comm](const auto& e) { return e.first == comm; };
+  const auto n = static_cast<int>(std::count_if(q.begin(), q.end(), mine));
+  q.erase(std::remove_if(q.begin(), q.end(), mine), q.end());
+  comm->groupQueued.fetch_sub(n);
+  return n;
+}
+
+// Marks each distinct comm of a queue in use (CommUse) for the holder's lifetime. Taken before a group end
+// releases the queued counts, so a destroy on another thread is either refused (ops queued) or waits for the
+// call (in use), never frees a comm in between.
+template <typename Queue>
+std::vector<std::unique_ptr<CommUse>> holdComms(const Queue& q, std::vector<ncclComm*>* distinct = nullptr) {
+  std::vector<ncclComm*> seen;
+  std::vector<std::unique_ptr<CommUse>> uses;
+  for (const auto& e : q)
+    if (std::find(seen.begin(), seen.end(), e.first) == seen.end()) {
+      seen.push_back(e.first);
+      uses.push_back(std::make_unique<CommUse>(e.first));
+    }
+  if (distinct) *distinct = std::move(seen);
+  return uses;
+}
+}  // namespace
+
 void noteGroupError(ncclResult_t res) {
-  if (tGroup.depth > 0 && tGroup.error == ncclSuccess) {
-    tGroup.error = res;
-    tGroup.errorMsg = pendingError();
-  }
+  if (tGroup.depth > 0) failGroup(res, pendingError());
 }
 
 ncclResult_t deferGroupInit(ncclComm* comm, bool blocking, std::function<void()> start) {
@@ -223,10 +256,8 @@ bool dropGroupInit(ncclComm* comm) {
       v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
       comm->deferredInit.store(false);
       // The group's other inits would wait for this rank until the bootstrap timeout: the group fails.
-      if (tGroup.error == ncclSuccess) {
-        tGroup.error = ncclInvalidUsage;
-        tGroup.errorMsg = "rank " + std::to_string(comm->rank) + ": its communicator was aborted before its init ran";
-      }
+      failGroup(ncclInvalidUsage,
+                "rank " + std::to_string(comm->rank) + ": its communicator was aborted before its init ran");
       return true;
     }
   return false;
@@ -240,31 +271,8 @@ int groupOpsOf(const ncclComm* comm) {
 }
 
 int dropGroupOps(ncclComm* comm, const char* reason) {
-  int n = 0;
-  auto& ops = tGroup.ops;
-  for (size_t i = 0; i < ops.size();) {
-    if (ops[i].first == comm) {
-      comm->groupQueued.fetch_sub(1);
-      ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(i));
-      ++n;
-    } else {
-      ++i;
-    }
-  }
-  auto& jobs = tGroup.jobs;
-  for (size_t i = 0; i < jobs.size();) {
-    if (jobs[i].first == comm) {
-      comm->groupQueued.fetch_sub(1);
-      jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(i));
-      ++n;
-    } else {
-      ++i;
-    }
-  }
-  if (n > 0 && tGroup.error == ncclSuccess) {
-    tGroup.error = ncclInvalidUsage;
-    tGroup.errorMsg = reason;
-  }
+  const int n = dropEntriesOf(tGroup.ops, comm) + dropEntriesOf(tGroup.jobs, comm);
+  if (n > 0) failGroup(ncclInvalidUsage, reason);
   return n;
 }
 
@@ -291,17 +299,9 @@ BRAID_API(ncclResult_t, ncclGroupStart, void) {
 
 namespace braid {
 namespace {
-// Runs this thread's queued ops. The communicators are marked in use before their queued counts drop, so a
-// destroy on another thread either is refused (ops queued) or waits for this call (in use), never frees one
-// in between.
+// Runs this thread's queued ops (their comms held in use across the release of their queued counts).
 ncclResult_t runQueued() {
-  std::vector<std::unique_ptr<CommUse>> uses;
-  std::vector<ncclComm*> seen;
-  for (auto& entry : tGroup.ops)
-    if (std::find(seen.begin(), seen.end(), entry.first) == seen.end()) {
-      seen.push_back(entry.first);
-      uses.push_back(std::make_unique<CommUse>(entry.first));
-    }
+  const auto uses = holdComms(tGroup.ops);
   releaseQueued(tGroup.ops);
   return flush(tGroup.ops);
 }
@@ -357,41 +357,35 @@ ncclResult_t runGroupInits(const char* fn, bool* inProgress) {
   return ncclSuccess;
 }
 
-// The outermost end of a group: the group's comm inits first; a recorded argument error then discards the
-// ops and is returned; otherwise `finish` consumes them (runs them, or estimates their time). A group with
-// nonblocking inits ends in ncclInProgress (poll ncclCommGetAsyncError), as in NCCL.
-// Runs the group's deferred jobs (deferGroupJob): one thread per parent comm, its jobs in call order, all
-// joined. Returns the first failure. With a recorded group error they are dropped.
+// Runs the group's deferred jobs (deferGroupJob): each parent comm's jobs in call order, different parents'
+// concurrently (on the group's helper threads), all finished before it returns. Returns the first failure.
+// With a recorded group error they are dropped.
 ncclResult_t runGroupJobs(const char* fn, bool* inProgress) {
   auto jobs = std::move(tGroup.jobs);
   tGroup.jobs.clear();
   if (jobs.empty()) return ncclSuccess;
   std::vector<ncclComm*> parents;
-  for (auto& j : jobs)
-    if (std::find(parents.begin(), parents.end(), j.first) == parents.end()) parents.push_back(j.first);
-  std::vector<std::unique_ptr<CommUse>> uses;  // in use before the queued counts drop (see runQueued)
-  for (ncclComm* p : parents) uses.push_back(std::make_unique<CommUse>(p));
-  for (auto& j : jobs) j.first->groupQueued.fetch_sub(1);
+  const auto uses = holdComms(jobs, &parents);
+  releaseQueued(jobs);
   if (tGroup.error != ncclSuccess) return ncclSuccess;  // the caller returns the group's error
   std::vector<ncclResult_t> results(parents.size(), ncclSuccess);
   std::vector<std::string> messages(parents.size());
   std::atomic<bool> started{false};  // a job whose child comm is nonblocking returns ncclInProgress
-  auto runParent = [&](size_t i) {
-    ErrorScope scope;
-    for (auto& j : jobs) {
-      if (j.first != parents[i] || results[i] != ncclSuccess) continue;
-      results[i] = j.second();
-      if (results[i] == ncclInProgress) {
-        results[i] = ncclSuccess;
-        started.store(true);
+  std::vector<std::function<void()>> tasks;
+  for (size_t i = 0; i < parents.size(); ++i)
+    tasks.emplace_back([&, i] {
+      ErrorScope scope;
+      for (auto& j : jobs) {
+        if (j.first != parents[i] || results[i] != ncclSuccess) continue;
+        results[i] = j.second();
+        if (results[i] == ncclInProgress) {
+          results[i] = ncclSuccess;
+          started.store(true);
+        }
       }
-    }
-    messages[i] = pendingError();
-  };
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < parents.size(); ++i) threads.emplace_back(runParent, i);
-  runParent(0);
-  for (auto& t : threads) t.join();
+      messages[i] = pendingError();
+    });
+  GroupWorkers::get().runAll(tasks);
   *inProgress = started.load();
   for (size_t i = 0; i < parents.size(); ++i)
     if (results[i] != ncclSuccess)
@@ -400,14 +394,14 @@ ncclResult_t runGroupJobs(const char* fn, bool* inProgress) {
   return ncclSuccess;
 }
 
+// The outermost end of a group: the group's splits/shrinks, then its comm inits; a recorded argument error
+// then discards the ops and is returned; otherwise `finish` consumes them (runs them, or estimates their
+// time). A group with nonblocking inits ends in ncclInProgress (poll ncclCommGetAsyncError), as in NCCL.
 template <typename Finish>
 ncclResult_t endOutermost(const char* fn, Finish finish) {
   bool jobsInProgress = false;
   ncclResult_t jobRes = runGroupJobs(fn, &jobsInProgress);
-  if (jobRes != ncclSuccess) {
-    tGroup.error = jobRes;
-    tGroup.errorMsg = pendingError();
-  }
+  if (jobRes != ncclSuccess) failGroup(jobRes, pendingError());
   bool inProgress = false;
   ncclResult_t initRes = runGroupInits(fn, &inProgress);
   inProgress = inProgress || jobsInProgress;
