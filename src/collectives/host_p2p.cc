@@ -204,8 +204,8 @@ ncclResult_t P2pBatch::advanceRecv(Queue& q, int peer, bool* progressed) {
       const size_t expect = std::min<size_t>(c->stepBytes, x.bytes - x.done);
       const size_t slot = c->step % c->nSteps;
       const int32_t word = c->sizes[slot];
-      const int32_t got = word < 0 ? word : (word & ~kStepLastOfMessage);
-      const bool senderLast = word >= 0 && (word & kStepLastOfMessage) != 0;
+      const int32_t got = stepSizeOf(word);
+      const bool senderLast = stepIsLastOf(word);
       if (got < 0 || static_cast<size_t>(got) != expect)
         return recordError(ncclInvalidUsage,
                            "rank %d: message from rank %d does not match the receive of %zu bytes (step of %d bytes "

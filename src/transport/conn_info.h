@@ -23,6 +23,10 @@ enum class TransportKind : uint32_t { None = 0, P2p = 1, Shm = 2, Net = 3 };
 // instead of leaving (or taking) steps of another message. The NET proxy carries it in the frame header.
 // (Steps are below 1 GiB, kHostFifoMaxStepBytes, so bit 30 is free; device LL senders use bit 31, dev_work.h.)
 constexpr int32_t kStepLastOfMessage = 1 << 30;
+// A sizes[] word's byte count (negative words, which are never valid sizes, are returned as they are) and
+// its end-of-message flag.
+inline int32_t stepSizeOf(int32_t word) { return word < 0 ? word : (word & ~kStepLastOfMessage); }
+inline bool stepIsLastOf(int32_t word) { return word >= 0 && (word & kStepLastOfMessage) != 0; }
 // The NET proxy's frame flags for a step: kStepLastOfMessage, and the step's tag (ConnInfo::tags) in the low
 // 16 bits.
 constexpr uint32_t kNetFlagTagMask = 0xffffu;

@@ -253,9 +253,9 @@ bool NetProxy::progress(Conn* c) {
     while (c->posted < tail && c->posted < c->done + n) {
       uint32_t slot = static_cast<uint32_t>(c->posted % n);
       const int32_t word = in.sizes[slot];
-      const uint32_t flags = (word < 0 ? 0u : static_cast<uint32_t>(word & kStepLastOfMessage)) |
+      const uint32_t flags = (stepIsLastOf(word) ? static_cast<uint32_t>(kStepLastOfMessage) : 0u) |
                              (in.tags ? in.tags[slot] & kNetFlagTagMask : 0u);
-      const int32_t size = word < 0 ? word : (word & ~kStepLastOfMessage);
+      const int32_t size = stepSizeOf(word);
       if (size < 0 || static_cast<uint32_t>(size) > in.stepBytes) {
         markDead(c, recordError(ncclInternalError, "slot %u for rank %d holds %d bytes (step is %u)", slot, c->peer,
                                 size, in.stepBytes));
