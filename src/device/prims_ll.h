@@ -203,6 +203,7 @@ class DevWordPrims {
   }
   // fn(received, own) per element, post-op on request.
   __device__ __forceinline__ uint64_t reduce(uint64_t r, uint64_t own, bool postOp) const {
+    if constexpr (kPackedSum<T, Fn>) return packedSum64<T>(r, own);  // FuncSum: no post-op
     Line a, b;
     a.u = r;
     b.u = own;

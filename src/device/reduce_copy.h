@@ -12,6 +12,7 @@
 
 #include "collectives/reduce_ops.h"
 #include "device/op128.h"
+#include "device/packed_math.h"
 
 #ifdef __CUDACC__
 
@@ -49,6 +50,7 @@ template <typename T, typename Fn, typename M>
 __device__ __forceinline__ Pack128 rcPack(const Fn& fn, const Pack128& a, const Pack128& b) {
   constexpr int kN = 16 / sizeof(T);
   if (M::kSrc == 1 && !M::kPre0 && !M::kPost) return a;  // plain copy: no unpacking
+  if constexpr (kPackedSum<T, Fn> && M::kSrc == 2) return packedSum128<T>(a, b);  // FuncSum: no pre/post
   PackOf<T> x, y, r;
   x.p = a;
   y.p = b;
