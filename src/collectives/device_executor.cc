@@ -556,9 +556,18 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     // copies waiting for the whole transfer.
     std::rotate(a.ctaFirst, a.ctaFirst + nTransfer, a.ctaFirst + nCta);
   }
-  void* args[] = {&a};
-  BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(), dim3(nCta), dim3(st_->nThreads), args, 0, s),
-                   "rank %d: launching the p2p kernel (%d CTAs)", me, nCta);
+  // Few blocks: the compact parameter block (dev_work.h; its prefix of the same fields).
+  P2pLaunchArgsSmall small;
+  const bool compact = a.nBlocks <= kSmallP2pBlocks;
+  if (compact) {
+    small.status = a.status;
+    small.nBlocks = a.nBlocks;
+    std::memcpy(small.ctaFirst, a.ctaFirst, sizeof(small.ctaFirst));
+    std::memcpy(small.blocks, a.blocks, sizeof(small.blocks));
+  }
+  void* args[] = {compact ? static_cast<void*>(&small) : static_cast<void*>(&a)};
+  BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(compact), dim3(nCta), dim3(st_->nThreads), args, 0, s),
+                   "rank %d: launching the p2p kernel (%d CTAs, %d blocks)", me, nCta, a.nBlocks);
   return ncclSuccess;
 }
 

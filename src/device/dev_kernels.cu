@@ -48,7 +48,8 @@ __device__ void p2pBlockLl(PrimsShared& sh, const P2pBlock& b, bool isSend, DevS
 // SIMPLE, or of LL where the executor marked it (small transfers on connections with LL slots). CTAs
 // whose blocks have no connection copy locally (a rank's own share of a gather/scatter/all-to-all, sends
 // to itself), so those copies overlap the transfers instead of preceding them on the stream.
-__global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArgs args) {
+template <int MaxBlocks>
+__global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArgsOf<MaxBlocks> args) {
   __shared__ PrimsShared sh;
   const int first = args.ctaFirst[blockIdx.x];
   const P2pBlock& b0 = args.blocks[first];
@@ -146,14 +147,19 @@ const void* devCollKernelLL128(CollType coll, ncclDataType_t dtype, RedKind kind
   return lowLatencyKernel<kDevProtoLL128>(coll, dtype, kind);
 }
 
-const void* devP2pKernel() { return reinterpret_cast<const void*>(&p2pKernel); }
+const void* devP2pKernel(bool small) {
+  return small ? reinterpret_cast<const void*>(&p2pKernel<kSmallP2pBlocks>)
+               : reinterpret_cast<const void*>(&p2pKernel<kMaxP2pBlocks>);
+}
 
 cudaError_t devPreloadKernels() {
   const ncclDataType_t types[] = {ncclInt8,     ncclUint8,   ncclInt32,    ncclUint32,       ncclInt64,       ncclUint64,
                                   ncclFloat16,  ncclFloat32, ncclFloat64,  ncclBfloat16,     ncclFloat8e4m3,  ncclFloat8e5m2};
   const RedKind kinds[] = {RedKind::Sum, RedKind::Prod, RedKind::Max, RedKind::Min, RedKind::PreMulSum, RedKind::SumPostDiv};
   cudaFuncAttributes attr;
-  cudaError_t e = cudaFuncGetAttributes(&attr, devP2pKernel());
+  cudaError_t e = cudaFuncGetAttributes(&attr, devP2pKernel(false));
+  if (e != cudaSuccess) return e;
+  e = cudaFuncGetAttributes(&attr, devP2pKernel(true));
   if (e != cudaSuccess) return e;
   e = cudaFuncGetAttributes(&attr, devCollKernel(CollType::AllGather, ncclInt8, RedKind::Sum));
   if (e != cudaSuccess) return e;

@@ -112,12 +112,19 @@ struct P2pBlock {
   int16_t ll;    // 1: this transfer runs LL (the executor decides from its size, as the peer does)
   int32_t nSeg;  // first entry of a CTA: how many consecutive entries it runs; 0 on the following ones
 };
-struct P2pLaunchArgs {
+template <int MaxBlocks>
+struct P2pLaunchArgsOf {
   DevStatus* status;
   int32_t nBlocks;
-  int16_t ctaFirst[kMaxP2pBlocks];  // CTA i runs blocks[ctaFirst[i]] .. + its nSeg
-  P2pBlock blocks[kMaxP2pBlocks];
+  int16_t ctaFirst[MaxBlocks];  // CTA i runs blocks[ctaFirst[i]] .. + its nSeg
+  P2pBlock blocks[MaxBlocks];
 };
+using P2pLaunchArgs = P2pLaunchArgsOf<kMaxP2pBlocks>;
 static_assert(sizeof(P2pLaunchArgs) < 32000, "kernel parameters stay under CUDA's 32 KB limit");
+// Launches of at most this many blocks (small send/recv, gather, scatter, all-to-all of 2-8 ranks) pass a
+// compact parameter block (~0.7 KB instead of ~8 KB): every byte of a kernel's parameters is copied into the
+// launch at each call, and the large block cost small transfers launch latency.
+constexpr int kSmallP2pBlocks = 16;
+using P2pLaunchArgsSmall = P2pLaunchArgsOf<kSmallP2pBlocks>;
 
 }  // namespace braid
