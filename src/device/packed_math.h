@@ -1,10 +1,10 @@
 // packed_math: sums of the 16- and 8-bit floats two elements per instruction (fp16x2, bf16x2 adds; fp8 pairs
-// through fp16x2), used by the reduce-copy loop and the LL primitives in place of the per-element path
+// through fp16x2), and of 8-bit integers four per word, used by the reduce-copy loop and the LL primitives in place of the per-element path
 // (convert to float, add, round back). They give the same bits: one correctly rounded add in the wider
 // format followed by the rounding to the narrow one equals rounding the exact sum once (fp16 and bf16
 // against float, fp8 against fp16: the wider format has at least 2p+2 bits), overflow saturates or goes to
 // inf the same way, and a NaN gives the same canonical NaN. tests/gpu/numeric_device_test.cu checks this
-// for every pair of fp16 and of bf16 values (2^32 each) and every pair of fp8 values.
+// for every pair of fp16 and of bf16 values (2^32 each) and every pair of fp8 and of 8-bit integer values.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,9 @@ template <> struct HasPackedSum<BFloat16> : std::true_type {};
 template <> struct HasPackedSum<Fp8E4M3> : std::true_type {};
 template <> struct HasPackedSum<Fp8E5M2> : std::true_type {};
 #endif
+// 8-bit integers (signed sums run the unsigned kernel): four wrapping byte adds in one word, everywhere.
+template <> struct HasPackedSum<uint8_t> : std::true_type {};
+template <> struct HasPackedSum<int8_t> : std::true_type {};
 
 // Whether functor Fn over T reduces through the packed sum.
 template <typename T, typename Fn>
@@ -67,6 +70,17 @@ __device__ __forceinline__ uint32_t packedSum32<BFloat16>(uint32_t a, uint32_t b
   return r;
 }
 #endif
+
+// Bytes: add the low 7 bits of each byte (no carry can cross a byte), then set each top bit to the sum of
+// the two top bits and the carry into it (xor). Wraps exactly as the per-byte unsigned add.
+template <>
+__device__ __forceinline__ uint32_t packedSum32<uint8_t>(uint32_t a, uint32_t b) {
+  return ((a & 0x7f7f7f7fu) + (b & 0x7f7f7f7fu)) ^ ((a ^ b) & 0x80808080u);
+}
+template <>
+__device__ __forceinline__ uint32_t packedSum32<int8_t>(uint32_t a, uint32_t b) {
+  return packedSum32<uint8_t>(a, b);
+}
 
 // fp8: each 16-bit half of the word widens to fp16x2 exactly, adds, and rounds back with saturation.
 #define BRAID_FP8_PACKED_SUM(T, KIND)                                                               \

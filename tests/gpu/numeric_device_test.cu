@@ -1,10 +1,13 @@
-// GPU test of the low-precision arithmetic device code uses. The hardware cvt paths (numeric_types.h)
-// must give the bits of the software conversions the host reference and CPU comms use, for every input:
-// all 2^32 float bit patterns into fp16, bf16, fp8 e4m3 and fp8 e5m2, and every 16/8-bit pattern back to
-// float. A NaN must give a NaN; its bits may differ (the hardware gives canonical NaNs where NVIDIA's host
-// conversions keep sign or payload bits), and the test prints how many do. The packed sums (device/packed_math.h) must give the bits of the per-element
-// float path for every pair of fp16, of bf16 (2^32 pairs each) and of each fp8 type. The software conversions are themselves checked against NVIDIA's reference
-// algorithms on the host (tests/unit/reduce_types_test.cc). Needs one GPU; skips with a reason otherwise.
+// GPU test of the low-precision arithmetic device code uses.
+// - The hardware cvt paths (numeric_types.h) must give the bits of the software conversions the host
+//   reference and CPU comms use, for every input: all 2^32 float bit patterns into fp16, bf16, fp8 e4m3 and
+//   fp8 e5m2, and every 16/8-bit pattern back to float. A NaN must give a NaN; its bits may differ (the
+//   hardware gives canonical NaNs where NVIDIA's host conversions keep sign or payload bits), and the test
+//   prints how many do.
+// - The packed sums (device/packed_math.h) must give the bits of the per-element float path for every pair
+//   of fp16, of bf16 (2^32 pairs each) and of each fp8 type, and the wrapping add for every pair of bytes.
+// The software conversions are themselves checked against NVIDIA's reference algorithms on the host
+// (tests/unit/reduce_types_test.cc). Needs one GPU; skips with a reason otherwise.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -91,6 +94,16 @@ __global__ void packedSum8All(Mismatch* m, int c) {
   };
   const uint32_t want = sum(a, b) | (sum(b, a) << 8) | (sum(a, a) << 16) | (sum(b, b) << 24);
   note(m, c, i, got != want);
+}
+
+// Bytes as integers: lanes (a, b), (b, a), (a, a), (b, b) against the wrapping byte add.
+__global__ void packedSumBytesAll(Mismatch* m, int c) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= 65536) return;
+  const uint32_t a = i >> 8, b = i & 0xffu;
+  const uint32_t got = packedSum32<uint8_t>(a | (b << 8) | (a << 16) | (b << 24), b | (a << 8) | (a << 16) | (b << 24));
+  const uint32_t ab = (a + b) & 0xffu, aa = (2 * a) & 0xffu, bb = (2 * b) & 0xffu;
+  note(m, c, i, got != (ab | (ab << 8) | (aa << 16) | (bb << 24)));
 }
 
 // Every 16-bit pattern as fp16 and bf16, every 8-bit one as e4m3 and e5m2, to float bits.
@@ -227,7 +240,13 @@ TEST(NumericDevice, PackedSumsMatchTheFloatPathForEveryPair) {
   CK(cudaGetLastError());
   Mismatch got;
   CK(cudaMemcpy(&got, d, sizeof(got), cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(d, &init, sizeof(init), cudaMemcpyHostToDevice));
+  packedSumBytesAll<<<256, 256>>>(d, 0);
+  CK(cudaGetLastError());
+  Mismatch bytes;
+  CK(cudaMemcpy(&bytes, d, sizeof(bytes), cudaMemcpyDeviceToHost));
   CK(cudaFree(d));
+  EXPECT_EQ(bytes.count[0], 0u) << "uint8x4 sum: first differing pair index 0x" << std::hex << bytes.first[0];
   const char* const names[4] = {"fp16x2", "bf16x2", "e4m3x4", "e5m2x4"};
   for (int c = 0; c < 4; ++c) {
     EXPECT_EQ(got.count[c], 0u) << names[c] << " sum: first differing pair index 0x" << std::hex << got.first[c];
