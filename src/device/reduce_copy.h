@@ -155,6 +155,9 @@ __device__ __forceinline__ void reduceCopyBody(const Fn& fn, int tid, int nthrea
 // objects took most of a clean build (an fp8 object ~70 s, int8 ~62 s); out of line they do not spill and
 // compile 2-4x faster (16 s, 28 s). float, double and bfloat16 kernels do not spill inlined and stay as
 // they were measured against NCCL; so do the byte-copy kernels (all-gather, broadcast, p2p).
+// Since the hardware conversions and packed sums (numeric_types.h, packed_math.h) half inlined no longer
+// spills and fp8 spills in two kernels; on 2xH200 outlined and inlined measure the same for fp16/fp8 at
+// 64 MB, while int8 and int64 measured ~10% lower outlined (docs/PERFORMANCE.md, eighth session).
 template <typename T>
 struct RcOutlineType
     : std::integral_constant<bool, sizeof(T) == 1 || std::is_integral<T>::value || std::is_same<T, Half>::value> {};
