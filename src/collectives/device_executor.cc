@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/device_state.h"
+#include "collectives/ring_split.h"
 #include "collectives/tuner.h"
 #include "collectives/tuning_agreement.h"
 #include "core/comm.h"
@@ -23,11 +24,9 @@
 namespace braid {
 namespace {
 
-// Fewer channels for small ops: a channel below ~64 KiB costs launch width and buys no bandwidth.
-int channelsFor(size_t bytes, int nChannels) {
-  const size_t want = (bytes + (64u << 10) - 1) / (64u << 10);
-  return static_cast<int>(std::max<size_t>(1, std::min<size_t>(want, static_cast<size_t>(nChannels))));
-}
+// Blocks (channels x transfers) one ring direction of a p2p launch may take: the two directions leave a
+// third of the launch for other peers and local copies.
+constexpr int kP2pRingBlocks = kMaxP2pBlocks / 3;
 
 bool isRingCollective(CollType c) {
   return c == CollType::AllReduce || c == CollType::Broadcast || c == CollType::Reduce || c == CollType::AllGather ||
@@ -120,7 +119,7 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, uint
   const size_t bytes = opBytes(op, st_->nranks);
   CollPlan plan;
   plan.devColl = devCollCode(op.coll);
-  plan.nChannels = channelsFor(bytes, st_->nChannels);
+  plan.nChannels = channelsForBytes(bytes, st_->nChannels);
   if (st_->nranks == 1) return plan;
   const bool logging = logEnabled(LogLevel::Info, kSubTuning);
   const bool exact = oneShotExact(op.op.kind, op.dtype);
@@ -461,6 +460,14 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   if ((!sendPeers.empty() || !recvPeers.empty()))
     BRAID_CHECK(comm_->conns->connectP2p(sendPeers.data(), static_cast<int>(sendPeers.size()), recvPeers.data(),
                                          static_cast<int>(recvPeers.size())));
+  size_t nTransfers = copies.size();
+  for (int p = 0; p < n; ++p) nTransfers += sends[p].size() + recvs[p].size();
+  auto tooManyTransfers = [&]() {
+    return recordError(ncclInvalidUsage,
+                       "rank %d: one group holds %zu point-to-point transfers (sends, receives and local copies), more "
+                       "than one launch takes (%d blocks of channels x transfers); split the group",
+                       me, nTransfers, kMaxP2pBlocks);
+  };
   P2pLaunchArgs a;
   std::memset(&a, 0, sizeof(a));
   a.status = st_->statusDev;
@@ -470,8 +477,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   // per-channel sizes and see the same slots, so they pick the same protocol per transfer.
   auto add = [&](const std::vector<Xfer>& xs, DevConn* conn, bool isSend, int ch, int nch, bool ll) -> ncclResult_t {
     if (nCta >= kMaxP2pBlocks || a.nBlocks + static_cast<int>(xs.size()) > kMaxP2pBlocks)
-      return recordError(ncclInvalidUsage, "rank %d: a group holds more point-to-point transfers than one launch takes "
-                         "(%d); split the group", me, kMaxP2pBlocks);
+      return tooManyTransfers();
     a.ctaFirst[nCta++] = static_cast<int16_t>(a.nBlocks);
     const int first = a.nBlocks;
     for (const Xfer& x : xs) {
@@ -498,8 +504,8 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
       if (ring) {
         size_t maxBytes = 0;
         for (const Xfer& x : xs) maxBytes = std::max(maxBytes, x.bytes);
-        // Both sides see the same message sizes, so they pick the same channel count.
-        const int nch = channelsFor(maxBytes, st_->nChannels);
+        // Both sides see the same transfer list, so they pick the same channel count.
+        const int nch = p2pRingChannels(maxBytes, xs.size(), st_->nChannels, kP2pRingBlocks);
         for (int c = 0; c < nch; ++c)
           BRAID_CHECK(add(xs, isSend ? st_->ringSend(c) : st_->ringRecv(c), isSend, c, nch,
                           llSlotsOf(isSend ? comm_->conns->ringSend(c) : comm_->conns->ringRecv(c)) != nullptr));
@@ -531,8 +537,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     const int want = static_cast<int>(std::min<size_t>(kCopyCtas, (maxBytes + kCopyCtaBytes - 1) / kCopyCtaBytes));
     const int k = std::min(want, room);
     if (k < 1)
-      return recordError(ncclInvalidUsage, "rank %d: a group holds more point-to-point transfers than one launch takes "
-                         "(%d); split the group", me, kMaxP2pBlocks);
+      return tooManyTransfers();
     const int nTransfer = nCta;
     for (int c = 0; c < k; ++c) {
       a.ctaFirst[nCta++] = static_cast<int16_t>(a.nBlocks);

@@ -292,8 +292,8 @@ TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
     bool hung = false;
     const Case any{kSendRecv, ncclUint8, ncclSum, 1, false, 0};
     for (int round = 0; round < 300 && !hung; ++round) {
-      const int nk = round % 2 ? kN - 1 : kN;  // odd rounds leave out the 512 KiB transfer (9 channels; 1 MiB
-                                               // would take 17 x 16 blocks, past one launch's 192)
+      const int nk = round % 2 ? kN - 1 : kN;  // odd rounds leave out the 512 KiB transfer (8 channels: 8
+                                               // transfers per direction share a 64-block budget)
       for (int r = 0; r < 2; ++r) {
         ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
         for (int k = 0; k < nk; ++k) {
@@ -329,6 +329,62 @@ TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
     for (int r = 0; r < 2; ++r) {
       cudaSetDevice(r);
       for (int k = 0; k < kN; ++k) cudaFree(in[r][k] - 1), cudaFree(out[r][k] - 1);
+    }
+    p.destroy();
+  }
+}
+
+// A pipeline schedule's step: several large sends and receives to the ring neighbour in one group (each
+// at 64 channels alone). Before the per-direction channel budget (ring_split.h, p2pRingChannels) two 64 MB
+// transfers each way took 256 blocks and the group failed with ncclInvalidUsage; five each way must run now,
+// every byte checked, over P2P and SHM.
+TEST(DeviceColl2Gpu, P2pSeveralLargeTransfersInOneGroup) {
+  NEED_GPUS(2);
+  const size_t sizes[] = {size_t(64) << 20, (size_t(8) << 20) + 3, size_t(1) << 20, 5, (size_t(16) << 20) + 64};
+  constexpr int kN = sizeof(sizes) / sizeof(sizes[0]);
+  for (const char* variant : {"P2P", "SHM"}) {
+    SCOPED_TRACE(variant);
+    EnvScope env;
+    if (std::string(variant) == "SHM") env.set("NCCL_P2P_DISABLE", "1");
+    Pair p;
+    ASSERT_TRUE(p.init());
+    uint8_t *in[2][kN], *out[2][kN];
+    auto value = [](int r, int k, size_t i) { return static_cast<uint8_t>(r * 89 + k * 17 + i * 13 + (i >> 12)); };
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      for (int k = 0; k < kN; ++k) {
+        ASSERT_EQ(cudaMalloc(&in[r][k], sizes[k]), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&out[r][k], sizes[k] + 1), cudaSuccess);
+        std::vector<uint8_t> h(sizes[k]);
+        for (size_t i = 0; i < h.size(); ++i) h[i] = value(r, k, i);
+        ASSERT_EQ(cudaMemcpy(in[r][k], h.data(), h.size(), cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemset(out[r][k], 0xa5, sizes[k] + 1), cudaSuccess);
+      }
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    }
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      for (int k = 0; k < kN; ++k) {
+        ASSERT_EQ(ncclSend(in[r][k], sizes[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
+        ASSERT_EQ(ncclRecv(out[r][k], sizes[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
+      }
+    }
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+    bool hung = false;
+    const Case any{kSendRecv, ncclUint8, ncclSum, 1, false, 0};
+    ASSERT_TRUE(finish(p, any, &hung));
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      for (int k = 0; k < kN; ++k) {
+        std::vector<uint8_t> h(sizes[k] + 1);
+        ASSERT_EQ(cudaMemcpy(h.data(), out[r][k], h.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        for (size_t i = 0; i < sizes[k]; ++i)
+          ASSERT_EQ(h[i], value(1 - r, k, i)) << "rank " << r << " transfer " << k << " byte " << i;
+        ASSERT_EQ(h[sizes[k]], 0xa5) << "rank " << r << " transfer " << k << ": wrote past the end";
+        cudaFree(in[r][k]);
+        cudaFree(out[r][k]);
+      }
     }
     p.destroy();
   }
