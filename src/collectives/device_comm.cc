@@ -137,7 +137,7 @@ namespace {
 
 // 64 channels: on 2xH200 (NV18, sm_90 code) 32 -> 64 channels took all-reduce busbw at 2 GB from 313 to 352
 // GB/s, all-gather 312 -> 343, reduce-scatter 302 -> 347, and was no slower at 2 MB (2026-11-22, see
-// docs/PERFORMANCE.md). Small ops still use few of them (channelsFor: 64 KiB per channel).
+// docs/PERFORMANCE.md). Small ops still use few of them (channelsForBytes: 64 KiB per channel).
 constexpr int kDefaultDevChannels = 64;
 // Channels of a ring with a socket (NET) link. NCCL runs 2 there. On 2xH200 with P2P and SHM off, all-reduce
 // at 64 MB-1 GB moved 3.44-3.49 GB/s on 4 channels against 2.74-2.97 on 64 and 2.83-3.01 on 16 (one call,

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "collectives/device_state.h"
+#include "collectives/p2p_plan.h"
 #include "collectives/ring_split.h"
 #include "collectives/tuner.h"
 #include "collectives/tuning_agreement.h"
@@ -24,9 +26,6 @@
 namespace braid {
 namespace {
 
-// Blocks (channels x transfers) one ring direction of a p2p launch may take: the two directions leave a
-// third of the launch for other peers and local copies.
-constexpr int kP2pRingBlocks = kMaxP2pBlocks / 3;
 
 bool isRingCollective(CollType c) {
   return c == CollType::AllReduce || c == CollType::Broadcast || c == CollType::Reduce || c == CollType::AllGather ||
@@ -460,119 +459,90 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   if ((!sendPeers.empty() || !recvPeers.empty()))
     BRAID_CHECK(comm_->conns->connectP2p(sendPeers.data(), static_cast<int>(sendPeers.size()), recvPeers.data(),
                                          static_cast<int>(recvPeers.size())));
+  // The cut into CTAs and launches (p2p_plan.h). Small transfers run LL where the connection has LL slots
+  // (P2P, SHM; not NET): one slot-sized step with no fence instead of SIMPLE's FIFO handshake
+  // (NCCL_P2P_LL_THRESHOLD, as in NCCL).
+  P2pPlanInput in;
+  in.nChannels = st_->nChannels;
+  in.llThreshold = st_->p2pLlThreshold;
+  in.maxCtas = kMaxP2pBlocks;
+  in.maxBlocks = kMaxP2pBlocks;
+  std::vector<int> connPeer;
   size_t nTransfers = copies.size();
-  for (int p = 0; p < n; ++p) nTransfers += sends[p].size() + recvs[p].size();
-  auto tooManyTransfers = [&]() {
-    return recordError(ncclInvalidUsage,
-                       "rank %d: one group holds %zu point-to-point transfers (sends, receives and local copies), more "
-                       "than one launch takes (%d blocks of channels x transfers); split the group",
-                       me, nTransfers, kMaxP2pBlocks);
-  };
-  P2pLaunchArgs a;
-  std::memset(&a, 0, sizeof(a));
-  a.status = st_->statusDev;
-  int nCta = 0;
-  // Small transfers run LL where the connection has LL slots (P2P, SHM; not NET): one slot-sized step with
-  // no fence instead of SIMPLE's FIFO handshake (NCCL_P2P_LL_THRESHOLD, as in NCCL). Both sides cut the same
-  // per-channel sizes and see the same slots, so they pick the same protocol per transfer.
-  auto add = [&](const std::vector<Xfer>& xs, DevConn* conn, bool isSend, int ch, int nch, bool ll) -> ncclResult_t {
-    if (nCta >= kMaxP2pBlocks || a.nBlocks + static_cast<int>(xs.size()) > kMaxP2pBlocks)
-      return tooManyTransfers();
-    a.ctaFirst[nCta++] = static_cast<int16_t>(a.nBlocks);
-    const int first = a.nBlocks;
-    for (const Xfer& x : xs) {
-      // Channel ch of nch: a contiguous, 64-byte aligned share, the same cut on both sides.
-      const size_t per = nch <= 1 ? x.bytes : (((x.bytes + nch - 1) / nch + 63) & ~size_t(63));
-      const size_t off = std::min(per * ch, x.bytes);
-      P2pBlock& b = a.blocks[a.nBlocks++];
-      b.buf = x.buf + off;
-      b.bytes = std::min(per, x.bytes - off);
-      b.conn = conn;
-      b.isSend = isSend;
-      b.ll = ll && b.bytes > 0 && b.bytes <= st_->p2pLlThreshold;
-      b.nSeg = 0;
-    }
-    a.blocks[first].nSeg = a.nBlocks - first;
-    return ncclSuccess;
-  };
   for (int p = 0; p < n; ++p) {
     for (int dir = 0; dir < 2; ++dir) {
       const bool isSend = dir == 0;
-      const std::vector<Xfer>& xs = isSend ? sends[p] : recvs[p];
+      std::vector<Xfer>& xs = isSend ? sends[p] : recvs[p];
       if (xs.empty()) continue;
-      const bool ring = isSend ? p == next : p == prev;
-      if (ring) {
-        size_t maxBytes = 0;
-        for (const Xfer& x : xs) maxBytes = std::max(maxBytes, x.bytes);
-        // Both sides see the same transfer list, so they pick the same channel count.
-        const int nch = p2pRingChannels(maxBytes, xs.size(), st_->nChannels, kP2pRingBlocks);
-        for (int c = 0; c < nch; ++c)
-          BRAID_CHECK(add(xs, isSend ? st_->ringSend(c) : st_->ringRecv(c), isSend, c, nch,
-                          llSlotsOf(isSend ? comm_->conns->ringSend(c) : comm_->conns->ringRecv(c)) != nullptr));
+      nTransfers += xs.size();
+      P2pPlanConn c;
+      c.isSend = isSend;
+      c.ring = isSend ? p == next : p == prev;
+      if (c.ring) {
+        for (int ch = 0; ch < st_->nChannels; ++ch)
+          c.ll.push_back(llSlotsOf(isSend ? comm_->conns->ringSend(ch) : comm_->conns->ringRecv(ch)) != nullptr);
       } else {
-        DevConn* conn = nullptr;
-        BRAID_CHECK(p2pConn(p, isSend, &conn));
-        BRAID_CHECK(add(xs, conn, isSend, 0, 1,
-                        llSlotsOf(isSend ? comm_->conns->p2pSend(p) : comm_->conns->p2pRecv(p)) != nullptr));
+        c.ll.push_back(llSlotsOf(isSend ? comm_->conns->p2pSend(p) : comm_->conns->p2pRecv(p)) != nullptr);
       }
+      for (const Xfer& x : xs) c.xs.push_back(P2pXfer{x.buf, x.bytes});
+      in.conns.push_back(std::move(c));
+      connPeer.push_back(p);
     }
   }
-  if (nCta == 0) {
+  if (in.conns.empty()) {
     // Nothing crosses a connection: the copy engine does the local copies.
     for (auto& c : copies)
       BRAID_CUDA_CHECK(cudaMemcpyAsync(c.first.buf, c.second, c.first.bytes, cudaMemcpyDeviceToDevice, s),
                        "rank %d: local copy of %zu bytes", me, c.first.bytes);
     return ncclSuccess;
   }
-  // Local copies run as extra CTAs of the same launch, beside the transfers: before, a cudaMemcpyAsync ahead
-  // of the kernel serialized the root's own share (scatter at 512 MB: 0.87x NCCL). One SM copies only ~46 GB/s
-  // (measured: a 4 MiB share on one CTA took 90 us, 0.25x NCCL at 8 MB), so a copy CTA takes 256 KiB of the
-  // largest copy, up to kCopyCtas of them, each a 64-byte aligned share of every copy.
-  if (!copies.empty()) {
-    constexpr int kCopyCtas = 32;
-    constexpr size_t kCopyCtaBytes = size_t(256) << 10;
-    size_t maxBytes = 0;
-    for (auto& c : copies) maxBytes = std::max(maxBytes, c.first.bytes);
-    const int room = std::min(kMaxP2pBlocks - nCta, (kMaxP2pBlocks - a.nBlocks) / static_cast<int>(copies.size()));
-    const int want = static_cast<int>(std::min<size_t>(kCopyCtas, (maxBytes + kCopyCtaBytes - 1) / kCopyCtaBytes));
-    const int k = std::min(want, room);
-    if (k < 1)
-      return tooManyTransfers();
-    const int nTransfer = nCta;
-    for (int c = 0; c < k; ++c) {
+  for (auto& c : copies) in.copies.push_back(P2pXfer{c.first.buf, c.first.bytes, c.second});
+  std::vector<P2pPlanLaunch> launches;
+  std::string why;
+  if (!planP2p(in, &launches, &why))
+    return recordError(ncclInvalidUsage, "rank %d: one group holds %zu point-to-point transfers (sends, receives and "
+                       "local copies): %s; split the group", me, nTransfers, why.c_str());
+  for (const P2pPlanLaunch& l : launches) {
+    P2pLaunchArgs a;
+    std::memset(&a, 0, sizeof(a));
+    a.status = st_->statusDev;
+    int nCta = 0;
+    for (const P2pPlanCta& cta : l.ctas) {
       a.ctaFirst[nCta++] = static_cast<int16_t>(a.nBlocks);
       const int first = a.nBlocks;
-      for (auto& cp : copies) {
-        const size_t per = k <= 1 ? cp.first.bytes : (((cp.first.bytes + k - 1) / k + 63) & ~size_t(63));
-        const size_t off = std::min(per * c, cp.first.bytes);
+      for (const P2pPlanBlock& pb : cta.blocks) {
         P2pBlock& b = a.blocks[a.nBlocks++];
-        b.buf = cp.first.buf + off;
-        b.src = cp.second + off;
-        b.bytes = std::min(per, cp.first.bytes - off);
-        b.conn = nullptr;
-        b.isSend = 0;
-        b.ll = 0;
+        b.buf = pb.buf;
+        b.bytes = pb.bytes;
+        b.src = pb.src;
+        b.isSend = pb.isSend;
+        b.ll = pb.ll;
         b.nSeg = 0;
+        b.conn = nullptr;
+        if (pb.conn >= 0) {
+          if (in.conns[pb.conn].ring) {
+            b.conn = pb.isSend ? st_->ringSend(pb.channel) : st_->ringRecv(pb.channel);
+          } else {
+            BRAID_CHECK(p2pConn(connPeer[pb.conn], pb.isSend, &b.conn));
+          }
+        }
       }
       a.blocks[first].nSeg = a.nBlocks - first;
     }
-    // Copy CTAs go first: they never wait, so when transfers and copies outnumber the SMs (all-to-all: 128
-    // transfer CTAs + copies on 132 SMs) a transfer CTA waits briefly for a copy to end, instead of the
-    // copies waiting for the whole transfer.
-    std::rotate(a.ctaFirst, a.ctaFirst + nTransfer, a.ctaFirst + nCta);
+    // Few blocks: the compact parameter block (dev_work.h; its prefix of the same fields).
+    P2pLaunchArgsSmall small;
+    const bool compact = a.nBlocks <= kSmallP2pBlocks;
+    if (compact) {
+      small.status = a.status;
+      small.nBlocks = a.nBlocks;
+      std::memcpy(small.ctaFirst, a.ctaFirst, sizeof(small.ctaFirst));
+      std::memcpy(small.blocks, a.blocks, sizeof(small.blocks));
+    }
+    void* args[] = {compact ? static_cast<void*>(&small) : static_cast<void*>(&a)};
+    BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(compact), dim3(nCta), dim3(st_->nThreads), args, 0, s),
+                     "rank %d: launching the p2p kernel (%d CTAs, %d blocks, launch %zu of %zu)", me, nCta, a.nBlocks,
+                     static_cast<size_t>(&l - launches.data()) + 1, launches.size());
   }
-  // Few blocks: the compact parameter block (dev_work.h; its prefix of the same fields).
-  P2pLaunchArgsSmall small;
-  const bool compact = a.nBlocks <= kSmallP2pBlocks;
-  if (compact) {
-    small.status = a.status;
-    small.nBlocks = a.nBlocks;
-    std::memcpy(small.ctaFirst, a.ctaFirst, sizeof(small.ctaFirst));
-    std::memcpy(small.blocks, a.blocks, sizeof(small.blocks));
-  }
-  void* args[] = {compact ? static_cast<void*>(&small) : static_cast<void*>(&a)};
-  BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(compact), dim3(nCta), dim3(st_->nThreads), args, 0, s),
-                   "rank %d: launching the p2p kernel (%d CTAs, %d blocks)", me, nCta, a.nBlocks);
   return ncclSuccess;
 }
 

@@ -38,18 +38,6 @@ inline int channelsForBytes(size_t bytes, int nChannels) {
   return static_cast<int>(want < 1 ? 1 : (want < cap ? want : cap));
 }
 
-// Channels for the point-to-point transfers of one group to the ring neighbour in one direction: each
-// channel's CTA runs a share of every transfer, so the launch holds channels x transfers blocks. As many
-// channels as the largest transfer wants, but at most `blockBudget` blocks: pipeline schedules batch two
-// large sends and two receives per step, which at 64 channels took 256 blocks and did not fit one launch.
-// A function of the transfer list alone, which sender and receiver see alike, so both cut the same shares.
-inline int p2pRingChannels(size_t maxBytes, size_t nTransfers, int nChannels, int blockBudget) {
-  const int want = channelsForBytes(maxBytes, nChannels);
-  const size_t per = nTransfers < 1 ? 1 : nTransfers;
-  const size_t fit = blockBudget < 1 ? 1 : static_cast<size_t>(blockBudget) / per;
-  return fit < 1 ? 1 : (fit < static_cast<size_t>(want) ? static_cast<int>(fit) : want);
-}
-
 // One ring all-reduce loop covers `len` <= nranks * chunkElems elements, cut into nranks segments of
 // `seg` elements (the last ones shorter or empty). `alignElems` must divide chunkElems so seg <= chunkElems.
 BRAID_HD inline size_t ringSegmentElems(size_t len, int nranks, size_t alignElems) {

@@ -335,9 +335,10 @@ TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
 }
 
 // A pipeline schedule's step: several large sends and receives to the ring neighbour in one group (each
-// at 64 channels alone). Before the per-direction channel budget (ring_split.h, p2pRingChannels) two 64 MB
-// transfers each way took 256 blocks and the group failed with ncclInvalidUsage; five each way must run now,
-// every byte checked, over P2P and SHM.
+// at 64 channels alone). Two 64 MB transfers each way took 256 blocks of one launch and the group failed
+// with ncclInvalidUsage; now the batch runs as launches of whole channels (p2p_plan.h). Five each way,
+// every byte checked, over P2P and SHM; then the same transfers with rank 1 receiving each in a group of its
+// own (both sides must cut every transfer alike however they group).
 TEST(DeviceColl2Gpu, P2pSeveralLargeTransfersInOneGroup) {
   NEED_GPUS(2);
   const size_t sizes[] = {size_t(64) << 20, (size_t(8) << 20) + 3, size_t(1) << 20, 5, (size_t(16) << 20) + 64};
@@ -362,29 +363,45 @@ TEST(DeviceColl2Gpu, P2pSeveralLargeTransfersInOneGroup) {
       }
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     }
-    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-    for (int r = 0; r < 2; ++r) {
-      cudaSetDevice(r);
-      for (int k = 0; k < kN; ++k) {
-        ASSERT_EQ(ncclSend(in[r][k], sizes[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
-        ASSERT_EQ(ncclRecv(out[r][k], sizes[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
+    const Case any{kSendRecv, ncclUint8, ncclSum, 1, false, 0};
+    for (bool split : {false, true}) {
+      SCOPED_TRACE(split ? "rank 1 in one group per transfer" : "one group");
+      // Rank 0 posts everything in one group; rank 1 too, or (split) its first pair there and each further
+      // send/receive pair in a group of its own, while rank 0's launches still run.
+      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        for (int k = 0; k < (r == 1 && split ? 1 : kN); ++k) {
+          ASSERT_EQ(ncclSend(in[r][k], sizes[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
+          ASSERT_EQ(ncclRecv(out[r][k], sizes[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
+        }
+      }
+      ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+      for (int k = 1; split && k < kN; ++k) {
+        cudaSetDevice(1);
+        ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+        ASSERT_EQ(ncclSend(in[1][k], sizes[k], ncclUint8, 0, p.comm[1], p.stream[1]), ncclSuccess);
+        ASSERT_EQ(ncclRecv(out[1][k], sizes[k], ncclUint8, 0, p.comm[1], p.stream[1]), ncclSuccess);
+        ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+      }
+      bool hung = false;
+      ASSERT_TRUE(finish(p, any, &hung));
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        for (int k = 0; k < kN; ++k) {
+          std::vector<uint8_t> h(sizes[k] + 1);
+          ASSERT_EQ(cudaMemcpy(h.data(), out[r][k], h.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+          for (size_t i = 0; i < sizes[k]; ++i)
+            ASSERT_EQ(h[i], value(1 - r, k, i)) << "rank " << r << " transfer " << k << " byte " << i;
+          ASSERT_EQ(h[sizes[k]], 0xa5) << "rank " << r << " transfer " << k << ": wrote past the end";
+          ASSERT_EQ(cudaMemset(out[r][k], 0xa5, sizes[k] + 1), cudaSuccess);  // poisoned for the next pass
+        }
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       }
     }
-    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
-    bool hung = false;
-    const Case any{kSendRecv, ncclUint8, ncclSum, 1, false, 0};
-    ASSERT_TRUE(finish(p, any, &hung));
     for (int r = 0; r < 2; ++r) {
       cudaSetDevice(r);
-      for (int k = 0; k < kN; ++k) {
-        std::vector<uint8_t> h(sizes[k] + 1);
-        ASSERT_EQ(cudaMemcpy(h.data(), out[r][k], h.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-        for (size_t i = 0; i < sizes[k]; ++i)
-          ASSERT_EQ(h[i], value(1 - r, k, i)) << "rank " << r << " transfer " << k << " byte " << i;
-        ASSERT_EQ(h[sizes[k]], 0xa5) << "rank " << r << " transfer " << k << ": wrote past the end";
-        cudaFree(in[r][k]);
-        cudaFree(out[r][k]);
-      }
+      for (int k = 0; k < kN; ++k) cudaFree(in[r][k]), cudaFree(out[r][k]);
     }
     p.destroy();
   }

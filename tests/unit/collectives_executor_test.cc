@@ -325,30 +325,6 @@ TEST(RingSplit, ChannelsForBytes) {
   EXPECT_EQ(channelsForBytes(size_t(1) << 30, 0), 1);
 }
 
-// A group's p2p transfers to the ring neighbour: channels x transfers stays within the per-direction budget
-// (until one channel per transfer is all that is left), never more channels than the largest transfer wants.
-TEST(RingSplit, P2pRingChannelsFitTheLaunch) {
-  const size_t sizes[] = {0, 1, 4096, 64 << 10, (64 << 10) + 1, (512 << 10) + 5, size_t(4) << 20, size_t(64) << 20,
-                          size_t(1) << 30};
-  for (int nChannels : {1, 16, 32, 64}) {
-    for (size_t bytes : sizes) {
-      EXPECT_EQ(p2pRingChannels(bytes, 1, nChannels, 64), channelsForBytes(bytes, nChannels)) << bytes;
-      for (size_t n = 1; n <= 300; ++n) {
-        const int c = p2pRingChannels(bytes, n, nChannels, 64);
-        ASSERT_GE(c, 1);
-        ASSERT_LE(c, channelsForBytes(bytes, nChannels)) << bytes << " x " << n;
-        if (n <= 64) ASSERT_LE(static_cast<size_t>(c) * n, 64u) << bytes << " x " << n;
-        else ASSERT_EQ(c, 1);
-      }
-    }
-  }
-  // Two sends and two receives of 64 MB each way (a pipeline schedule's step) on 64 channels took 4 x 64 =
-  // 256 blocks, past one launch's 192: now 32 channels per direction, 128 blocks.
-  EXPECT_EQ(p2pRingChannels(size_t(64) << 20, 2, 64, 64), 32);
-  // Eight transfers up to 512 KiB + 5 (the gpu test's send/recv mix): 8 channels instead of 9.
-  EXPECT_EQ(p2pRingChannels((512 << 10) + 5, 8, 64, 64), 8);
-}
-
 // The one-shot all-reduce schedule that 2-rank GPU comms pick for small and mid sizes (ringAllReduceOneShot),
 // run by the host executor where NCCL_ALGO forces it: every type and op, counts up to many FIFO steps, in
 // and out of place, on 1 and 3 channels.

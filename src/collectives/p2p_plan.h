@@ -1,0 +1,66 @@
+// p2p_plan: how a GPU communicator's batch of point-to-point transfers (send/recv, and the transfers of
+// all-to-all, gather and scatter) is cut into CTAs and kernel launches. A pure function of the transfer
+// lists, kept apart from the CUDA executor so its two contracts are unit-tested on any machine:
+// - Both sides of a connection cut every transfer alike whatever else either side grouped with it: a
+//   transfer on the ring neighbour's connections runs over channelsForBytes(its own size) channels, share c
+//   on channel c, and each share's protocol (LL or SIMPLE) follows from the share's size alone.
+// - Launches hold whole channels in ascending order (the transfers on other peers' connections and the
+//   local copies count as channel 0), so whichever way two ranks split a batch into launches, the lowest
+//   unfinished channel is in every rank's running launch and progresses: no launch waits on a later one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braid {
+
+struct P2pXfer {
+  char* buf;
+  size_t bytes;
+  const char* src = nullptr;  // local copies: the source
+};
+
+// The transfers of one connection direction, in posting order.
+struct P2pPlanConn {
+  bool ring = false;        // the ring neighbour: split over channels; otherwise one p2p connection
+  bool isSend = false;
+  std::vector<uint8_t> ll;  // per channel (ring) or [0]: whether the connection has LL slots
+  std::vector<P2pXfer> xs;
+};
+
+struct P2pPlanInput {
+  std::vector<P2pPlanConn> conns;
+  std::vector<P2pXfer> copies;  // local copies (a rank's own share, sends to itself)
+  int nChannels = 1;            // the ring's channels
+  size_t llThreshold = 0;       // shares of at most this many bytes run LL where the connection has LL slots
+  int maxCtas = 192;            // per launch
+  int maxBlocks = 192;          // per launch
+};
+
+struct P2pPlanBlock {
+  int conn;      // index into P2pPlanInput::conns; -1: a local copy
+  int channel;   // the ring channel (0 for p2p connections and copies)
+  char* buf;
+  const char* src;
+  size_t bytes;
+  bool isSend;
+  bool ll;
+};
+
+// One CTA runs its blocks in order.
+struct P2pPlanCta {
+  bool copy = false;
+  std::vector<P2pPlanBlock> blocks;
+};
+
+struct P2pPlanLaunch {
+  std::vector<P2pPlanCta> ctas;  // copy CTAs first (they never wait)
+  int blocks = 0;
+};
+
+// Cuts `in` into launches; false (with *why) when one channel's work alone exceeds a launch.
+bool planP2p(const P2pPlanInput& in, std::vector<P2pPlanLaunch>* out, std::string* why);
+
+}  // namespace braid
