@@ -130,6 +130,24 @@ __global__ void fromFloatSample(uint32_t step, uint16_t* half, uint16_t* bf16, u
   e5m2[i] = floatToFp8Bits(f, false);
 }
 
+// What the device code of this build runs: its __CUDA_ARCH__ and which paths are the hardware ones.
+__global__ void whichPaths(int* out) {
+#ifdef __CUDA_ARCH__
+  out[0] = __CUDA_ARCH__;
+#endif
+#ifdef BRAID_HW_F16_CVT
+  out[1] = 1;
+#endif
+#ifdef BRAID_HW_BF16_CVT
+  out[2] = 1;
+#endif
+#ifdef BRAID_HW_FP8_CVT
+  out[3] = 1;
+#endif
+  out[4] = HasPackedSum<Half>::value + 2 * HasPackedSum<BFloat16>::value + 4 * HasPackedSum<Fp8E4M3>::value +
+           8 * HasPackedSum<Fp8E5M2>::value;
+}
+
 bool haveGpu() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -250,6 +268,29 @@ TEST(NumericDevice, PackedSumsMatchTheFloatPathForEveryPair) {
   const char* const names[4] = {"fp16x2", "bf16x2", "e4m3x4", "e5m2x4"};
   for (int c = 0; c < 4; ++c) {
     EXPECT_EQ(got.count[c], 0u) << names[c] << " sum: first differing pair index 0x" << std::hex << got.first[c];
+  }
+}
+
+// The exhaustive tests above compare the hardware paths with the per-element ones only where this build's
+// device code has them; on an sm_90 build every path must be the hardware one, or they compare a path
+// with itself.
+TEST(NumericDevice, ThisBuildRunsTheHardwarePaths) {
+  if (!haveGpu()) GTEST_SKIP() << "needs a GPU, cudaGetDeviceCount reports none";
+  int* d = nullptr;
+  CK(cudaMalloc(&d, 5 * sizeof(int)));
+  CK(cudaMemset(d, 0, 5 * sizeof(int)));
+  whichPaths<<<1, 1>>>(d);
+  CK(cudaGetLastError());
+  int h[5];
+  CK(cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost));
+  CK(cudaFree(d));
+  printf("device code sm_%d: hardware fp16 cvt %d, bf16 cvt %d, fp8 cvt %d, packed sums mask %d\n", h[0] / 10, h[1],
+         h[2], h[3], h[4]);
+  if (h[0] >= 900) {
+    EXPECT_EQ(h[1] + h[2] + h[3], 3);
+    EXPECT_EQ(h[4], 15);
+  } else {
+    printf("built below sm_90: some exhaustive checks compare the per-element path with itself\n");
   }
 }
 
