@@ -159,8 +159,9 @@ bool haveGpu() {
 
 #define CK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-TEST(NumericDevice, FloatToLowPrecisionMatchesSoftwareForEveryFloat) {
-  if (!haveGpu()) GTEST_SKIP() << "needs a GPU, cudaGetDeviceCount reports none";
+// Runs launch(d) on a zeroed device Mismatch record and copies the counts back to *got.
+template <typename Launch>
+cudaError_t countMismatches(Launch launch, Mismatch* got) {
   Mismatch init;
   for (int c = 0; c < kConvs; ++c) {
     init.count[c] = 0;
@@ -168,13 +169,19 @@ TEST(NumericDevice, FloatToLowPrecisionMatchesSoftwareForEveryFloat) {
     init.nanBits[c] = 0;
   }
   Mismatch* d = nullptr;
-  CK(cudaMalloc(&d, sizeof(Mismatch)));
-  CK(cudaMemcpy(d, &init, sizeof(init), cudaMemcpyHostToDevice));
-  fromFloatAll<<<1024, 256>>>(d);
-  CK(cudaGetLastError());
+  cudaError_t e = cudaMalloc(&d, sizeof(Mismatch));
+  if (e == cudaSuccess) e = cudaMemcpy(d, &init, sizeof(init), cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) launch(d);
+  if (e == cudaSuccess) e = cudaGetLastError();
+  if (e == cudaSuccess) e = cudaMemcpy(got, d, sizeof(*got), cudaMemcpyDeviceToHost);
+  cudaFree(d);
+  return e;
+}
+
+TEST(NumericDevice, FloatToLowPrecisionMatchesSoftwareForEveryFloat) {
+  if (!haveGpu()) GTEST_SKIP() << "needs a GPU, cudaGetDeviceCount reports none";
   Mismatch got;
-  CK(cudaMemcpy(&got, d, sizeof(got), cudaMemcpyDeviceToHost));
-  CK(cudaFree(d));
+  CK(countMismatches([](Mismatch* d) { fromFloatAll<<<1024, 256>>>(d); }, &got));
   for (int c = 0; c < kConvs; ++c) {
     EXPECT_EQ(got.count[c], 0u) << kConvName[c] << ": first differing float bits 0x" << std::hex << got.first[c];
     printf("%s: %llu NaN inputs give a NaN of other bits than the host conversion\n", kConvName[c], got.nanBits[c]);
@@ -242,28 +249,16 @@ TEST(NumericDevice, DeviceConversionsMatchHostOnASample) {
 
 TEST(NumericDevice, PackedSumsMatchTheFloatPathForEveryPair) {
   if (!haveGpu()) GTEST_SKIP() << "needs a GPU, cudaGetDeviceCount reports none";
-  Mismatch init;
-  for (int c = 0; c < kConvs; ++c) {
-    init.count[c] = 0;
-    init.first[c] = 0xffffffffu;
-    init.nanBits[c] = 0;
-  }
-  Mismatch* d = nullptr;
-  CK(cudaMalloc(&d, sizeof(Mismatch)));
-  CK(cudaMemcpy(d, &init, sizeof(init), cudaMemcpyHostToDevice));
-  packedSum16All<Half><<<1024, 256>>>(d, 0);
-  packedSum16All<BFloat16><<<1024, 256>>>(d, 1);
-  packedSum8All<Fp8E4M3><<<256, 256>>>(d, 2);
-  packedSum8All<Fp8E5M2><<<256, 256>>>(d, 3);
-  CK(cudaGetLastError());
-  Mismatch got;
-  CK(cudaMemcpy(&got, d, sizeof(got), cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(d, &init, sizeof(init), cudaMemcpyHostToDevice));
-  packedSumBytesAll<<<256, 256>>>(d, 0);
-  CK(cudaGetLastError());
-  Mismatch bytes;
-  CK(cudaMemcpy(&bytes, d, sizeof(bytes), cudaMemcpyDeviceToHost));
-  CK(cudaFree(d));
+  Mismatch got, bytes;
+  CK(countMismatches(
+      [](Mismatch* d) {
+        packedSum16All<Half><<<1024, 256>>>(d, 0);
+        packedSum16All<BFloat16><<<1024, 256>>>(d, 1);
+        packedSum8All<Fp8E4M3><<<256, 256>>>(d, 2);
+        packedSum8All<Fp8E5M2><<<256, 256>>>(d, 3);
+      },
+      &got));
+  CK(countMismatches([](Mismatch* d) { packedSumBytesAll<<<256, 256>>>(d, 0); }, &bytes));
   EXPECT_EQ(bytes.count[0], 0u) << "uint8x4 sum: first differing pair index 0x" << std::hex << bytes.first[0];
   const char* const names[4] = {"fp16x2", "bf16x2", "e4m3x4", "e5m2x4"};
   for (int c = 0; c < 4; ++c) {
