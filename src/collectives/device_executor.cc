@@ -459,13 +459,13 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   if ((!sendPeers.empty() || !recvPeers.empty()))
     BRAID_CHECK(comm_->conns->connectP2p(sendPeers.data(), static_cast<int>(sendPeers.size()), recvPeers.data(),
                                          static_cast<int>(recvPeers.size())));
-  // The cut into CTAs and launches (p2p_plan.h). Small transfers run LL where the connection has LL slots
+  // The cut into the CTAs of one launch (p2p_plan.h). Small transfers run LL where the connection has LL slots
   // (P2P, SHM; not NET): one slot-sized step with no fence instead of SIMPLE's FIFO handshake
   // (NCCL_P2P_LL_THRESHOLD, as in NCCL).
   P2pPlanInput in;
   in.nChannels = st_->nChannels;
   in.llThreshold = st_->p2pLlThreshold;
-  in.maxCtas = kMaxP2pBlocks;
+  in.maxCtas = kMaxP2pCtas;
   in.maxBlocks = kMaxP2pBlocks;
   std::vector<int> connPeer;
   size_t nTransfers = copies.size();
@@ -497,52 +497,53 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     return ncclSuccess;
   }
   for (auto& c : copies) in.copies.push_back(P2pXfer{c.first.buf, c.first.bytes, c.second});
-  std::vector<P2pPlanLaunch> launches;
+  P2pPlanLaunch l;
   std::string why;
-  if (!planP2p(in, &launches, &why))
+  if (!planP2p(in, &l, &why))
     return recordError(ncclInvalidUsage, "rank %d: one group holds %zu point-to-point transfers (sends, receives and "
                        "local copies): %s; split the group", me, nTransfers, why.c_str());
-  for (const P2pPlanLaunch& l : launches) {
-    P2pLaunchArgs a;
-    std::memset(&a, 0, sizeof(a));
-    a.status = st_->statusDev;
-    int nCta = 0;
-    for (const P2pPlanCta& cta : l.ctas) {
-      a.ctaFirst[nCta++] = static_cast<int16_t>(a.nBlocks);
-      const int first = a.nBlocks;
-      for (const P2pPlanBlock& pb : cta.blocks) {
-        P2pBlock& b = a.blocks[a.nBlocks++];
-        b.buf = pb.buf;
-        b.bytes = pb.bytes;
-        b.src = pb.src;
-        b.isSend = pb.isSend;
-        b.ll = pb.ll;
-        b.nSeg = 0;
-        b.conn = nullptr;
-        if (pb.conn >= 0) {
-          if (in.conns[pb.conn].ring) {
-            b.conn = pb.isSend ? st_->ringSend(pb.channel) : st_->ringRecv(pb.channel);
-          } else {
-            BRAID_CHECK(p2pConn(connPeer[pb.conn], pb.isSend, &b.conn));
-          }
-        }
-      }
-      a.blocks[first].nSeg = a.nBlocks - first;
+  // Every connection first, so a failure leaves nothing launched.
+  std::vector<DevConn*> p2pConns(in.conns.size(), nullptr);
+  for (size_t ci = 0; ci < in.conns.size(); ++ci)
+    if (!in.conns[ci].ring) BRAID_CHECK(p2pConn(connPeer[ci], in.conns[ci].isSend, &p2pConns[ci]));
+  P2pLaunchArgs a;
+  std::memset(&a, 0, sizeof(a));
+  a.status = st_->statusDev;
+  int nCta = 0;
+  for (const P2pPlanCta& cta : l.ctas) {
+    a.ctaFirst[nCta++] = static_cast<int16_t>(a.nBlocks);
+    const int first = a.nBlocks;
+    for (const P2pPlanBlock& pb : cta.blocks) {
+      P2pBlock& b = a.blocks[a.nBlocks++];
+      b.buf = pb.buf;
+      b.bytes = pb.bytes;
+      b.src = pb.src;
+      b.isSend = pb.isSend;
+      b.ll = pb.ll;
+      b.nSeg = 0;
+      b.conn = pb.conn < 0                 ? nullptr
+               : in.conns[pb.conn].ring ? (pb.isSend ? st_->ringSend(pb.channel) : st_->ringRecv(pb.channel))
+                                        : p2pConns[pb.conn];
     }
-    // Few blocks: the compact parameter block (dev_work.h; its prefix of the same fields).
-    P2pLaunchArgsSmall small;
-    const bool compact = a.nBlocks <= kSmallP2pBlocks;
-    if (compact) {
-      small.status = a.status;
-      small.nBlocks = a.nBlocks;
-      std::memcpy(small.ctaFirst, a.ctaFirst, sizeof(small.ctaFirst));
-      std::memcpy(small.blocks, a.blocks, sizeof(small.blocks));
-    }
-    void* args[] = {compact ? static_cast<void*>(&small) : static_cast<void*>(&a)};
-    BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(compact), dim3(nCta), dim3(st_->nThreads), args, 0, s),
-                     "rank %d: launching the p2p kernel (%d CTAs, %d blocks, launch %zu of %zu)", me, nCta, a.nBlocks,
-                     static_cast<size_t>(&l - launches.data()) + 1, launches.size());
+    a.blocks[first].nSeg = a.nBlocks - first;
   }
+  // The smallest parameter block that holds the launch (dev_work.h; each a prefix of the same fields).
+  P2pLaunchArgsSmall small;
+  P2pLaunchArgsMid mid;
+  void* args[1] = {&a};
+  int tier = kMaxP2pBlocks;
+  auto shrink = [&](auto& to, int maxBlocks) {
+    to.status = a.status;
+    to.nBlocks = a.nBlocks;
+    std::memcpy(to.ctaFirst, a.ctaFirst, sizeof(to.ctaFirst));
+    std::memcpy(to.blocks, a.blocks, sizeof(to.blocks));
+    args[0] = &to;
+    tier = maxBlocks;
+  };
+  if (a.nBlocks <= kSmallP2pBlocks) shrink(small, kSmallP2pBlocks);
+  else if (a.nBlocks <= kMidP2pBlocks) shrink(mid, kMidP2pBlocks);
+  BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(tier), dim3(nCta), dim3(st_->nThreads), args, 0, s),
+                   "rank %d: launching the p2p kernel (%d CTAs, %d blocks)", me, nCta, a.nBlocks);
   return ncclSuccess;
 }
 

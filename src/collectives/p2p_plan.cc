@@ -25,10 +25,10 @@ P2pPlanBlock shareOf(const P2pXfer& x, int part, int parts) {
   return b;
 }
 
-bool fail(std::string* why, const char* fmt, size_t a, int b) {
+bool fail(std::string* why, const char* what, int have, int limit) {
   if (why) {
     char msg[256];
-    std::snprintf(msg, sizeof(msg), fmt, a, b);
+    std::snprintf(msg, sizeof(msg), "it needs %d %s, more than one launch takes (%d)", have, what, limit);
     *why = msg;
   }
   return false;
@@ -36,24 +36,26 @@ bool fail(std::string* why, const char* fmt, size_t a, int b) {
 
 }  // namespace
 
-bool planP2p(const P2pPlanInput& in, std::vector<P2pPlanLaunch>* out, std::string* why) {
-  out->clear();
-  // Channel groups: group c holds every CTA of channel c; group 0 also the other peers' connections.
+bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
+  *out = P2pPlanLaunch();
+  // Channel by channel: CTAs of one channel's send and receive sit side by side, and the other peers'
+  // connections with channel 0.
   std::vector<std::vector<P2pPlanCta>> groups(1);
   for (size_t ci = 0; ci < in.conns.size(); ++ci) {
     const P2pPlanConn& conn = in.conns[ci];
     if (conn.xs.empty()) continue;
     auto llAt = [&](int ch) { return static_cast<size_t>(ch) < conn.ll.size() && conn.ll[ch] != 0; };
+    auto block = [&](const P2pXfer& x, int part, int parts, int ch) {
+      P2pPlanBlock b = shareOf(x, part, parts);
+      b.conn = static_cast<int>(ci);
+      b.channel = ch;
+      b.isSend = conn.isSend;
+      b.ll = llAt(ch) && b.bytes > 0 && b.bytes <= in.llThreshold;
+      return b;
+    };
     if (!conn.ring) {
       P2pPlanCta cta;
-      for (const P2pXfer& x : conn.xs) {
-        P2pPlanBlock b = shareOf(x, 0, 1);
-        b.conn = static_cast<int>(ci);
-        b.channel = 0;
-        b.isSend = conn.isSend;
-        b.ll = llAt(0) && b.bytes > 0 && b.bytes <= in.llThreshold;
-        cta.blocks.push_back(b);
-      }
+      for (const P2pXfer& x : conn.xs) cta.blocks.push_back(block(x, 0, 1, 0));
       groups[0].push_back(std::move(cta));
       continue;
     }
@@ -66,37 +68,21 @@ bool planP2p(const P2pPlanInput& in, std::vector<P2pPlanLaunch>* out, std::strin
     if (static_cast<int>(groups.size()) < maxNch) groups.resize(maxNch);
     for (int c = 0; c < maxNch; ++c) {
       P2pPlanCta cta;
-      for (size_t t = 0; t < conn.xs.size(); ++t) {
-        if (nch[t] <= c) continue;
-        P2pPlanBlock b = shareOf(conn.xs[t], c, nch[t]);
-        b.conn = static_cast<int>(ci);
-        b.channel = c;
-        b.isSend = conn.isSend;
-        b.ll = llAt(c) && b.bytes > 0 && b.bytes <= in.llThreshold;
-        cta.blocks.push_back(b);
-      }
+      for (size_t t = 0; t < conn.xs.size(); ++t)
+        if (nch[t] > c) cta.blocks.push_back(block(conn.xs[t], c, nch[t], c));
       groups[c].push_back(std::move(cta));
     }
   }
-
-  // Whole groups, in channel order, into as few launches as fit.
-  for (size_t g = 0; g < groups.size(); ++g) {
-    int ctas = static_cast<int>(groups[g].size()), blocks = 0;
-    for (const P2pPlanCta& c : groups[g]) blocks += static_cast<int>(c.blocks.size());
-    if (ctas == 0) continue;
-    if (ctas > in.maxCtas || blocks > in.maxBlocks)
-      return fail(why, "%zu transfers share one channel, more than one launch takes (%d)", static_cast<size_t>(blocks),
-                  in.maxBlocks);
-    if (out->empty() || static_cast<int>(out->back().ctas.size()) + ctas > in.maxCtas ||
-        out->back().blocks + blocks > in.maxBlocks)
-      out->emplace_back();
-    P2pPlanLaunch& l = out->back();
-    for (P2pPlanCta& c : groups[g]) l.ctas.push_back(std::move(c));
-    l.blocks += blocks;
+  for (auto& g : groups) {
+    for (P2pPlanCta& c : g) {
+      out->blocks += static_cast<int>(c.blocks.size());
+      out->ctas.push_back(std::move(c));
+    }
   }
+  if (static_cast<int>(out->ctas.size()) > in.maxCtas) return fail(why, "CTAs", static_cast<int>(out->ctas.size()), in.maxCtas);
+  if (out->blocks > in.maxBlocks) return fail(why, "blocks (channels x transfers)", out->blocks, in.maxBlocks);
 
-  // Local copies: CTAs of the first launch where it has room, else a launch of their own ahead of the rest
-  // (copies never wait, so they may run in any launch).
+  // Local copies: CTAs ahead of the transfers, as many as the launch has room for.
   std::vector<const P2pXfer*> copies;
   size_t maxCopy = 0;
   for (const P2pXfer& x : in.copies) {
@@ -106,15 +92,10 @@ bool planP2p(const P2pPlanInput& in, std::vector<P2pPlanLaunch>* out, std::strin
   }
   if (copies.empty()) return true;
   const int nCopies = static_cast<int>(copies.size());
-  if (nCopies > in.maxBlocks)
-    return fail(why, "%zu local copies, more than one launch takes (%d)", copies.size(), in.maxBlocks);
   const int want = static_cast<int>(std::min<size_t>(kCopyCtas, divUp(maxCopy, kCopyCtaBytes)));
-  auto roomIn = [&](const P2pPlanLaunch& l) {
-    return std::min(in.maxCtas - static_cast<int>(l.ctas.size()), (in.maxBlocks - l.blocks) / nCopies);
-  };
-  if (out->empty() || roomIn(out->front()) < 1) out->insert(out->begin(), P2pPlanLaunch());
-  P2pPlanLaunch& first = out->front();
-  const int k = std::min(want, roomIn(first));
+  const int room = std::min(in.maxCtas - static_cast<int>(out->ctas.size()), (in.maxBlocks - out->blocks) / nCopies);
+  const int k = std::min(want, room);
+  if (k < 1) return fail(why, "blocks with its local copies", out->blocks + nCopies, in.maxBlocks);
   std::vector<P2pPlanCta> copyCtas(k);
   for (int c = 0; c < k; ++c) {
     copyCtas[c].copy = true;
@@ -127,8 +108,8 @@ bool planP2p(const P2pPlanInput& in, std::vector<P2pPlanLaunch>* out, std::strin
       copyCtas[c].blocks.push_back(b);
     }
   }
-  first.ctas.insert(first.ctas.begin(), std::make_move_iterator(copyCtas.begin()), std::make_move_iterator(copyCtas.end()));
-  first.blocks += k * nCopies;
+  out->ctas.insert(out->ctas.begin(), std::make_move_iterator(copyCtas.begin()), std::make_move_iterator(copyCtas.end()));
+  out->blocks += k * nCopies;
   return true;
 }
 

@@ -1,12 +1,12 @@
 // p2p_plan: how a GPU communicator's batch of point-to-point transfers (send/recv, and the transfers of
-// all-to-all, gather and scatter) is cut into CTAs and kernel launches. A pure function of the transfer
-// lists, kept apart from the CUDA executor so its two contracts are unit-tested on any machine:
-// - Both sides of a connection cut every transfer alike whatever else either side grouped with it: a
-//   transfer on the ring neighbour's connections runs over channelsForBytes(its own size) channels, share c
-//   on channel c, and each share's protocol (LL or SIMPLE) follows from the share's size alone.
-// - Launches hold whole channels in ascending order (the transfers on other peers' connections and the
-//   local copies count as channel 0), so whichever way two ranks split a batch into launches, the lowest
-//   unfinished channel is in every rank's running launch and progresses: no launch waits on a later one.
+// all-to-all, gather and scatter) is cut into the CTAs of one kernel launch. A pure function of the transfer
+// lists, kept apart from the CUDA executor so its contract is unit-tested on any machine: both sides of a
+// connection cut every transfer alike whatever else either side grouped with it. A transfer on the ring
+// neighbour's connections runs over channelsForBytes(its own size) channels, share c on channel c, and each
+// share's protocol (LL or SIMPLE) follows from the share's size alone.
+// A batch is always one launch: a rank's launches run one after another on its stream, so a batch split
+// into several launches can wait on work its peer posts only in a later group (a deadlock, shown by the
+// progress model in tests/unit/p2p_plan_test.cc). A batch past the launch's limits is refused instead.
 #pragma once
 
 #include <cstddef>
@@ -35,8 +35,8 @@ struct P2pPlanInput {
   std::vector<P2pXfer> copies;  // local copies (a rank's own share, sends to itself)
   int nChannels = 1;            // the ring's channels
   size_t llThreshold = 0;       // shares of at most this many bytes run LL where the connection has LL slots
-  int maxCtas = 192;            // per launch
-  int maxBlocks = 192;          // per launch
+  int maxCtas = 192;            // CTAs of the launch
+  int maxBlocks = 192;          // blocks (CTAs x their transfers) of the launch
 };
 
 struct P2pPlanBlock {
@@ -56,11 +56,11 @@ struct P2pPlanCta {
 };
 
 struct P2pPlanLaunch {
-  std::vector<P2pPlanCta> ctas;  // copy CTAs first (they never wait)
+  std::vector<P2pPlanCta> ctas;  // copy CTAs first (they never wait), then channel by channel
   int blocks = 0;
 };
 
-// Cuts `in` into launches; false (with *why) when one channel's work alone exceeds a launch.
-bool planP2p(const P2pPlanInput& in, std::vector<P2pPlanLaunch>* out, std::string* why);
+// Cuts `in` into one launch; false (with *why) when it exceeds maxCtas or maxBlocks.
+bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why);
 
 }  // namespace braid

@@ -147,9 +147,11 @@ const void* devCollKernelLL128(CollType coll, ncclDataType_t dtype, RedKind kind
   return lowLatencyKernel<kDevProtoLL128>(coll, dtype, kind);
 }
 
-const void* devP2pKernel(bool small) {
-  return small ? reinterpret_cast<const void*>(&p2pKernel<kSmallP2pBlocks>)
-               : reinterpret_cast<const void*>(&p2pKernel<kMaxP2pBlocks>);
+const void* devP2pKernel(int maxBlocks) {
+  if (maxBlocks == kSmallP2pBlocks) return reinterpret_cast<const void*>(&p2pKernel<kSmallP2pBlocks>);
+  if (maxBlocks == kMidP2pBlocks) return reinterpret_cast<const void*>(&p2pKernel<kMidP2pBlocks>);
+  if (maxBlocks == kMaxP2pBlocks) return reinterpret_cast<const void*>(&p2pKernel<kMaxP2pBlocks>);
+  return nullptr;
 }
 
 cudaError_t devPreloadKernels() {
@@ -157,10 +159,11 @@ cudaError_t devPreloadKernels() {
                                   ncclFloat16,  ncclFloat32, ncclFloat64,  ncclBfloat16,     ncclFloat8e4m3,  ncclFloat8e5m2};
   const RedKind kinds[] = {RedKind::Sum, RedKind::Prod, RedKind::Max, RedKind::Min, RedKind::PreMulSum, RedKind::SumPostDiv};
   cudaFuncAttributes attr;
-  cudaError_t e = cudaFuncGetAttributes(&attr, devP2pKernel(false));
-  if (e != cudaSuccess) return e;
-  e = cudaFuncGetAttributes(&attr, devP2pKernel(true));
-  if (e != cudaSuccess) return e;
+  cudaError_t e = cudaSuccess;
+  for (int tier : {kSmallP2pBlocks, kMidP2pBlocks, kMaxP2pBlocks}) {
+    e = cudaFuncGetAttributes(&attr, devP2pKernel(tier));
+    if (e != cudaSuccess) return e;
+  }
   e = cudaFuncGetAttributes(&attr, devCollKernel(CollType::AllGather, ncclInt8, RedKind::Sum));
   if (e != cudaSuccess) return e;
   e = cudaFuncGetAttributes(&attr, devCollKernelLL(CollType::AllGather, ncclInt8, RedKind::Sum));

@@ -335,10 +335,10 @@ TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
 }
 
 // A pipeline schedule's step: several large sends and receives to the ring neighbour in one group (each
-// at 64 channels alone). Two 64 MB transfers each way took 256 blocks of one launch and the group failed
-// with ncclInvalidUsage; now the batch runs as launches of whole channels (p2p_plan.h). Five each way,
-// every byte checked, over P2P and SHM; then the same transfers with rank 1 receiving each in a group of its
-// own (both sides must cut every transfer alike however they group).
+// at 64 channels alone). Two 64 MB transfers each way took 256 of a launch's 192 blocks and the group
+// failed with ncclInvalidUsage; a launch now takes 640 (dev_work.h). Five each way (448 blocks), every byte
+// checked, over P2P and SHM; then the same transfers with rank 1 posting each pair in a group of its own
+// (both sides must cut every transfer alike however they group: p2p_plan.h).
 TEST(DeviceColl2Gpu, P2pSeveralLargeTransfersInOneGroup) {
   NEED_GPUS(2);
   const size_t sizes[] = {size_t(64) << 20, (size_t(8) << 20) + 3, size_t(1) << 20, 5, (size_t(16) << 20) + 64};

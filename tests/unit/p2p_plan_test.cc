@@ -1,10 +1,12 @@
 // The point-to-point plan of GPU communicators (src/collectives/p2p_plan.h): every byte of every transfer
-// in exactly one block; each connection direction and channel sees the same sequence of shares on both
-// sides however either side grouped its transfers; launches within the CTA/block limits, holding whole
-// channels in ascending order; local copies first; bad batches refused with a reason.
+// in exactly one block; each CTA on one connection, direction and channel; each connection direction and
+// channel sees the same sequence of shares on both sides however either side grouped its transfers, and a
+// progress model of two ranks finishes for any grouping (one launch per group); local copies first; batches
+// past the launch's limits refused with a reason.
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -27,44 +29,41 @@ P2pPlanConn ringConn(bool isSend, int nChannels, const std::vector<size_t>& size
   return c;
 }
 
+// The executor's limits (dev_work.h): 192 CTAs, 640 blocks.
 P2pPlanInput input(int nChannels) {
   P2pPlanInput in;
   in.nChannels = nChannels;
   in.llThreshold = 16384;
+  in.maxCtas = 192;
+  in.maxBlocks = 640;
   return in;
 }
 
-// Checks the limits, CTA shape and channel order of a plan; returns every block of it in launch order.
-std::vector<P2pPlanBlock> checkPlan(const P2pPlanInput& in, const std::vector<P2pPlanLaunch>& plan) {
+// Checks the limits and CTA shape of a plan; returns its blocks in order.
+std::vector<P2pPlanBlock> checkPlan(const P2pPlanInput& in, const P2pPlanLaunch& l) {
   std::vector<P2pPlanBlock> all;
-  int lastChannel = -1;
-  for (const P2pPlanLaunch& l : plan) {
-    EXPECT_LE(static_cast<int>(l.ctas.size()), in.maxCtas);
-    EXPECT_LE(l.blocks, in.maxBlocks);
-    int blocks = 0;
-    bool seenTransfer = false;
-    int minCh = 1 << 30, maxCh = -1;
-    for (const P2pPlanCta& cta : l.ctas) {
-      EXPECT_FALSE(cta.blocks.empty());
-      if (cta.copy) EXPECT_FALSE(seenTransfer) << "copy CTAs come first";
-      seenTransfer = seenTransfer || !cta.copy;
-      for (const P2pPlanBlock& b : cta.blocks) {
-        EXPECT_EQ(b.conn < 0, cta.copy);
-        EXPECT_EQ(b.channel, cta.blocks.front().channel) << "a CTA stays on one channel";
-        if (!cta.copy) {
-          minCh = std::min(minCh, b.channel);
-          maxCh = std::max(maxCh, b.channel);
-        }
-        all.push_back(b);
-      }
-      blocks += static_cast<int>(cta.blocks.size());
+  EXPECT_LE(static_cast<int>(l.ctas.size()), in.maxCtas);
+  EXPECT_LE(l.blocks, in.maxBlocks);
+  int blocks = 0;
+  bool seenTransfer = false;
+  std::set<std::tuple<int, bool, int>> ctaKeys;  // (conn, isSend, channel): one CTA each
+  for (const P2pPlanCta& cta : l.ctas) {
+    EXPECT_FALSE(cta.blocks.empty());
+    if (cta.copy) EXPECT_FALSE(seenTransfer) << "copy CTAs come first";
+    seenTransfer = seenTransfer || !cta.copy;
+    const P2pPlanBlock& b0 = cta.blocks.front();
+    if (!cta.copy) EXPECT_TRUE(ctaKeys.insert({b0.conn, b0.isSend, b0.channel}).second) << "one CTA per connection and channel";
+    for (const P2pPlanBlock& b : cta.blocks) {
+      EXPECT_EQ(b.conn < 0, cta.copy);
+      // The kernel takes the connection and direction of a CTA from its first block.
+      EXPECT_EQ(b.conn, b0.conn);
+      EXPECT_EQ(b.isSend, b0.isSend);
+      EXPECT_EQ(b.channel, b0.channel);
+      all.push_back(b);
     }
-    EXPECT_EQ(blocks, l.blocks);
-    if (maxCh >= 0) {
-      EXPECT_GT(minCh, lastChannel) << "launches hold whole channels in ascending order";
-      lastChannel = maxCh;
-    }
+    blocks += static_cast<int>(cta.blocks.size());
   }
+  EXPECT_EQ(blocks, l.blocks);
   return all;
 }
 
@@ -107,27 +106,26 @@ TEST(P2pPlan, OneSendOneRecvOnTheRing) {
   P2pPlanInput in = input(64);
   in.conns.push_back(ringConn(true, 64, {size_t(8) << 20}, 0));
   in.conns.push_back(ringConn(false, 64, {size_t(8) << 20}, 10));
-  std::vector<P2pPlanLaunch> plan;
+  P2pPlanLaunch plan;
   std::string why;
   ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
-  ASSERT_EQ(plan.size(), 1u);
-  EXPECT_EQ(plan[0].ctas.size(), 128u);
-  EXPECT_EQ(plan[0].blocks, 128);
+  EXPECT_EQ(plan.ctas.size(), 128u);
+  EXPECT_EQ(plan.blocks, 128);
   checkCoverage(in, checkPlan(in, plan));
 }
 
-// A pipeline step on 2 ranks: two 64 MB sends and two receives to the one neighbour took 256 blocks of
-// one launch (refused); now two launches of whole channels.
-TEST(P2pPlan, SeveralLargeTransfersSplitIntoLaunchesOfWholeChannels) {
+// A pipeline step on 2 ranks: two 64 MB sends and two receives to the one neighbour. 256 blocks did not
+// fit the launch's 192 (ncclInvalidUsage); the launch now takes 640.
+TEST(P2pPlan, SeveralLargeTransfersFitOneLaunch) {
   P2pPlanInput in = input(64);
+  in.maxBlocks = 640;
   in.conns.push_back(ringConn(true, 64, {size_t(64) << 20, size_t(64) << 20}, 0));
   in.conns.push_back(ringConn(false, 64, {size_t(64) << 20, size_t(64) << 20}, 10));
-  std::vector<P2pPlanLaunch> plan;
+  P2pPlanLaunch plan;
   std::string why;
   ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
-  ASSERT_EQ(plan.size(), 2u);
-  EXPECT_EQ(plan[0].blocks, 192);  // channels 0-47: send and receive CTAs of 2 blocks each
-  EXPECT_EQ(plan[1].blocks, 64);
+  EXPECT_EQ(plan.ctas.size(), 128u);
+  EXPECT_EQ(plan.blocks, 256);
   checkCoverage(in, checkPlan(in, plan));
 }
 
@@ -140,11 +138,11 @@ TEST(P2pPlan, BothSidesCutAlikeWhateverTheGrouping) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
     const int nChannels = trial % 3 == 0 ? 16 : 64;
-    const int count = 1 + static_cast<int>(rng() % 12);
+    const int count = 1 + static_cast<int>(rng() % 10);  // up to 10 x 64 channels: the 640 blocks
     std::vector<size_t> sizes;
     for (int i = 0; i < count; ++i) sizes.push_back(pool[rng() % (sizeof(pool) / sizeof(pool[0]))]);
     using Seq = std::map<int, std::vector<std::tuple<size_t, size_t, size_t, bool>>>;  // channel -> (xfer, off, bytes, ll)
-    auto record = [&](const P2pPlanInput& in, const std::vector<P2pPlanLaunch>& plan, size_t firstXfer, Seq* seq) {
+    auto record = [&](const P2pPlanInput& in, const P2pPlanLaunch& plan, size_t firstXfer, Seq* seq) {
       for (const P2pPlanBlock& b : checkPlan(in, plan)) {
         const auto& xs = in.conns[b.conn].xs;
         size_t t = 0;
@@ -156,7 +154,7 @@ TEST(P2pPlan, BothSidesCutAlikeWhateverTheGrouping) {
     {
       P2pPlanInput in = input(nChannels);
       in.conns.push_back(ringConn(true, nChannels, sizes, 0));
-      std::vector<P2pPlanLaunch> plan;
+      P2pPlanLaunch plan;
       std::string why;
       ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
       record(in, plan, 0, &sent);
@@ -166,7 +164,7 @@ TEST(P2pPlan, BothSidesCutAlikeWhateverTheGrouping) {
       std::vector<size_t> part(sizes.begin() + at, sizes.begin() + at + take);
       P2pPlanInput in = input(nChannels);
       in.conns.push_back(ringConn(false, nChannels, part, 100 + at));
-      std::vector<P2pPlanLaunch> plan;
+      P2pPlanLaunch plan;
       std::string why;
       ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
       record(in, plan, at, &received);
@@ -179,23 +177,30 @@ TEST(P2pPlan, BothSidesCutAlikeWhateverTheGrouping) {
 // LL where the share is small enough and the channel's connection has LL slots; SIMPLE otherwise.
 TEST(P2pPlan, ProtocolFollowsEachShareAndTheConnection) {
   P2pPlanInput in = input(64);
-  in.conns.push_back(ringConn(true, 64, {16384, 16385, (512 << 10) + 5, 0}, 0));
-  in.conns[0].ll[1] = 0;  // channel 1 without LL slots
-  std::vector<P2pPlanLaunch> plan;
+  in.llThreshold = 65536;
+  // 16384: one channel, LL. 100000: two shares of ~50 KB, LL on channel 0, SIMPLE on channel 1 (no LL slots
+  // there). 512 KiB + 5: nine shares of ~58 KiB, LL but on channel 1. 200000: four ~50 KB shares, as
+  // 100000. 0: one empty block, SIMPLE.
+  in.conns.push_back(ringConn(true, 64, {16384, 100000, (512 << 10) + 5, 200000, 0}, 0));
+  in.conns[0].ll[1] = 0;
+  P2pPlanLaunch plan;
   std::string why;
   ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
   std::vector<P2pPlanBlock> blocks = checkPlan(in, plan);
-  int llBlocks = 0;
+  int llBlocks = 0, onChannel1 = 0;
   for (const P2pPlanBlock& b : blocks) {
-    EXPECT_EQ(b.ll, b.bytes > 0 && b.bytes <= 16384 && b.channel != 1) << b.bytes << " on channel " << b.channel;
+    EXPECT_EQ(b.ll, b.bytes > 0 && b.bytes <= 65536 && b.channel != 1) << b.bytes << " on channel " << b.channel;
     llBlocks += b.ll;
+    onChannel1 += b.channel == 1 && b.bytes > 0 && b.bytes <= 65536;
   }
-  EXPECT_EQ(llBlocks, 1);  // the 16384-byte transfer (one channel); 512 KiB + 5 cuts ~58 KiB shares
-  EXPECT_EQ(static_cast<int>(blocks.size()), 1 + 1 + channelsForBytes((512 << 10) + 5, 64) + 1);
+  EXPECT_EQ(onChannel1, 3);  // shares small enough for LL on the channel without LL slots
+  EXPECT_EQ(llBlocks, 1 + 1 + 8 + 3);
+  EXPECT_EQ(static_cast<int>(blocks.size()), 1 + 2 + channelsForBytes((512 << 10) + 5, 64) + 4 + 1);
+  checkCoverage(in, blocks);
 }
 
-// All-to-all over 8 ranks: 7 sends and 7 receives (2 on the ring), the own share as a local copy.
-TEST(P2pPlan, LocalCopiesRideInTheFirstLaunchOrAheadOfIt) {
+// All-to-all over 7 ranks: 6 sends and 6 receives (2 on the ring), the own share as a local copy.
+TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
   P2pPlanInput in = input(64);
   const size_t bytes = size_t(4) << 20;
   in.conns.push_back(ringConn(true, 64, {bytes}, 0));
@@ -211,37 +216,144 @@ TEST(P2pPlan, LocalCopiesRideInTheFirstLaunchOrAheadOfIt) {
   }
   in.copies.push_back(P2pXfer{fakeBuf(50), bytes, fakeBuf(51)});
   in.copies.push_back(P2pXfer{fakeBuf(52), 100, fakeBuf(52)});  // in place: nothing to copy
-  std::vector<P2pPlanLaunch> plan;
+  P2pPlanLaunch plan;
   std::string why;
   ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
-  ASSERT_EQ(plan.size(), 1u);
-  ASSERT_TRUE(plan[0].ctas.front().copy);
+  ASSERT_TRUE(plan.ctas.front().copy);
   int copyCtas = 0;
-  for (const P2pPlanCta& c : plan[0].ctas) copyCtas += c.copy;
+  for (const P2pPlanCta& c : plan.ctas) copyCtas += c.copy;
   EXPECT_EQ(copyCtas, 16);  // 4 MiB / 256 KiB
   checkCoverage(in, checkPlan(in, plan));
 
-  // A first launch with no room left: the copies get a launch of their own, ahead.
-  in.maxCtas = 128 + 10;
-  in.maxBlocks = 128 + 10;
+  // Room for a few copy CTAs: fewer, larger shares.
+  in.maxCtas = 138 + 3;
   ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
-  ASSERT_GE(plan.size(), 2u);
-  for (const P2pPlanCta& c : plan[0].ctas) EXPECT_TRUE(c.copy);
+  copyCtas = 0;
+  for (const P2pPlanCta& c : plan.ctas) copyCtas += c.copy;
+  EXPECT_EQ(copyCtas, 3);
   checkCoverage(in, checkPlan(in, plan));
+
+  // No room: refused, naming the need.
+  in.maxCtas = 138;
+  EXPECT_FALSE(planP2p(in, &plan, &why));
+  EXPECT_NE(why.find("local copies"), std::string::npos) << why;
 }
 
-TEST(P2pPlan, OneChannelPastALaunchIsRefusedWithTheCounts) {
+TEST(P2pPlan, PastTheLaunchIsRefusedWithTheCounts) {
   P2pPlanInput in = input(64);
+  in.maxBlocks = 640;
   P2pPlanConn c;
   c.isSend = true;
   c.ll = {1};
-  for (int i = 0; i < 200; ++i) c.xs.push_back(P2pXfer{fakeBuf(i), 1000});
+  for (int i = 0; i < 700; ++i) c.xs.push_back(P2pXfer{fakeBuf(i), 1000});
   in.conns.push_back(c);
-  std::vector<P2pPlanLaunch> plan;
+  P2pPlanLaunch plan;
   std::string why;
   EXPECT_FALSE(planP2p(in, &plan, &why));
-  EXPECT_NE(why.find("200 transfers"), std::string::npos) << why;
-  EXPECT_NE(why.find("192"), std::string::npos) << why;
+  EXPECT_NE(why.find("700 blocks"), std::string::npos) << why;
+  EXPECT_NE(why.find("640"), std::string::npos) << why;
+
+  // 200 peers each way off the ring: one CTA each, past 192.
+  in.conns.clear();
+  for (int p = 0; p < 200; ++p) {
+    c.xs.assign(1, P2pXfer{fakeBuf(p), 1000});
+    in.conns.push_back(c);
+  }
+  EXPECT_FALSE(planP2p(in, &plan, &why));
+  EXPECT_NE(why.find("200 CTAs"), std::string::npos) << why;
+}
+
+// A model of two ranks running their groups as launches on one stream each (all CTAs of a launch live at
+// once; a send share waits while its channel's FIFO is full, a receive while it is empty): whatever the two
+// ranks group, every launch finishes and each channel delivers the bytes in order.
+struct SimBlock {
+  bool send;
+  int channel;
+  size_t bytes;
+};
+struct SimCta {
+  std::vector<SimBlock> blocks;
+  size_t at = 0, done = 0;
+};
+using SimLaunch = std::vector<SimCta>;
+
+SimLaunch simLaunch(const std::vector<size_t>& sends, const std::vector<size_t>& recvs, int nChannels) {
+  P2pPlanInput in = input(nChannels);
+  in.maxBlocks = 640;
+  if (!sends.empty()) in.conns.push_back(ringConn(true, nChannels, sends, 0));
+  if (!recvs.empty()) in.conns.push_back(ringConn(false, nChannels, recvs, 100));
+  P2pPlanLaunch plan;
+  std::string why;
+  EXPECT_TRUE(planP2p(in, &plan, &why)) << why;
+  SimLaunch l;
+  for (const P2pPlanCta& c : plan.ctas) {
+    SimCta cta;
+    for (const P2pPlanBlock& b : c.blocks) cta.blocks.push_back({b.isSend, b.channel, b.bytes});
+    l.push_back(cta);
+  }
+  return l;
+}
+
+// Runs both ranks' launches; false when no CTA can move (a deadlock).
+bool simRun(std::vector<SimLaunch> ranks[2], size_t fifoBytes) {
+  std::map<std::pair<int, int>, size_t> inFlight;  // (sending rank, channel) -> bytes in the FIFO
+  size_t cur[2] = {0, 0};
+  for (;;) {
+    bool moved = false;
+    for (int r = 0; r < 2; ++r) {
+      if (cur[r] == ranks[r].size()) continue;
+      bool finished = true;
+      for (SimCta& c : ranks[r][cur[r]]) {
+        while (c.at < c.blocks.size()) {
+          const SimBlock& b = c.blocks[c.at];
+          size_t& f = inFlight[{b.send ? r : 1 - r, b.channel}];
+          const size_t n = std::min(b.bytes - c.done, b.send ? fifoBytes - f : f);
+          if (n == 0 && c.done < b.bytes) break;
+          f = b.send ? f + n : f - n;
+          c.done += n;
+          if (c.done == b.bytes) c.at++, c.done = 0;
+          moved = true;
+        }
+        finished = finished && c.at == c.blocks.size();
+      }
+      if (finished) cur[r]++, moved = true;
+    }
+    if (cur[0] == ranks[0].size() && cur[1] == ranks[1].size()) return true;
+    if (!moved) return false;
+  }
+}
+
+TEST(P2pPlan, AnyGroupingOnEitherSideFinishes) {
+  {
+    // The model does find deadlocks: both ranks send 64 MB over one channel before receiving, in separate
+    // launches, through a 4 MiB FIFO.
+    std::vector<SimLaunch> ranks[2];
+    for (int r = 0; r < 2; ++r) {
+      ranks[r].push_back(simLaunch({size_t(64) << 20}, {}, 1));
+      ranks[r].push_back(simLaunch({}, {size_t(64) << 20}, 1));
+    }
+    EXPECT_FALSE(simRun(ranks, size_t(4) << 20));
+  }
+  const size_t pool[] = {5, 16384, (size_t(1) << 20) + 3, size_t(8) << 20, size_t(64) << 20};
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 100; ++trial) {
+    // Rank 0 sends a[] and receives b[]; rank 1 the other way round. Each rank cuts the pairs into its own
+    // consecutive groups.
+    const size_t k = 1 + rng() % 6;
+    std::vector<size_t> a, b;
+    for (size_t i = 0; i < k; ++i) a.push_back(pool[rng() % 5]), b.push_back(pool[rng() % 5]);
+    std::vector<SimLaunch> ranks[2];
+    for (int r = 0; r < 2; ++r) {
+      const std::vector<size_t>& out = r == 0 ? a : b;
+      const std::vector<size_t>& in = r == 0 ? b : a;
+      for (size_t at = 0; at < k;) {
+        const size_t take = 1 + rng() % (k - at);
+        ranks[r].push_back(simLaunch({out.begin() + at, out.begin() + at + take}, {in.begin() + at, in.begin() + at + take}, 64));
+        at += take;
+      }
+    }
+    EXPECT_TRUE(simRun(ranks, size_t(4) << 20)) << "trial " << trial << ": " << k << " pairs";
+  }
 }
 
 }  // namespace
