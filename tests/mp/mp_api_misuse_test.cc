@@ -634,7 +634,9 @@ TEST(ApiMisuse, SendAndRecvOfDifferentWholeStepSizes) {
 // both are ncclInvalidUsage naming the mismatch, not a success with wrong data or a wait for the timeout.
 TEST(ApiMisuse, MismatchedCollectivesAreDetected) {
   for (bool sockets : {false, true}) {
+    auto* judged = sharedCounter();
     auto* done = sharedCounter();
+    ASSERT_NE(judged, nullptr);
     ASSERT_NE(done, nullptr);
     auto r = mp::runRanks(2, jobOver(sockets), [&](mp::RankCtx& ctx) {
       const size_t n = 4096;
@@ -651,6 +653,9 @@ TEST(ApiMisuse, MismatchedCollectivesAreDetected) {
       EXPECT_EQ(res, ncclInvalidUsage) << msg;
       EXPECT_TRUE(mp::containsCI(msg, "another collective")) << msg;
       EXPECT_LT(mp::nowSec() - t0, 10.0) << "BRAID_TIMEOUT=20: detected, not timed out";
+      // Both ranks judge before either aborts: an abort closes the connections, and a peer still inside its
+      // collective then rightly sees a broken connection instead (1 CI run in ~10 did).
+      arriveAndWait(judged, 2);
       EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
 
       comm = dup;
