@@ -38,9 +38,8 @@ bool fail(std::string* why, const char* what, int have, int limit) {
 
 bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
   *out = P2pPlanLaunch();
-  // Channel by channel: CTAs of one channel's send and receive sit side by side, and the other peers'
-  // connections with channel 0.
-  std::vector<std::vector<P2pPlanCta>> groups(1);
+  // Connection by connection in the order given (the executor's: by peer, send before receive), a ring
+  // connection's channels in order: the layout the kernel ran with before this planner existed.
   for (size_t ci = 0; ci < in.conns.size(); ++ci) {
     const P2pPlanConn& conn = in.conns[ci];
     if (conn.xs.empty()) continue;
@@ -53,30 +52,18 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
       b.ll = llAt(ch) && b.bytes > 0 && b.bytes <= in.llThreshold;
       return b;
     };
-    if (!conn.ring) {
-      P2pPlanCta cta;
-      for (const P2pXfer& x : conn.xs) cta.blocks.push_back(block(x, 0, 1, 0));
-      groups[0].push_back(std::move(cta));
-      continue;
-    }
-    std::vector<int> nch(conn.xs.size());
+    std::vector<int> nch(conn.xs.size(), 1);
     int maxNch = 1;
-    for (size_t t = 0; t < conn.xs.size(); ++t) {
+    for (size_t t = 0; conn.ring && t < conn.xs.size(); ++t) {
       nch[t] = channelsForBytes(conn.xs[t].bytes, in.nChannels);
       maxNch = std::max(maxNch, nch[t]);
     }
-    if (static_cast<int>(groups.size()) < maxNch) groups.resize(maxNch);
     for (int c = 0; c < maxNch; ++c) {
       P2pPlanCta cta;
       for (size_t t = 0; t < conn.xs.size(); ++t)
         if (nch[t] > c) cta.blocks.push_back(block(conn.xs[t], c, nch[t], c));
-      groups[c].push_back(std::move(cta));
-    }
-  }
-  for (auto& g : groups) {
-    for (P2pPlanCta& c : g) {
-      out->blocks += static_cast<int>(c.blocks.size());
-      out->ctas.push_back(std::move(c));
+      out->blocks += static_cast<int>(cta.blocks.size());
+      out->ctas.push_back(std::move(cta));
     }
   }
   if (static_cast<int>(out->ctas.size()) > in.maxCtas) return fail(why, "CTAs", static_cast<int>(out->ctas.size()), in.maxCtas);

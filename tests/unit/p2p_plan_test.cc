@@ -109,8 +109,13 @@ TEST(P2pPlan, OneSendOneRecvOnTheRing) {
   P2pPlanLaunch plan;
   std::string why;
   ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
-  EXPECT_EQ(plan.ctas.size(), 128u);
+  ASSERT_EQ(plan.ctas.size(), 128u);
   EXPECT_EQ(plan.blocks, 128);
+  // The layout the kernel ran with before the planner: the send's channels in order, then the receive's.
+  for (int i = 0; i < 128; ++i) {
+    EXPECT_EQ(plan.ctas[i].blocks.front().isSend, i < 64);
+    EXPECT_EQ(plan.ctas[i].blocks.front().channel, i % 64);
+  }
   checkCoverage(in, checkPlan(in, plan));
 }
 
