@@ -38,8 +38,13 @@ bool fail(std::string* why, const char* what, int have, int limit) {
 
 bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
   *out = P2pPlanLaunch();
-  // Connection by connection in the order given (the executor's: by peer, send before receive), a ring
-  // connection's channels in order: the layout the kernel ran with before this planner existed.
+  // Channel by channel (channel c's send and receive side by side; the other peers' connections with
+  // channel 0): when fewer CTAs fit on the GPU than the launch has, the resident ones then hold both ends of
+  // their channels and finish, and any 2 resident CTAs make progress. Connection by connection (every send
+  // channel, then every receive one) deadlocks once fewer than ~65 of 128 are resident, every resident CTA
+  // a send waiting for room (a GPU of 64 SMs or fewer, or one shared with other kernels; NCCL avoids it by
+  // running both directions of a channel in one CTA). The progress model in p2p_plan_test checks this.
+  std::vector<std::vector<P2pPlanCta>> groups(1);
   for (size_t ci = 0; ci < in.conns.size(); ++ci) {
     const P2pPlanConn& conn = in.conns[ci];
     if (conn.xs.empty()) continue;
@@ -58,12 +63,18 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
       nch[t] = channelsForBytes(conn.xs[t].bytes, in.nChannels);
       maxNch = std::max(maxNch, nch[t]);
     }
+    if (static_cast<int>(groups.size()) < maxNch) groups.resize(maxNch);
     for (int c = 0; c < maxNch; ++c) {
       P2pPlanCta cta;
       for (size_t t = 0; t < conn.xs.size(); ++t)
         if (nch[t] > c) cta.blocks.push_back(block(conn.xs[t], c, nch[t], c));
-      out->blocks += static_cast<int>(cta.blocks.size());
-      out->ctas.push_back(std::move(cta));
+      groups[c].push_back(std::move(cta));
+    }
+  }
+  for (auto& g : groups) {
+    for (P2pPlanCta& c : g) {
+      out->blocks += static_cast<int>(c.blocks.size());
+      out->ctas.push_back(std::move(c));
     }
   }
   if (static_cast<int>(out->ctas.size()) > in.maxCtas) return fail(why, "CTAs", static_cast<int>(out->ctas.size()), in.maxCtas);
@@ -82,6 +93,8 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
   const int want = static_cast<int>(std::min<size_t>(kCopyCtas, divUp(maxCopy, kCopyCtaBytes)));
   const int room = std::min(in.maxCtas - static_cast<int>(out->ctas.size()), (in.maxBlocks - out->blocks) / nCopies);
   const int k = std::min(want, room);
+  if (in.maxCtas - static_cast<int>(out->ctas.size()) < 1)
+    return fail(why, "CTAs with its local copies", static_cast<int>(out->ctas.size()) + 1, in.maxCtas);
   if (k < 1) return fail(why, "blocks with its local copies", out->blocks + nCopies, in.maxBlocks);
   std::vector<P2pPlanCta> copyCtas(k);
   for (int c = 0; c < k; ++c) {

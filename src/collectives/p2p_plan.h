@@ -56,7 +56,7 @@ struct P2pPlanCta {
 };
 
 struct P2pPlanLaunch {
-  std::vector<P2pPlanCta> ctas;  // copy CTAs first (they never wait), then connection by connection
+  std::vector<P2pPlanCta> ctas;  // copy CTAs first (they never wait), then channel by channel
   int blocks = 0;
 };
 

@@ -263,20 +263,22 @@ TEST(DeviceColl2Gpu, LlManySmallAllReduces) {
 
 // Send/recv of sizes on both sides of NCCL_P2P_LL_THRESHOLD (16 KiB) in one group, so LL and SIMPLE
 // transfers alternate on one connection, 300 rounds with rotating values (a stale LL line or a skipped step
-// gives a wrong byte), over P2P and SHM. Even rounds include a 512 KiB transfer (the ring then splits every
-// transfer over several channels, each share LL or SIMPLE by its own size); odd rounds only the small ones on
-// one channel, so 16384 runs LL and 16385 SIMPLE. Buffers are offset by one byte (the unaligned paths). Over
-// P2P also from 1,000 steps before LL's 32-bit flag wrap (BRAID_TEST_STEP_BASE applies to P2P connections):
-// the cleaning steps run mid-sequence. Every byte is checked, and the byte past each output stays poisoned.
+// gives a wrong byte), over P2P and SHM. Each transfer takes channels by its own size (p2p_plan.h): the small
+// ones one channel, so 16384 runs LL and 16385 SIMPLE; even rounds add a 512 KiB transfer over 9 channels
+// (~58 KiB shares: SIMPLE, or LL on all 9 channels in the P2P-LL64K variant, threshold 64 KiB). Buffers are
+// offset by one byte (the unaligned paths). Over P2P also from 1,000 steps before LL's 32-bit flag wrap
+// (BRAID_TEST_STEP_BASE applies to P2P connections): the cleaning steps run mid-sequence. Every byte is
+// checked, and the byte past each output stays poisoned.
 TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
   NEED_GPUS(2);
   const size_t sizes[] = {1, 16384, 16385, 3, 1000, 0, 12345, (size_t(512) << 10) + 5};
   constexpr int kN = sizeof(sizes) / sizeof(sizes[0]);
-  for (const char* variant : {"P2P", "P2P-wrap", "SHM"}) {
+  for (const char* variant : {"P2P", "P2P-wrap", "P2P-LL64K", "SHM"}) {
     SCOPED_TRACE(variant);
     EnvScope env;
     if (std::string(variant) == "SHM") env.set("NCCL_P2P_DISABLE", "1");
     if (std::string(variant) == "P2P-wrap") env.set("BRAID_TEST_STEP_BASE", "4294966296");  // 2^32 - 1000
+    if (std::string(variant) == "P2P-LL64K") env.set("NCCL_P2P_LL_THRESHOLD", "65536");
     Pair p;
     ASSERT_TRUE(p.init());
     uint8_t *in[2][kN], *out[2][kN];
@@ -292,8 +294,7 @@ TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
     bool hung = false;
     const Case any{kSendRecv, ncclUint8, ncclSum, 1, false, 0};
     for (int round = 0; round < 300 && !hung; ++round) {
-      const int nk = round % 2 ? kN - 1 : kN;  // odd rounds leave out the 512 KiB transfer (8 channels: 8
-                                               // transfers per direction share a 64-block budget)
+      const int nk = round % 2 ? kN - 1 : kN;  // odd rounds leave out the 512 KiB transfer
       for (int r = 0; r < 2; ++r) {
         ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
         for (int k = 0; k < nk; ++k) {
@@ -336,7 +337,7 @@ TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
 
 // A pipeline schedule's step: several large sends and receives to the ring neighbour in one group (each
 // at 64 channels alone). Two 64 MB transfers each way took 256 of a launch's 192 blocks and the group
-// failed with ncclInvalidUsage; a launch now takes 640 (dev_work.h). Five each way (448 blocks), every byte
+// failed with ncclInvalidUsage; a launch now takes 640 (dev_work.h). Five each way (418 blocks), every byte
 // checked, over P2P and SHM; then the same transfers with rank 1 posting each pair in a group of its own
 // (both sides must cut every transfer alike however they group: p2p_plan.h).
 TEST(DeviceColl2Gpu, P2pSeveralLargeTransfersInOneGroup) {

@@ -111,10 +111,10 @@ TEST(P2pPlan, OneSendOneRecvOnTheRing) {
   ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
   ASSERT_EQ(plan.ctas.size(), 128u);
   EXPECT_EQ(plan.blocks, 128);
-  // The layout the kernel ran with before the planner: the send's channels in order, then the receive's.
+  // Channel by channel: send c, then receive c.
   for (int i = 0; i < 128; ++i) {
-    EXPECT_EQ(plan.ctas[i].blocks.front().isSend, i < 64);
-    EXPECT_EQ(plan.ctas[i].blocks.front().channel, i % 64);
+    EXPECT_EQ(plan.ctas[i].blocks.front().isSend, i % 2 == 0);
+    EXPECT_EQ(plan.ctas[i].blocks.front().channel, i / 2);
   }
   checkCoverage(in, checkPlan(in, plan));
 }
@@ -241,7 +241,7 @@ TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
   // No room: refused, naming the need.
   in.maxCtas = 138;
   EXPECT_FALSE(planP2p(in, &plan, &why));
-  EXPECT_NE(why.find("local copies"), std::string::npos) << why;
+  EXPECT_NE(why.find("139 CTAs with its local copies"), std::string::npos) << why;
 }
 
 TEST(P2pPlan, PastTheLaunchIsRefusedWithTheCounts) {
@@ -268,9 +268,10 @@ TEST(P2pPlan, PastTheLaunchIsRefusedWithTheCounts) {
   EXPECT_NE(why.find("200 CTAs"), std::string::npos) << why;
 }
 
-// A model of two ranks running their groups as launches on one stream each (all CTAs of a launch live at
-// once; a send share waits while its channel's FIFO is full, a receive while it is empty): whatever the two
-// ranks group, every launch finishes and each channel delivers the bytes in order.
+// A model of two ranks running their groups as launches on one stream each: a send share waits while its
+// channel's FIFO is full, a receive while it is empty. At most `resident` CTAs of a launch run at once, in
+// launch order, a finished one making room for the next (a GPU with fewer SMs than the launch has CTAs, or
+// one shared with other work). Whatever the two ranks group, every launch must finish.
 struct SimBlock {
   bool send;
   int channel;
@@ -284,7 +285,6 @@ using SimLaunch = std::vector<SimCta>;
 
 SimLaunch simLaunch(const std::vector<size_t>& sends, const std::vector<size_t>& recvs, int nChannels) {
   P2pPlanInput in = input(nChannels);
-  in.maxBlocks = 640;
   if (!sends.empty()) in.conns.push_back(ringConn(true, nChannels, sends, 0));
   if (!recvs.empty()) in.conns.push_back(ringConn(false, nChannels, recvs, 100));
   P2pPlanLaunch plan;
@@ -299,16 +299,22 @@ SimLaunch simLaunch(const std::vector<size_t>& sends, const std::vector<size_t>&
   return l;
 }
 
-// Runs both ranks' launches; false when no CTA can move (a deadlock).
-bool simRun(std::vector<SimLaunch> ranks[2], size_t fifoBytes) {
+// Runs both ranks' launches; false when nothing can move (a deadlock).
+bool simRun(std::vector<SimLaunch> ranks[2], size_t fifoBytes, size_t resident = 1u << 30) {
   std::map<std::pair<int, int>, size_t> inFlight;  // (sending rank, channel) -> bytes in the FIFO
   size_t cur[2] = {0, 0};
   for (;;) {
     bool moved = false;
     for (int r = 0; r < 2; ++r) {
       if (cur[r] == ranks[r].size()) continue;
-      bool finished = true;
-      for (SimCta& c : ranks[r][cur[r]]) {
+      SimLaunch& l = ranks[r][cur[r]];
+      size_t running = 0, finished = 0;
+      for (SimCta& c : l) {
+        if (c.at == c.blocks.size()) {
+          ++finished;
+          continue;
+        }
+        if (running++ == resident) break;  // launched in order; not yet on an SM
         while (c.at < c.blocks.size()) {
           const SimBlock& b = c.blocks[c.at];
           size_t& f = inFlight[{b.send ? r : 1 - r, b.channel}];
@@ -319,9 +325,8 @@ bool simRun(std::vector<SimLaunch> ranks[2], size_t fifoBytes) {
           if (c.done == b.bytes) c.at++, c.done = 0;
           moved = true;
         }
-        finished = finished && c.at == c.blocks.size();
       }
-      if (finished) cur[r]++, moved = true;
+      if (finished == l.size()) cur[r]++, moved = true;
     }
     if (cur[0] == ranks[0].size() && cur[1] == ranks[1].size()) return true;
     if (!moved) return false;
@@ -329,35 +334,66 @@ bool simRun(std::vector<SimLaunch> ranks[2], size_t fifoBytes) {
 }
 
 TEST(P2pPlan, AnyGroupingOnEitherSideFinishes) {
+  const size_t gb = size_t(1) << 30, fifo = size_t(4) << 20;
   {
     // The model does find deadlocks: both ranks send 64 MB over one channel before receiving, in separate
-    // launches, through a 4 MiB FIFO.
+    // launches, through a 4 MiB FIFO (a program that hangs with NCCL too).
     std::vector<SimLaunch> ranks[2];
     for (int r = 0; r < 2; ++r) {
       ranks[r].push_back(simLaunch({size_t(64) << 20}, {}, 1));
       ranks[r].push_back(simLaunch({}, {size_t(64) << 20}, 1));
     }
-    EXPECT_FALSE(simRun(ranks, size_t(4) << 20));
+    EXPECT_FALSE(simRun(ranks, fifo));
   }
+  // 1 GB each way on 64 channels (16 MiB per channel share, 4 MiB FIFOs) with as few as 2 resident CTAs.
+  for (size_t resident : {2, 3, 40, 64, 132}) {
+    std::vector<SimLaunch> ranks[2];
+    for (int r = 0; r < 2; ++r) ranks[r].push_back(simLaunch({gb}, {gb}, 64));
+    EXPECT_TRUE(simRun(ranks, fifo, resident)) << resident << " resident CTAs";
+  }
+  // Random pairs, grouped at random: rank 0 posts send i and receive i in the same group. Rank 1 groups its
+  // pairs at random too, or keeps rank 0's groups but may split one into a receive-only and a send-only group
+  // (either order: rank 0 runs both directions at once). Splitting a pair across other windows would be a
+  // program that hangs with NCCL as well. Random residency from 2 CTAs up.
   const size_t pool[] = {5, 16384, (size_t(1) << 20) + 3, size_t(8) << 20, size_t(64) << 20};
   std::mt19937 rng(11);
-  for (int trial = 0; trial < 100; ++trial) {
-    // Rank 0 sends a[] and receives b[]; rank 1 the other way round. Each rank cuts the pairs into its own
-    // consecutive groups.
+  for (int trial = 0; trial < 200; ++trial) {
     const size_t k = 1 + rng() % 6;
-    std::vector<size_t> a, b;
+    std::vector<size_t> a, b;  // rank 0 sends a[i] and receives b[i]
     for (size_t i = 0; i < k; ++i) a.push_back(pool[rng() % 5]), b.push_back(pool[rng() % 5]);
     std::vector<SimLaunch> ranks[2];
-    for (int r = 0; r < 2; ++r) {
-      const std::vector<size_t>& out = r == 0 ? a : b;
-      const std::vector<size_t>& in = r == 0 ? b : a;
+    std::vector<std::pair<size_t, size_t>> windows;
+    for (size_t at = 0; at < k;) {
+      const size_t take = 1 + rng() % (k - at);
+      windows.push_back({at, take});
+      ranks[0].push_back(simLaunch({a.begin() + at, a.begin() + at + take}, {b.begin() + at, b.begin() + at + take}, 64));
+      at += take;
+    }
+    const bool sameWindows = rng() % 2;
+    if (!sameWindows) {
+      windows.clear();
       for (size_t at = 0; at < k;) {
         const size_t take = 1 + rng() % (k - at);
-        ranks[r].push_back(simLaunch({out.begin() + at, out.begin() + at + take}, {in.begin() + at, in.begin() + at + take}, 64));
+        windows.push_back({at, take});
         at += take;
       }
     }
-    EXPECT_TRUE(simRun(ranks, size_t(4) << 20)) << "trial " << trial << ": " << k << " pairs";
+    for (auto [at, take] : windows) {
+      std::vector<size_t> out(b.begin() + at, b.begin() + at + take), in(a.begin() + at, a.begin() + at + take);
+      switch (sameWindows ? rng() % 3 : 0) {
+        case 0: ranks[1].push_back(simLaunch(out, in, 64)); break;
+        case 1: ranks[1].push_back(simLaunch({}, in, 64)), ranks[1].push_back(simLaunch(out, {}, 64)); break;
+        default: ranks[1].push_back(simLaunch(out, {}, 64)), ranks[1].push_back(simLaunch({}, in, 64)); break;
+      }
+    }
+    // Groups that differ between the ranks finish when every CTA of a launch is resident (as NCCL needs
+    // too: its p2p CTAs each run both directions of a channel, and it launches fewer than the SMs). With
+    // fewer resident, only identical groups are safe: then each resident CTA's peer is resident as well.
+    const size_t resident = 2 + rng() % 131;
+    std::vector<SimLaunch> few[2] = {ranks[0], ranks[1]};
+    EXPECT_TRUE(simRun(ranks, fifo)) << "trial " << trial << ": " << k << " pairs, all CTAs resident";
+    if (sameWindows && ranks[1].size() == ranks[0].size())
+      EXPECT_TRUE(simRun(few, fifo, resident)) << "trial " << trial << ": " << k << " pairs, " << resident << " resident";
   }
 }
 
