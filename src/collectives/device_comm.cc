@@ -283,6 +283,16 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
       if (kind == TransportKind::Net) preferredChannels = kNetDevChannels;
     }
   }
+  // At most half the GPU's SMs (the minimum over ranks, as every channel count): a p2p launch runs a send
+  // and a receive CTA per channel of the ring neighbour, one CTA per SM (__launch_bounds__(512, 1)), and
+  // CTAs that cannot all be resident can stall when the peer grouped its transfers differently (see
+  // p2p_plan.h). No change on H200 and H100 SXM (132 SMs); H100 PCIe (114) gets 57, a 40-SM GPU 20.
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, comm->cudaDev) == cudaSuccess && sms >= 2 &&
+      sms / 2 < preferredChannels) {
+    BRAID_INFO(kSubInit, "rank %d: %d channels at most (GPU %d has %d SMs)", comm->rank, sms / 2, comm->cudaDev, sms);
+    preferredChannels = sms / 2;
+  }
   BRAID_CHECK(agreeOnChannels(comm, preferredChannels, kMaxDevChannels));
   st->nChannels = comm->nChannels;
   if (comm->conns) comm->conns->setBuffBytes(comm->buffBytes);
