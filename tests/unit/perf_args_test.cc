@@ -620,4 +620,21 @@ TEST(PerfData, AvgOnFp8ManyRanksRejectsUnwrittenOutput) {
   }
 }
 
+// A rank bound to one core fills and checks on its share of the machine: local rank r of n gets the r-th
+// contiguous part, at least one CPU, wrapping when ranks outnumber CPUs.
+TEST(PerfData, DataThreadsGetTheirRanksShareOfTheCpus) {
+  std::vector<int> cpus;
+  for (int i = 0; i < 32; ++i) cpus.push_back(i);
+  std::vector<int> want0, want1;
+  for (int i = 0; i < 16; ++i) want0.push_back(i), want1.push_back(16 + i);
+  EXPECT_EQ(dataCpuSlice(cpus, 0, 2), want0);
+  EXPECT_EQ(dataCpuSlice(cpus, 1, 2), want1);
+  EXPECT_EQ(dataCpuSlice(cpus, 0, 1), cpus);
+  EXPECT_EQ(dataCpuSlice({0, 1, 2}, 2, 4), std::vector<int>{2});   // more ranks than CPUs: one each
+  EXPECT_EQ(dataCpuSlice({0, 1, 2}, 3, 4), std::vector<int>{0});   // wrapping
+  EXPECT_EQ(dataCpuSlice({4, 5, 6, 7, 20, 21}, 1, 3), (std::vector<int>{6, 7}));
+  EXPECT_TRUE(dataCpuSlice({}, 0, 2).empty());
+  EXPECT_TRUE(dataCpuSlice(cpus, -1, 2).empty());
+}
+
 }  // namespace

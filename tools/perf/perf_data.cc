@@ -1,12 +1,17 @@
 // Input generation and the exact check (see perf_data.h for how values are chosen).
 #include "perf_data.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -25,24 +30,63 @@ inline uint64_t mix64(uint64_t x) {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Threads for filling and checking large buffers: this process's share of the host's cores (ranks on the
-// same host split them; Open MPI and braidrun say how many share it), at most 16. At 2 GB per rank the
-// single-threaded fill + check took ~25 s per size on the GPU machine, most of a device call.
-int dataThreads() {
-  static const int n = [] {
-    int hw = static_cast<int>(std::thread::hardware_concurrency());
-    int local = 1;
-    for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "BRAID_LOCAL_NRANKS"}) {
-      const char* e = std::getenv(v);
-      if (e && std::atoi(e) > 0) {
-        local = std::atoi(e);
-        break;
-      }
-    }
-    return std::max(1, std::min(16, hw / std::max(1, local)));
-  }();
-  return n;
+// The first of `names` set to a positive integer (local rank counts and indices of the launchers), or dflt.
+int envFirst(std::initializer_list<const char*> names, int dflt, int minValue) {
+  for (const char* v : names) {
+    const char* e = std::getenv(v);
+    if (e && std::atoi(e) >= minValue) return std::atoi(e);
+  }
+  return dflt;
 }
+
+std::vector<int> affinityOf(pthread_t t) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> c;
+  if (pthread_getaffinity_np(t, sizeof(set), &set) != 0) return c;
+  for (int i = 0; i < CPU_SETSIZE; ++i)
+    if (CPU_ISSET(i, &set)) c.push_back(i);
+  return c;
+}
+
+// Where filling and checking run. A launcher binds each rank tightly (Open MPI binds each of 2 ranks to one
+// core), and 16 threads that inherit the binding share that core: fill + check of 512 MB of int8 took ~25 s
+// per size on the 2xH200 machine, the bulk of a device call. A rank bound to at most 2 CPUs therefore runs
+// its data threads on its share (dataCpuSlice) of every CPU the process may be given (a scratch thread asks
+// for all and reads back what the kernel grants). Timed loops never run there.
+struct DataPlacement {
+  int threads = 1;
+  std::vector<int> cpus;  // empty: the threads keep the inherited binding
+};
+
+const DataPlacement& dataPlacement() {
+  static const DataPlacement p = [] {
+    DataPlacement d;
+    const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const int local = envFirst({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "BRAID_LOCAL_NRANKS"}, 1, 1);
+    const int localRank = envFirst({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "BRAID_LOCAL_RANK"}, 0, 0);
+    d.threads = std::max(1, std::min(16, hw / local));
+    if (affinityOf(pthread_self()).size() > 2) return d;
+    std::vector<int> allowed;
+    try {
+      std::thread probe([&allowed] {
+        cpu_set_t all;
+        CPU_ZERO(&all);
+        for (int i = 0; i < CPU_SETSIZE; ++i) CPU_SET(i, &all);
+        if (pthread_setaffinity_np(pthread_self(), sizeof(all), &all) == 0) allowed = affinityOf(pthread_self());
+      });
+      probe.join();
+    } catch (const std::system_error&) {
+    }
+    d.cpus = dataCpuSlice(allowed, localRank, local);
+    if (d.cpus.size() > 2) d.threads = std::max(1, std::min<int>(16, static_cast<int>(d.cpus.size())));
+    else d.cpus.clear();
+    return d;
+  }();
+  return p;
+}
+
+int dataThreads() { return dataPlacement().threads; }
 
 // Runs f(begin, end, part) over [0, n) in contiguous parts, one thread each (the caller runs part 0).
 template <typename F>
@@ -50,8 +94,19 @@ void parallelParts(size_t n, F f) {
   constexpr size_t kMinPart = size_t(1) << 20;
   const size_t parts = std::max<size_t>(1, std::min<size_t>(dataThreads(), n / kMinPart));
   const size_t per = (n + parts - 1) / parts;
+  const std::vector<int>& cpus = dataPlacement().cpus;
   std::vector<std::thread> ts;
-  for (size_t p = 1; p < parts; ++p) ts.emplace_back(f, std::min(n, p * per), std::min(n, (p + 1) * per), p);
+  for (size_t p = 1; p < parts; ++p) {
+    ts.emplace_back([&f, &cpus, n, p, per] {
+      if (!cpus.empty()) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        for (int c : cpus) CPU_SET(c, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort: else the inherited binding
+      }
+      f(std::min(n, p * per), std::min(n, (p + 1) * per), p);
+    });
+  }
   f(0, std::min(n, per), size_t(0));
   for (auto& t : ts) t.join();
 }
@@ -353,6 +408,13 @@ int64_t checkOutput(const DataSpec& spec, int rank, const void* got, const std::
   if (wrong > static_cast<int64_t>(kShown))
     std::fprintf(stderr, "%s: rank %d: %" PRId64 " wrong elements in all\n", what.c_str(), rank, wrong);
   return wrong;
+}
+
+std::vector<int> dataCpuSlice(const std::vector<int>& allowed, int localRank, int localSize) {
+  if (allowed.empty() || localSize < 1 || localRank < 0) return {};
+  const size_t per = std::max<size_t>(1, allowed.size() / static_cast<size_t>(localSize));
+  const size_t begin = (static_cast<size_t>(localRank) * per) % allowed.size();
+  return std::vector<int>(allowed.begin() + begin, allowed.begin() + std::min(allowed.size(), begin + per));
 }
 
 int corruptRank(Coll coll, int nranks, int root) {

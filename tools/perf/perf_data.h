@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nccl.h"
 #include "perf_args.h"
@@ -60,6 +61,10 @@ void fillInput(const DataSpec& spec, int rank, void* dst, size_t count, size_t f
 // Compares rank `rank`'s checked receive region (counts.recvCount elements, host memory) with the exact
 // expected values. Returns the number of wrong elements; the first few go to stderr as `what: ...` lines.
 int64_t checkOutput(const DataSpec& spec, int rank, const void* got, const std::string& what);
+
+// The data threads' CPUs for a rank bound to at most 2 CPUs: local rank r of n gets the r-th of n contiguous
+// equal parts of `allowed` (at least one CPU; ranks past the CPUs wrap around). Empty when nothing is known.
+std::vector<int> dataCpuSlice(const std::vector<int>& allowed, int localRank, int localSize);
 
 // The rank whose output BRAID_PERF_CORRUPT=1 damages: one that has a checked result (the root for reduce
 // and gather, otherwise the last rank), so the table on rank 0 only shows it if errors are aggregated.
