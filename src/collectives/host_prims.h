@@ -9,7 +9,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
+#include "collectives/host_f16c.h"
 #include "collectives/reduce_ops.h"
 #include "core/log.h"
 #include "core/result.h"
@@ -30,6 +32,15 @@ namespace braid {
 // parameters so each instantiation carries no per-element branches.
 template <typename T, typename Fn, bool Pre, bool Post, bool TwoDst>
 BRAID_HOST_CLONES void reduceLoop(const Fn& fn, const T* recvd, const T* own, T* dst0, T* dst1, size_t n) {
+#if BRAID_HOST_F16C
+  if constexpr (std::is_same<Fn, FuncSum<Half>>::value && !Pre && !Post) {
+    if (hostHasF16c()) {
+      hostSumHalfF16c(reinterpret_cast<const uint16_t*>(recvd), reinterpret_cast<const uint16_t*>(own),
+                      reinterpret_cast<uint16_t*>(dst0), TwoDst ? reinterpret_cast<uint16_t*>(dst1) : nullptr, n);
+      return;
+    }
+  }
+#endif
   for (size_t i = 0; i < n; ++i) {
     T v = fn(recvd[i], Pre ? fn.pre(own[i]) : own[i]);
     if (Post) v = fn.post(v);

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "collectives/host_f16c.h"
 #include "collectives/numeric_types.h"
 #include "collectives/reduce_ops.h"
 
@@ -228,6 +229,42 @@ TEST(Fp8, SaturationNanAndSubnormals) {
 }
 
 // ---- functors ----
+// The host's F16C fp16 sum (host_f16c.cc) gives the bits of FuncSum<Half> (float add, round to nearest
+// even, canonical NaN): every fp16 value against operands chosen at the edges (zeros, subnormals, the
+// largest finite values, infinities, NaNs of both signs and other payloads), then 4M random pairs; lengths
+// that are not a multiple of the 8-lane vector, with one and two destinations.
+TEST(Half, F16cSumMatchesThePortableSum) {
+#if BRAID_HOST_F16C
+  if (!hostHasF16c()) GTEST_SKIP() << "this CPU lacks AVX2 or F16C";
+  auto portable = [](uint16_t a, uint16_t b) { return FuncSum<Half>()(Half::fromBits(a), Half::fromBits(b)).bits; };
+  const uint16_t edges[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x3c00, 0xbc00, 0x7bff, 0xfbff,
+                            0x7bfe, 0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7c01, 0xfc01, 0x7fff, 0xffff, 0x3555, 0x0200};
+  std::vector<uint16_t> a, b;
+  for (uint16_t e : edges)
+    for (uint32_t v = 0; v < 65536; ++v) a.push_back(static_cast<uint16_t>(v)), b.push_back(e);
+  std::mt19937 rng(5);
+  for (int i = 0; i < (1 << 22); ++i) a.push_back(static_cast<uint16_t>(rng())), b.push_back(static_cast<uint16_t>(rng()));
+  const size_t n = a.size() - 3;  // a tail past the last full vector
+  std::vector<uint16_t> d0(n + 1, 0xa5a5), d1(n + 1, 0xa5a5);
+  hostSumHalfF16c(a.data(), b.data(), d0.data(), d1.data(), n);
+  int bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t want = portable(a[i], b[i]);
+    if ((d0[i] != want || d1[i] != want) && bad++ < 5)
+      ADD_FAILURE() << std::hex << "0x" << a[i] << " + 0x" << b[i] << ": 0x" << d0[i] << " / 0x" << d1[i] << ", want 0x" << want;
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(d0[n], 0xa5a5);
+  EXPECT_EQ(d1[n], 0xa5a5);
+  std::vector<uint16_t> e(11, 0xa5a5);
+  hostSumHalfF16c(a.data(), b.data(), e.data(), nullptr, 10);  // one destination, one vector and a tail
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(e[i], portable(a[i], b[i])) << i;
+  EXPECT_EQ(e[10], 0xa5a5);
+#else
+  GTEST_SKIP() << "no F16C path in this build (x86-64 GCC only)";
+#endif
+}
+
 TEST(ReduceOps, IntegerWrapAndSignedness) {
   EXPECT_EQ(FuncSum<int8_t>()(int8_t(127), int8_t(1)), int8_t(-128));
   EXPECT_EQ(FuncSum<uint8_t>()(uint8_t(200), uint8_t(100)), uint8_t(44));
