@@ -54,7 +54,9 @@ BRAID_HDI inline float halfBitsToFloatSoft(uint16_t h) {
   const uint32_t e = o & 0x0f800000u;
   o += 0x38000000u;                                  // rebias 15 -> 127
   o += (e == 0x0f800000u) ? 0x38000000u : 0u;         // inf/NaN: exponent all ones
-  const uint32_t den = floatBits(bitsFloat(o + 0x00800000u) - bitsFloat(0x38800000u));  // m * 2^-24, exact
+  // m * 2^-24, exact; the sign bit cleared, since x - x is -0 when the thread rounds downward (the sign is
+  // or'ed in below).
+  const uint32_t den = floatBits(bitsFloat(o + 0x00800000u) - bitsFloat(0x38800000u)) & 0x7fffffffu;
   o = (e == 0) ? den : o;
   return bitsFloat(o | (static_cast<uint32_t>(h & 0x8000u) << 16));
 }
@@ -134,7 +136,7 @@ BRAID_HDI inline float fp8e4m3BitsToFloatSoft(uint8_t b) {
   uint32_t o = static_cast<uint32_t>(b & 0x7fu) << 20;
   const uint32_t e = o & 0x07800000u;
   o += 120u << 23;                                                                        // rebias 7 -> 127
-  const uint32_t den = floatBits(bitsFloat(o + 0x00800000u) - bitsFloat(121u << 23));  // m * 2^-9, exact
+  const uint32_t den = floatBits(bitsFloat(o + 0x00800000u) - bitsFloat(121u << 23)) & 0x7fffffffu;  // m * 2^-9
   o = (e == 0) ? den : o;
   o = ((b & 0x7fu) == 0x7fu) ? 0x7fffffffu : o;  // the only NaN encoding (no infinities)
   return bitsFloat(o | (static_cast<uint32_t>(b & 0x80u) << 24));

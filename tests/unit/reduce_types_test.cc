@@ -4,6 +4,7 @@
 // conversions, and the functors' wrapping, NaN, pre-op and post-op behaviour.
 #include <gtest/gtest.h>
 
+#include <cfenv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -263,6 +264,24 @@ TEST(Half, F16cSumMatchesThePortableSum) {
 #else
   GTEST_SKIP() << "no F16C path in this build (x86-64 GCC only)";
 #endif
+}
+
+// A thread that rounds downward (fesetround, an application's choice the executor's threads inherit) must
+// still decode +0 as +0: the subnormal decode subtracts x - x, which is -0 there.
+TEST(Half, ZeroStaysPositiveWhenRoundingDownward) {
+  volatile uint16_t zero16 = 0;
+  volatile uint8_t zero8 = 0;
+  const int old = std::fegetround();
+  ASSERT_EQ(std::fesetround(FE_DOWNWARD), 0);
+  const uint32_t h = floatBits(halfBitsToFloat(zero16));
+  const uint32_t e4 = floatBits(fp8e4m3BitsToFloat(zero8));
+  const uint32_t e5 = floatBits(fp8e5m2BitsToFloat(zero8));
+  const uint16_t sum = FuncSum<Half>()(Half::fromBits(zero16), Half::fromBits(zero16)).bits;
+  std::fesetround(old);
+  EXPECT_EQ(h, 0u);
+  EXPECT_EQ(e4, 0u);
+  EXPECT_EQ(e5, 0u);
+  EXPECT_EQ(sum, 0u);
 }
 
 TEST(ReduceOps, IntegerWrapAndSignedness) {
