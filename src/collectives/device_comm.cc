@@ -205,6 +205,8 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   }
   facts.tunerOn = params::DeviceTuner() != 0 ? 1 : 0;
   facts.p2pLlThreshold = static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(params::P2pLlThreshold(), 1 << 30)));
+  facts.p2pChannelBytes =
+      static_cast<uint32_t>(std::max<int64_t>(4096, std::min<int64_t>(params::P2pChannelBytes(), int64_t(1) << 30)));
   TunerConfig local;
   BRAID_CHECK(loadTunerConfig(&local));  // validated in commInit already
   TuningFacts agreed;
@@ -214,6 +216,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->transport = static_cast<TransportClass>(agreed.transport);
   st->tunerOn = agreed.tunerOn != 0;
   st->p2pLlThreshold = agreed.p2pLlThreshold;
+  st->p2pChannelBytes = agreed.p2pChannelBytes;
   // NCCL_PROTO without LL for any collective (e.g. "Simple" or "^LL") keeps send/recv off LL too.
   uint32_t anyProto = 0;
   for (int c = 0; c < kNumCollTypes; ++c) anyProto |= st->tuning.protos.mask[c];
@@ -283,17 +286,18 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
       if (kind == TransportKind::Net) preferredChannels = kNetDevChannels;
     }
   }
-  // At most half the GPU's SMs (the minimum over ranks, as every channel count): a p2p launch runs a send
-  // and a receive CTA per channel of the ring neighbour, one CTA per SM (__launch_bounds__(512, 1)), and
-  // CTAs that cannot all be resident can stall when the peer grouped its transfers differently (see
-  // p2p_plan.h). No change on H200 and H100 SXM (132 SMs); H100 PCIe (114) gets 57, a 40-SM GPU 20.
+  // By default at most half the GPU's SMs (the minimum over ranks, as every channel count): a p2p launch runs
+  // a send and a receive CTA per channel of the ring neighbour, one CTA per SM (__launch_bounds__(512, 1)),
+  // and CTAs that cannot all be resident can stall when the peer grouped its transfers differently (see
+  // p2p_plan.h; copies and other peers' CTAs can still pass the SM count). NCCL_MIN_NCHANNELS and the
+  // config's minimum still raise it. No change on H200 and H100 SXM (132 SMs); H100 PCIe (114) gets 57, a
+  // 40-SM GPU 20.
   int sms = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, comm->cudaDev) == cudaSuccess && sms >= 2 &&
-      sms / 2 < preferredChannels) {
-    BRAID_INFO(kSubInit, "rank %d: %d channels at most (GPU %d has %d SMs)", comm->rank, sms / 2, comm->cudaDev, sms);
+      sms / 2 < preferredChannels)
     preferredChannels = sms / 2;
-  }
   BRAID_CHECK(agreeOnChannels(comm, preferredChannels, kMaxDevChannels));
+  BRAID_INFO(kSubInit, "rank %d: %d channels (GPU %d has %d SMs)", comm->rank, comm->nChannels, comm->cudaDev, sms);
   st->nChannels = comm->nChannels;
   if (comm->conns) comm->conns->setBuffBytes(comm->buffBytes);
 
