@@ -5,7 +5,9 @@
 #   2. runs every gpu test on this tree: numeric_device_test (hardware paths), device_coll_test (with the new
 #      P2pSeveralLargeTransfersInOneGroup and the P2P-LL64K variant), device_mp_test, matmul_gpu_test;
 #   3. int8 and int64 all-reduce and int8 reduce-scatter, 1 MB-256 MB: NCCL, Braid (outlined), Braid inlined;
-#   4. send/recv and all-to-all 8 B-128 MB, NCCL and Braid, on a stream (two rounds) and send/recv in graphs.
+#   4. send/recv and all-to-all 8 B-128 MB, NCCL and Braid, on a stream (two rounds) and send/recv in graphs;
+#      send/recv also with BRAID_P2P_CHANNEL_BYTES=16384 (mid-size transfers over more channels, their shares
+#      LL: the suspect for graph send/recv at 128 KB, 0.83x NCCL).
 # Raw outputs: $OUT/next.tgz.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_next_out}; L=$OUT/next; mkdir -p "$L"
@@ -35,10 +37,12 @@ P="-b 8 -e 128M -f 8 -c 1 -n 50 -w 10"
 for round in 1 2; do
   one sendrecv nccl sr_nccl_$round -- $P
   one sendrecv braid sr_braid_$round -- $P
+  one sendrecv braid sr_braid16k_$round BRAID_P2P_CHANNEL_BYTES=16384 -- $P
 done
 one alltoall nccl a2a_nccl -- $P
 one alltoall braid a2a_braid -- $P
 one sendrecv nccl sr_graph_nccl -- -b 8 -e 1M -f 8 -c 1 -n 50 -w 10 -G 20
 one sendrecv braid sr_graph_braid -- -b 8 -e 1M -f 8 -c 1 -n 50 -w 10 -G 20
+one sendrecv braid sr_graph_braid16k BRAID_P2P_CHANNEL_BYTES=16384 -- -b 8 -e 1M -f 8 -c 1 -n 50 -w 10 -G 20
 tar -C "$OUT" -czf "$OUT/next.tgz" next && rm -rf "$L"
 echo "total: $(( $(date +%s) - GPU_T0 )) s"

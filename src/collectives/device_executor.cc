@@ -466,6 +466,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   P2pPlanInput in;
   in.nChannels = st_->nChannels;
   in.llThreshold = st_->p2pLlThreshold;
+  in.channelBytes = st_->p2pChannelBytes;
   in.maxCtas = kMaxP2pCtas;
   in.maxBlocks = kMaxP2pBlocks;
   std::vector<int> connPeer;

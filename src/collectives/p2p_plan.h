@@ -2,8 +2,8 @@
 // all-to-all, gather and scatter) is cut into the CTAs of one kernel launch. A pure function of the transfer
 // lists, kept apart from the CUDA executor so its contract is unit-tested on any machine: both sides of a
 // connection cut every transfer alike whatever else either side grouped with it. A transfer on the ring
-// neighbour's connections runs over channelsForBytes(its own size) channels, share c on channel c, and each
-// share's protocol (LL or SIMPLE) follows from the share's size alone.
+// neighbour's connections runs over channelsForBytes(its own size, channelBytes) channels, share c on
+// channel c, and each share's protocol (LL or SIMPLE) follows from the share's size alone.
 // A batch is always one launch: a rank's launches run one after another on its stream, so a batch split
 // into several launches can wait on work its peer posts only in a later group (a deadlock, shown by the
 // progress model in tests/unit/p2p_plan_test.cc). A batch past the launch's limits is refused instead.
@@ -35,6 +35,7 @@ struct P2pPlanInput {
   std::vector<P2pXfer> copies;  // local copies (a rank's own share, sends to itself)
   int nChannels = 1;            // the ring's channels
   size_t llThreshold = 0;       // shares of at most this many bytes run LL where the connection has LL slots
+  size_t channelBytes = 65536;  // a ring transfer takes one channel per this many bytes (channelsForBytes)
   int maxCtas = 192;            // CTAs of the launch
   int maxBlocks = 192;          // blocks (CTAs x their transfers) of the launch
 };

@@ -30,10 +30,10 @@ BRAID_HD inline ElemRange channelRange(size_t count, int nChannels, int channel,
   return ElemRange{off, minSize(per, count - off)};
 }
 
-// Channels for a device op of `bytes`: one per 64 KiB, at most nChannels (a channel below ~64 KiB costs
-// launch width and buys no bandwidth).
-inline int channelsForBytes(size_t bytes, int nChannels) {
-  const size_t want = divUp(bytes, size_t(64) << 10);
+// Channels for a device op of `bytes`: one per `perChannel` bytes (64 KiB: below that a collective's channel
+// costs launch width and buys no bandwidth), at least one, at most nChannels.
+inline int channelsForBytes(size_t bytes, int nChannels, size_t perChannel = size_t(64) << 10) {
+  const size_t want = divUp(bytes, perChannel < 1 ? 1 : perChannel);
   const size_t cap = nChannels < 1 ? 1 : static_cast<size_t>(nChannels);
   return static_cast<int>(want < 1 ? 1 : (want < cap ? want : cap));
 }

@@ -21,6 +21,7 @@ struct Offer {
   int32_t pipelineSteps;
   uint32_t ll128Path;
   uint32_t p2pLlThreshold;
+  uint32_t p2pChannelBytes;
   int64_t buffSize;
   uint32_t protos[kNumCollTypes];
   uint32_t algos[kNumCollTypes];
@@ -37,6 +38,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.transport = facts.transport;
   mine.tunerOn = facts.tunerOn;
   mine.p2pLlThreshold = facts.p2pLlThreshold;
+  mine.p2pChannelBytes = facts.p2pChannelBytes;
   mine.minChannels = local.minChannels;
   mine.pipelineSteps = local.pipelineSteps;
   mine.buffSize = local.buffSize;
@@ -54,6 +56,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.transport = 0;
   f.tunerOn = all[0].tunerOn;
   f.p2pLlThreshold = all[0].p2pLlThreshold;
+  f.p2pChannelBytes = all[0].p2pChannelBytes;
   out.buffSize = all[0].buffSize;
   out.pipelineSteps = all[0].pipelineSteps;
   bool differ = false;
@@ -65,7 +68,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     out.minChannels = std::max(out.minChannels, o.minChannels);
     differ = differ || o.minChannels != own.minChannels || o.buffSize != own.buffSize ||
              o.pipelineSteps != own.pipelineSteps || o.tunerOn != own.tunerOn ||
-             o.p2pLlThreshold != own.p2pLlThreshold;
+             o.p2pLlThreshold != own.p2pLlThreshold || o.p2pChannelBytes != own.p2pChannelBytes;
     for (int c = 0; c < kNumCollTypes; ++c) {
       out.protos.mask[c] &= o.protos[c];
       out.algos.mask[c] &= o.algos[c];
@@ -82,8 +85,8 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   }
   if (differ)
     BRAID_WARN("rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / "
-               "BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD differ across ranks; every rank uses what all allow (the "
-               "largest minimum, rank 0's sizes, tuner switch and threshold)",
+               "BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES differ across ranks; every rank uses what all allow (the "
+               "largest minimum, rank 0's sizes, tuner switch, threshold and p2p channel bytes)",
                comm->rank);
   *cfg = out;
   *agreed = f;

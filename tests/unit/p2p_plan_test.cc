@@ -119,6 +119,32 @@ TEST(P2pPlan, OneSendOneRecvOnTheRing) {
   checkCoverage(in, checkPlan(in, plan));
 }
 
+// BRAID_P2P_CHANNEL_BYTES (agreed at init): a finer cut gives mid-size transfers more channels, and with
+// the LL threshold their shares run LL.
+TEST(P2pPlan, ChannelBytesSetTheCut) {
+  P2pPlanInput in = input(64);
+  in.channelBytes = 16384;
+  in.conns.push_back(ringConn(true, 64, {size_t(128) << 10, 16384, 16385, size_t(4) << 20}, 0));
+  P2pPlanLaunch plan;
+  std::string why;
+  ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
+  std::vector<P2pPlanBlock> blocks = checkPlan(in, plan);
+  std::map<size_t, int> sharesOf;  // transfer index -> shares
+  for (const P2pPlanBlock& b : blocks) {
+    for (size_t t = 0; t < in.conns[0].xs.size(); ++t) {
+      const P2pXfer& x = in.conns[0].xs[t];
+      if (b.buf >= x.buf && b.buf <= x.buf + x.bytes) ++sharesOf[t];
+    }
+    EXPECT_EQ(b.ll, b.bytes > 0 && b.bytes <= 16384) << b.bytes;
+  }
+  EXPECT_EQ(sharesOf[0], 8);   // 128 KiB: 8 shares of 16 KiB, all LL
+  EXPECT_EQ(sharesOf[1], 1);
+  EXPECT_EQ(sharesOf[2], 2);   // 16385: two shares (8256 + 8129 bytes)
+  EXPECT_EQ(sharesOf[3], 64);  // capped at the comm's channels
+  EXPECT_EQ(static_cast<int>(plan.ctas.size()), 64);
+  checkCoverage(in, blocks);
+}
+
 // A pipeline step on 2 ranks: two 64 MB sends and two receives to the one neighbour. 256 blocks did not
 // fit the launch's 192 (ncclInvalidUsage); the launch now takes 640.
 TEST(P2pPlan, SeveralLargeTransfersFitOneLaunch) {
