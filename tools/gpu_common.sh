@@ -4,6 +4,8 @@
 #   one NAME LIB FILE [ENV=V...] -- FLAGS...   one mpirun -np 2 of NAME_perf (LIB braid, or nccl preloaded),
 #       output to $L/FILE.txt, prints "FILE rc=.. Ns: size:us(busbw,#wrong) ..." (out-of-place column);
 #       PERF_TIMEOUT (default 40) bounds it; MPIRUN_OPTS adds mpirun options (e.g. "--bind-to none").
+#   gpu_build_inlined TARGET...   in the background: a copy of the tree in $INL with kRcOutline forced off
+#       (every reducing kernel inlined), built into $INL/build-inl (logs in $L); `wait` for it
 #   gpu_tests TEST...   runs each test binary of $B (200 s each), output to $L/TEST.txt, prints its verdict lines
 #       and the first failures.
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -26,6 +28,15 @@ one() {
   timeout ${PERF_TIMEOUT:-40} mpirun --allow-run-as-root -np 2 ${MPIRUN_OPTS:-} "${envs[@]}" $B/bin/${name}_perf "$@" > "$L/$file.txt" 2>&1
   local rc=$?
   echo "$file rc=$rc $(( $(date +%s) - s ))s: $(grep -v '^#' "$L/$file.txt" | awk 'NF>8 && $1 ~ /^[0-9]+$/ {printf "%s:%s(%s,%s) ", $1, $6, $8, $9}')"
+}
+
+INL=/tmp/braid-inline
+gpu_build_inlined() {
+  mkdir -p $INL && tar --exclude=./build-gpu -cf - . | tar -C $INL -xf -
+  sed -i 's/^constexpr bool kRcOutline = .*/constexpr bool kRcOutline = false;/' $INL/src/device/reduce_copy.h
+  grep -q "kRcOutline = false;" $INL/src/device/reduce_copy.h || { echo "could not force kRcOutline off"; exit 1; }
+  (cd $INL && cmake -S . -B build-inl -G Ninja -DBRAID_GTEST_SOURCE=$PWD/.gtest > "$L/cmake_inl.log" 2>&1 &&
+   ninja -C build-inl -j12 "$@" > "$L/build_inl.log" 2>&1; echo "inline build rc=$?") &
 }
 
 gpu_tests() {

@@ -12,12 +12,7 @@
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_next_out}; L=$OUT/next; mkdir -p "$L"
 source tools/gpu_common.sh
-INL=/tmp/braid-inline
-mkdir -p $INL && tar --exclude=./build-gpu -cf - . | tar -C $INL -xf -
-sed -i 's/^constexpr bool kRcOutline = .*/constexpr bool kRcOutline = false;/' $INL/src/device/reduce_copy.h
-grep -q "kRcOutline = false;" $INL/src/device/reduce_copy.h || { echo "could not force kRcOutline off"; exit 1; }
-(cd $INL && cmake -S . -B build-inl -G Ninja -DBRAID_GTEST_SOURCE=$PWD/.gtest > "$L/cmake_inl.log" 2>&1 &&
- ninja -C build-inl -j12 braid all_reduce_perf reduce_scatter_perf > "$L/build_inl.log" 2>&1; echo "inline build rc=$?") &
+gpu_build_inlined braid all_reduce_perf reduce_scatter_perf
 gpu_build braid braidrun matmul_demo all_reduce_perf reduce_scatter_perf sendrecv_perf alltoall_perf \
   device_coll_test device_mp_test matmul_gpu_test numeric_device_test
 wait

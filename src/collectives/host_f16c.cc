@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include "collectives/numeric_types.h"
+#include "collectives/reduce_ops.h"
 
 namespace braid {
 
@@ -33,7 +34,7 @@ __attribute__((target("avx2,f16c"))) void hostSumHalfF16c(const uint16_t* a, con
     if (d1) _mm_storeu_si128(reinterpret_cast<__m128i*>(d1 + i), h);
   }
   for (; i < n; ++i) {
-    const uint16_t v = floatToHalfBits(halfBitsToFloat(a[i]) + halfBitsToFloat(b[i]));
+    const uint16_t v = FuncSum<Half>()(Half::fromBits(a[i]), Half::fromBits(b[i])).bits;
     d0[i] = v;
     if (d1) d1[i] = v;
   }
