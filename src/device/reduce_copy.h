@@ -150,17 +150,16 @@ __device__ __forceinline__ void reduceCopyBody(const Fn& fn, int tid, int nthrea
 
 // Whether a reducing kernel of T calls reduceCopy out of line: one copy per (T, Fn, mode) in the kernel,
 // called from every primitive, instead of the unrolled loop inlined at each of the ring schedules' ~20
-// primitive calls. Measured on sm_90 with nvcc 13.0 (--resource-usage, 2-core build machine): inlined,
-// the kernels of the 1-byte types, half and the integers spilled registers (16-300 bytes), and their
-// objects took most of a clean build (an fp8 object ~70 s, int8 ~62 s); out of line they do not spill and
-// compile 2-4x faster (16 s, 28 s). float, double and bfloat16 kernels do not spill inlined and stay as
-// they were measured against NCCL; so do the byte-copy kernels (all-gather, broadcast, p2p).
-// Since the hardware conversions and packed sums (numeric_types.h, packed_math.h) half inlined no longer
-// spills and fp8 spills in two kernels; on 2xH200 outlined and inlined measure the same for fp16/fp8 at
-// 64 MB, while int8 and int64 measured ~10% lower outlined (docs/PERFORMANCE.md, eighth session).
+// primitive calls. Out of line compiles 2-4x faster, but a call costs run time where the inlined loop
+// does not (the callee saves registers to the stack): on 2xH200 int8 and int64 all-reduce ran 262/270 GB/s
+// outlined against 301/297 inlined at 64 MB (NCCL 266/272) and int8 reduce-scatter 238 against 260, while
+// fp16/bf16/fp8 measured the same both ways (docs/PERFORMANCE.md, eighth and ninth sessions). So only half
+// and the fp8 types, whose inlined objects were the slowest to build, stay out of line. Clean sm_90 objects
+// on the 2-core build machine (nvcc 13.0): int8 70 s inlined (25 outlined), int32 38 (17), int64 30 (13);
+// the inlined integer kernels spill 8-88 bytes in a few kernels and are still the faster ones.
 template <typename T>
 struct RcOutlineType
-    : std::integral_constant<bool, sizeof(T) == 1 || std::is_integral<T>::value || std::is_same<T, Half>::value> {};
+    : std::integral_constant<bool, (sizeof(T) == 1 && !std::is_integral<T>::value) || std::is_same<T, Half>::value> {};
 template <typename T, typename Fn>
 constexpr bool kRcOutline = RcOutlineType<T>::value && !std::is_same<Fn, FuncCopy>::value;
 
