@@ -101,6 +101,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   const bool ring = args.nranks > 1;
   if (threadIdx.x == 0) {
     sh.stop = 0;
+    sh.hostPollAt = 0;
     if (ring) {
       sh.send = *args.send[ch];
       sh.recv = *args.recv[ch];

@@ -66,6 +66,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArg
   const bool isSend = b0.isSend != 0;
   if (threadIdx.x == 0) {
     sh.stop = 0;
+    sh.hostPollAt = 0;
     sh.send = DevConn{};
     sh.recv = DevConn{};
     if (isSend) {

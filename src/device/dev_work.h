@@ -61,7 +61,8 @@ enum DevError : uint32_t {
 // instead of reading a stale slot. An LL receiver that sees a SIMPLE step published at or past the one it
 // waits for reports kDevSizeMismatch with want == kDevLlStepMark.
 constexpr uint32_t kDevLlStepMark = 0x80000000u;
-struct DevStatus {
+// The first 16 bytes are read by the kernels in one load (prims_simple.h: devReadHostWords).
+struct alignas(16) DevStatus {
   uint32_t abort;
   uint32_t deadPeer;  // rank + 1 of a dead peer, 0: none
   uint32_t error;

@@ -58,30 +58,40 @@ __device__ __forceinline__ bool llTryLoadLine(const char* line, uint32_t flag, u
 // broken host connection or a protocol mismatch is declared (data may have landed before the flag). With
 // `step` (the receive step waited for; ~0: unchecked), a SIMPLE step the peer published at or past it means
 // the peer did not send this step as LL: different counts across the p2p LL threshold (a matching LL step
-// is visible before any later SIMPLE publish, whose fence orders it).
+// is visible before any later SIMPLE publish, whose fence orders it). Every thread of an LL CTA may poll, so
+// the host-mapped words (DevWaitClock) are read by one of them per kDevHostPollNs: the first whose clock is
+// due claims the CTA's turn.
 template <typename LastTry>
-__device__ __forceinline__ bool devPollMustStop(PrimsShared* sh, DevStatus* st, int peer, uint64_t* since,
+__device__ __forceinline__ bool devPollMustStop(PrimsShared* sh, DevStatus* st, int peer, DevWaitClock* clock,
                                                 LastTry lastTry, uint64_t step = ~0ull) {
   if (*reinterpret_cast<volatile int*>(&sh->stop)) return true;
   uint32_t code = 0, want = 0;
+  bool timedOut = false;
+  bool hostDue = false;
   if (step != ~0ull && sh->recv.tail && *reinterpret_cast<volatile uint64_t*>(sh->recv.tail) > step) {
     if (lastTry()) return false;
     code = kDevSizeMismatch;
     want = kDevLlStepMark;
-  } else if (devWaitedTooLong(sh->recv.timeoutNs, since)) {  // a stuck peer, or one that planned this op differently
-    code = kDevTimeout;
-  } else if (ldVolatile32(&st->error)) {  // an earlier kernel of this communicator failed (see devSpin)
-    sh->stop = 1;
-    return true;
-  } else if (sh->recv.errorFlag && ldVolatile32(sh->recv.errorFlag)) {  // host connection broken (SHM peer abort)
-    if (lastTry()) return false;
-    code = kDevConnBroken;
-  } else if (ldVolatile32(&st->abort)) {
-    code = kDevAborted;
-  } else if (ldVolatile32(&st->deadPeer) == static_cast<uint32_t>(peer + 1)) {  // the peer process died
-    code = kDevPeerGone;
-  } else {
+  } else if ((hostDue = clock->tick(sh->recv.timeoutNs, &timedOut)), timedOut) {
+    code = kDevTimeout;  // a stuck peer, or one that planned this op differently
+  } else if (!hostDue || !devClaimHostPoll(sh, clock->now)) {
     return false;
+  } else {
+    const DevHostWords h = devReadHostWords(st);
+    if (h.error) {  // an earlier kernel of this communicator failed (see devSpin)
+      sh->stop = 1;
+      return true;
+    }
+    if (sh->recv.errorFlag && ldVolatile32(sh->recv.errorFlag)) {  // host connection broken (SHM peer abort)
+      if (lastTry()) return false;
+      code = kDevConnBroken;
+    } else if (h.abort) {
+      code = kDevAborted;
+    } else if (h.deadPeer == static_cast<uint32_t>(peer + 1)) {  // the peer process died
+      code = kDevPeerGone;
+    } else {
+      return false;
+    }
   }
   devSetError(st, code, peer, 0, want);
   sh->stop = 1;
@@ -265,11 +275,11 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
   // Polls a line until it carries `flag`; on abort marks the CTA stopped and returns false.
   __device__ __forceinline__ bool poll(const char* line, uint32_t flag, int peer, uint64_t* payload) {
     int spins = 0;
-    uint64_t since = 0;
+    DevWaitClock clock;
     while (!llTryLoadLine(line, flag, payload)) {
       if (++spins == 1024) {
         spins = 0;
-        if (devPollMustStop(sh_, st_, peer, &since, [&] { return llTryLoadLine(line, flag, payload); }, recvStep_))
+        if (devPollMustStop(sh_, st_, peer, &clock, [&] { return llTryLoadLine(line, flag, payload); }, recvStep_))
           return false;
       }
     }

@@ -41,13 +41,13 @@ class DevPrimsLL128 : public DevWordPrims<DevPrimsLL128<T, Fn>, T, Fn> {
   // The whole warp: reloads the lane's 16 bytes of a group until every line's flag lane holds `flag`.
   // False (warp-uniform) when the CTA must stop; lane 0 runs the checks and broadcasts the verdict.
   __device__ __forceinline__ bool waitGroup(const char* p, uint64_t flag, bool flagLane, uint64_t* v0, uint64_t* v1,
-                                            uint64_t* since) {
+                                            DevWaitClock* clock) {
     int spins = 0;
     while (__any_sync(kFullMask, flagLane && *v1 != flag)) {
       if (++spins == 1024) {
         spins = 0;
         int stop = 0;
-        if ((tid_ & 31) == 0) stop = devPollMustStop(sh_, st_, sh_->recv.peer, since, [] { return false; });
+        if ((tid_ & 31) == 0) stop = devPollMustStop(sh_, st_, sh_->recv.peer, clock, [] { return false; });
         if (__shfl_sync(kFullMask, stop, 0)) return false;
       }
       ll128Load(p, v0, v1);
@@ -74,7 +74,7 @@ class DevPrimsLL128 : public DevWordPrims<DevPrimsLL128<T, Fn>, T, Fn> {
       const int lane = tid_ & 31;
       const size_t warp = static_cast<size_t>(tid_ >> 5), nWarps = static_cast<size_t>(nthreads_ >> 5);
       const bool flagLane = ll128LaneHoldsFlag(lane);
-      uint64_t since = 0;
+      DevWaitClock clock;
       for (size_t g0 = warp; g0 < groups; g0 += nWarps * kUnroll) {  // warp-uniform
         uint64_t r0[kUnroll] = {}, r1[kUnroll] = {}, o0[kUnroll] = {}, o1[kUnroll] = {};
         if (Own) {
@@ -100,7 +100,7 @@ class DevPrimsLL128 : public DevWordPrims<DevPrimsLL128<T, Fn>, T, Fn> {
           for (int u = 0; u < kUnroll; ++u) {
             const size_t g = g0 + u * nWarps;
             if (g < groups && !stopped &&
-                !waitGroup(rs + ll128LaneOffset(g, lane), rflag, flagLane, &r0[u], &r1[u], &since))
+                !waitGroup(rs + ll128LaneOffset(g, lane), rflag, flagLane, &r0[u], &r1[u], &clock))
               stopped = true;
           }
           if (stopped) break;

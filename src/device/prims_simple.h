@@ -32,6 +32,7 @@ struct PrimsShared {
   DevConn send;  // .step: steps published so far (advanced by the poster)
   DevConn recv;
   int stop;      // set by thread 0; read by the workers after their barrier, by the poster after its
+  unsigned long long hostPollAt;  // when a thread of this CTA last read the host-mapped words (DevWaitClock)
 };
 
 // Named barriers: 0 is __syncthreads, 1 the workers' hand-off after a wait, 2 workers <-> poster. Not the
@@ -60,41 +61,85 @@ __device__ __forceinline__ uint64_t devNowNs() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
-// Called every few hundred polls of one wait: true once that wait has lasted more than timeoutNs (0: never).
-// *since holds the wait's first check (0 before it). A wait that legitimately outlasts the timeout (a peer
-// busy that long before it reaches the collective) fails like a stuck one, hence a long default
-// (BRAID_DEVICE_TIMEOUT, 0: off). Signed: a clock read of 0 or one that steps back never fires it early.
-__device__ __forceinline__ bool devWaitedTooLong(uint64_t timeoutNs, uint64_t* since) {
-  if (timeoutNs == 0) return false;
-  const uint64_t now = devNowNs();
-  if (*since == 0) {
-    *since = now ? now : 1;
-    return false;
+// A wait reads the host-mapped words (DevStatus's flags, a host transport's error flag) once it has lasted
+// this long, then once per this long; the clock and the timeout are checked every few hundred polls. Each
+// such read is a PCIe round trip, and the reads of many CTAs queue behind one another: on 2xH200, with the
+// flags read every 256 polls, 64 CTAs waiting on a late peer held each wait ~240 us past its data, so the
+// other rank then waited in turn, and grouped send/recv at 16 MB alternated 55/295 us per launch, anti-phased
+// between the ranks (tools/iter_probe.cu, docs/PERFORMANCE.md ninth session). Waits of a healthy pipeline end
+// well within this, and an abort or a dead peer is still seen within about a millisecond.
+constexpr int64_t kDevHostPollNs = 500000;
+
+// One wait's clock. A clock read of 0 or one that steps back fires nothing early (signed differences).
+struct DevWaitClock {
+  uint64_t since = 0;   // the wait's first check (0 before it)
+  uint64_t hostAt = 0;  // the host-mapped words are due from this time on
+  uint64_t now = 0;     // the last reading
+  // Every few hundred polls: reads the clock; *timedOut once the wait has lasted more than timeoutNs (0:
+  // never: a wait that legitimately outlasts it, a peer busy that long before it reaches the collective,
+  // fails like a stuck one, hence a long default, BRAID_DEVICE_TIMEOUT). True when the host words are due.
+  __device__ __forceinline__ bool tick(uint64_t timeoutNs, bool* timedOut) {
+    now = devNowNs();
+    *timedOut = false;
+    if (since == 0) {
+      since = now ? now : 1;
+      hostAt = since + kDevHostPollNs;
+      return false;
+    }
+    if (timeoutNs != 0 && static_cast<int64_t>(now - since) > static_cast<int64_t>(timeoutNs)) *timedOut = true;
+    if (static_cast<int64_t>(now - hostAt) < 0) return false;
+    hostAt = now + kDevHostPollNs;
+    return true;
   }
-  return static_cast<int64_t>(now - *since) > static_cast<int64_t>(timeoutNs);
+};
+
+// DevStatus's abort, deadPeer and error words in one 16-byte read (one PCIe round trip instead of three).
+struct DevHostWords {
+  uint32_t abort, deadPeer, error, errorPeer;
+};
+__device__ __forceinline__ DevHostWords devReadHostWords(const DevStatus* st) {
+  uint32_t a, d, e, p;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(a), "=r"(d), "=r"(e), "=r"(p)
+               : "l"(st)
+               : "memory");
+  return DevHostWords{a, d, e, p};
 }
 
-// Thread 0 only: spins until ready(), checking abort every few hundred polls. False when stopped.
+// Whether this thread takes its CTA's turn to read the host words at `now` (at most one per kDevHostPollNs;
+// the kernels zero hostPollAt with stop).
+__device__ __forceinline__ bool devClaimHostPoll(PrimsShared* sh, uint64_t now) {
+  const unsigned long long last = *reinterpret_cast<volatile unsigned long long*>(&sh->hostPollAt);
+  if (last != 0 && static_cast<int64_t>(now - last) < kDevHostPollNs) return false;
+  return atomicCAS(&sh->hostPollAt, last, static_cast<unsigned long long>(now)) == last;
+}
+
+// Thread 0 only: spins until ready(), checking the clock every few hundred polls and abort, a dead peer or
+// an earlier failure when DevWaitClock says the host words are due. False when stopped.
 template <typename Ready>
 __device__ __forceinline__ bool devSpin(DevStatus* st, const DevConn& c, Ready ready) {
   int spins = 0;
-  uint64_t since = 0;
+  DevWaitClock clock;
   while (!ready()) {
     if (++spins == 256) {
       spins = 0;
-      if (devWaitedTooLong(c.timeoutNs, &since)) {
+      bool timedOut;
+      const bool hostDue = clock.tick(c.timeoutNs, &timedOut);
+      if (timedOut) {
         if (ready()) return true;
         devSetError(st, kDevTimeout, c.peer, 0, 0);
         return false;
       }
+      if (!hostDue) continue;
+      const DevHostWords h = devReadHostWords(st);
       // An earlier kernel of this communicator failed (its peers' step counters no longer match ours):
       // kernels queued behind it stop at once instead of each waiting out its own timeout.
-      if (ldVolatile32(&st->error)) return false;
-      if (ldVolatile32(&st->abort)) {
+      if (h.error) return false;
+      if (h.abort) {
         devSetError(st, kDevAborted, c.peer, 0, 0);
         return false;
       }
-      if (ldVolatile32(&st->deadPeer) == static_cast<uint32_t>(c.peer + 1)) {  // this wait can never end
+      if (h.deadPeer == static_cast<uint32_t>(c.peer + 1)) {  // this wait can never end
         if (ready()) return true;
         devSetError(st, kDevPeerGone, c.peer, 0, 0);
         return false;
