@@ -37,5 +37,4 @@ for p in all_reduce all_gather reduce_scatter broadcast reduce; do
     done
   done
 done
-tar -C "$OUT" -czf "$OUT/calib.tgz" calib && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack

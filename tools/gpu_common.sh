@@ -8,6 +8,8 @@
 #       (every reducing kernel inlined), built into $INL/build-inl (logs in $L); `wait` for it
 #   gpu_tests TEST...   runs each test binary of $B (200 s each), output to $L/TEST.txt, prints its verdict lines
 #       and the first failures.
+#   gpu_pack            tars $L into $OUT/<name of $L>.tgz (the device tool brings back few files), removes $L and
+#       prints the call's total time.
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 B=build-gpu
 NCCL_LIB=/usr/lib/x86_64-linux-gnu/libnccl.so.2
@@ -46,4 +48,11 @@ gpu_tests() {
     echo "== $t rc=$rc $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) |^\[  FAILED' "$L/$t.txt" | tr '\n' ' ')"
     grep -E 'Failure|error' -A3 "$L/$t.txt" | head -12
   done
+}
+
+gpu_pack() {
+  local name
+  name=$(basename "$L")
+  tar -C "$OUT" -czf "$OUT/$name.tgz" "$name" && rm -rf "$L"
+  echo "total: $(( $(date +%s) - GPU_T0 )) s"
 }

@@ -26,5 +26,4 @@ for p in all_reduce all_gather; do
     one $p braid grid/${p}_LL_$c NCCL_PROTO=LL NCCL_MIN_NCHANNELS=$c NCCL_MAX_NCHANNELS=$c -- -b 8 -e 32M -f 4 -c 1 -n 30 -w 5
   done
 done
-tar -C "$OUT" -czf "$OUT/ll128b.tgz" ll128b && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack

@@ -39,5 +39,4 @@ one alltoall braid a2a_braid -- $P
 one sendrecv nccl sr_graph_nccl -- -b 8 -e 1M -f 8 -c 1 -n 50 -w 10 -G 20
 one sendrecv braid sr_graph_braid -- -b 8 -e 1M -f 8 -c 1 -n 50 -w 10 -G 20
 one sendrecv braid sr_graph_braid16k BRAID_P2P_CHANNEL_BYTES=16384 -- -b 8 -e 1M -f 8 -c 1 -n 50 -w 10 -G 20
-tar -C "$OUT" -czf "$OUT/next.tgz" next && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack

@@ -26,5 +26,4 @@ for d in ${RS_TYPES:-half bfloat16 f8e4m3}; do
   one reduce_scatter braid rs_${d}_out -- $F -d $d
   B=$INL/build-inl one reduce_scatter braid rs_${d}_inl -- $F -d $d; B=$NEW
 done
-tar -C "$OUT" -czf "$OUT/outline.tgz" outline && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack

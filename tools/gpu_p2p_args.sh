@@ -45,5 +45,4 @@ for d in float int8; do
   one all_reduce nccl ar_${d}_nccl -- $G -d $d
   one all_reduce braid ar_${d}_new -- $G -d $d
 done
-tar -C "$OUT" -czf "$OUT/p2pargs.tgz" p2pargs && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack

@@ -21,5 +21,4 @@ SOCK="NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"; BIG="-b 64M -e 1G -f 4 -c 1 -n 3 -
 one all_reduce braid sock_braid $SOCK NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET -- $BIG
 grep -m1 "NET proxy of rank" "$L/sock_braid.txt"
 one all_reduce nccl sock_nccl $SOCK -- $BIG
-tar -C "$OUT" -czf "$OUT/p2pll.tgz" p2pll && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack

@@ -24,5 +24,4 @@ one alltoall braid a2a128_32ch NCCL_MAX_NCHANNELS=32 -- -b 128M -e 128M -c 1 -n 
 one alltoall nccl a2a128_nccl -- -b 128M -e 128M -c 1 -n 20 -w 5
 one alltoall braid a2a_small -- -b 32K -e 1M -f 2 -c 1 -n 50 -w 10
 one alltoall nccl a2a_small_nccl -- -b 32K -e 1M -f 2 -c 1 -n 50 -w 10
-tar -C "$OUT" -czf "$OUT/probe.tgz" probe && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack

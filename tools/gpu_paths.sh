@@ -23,5 +23,4 @@ for p in all_reduce all_gather; do
   for c in 1 4 16 64; do one $p braid shm/${p}_Simple_$c NCCL_P2P_DISABLE=1 NCCL_PROTO=Simple NCCL_MIN_NCHANNELS=$c NCCL_MAX_NCHANNELS=$c -- -b 8 -e 32M -f 4 -c 1 -n 20 -w 3; done
   one $p nccl shm/${p}_nccl NCCL_P2P_DISABLE=1 -- -b 8 -e 32M -f 4 -c 1 -n 20 -w 3
 done
-tar -C "$OUT" -czf "$OUT/paths.tgz" paths && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack

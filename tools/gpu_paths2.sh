@@ -13,5 +13,4 @@ for p in all_reduce all_gather; do
   PERF_TIMEOUT=30 one $p braid shm_${p}_braid NCCL_P2P_DISABLE=1 -- -b 8 -e 1G -f 4 -c 1 -n 10 -w 3
   PERF_TIMEOUT=30 one $p nccl shm_${p}_nccl NCCL_P2P_DISABLE=1 -- -b 8 -e 1G -f 4 -c 1 -n 10 -w 3
 done
-tar -C "$OUT" -czf "$OUT/p2.tgz" p2 && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack

@@ -9,5 +9,4 @@ PERF_TIMEOUT=50 one all_reduce braid sock_braid NCCL_P2P_DISABLE=1 NCCL_SHM_DISA
 PERF_TIMEOUT=50 one all_reduce nccl sock_nccl NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 -- -b 64M -e 1G -f 4 -c 1 -n 3 -w 1
 PERF_TIMEOUT=25 one all_reduce braid shm_braid NCCL_P2P_DISABLE=1 -- -b 8 -e 1M -f 4 -c 1 -n 50 -w 5
 PERF_TIMEOUT=25 one all_reduce nccl shm_nccl NCCL_P2P_DISABLE=1 -- -b 8 -e 1M -f 4 -c 1 -n 50 -w 5
-tar -C "$OUT" -czf "$OUT/s3.tgz" s3 && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack

@@ -23,5 +23,4 @@ MPIRUN_OPTS="--bind-to none" one all_reduce braid sock_stats $SOCK NCCL_DEBUG=IN
 grep "closed:" "$L/sock_stats.txt" | sed 's/.*NET proxy: //' | head -16
 MPIRUN_OPTS="--bind-to none" one all_reduce braid sock_2ch_2thr $SOCK NCCL_MIN_NCHANNELS=2 NCCL_MAX_NCHANNELS=2 -- $BIG
 MPIRUN_OPTS="--bind-to none" one all_reduce braid sock_4ch_8thr $SOCK BRAID_NET_PROXY_THREADS=8 -- $BIG
-tar -C "$OUT" -czf "$OUT/sd.tgz" sd && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack

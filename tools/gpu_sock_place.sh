@@ -18,5 +18,4 @@ for i in 1 2; do
   one all_reduce nccl sock_nccl_$i $SOCK -- $BIG
 done
 one all_reduce braid sock_inherit $SOCK BRAID_PROXY_CPUS=inherit -- $BIG
-tar -C "$OUT" -czf "$OUT/sp.tgz" sp && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack

@@ -39,5 +39,4 @@ for d in int8 int64; do
   one all_reduce nccl ar_${d}_nccl -- $F -d $d
   one all_reduce braid ar_${d}_braid -- $F -d $d
 done
-tar -C "$OUT" -czf "$OUT/fix.tgz" fix && rm -rf "$L"
-echo "total: $(( $(date +%s) - GPU_T0 )) s"
+gpu_pack
