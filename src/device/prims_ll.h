@@ -5,7 +5,8 @@
 // fence: after a step's lines are read, a barrier and thread 0's head store hand the slot back. Sends wait
 // for head credits as in SIMPLE. The step counters are the connection's (shared with SIMPLE). At its first
 // step, an operation first runs nSteps clean steps per direction it uses when llNeedsClean says so (both
-// sides decide at the same step; begin()). Every spin checks the abort flag.
+// sides decide at the same step; begin()). Long waits check abort, a dead peer and the timeout
+// (devPollMustStop, DevWaitClock).
 #pragma once
 
 #include <cstddef>

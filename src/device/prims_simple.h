@@ -12,8 +12,9 @@
 // So the system-scope fence (an NVLink round trip) overlaps the next step's copy instead of stalling all
 // workers, as NCCL's dedicated post threads do. (bar.arrive would let the workers run two steps ahead and
 // complete a barrier without the poster.) Each worker counts steps in registers, so slot addresses never
-// race with thread 0's next wait. Every spin checks the host-mapped abort flag (and a host transport's
-// error flag); once stopped, later calls are no-ops (the workers still meet the poster, so nobody waits
+// race with thread 0's next wait. A wait checks its clock (timeout) every few hundred polls and, once it
+// has lasted kDevHostPollNs, the host-mapped abort/dead-peer/error words and a host transport's error flag
+// (DevWaitClock); once stopped, later calls are no-ops (the workers still meet the poster, so nobody waits
 // forever).
 #pragma once
 
@@ -32,7 +33,7 @@ struct PrimsShared {
   DevConn send;  // .step: steps published so far (advanced by the poster)
   DevConn recv;
   int stop;      // set by thread 0; read by the workers after their barrier, by the poster after its
-  unsigned long long hostPollAt;  // when a thread of this CTA last read the host-mapped words (DevWaitClock)
+  unsigned long long hostPollAt;  // clock reading at the last claim of this CTA's turn to read the host words
 };
 
 // Named barriers: 0 is __syncthreads, 1 the workers' hand-off after a wait, 2 workers <-> poster. Not the
@@ -67,7 +68,9 @@ __device__ __forceinline__ uint64_t devNowNs() {
 // flags read every 256 polls, 64 CTAs waiting on a late peer held each wait ~240 us past its data, so the
 // other rank then waited in turn, and grouped send/recv at 16 MB alternated 55/295 us per launch, anti-phased
 // between the ranks (tools/iter_probe.cu, docs/PERFORMANCE.md ninth session). Waits of a healthy pipeline end
-// well within this, and an abort or a dead peer is still seen within about a millisecond.
+// well within this. An abort, a dead peer or an earlier kernel's error is seen only by a wait that lasts
+// this long (SIMPLE: within ~0.5-1 ms of waiting; LL: 1024 polls, then up to ~1-2 ms with the CTA's turn), so
+// a kernel whose waits all end sooner runs to its end, as with NCCL's abort checks every 10^6 spins.
 constexpr int64_t kDevHostPollNs = 500000;
 
 // One wait's clock. A clock read of 0 or one that steps back fires nothing early (signed differences).
@@ -133,7 +136,7 @@ __device__ __forceinline__ bool devSpin(DevStatus* st, const DevConn& c, Ready r
       if (!hostDue) continue;
       const DevHostWords h = devReadHostWords(st);
       // An earlier kernel of this communicator failed (its peers' step counters no longer match ours):
-      // kernels queued behind it stop at once instead of each waiting out its own timeout.
+      // kernels queued behind it stop at their first long wait instead of each waiting out its own timeout.
       if (h.error) return false;
       if (h.abort) {
         devSetError(st, kDevAborted, c.peer, 0, 0);
