@@ -60,23 +60,25 @@ __device__ __forceinline__ bool llTryLoadLine(const char* line, uint32_t flag, u
 // `step` (the receive step waited for; ~0: unchecked), a SIMPLE step the peer published at or past it means
 // the peer did not send this step as LL: different counts across the p2p LL threshold (a matching LL step
 // is visible before any later SIMPLE publish, whose fence orders it). Every thread of an LL CTA may poll, so
-// the host-mapped words (DevWaitClock) are read by one of them per kDevHostPollNs: the first whose clock is
-// due claims the CTA's turn.
+// these checks (tail, then the host-mapped words: DevWaitClock) run in one of them per kDevHostPollNs: the
+// first whose clock is due claims the CTA's turn.
 template <typename LastTry>
 __device__ __forceinline__ bool devPollMustStop(PrimsShared* sh, DevStatus* st, int peer, DevWaitClock* clock,
                                                 LastTry lastTry, uint64_t step = ~0ull) {
   if (*reinterpret_cast<volatile int*>(&sh->stop)) return true;
-  uint32_t code = 0, want = 0;
   bool timedOut = false;
-  bool hostDue = false;
-  if (step != ~0ull && sh->recv.tail && *reinterpret_cast<volatile uint64_t*>(sh->recv.tail) > step) {
+  const bool hostDue = clock->tick(sh->recv.timeoutNs, &timedOut);
+  // The mismatch check reads tail (host memory over SHM) and the others host words: one thread of the CTA
+  // per interval (a timed-out wait goes on at once).
+  if (!timedOut && (!hostDue || !devClaimHostPoll(sh, *clock))) return false;
+  uint32_t code = 0, want = 0;
+  // tail with acquire: the lastTry poll after it must not be served before it.
+  if (step != ~0ull && sh->recv.tail && ldAcquireSys(sh->recv.tail) > step) {
     if (lastTry()) return false;
     code = kDevSizeMismatch;
     want = kDevLlStepMark;
-  } else if ((hostDue = clock->tick(sh->recv.timeoutNs, &timedOut)), timedOut) {
+  } else if (timedOut) {
     code = kDevTimeout;  // a stuck peer, or one that planned this op differently
-  } else if (!hostDue || !devClaimHostPoll(sh, clock->now)) {
-    return false;
   } else {
     const DevHostWords h = devReadHostWords(st);
     if (h.error) {  // an earlier kernel of this communicator failed (see devSpin)

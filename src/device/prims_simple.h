@@ -73,11 +73,16 @@ __device__ __forceinline__ uint64_t devNowNs() {
 // a kernel whose waits all end sooner runs to its end, as with NCCL's abort checks every 10^6 spins.
 constexpr int64_t kDevHostPollNs = 500000;
 
-// One wait's clock. A clock read of 0 or one that steps back fires nothing early (signed differences).
+// One wait's clock. A clock read of 0 or one that steps back fires nothing early (signed differences); a
+// clock that stepped back by more than an interval, or stopped, still lets the host words be read: after a
+// resync, or every kDevHostPollTicks ticks whatever it says (~10^6 polls for SIMPLE, as NCCL's abort check).
+constexpr uint32_t kDevHostPollTicks = 4096;
 struct DevWaitClock {
   uint64_t since = 0;   // the wait's first check (0 before it)
   uint64_t hostAt = 0;  // the host-mapped words are due from this time on
   uint64_t now = 0;     // the last reading
+  uint32_t ticks = 0;   // ticks since the host words were last due
+  bool forced = false;  // the last due came from the tick count, not the clock
   // Every few hundred polls: reads the clock; *timedOut once the wait has lasted more than timeoutNs (0:
   // never: a wait that legitimately outlasts it, a peer busy that long before it reaches the collective,
   // fails like a stuck one, hence a long default, BRAID_DEVICE_TIMEOUT). True when the host words are due.
@@ -90,8 +95,11 @@ struct DevWaitClock {
       return false;
     }
     if (timeoutNs != 0 && static_cast<int64_t>(now - since) > static_cast<int64_t>(timeoutNs)) *timedOut = true;
-    if (static_cast<int64_t>(now - hostAt) < 0) return false;
+    const int64_t toHost = static_cast<int64_t>(now - hostAt);
+    forced = ++ticks >= kDevHostPollTicks;
+    if (toHost < 0 && toHost >= -2 * kDevHostPollNs && !forced) return false;
     hostAt = now + kDevHostPollNs;
+    ticks = 0;
     return true;
   }
 };
@@ -109,12 +117,14 @@ __device__ __forceinline__ DevHostWords devReadHostWords(const DevStatus* st) {
   return DevHostWords{a, d, e, p};
 }
 
-// Whether this thread takes its CTA's turn to read the host words at `now` (at most one per kDevHostPollNs;
-// the kernels zero hostPollAt with stop).
-__device__ __forceinline__ bool devClaimHostPoll(PrimsShared* sh, uint64_t now) {
+// Whether this thread takes its CTA's turn to read the host words (at most one per kDevHostPollNs; the
+// kernels zero hostPollAt with stop).
+// A clock's forced due (DevWaitClock) claims whatever the last claim's time says.
+__device__ __forceinline__ bool devClaimHostPoll(PrimsShared* sh, const DevWaitClock& clock) {
   const unsigned long long last = *reinterpret_cast<volatile unsigned long long*>(&sh->hostPollAt);
-  if (last != 0 && static_cast<int64_t>(now - last) < kDevHostPollNs) return false;
-  return atomicCAS(&sh->hostPollAt, last, static_cast<unsigned long long>(now)) == last;
+  const int64_t since = static_cast<int64_t>(clock.now - last);
+  if (last != 0 && !clock.forced && since < kDevHostPollNs && since > -kDevHostPollNs) return false;
+  return atomicCAS(&sh->hostPollAt, last, static_cast<unsigned long long>(clock.now)) == last;
 }
 
 // Thread 0 only: spins until ready(), checking the clock every few hundred polls and abort, a dead peer or

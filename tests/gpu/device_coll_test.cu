@@ -546,8 +546,9 @@ TEST(DeviceColl2Gpu, TwoCommsAlternately) {
 
 // Rank 0 starts an all-reduce that rank 1 never joins; aborting rank 0 must return promptly and leave no
 // kernel running.
-TEST(DeviceColl2Gpu, AbortWhilePeerNeverArrives) {
-  NEED_GPUS(2);
+// Per protocol: the SIMPLE wait (thread 0's devSpin) and the LL/LL128 ones (a thread's claim of its CTA's
+// turn to read the host words, devPollMustStop) each see the abort.
+static void abortWhilePeerNeverArrives() {
   Pair p;
   ASSERT_TRUE(p.init());
   const size_t n = 1 << 24;
@@ -570,6 +571,15 @@ TEST(DeviceColl2Gpu, AbortWhilePeerNeverArrives) {
   EXPECT_EQ(ncclCommAbort(p.comm[1]), ncclSuccess);
   p.comm[1] = nullptr;
   p.destroy();
+}
+TEST(DeviceColl2Gpu, AbortWhilePeerNeverArrives) {
+  NEED_GPUS(2);
+  for (const char* proto : {"Simple", "LL", "LL128"}) {
+    SCOPED_TRACE(std::string("NCCL_PROTO=") + proto);
+    EnvScope env;
+    env.set("NCCL_PROTO", proto);
+    abortWhilePeerNeverArrives();
+  }
 }
 
 // Ranks calling one all-reduce with different counts plan it differently (rank 0: one-shot LL for 64 floats,
