@@ -262,6 +262,129 @@ TEST(NetTransport, PumpTwoSocketsPerPeer) {
   EXPECT_EQ(testutil::pump(s2.info, r2.info, 7, 400), "");
 }
 
+// GPU communicators' NET FIFOs carry LL slots on both sides, and the proxies forward LL steps as their lines:
+// the sender side writes a step's 16-byte lines (two data/flag pairs, flag = step + 1) into its LL slot,
+// marks sizes[] with kStepLlMark and publishes tail, as a GPU LL sender over NET does (prims_ll.h); the
+// receiver side polls the flags of its own LL slot, as a GPU LL receiver does, and finds every line. SIMPLE
+// steps are interleaved on the same connection, as LL and SIMPLE transfers alternate there.
+TEST(NetTransport, GpuLlStepsTravelAsLines) {
+  EnvVar socks("BRAID_NSOCKS_PERPEER", "1");
+  TestRank a(0), b(1);
+  a.ctx.llSlots = b.ctx.llSlots = true;  // as GPU communicators set it
+  Connector s, r;
+  connectPair(netTransport(), a, b, 0, 4 << 20, &s, &r);
+  ASSERT_NE(s.info.llBuff, nullptr);
+  ASSERT_NE(r.info.llBuff, nullptr);
+  ASSERT_EQ(s.info.llSlotBytes, kShmLlSlotBytes);
+  ASSERT_EQ(r.info.llSlotBytes, kShmLlSlotBytes);
+  EXPECT_EQ(r.info.llBuff, r.info.buff + static_cast<size_t>(r.info.nSteps) * r.info.stepBytes);
+  for (size_t i = 0; i < static_cast<size_t>(r.info.nSteps) * kShmLlSlotBytes; i += 8)
+    ASSERT_EQ(*reinterpret_cast<uint64_t*>(r.info.llBuff + i), 0u) << "LL slots start zeroed";
+  const uint64_t kSteps = 3000;
+  auto isLl = [](uint64_t st) { return st % 3 != 1; };
+  // Every 50th a whole slot's data (32 KiB), as the kernels' cleaning steps send.
+  auto llBytes = [](uint64_t st) { return st % 50 == 0 ? 32768u : static_cast<uint32_t>((st * 2654435761ull) % 32768); };
+  auto word = [](uint64_t st, size_t i) { return (st * 0x9e3779b97f4a7c15ull) ^ (i * 0x100000001b3ull); };
+  std::string sendErr;
+  std::thread sender([&] {
+    ConnInfo c = s.info;
+    std::string why;
+    for (uint64_t st = 0; st < kSteps && sendErr.empty(); ++st) {
+      if (!testutil::spinUntil(c, [&] { return loadAcquire(c.head) + c.nSteps > st; }, 15, &why)) {
+        sendErr = "send step " + std::to_string(st) + ": " + why;
+        break;
+      }
+      const uint32_t slot = static_cast<uint32_t>(st % c.nSteps);
+      if (!isLl(st)) {
+        char* dst = c.buff + static_cast<size_t>(slot) * c.stepBytes;
+        const size_t size = testutil::stepSize(st, c.stepBytes);
+        for (size_t i = 0; i < size; ++i) dst[i] = static_cast<char>(testutil::patternByte(7, st, i));
+        c.sizes[slot] = static_cast<int32_t>(size);
+      } else {
+        const uint32_t flag = static_cast<uint32_t>(st + 1);
+        auto* line = reinterpret_cast<uint64_t*>(c.llBuff + static_cast<size_t>(slot) * c.llSlotBytes);
+        for (size_t i = 0; i < (llBytes(st) + 7) / 8; ++i) {
+          const uint64_t w = word(st, i);
+          line[2 * i] = (w & 0xffffffffu) | (uint64_t(flag) << 32);
+          line[2 * i + 1] = (w >> 32) | (uint64_t(flag) << 32);
+        }
+        c.sizes[slot] = static_cast<int32_t>(llBytes(st) | kStepLlMark);
+      }
+      storeRelease(c.tail, st + 1);
+    }
+  });
+  std::string recvErr;
+  ConnInfo c = r.info;
+  for (uint64_t st = 0; st < kSteps && recvErr.empty(); ++st) {
+    const uint32_t slot = static_cast<uint32_t>(st % c.nSteps);
+    std::string why;
+    if (isLl(st)) {
+      // Lines first, by their flags alone (a GPU LL receiver reads no tail).
+      const uint32_t flag = static_cast<uint32_t>(st + 1);
+      const auto* line = reinterpret_cast<const uint64_t*>(c.llBuff + static_cast<size_t>(slot) * c.llSlotBytes);
+      const size_t lines = (llBytes(st) + 7) / 8;
+      for (size_t i = 0; i < lines && recvErr.empty(); ++i) {
+        uint64_t lo = 0, hi = 0;
+        if (!testutil::spinUntil(c, [&] {
+              lo = __atomic_load_n(line + 2 * i, __ATOMIC_ACQUIRE);
+              hi = __atomic_load_n(line + 2 * i + 1, __ATOMIC_ACQUIRE);
+              return (lo >> 32) == flag && (hi >> 32) == flag;
+            }, 15, &why)) {
+          recvErr = "LL step " + std::to_string(st) + " line " + std::to_string(i) + ": " + why;
+        } else if (((lo & 0xffffffffu) | (hi << 32)) != word(st, i)) {
+          recvErr = "LL step " + std::to_string(st) + " line " + std::to_string(i) + ": wrong data";
+        }
+      }
+      if (!recvErr.empty()) break;
+      if (!testutil::spinUntil(c, [&] { return loadAcquire(c.tail) > st; }, 15, &why)) {
+        recvErr = "tail of LL step " + std::to_string(st) + ": " + why;
+        break;
+      }
+      const int32_t want = static_cast<int32_t>(kStepLlMark | static_cast<uint32_t>(lines * 8));
+      if (c.sizes[slot] != want) {
+        recvErr = "LL step " + std::to_string(st) + ": sizes word " + std::to_string(c.sizes[slot]) + ", expected " +
+                  std::to_string(want);
+        break;
+      }
+    } else {
+      if (!testutil::spinUntil(c, [&] { return loadAcquire(c.tail) > st; }, 15, &why)) {
+        recvErr = "SIMPLE step " + std::to_string(st) + ": " + why;
+        break;
+      }
+      const size_t size = testutil::stepSize(st, c.stepBytes);
+      if (c.sizes[slot] != static_cast<int32_t>(size)) {
+        recvErr = "SIMPLE step " + std::to_string(st) + ": size " + std::to_string(c.sizes[slot]);
+        break;
+      }
+      const char* src = c.buff + static_cast<size_t>(slot) * c.stepBytes;
+      for (size_t i = 0; i < size; ++i)
+        if (static_cast<uint8_t>(src[i]) != testutil::patternByte(7, st, i)) {
+          recvErr = "SIMPLE step " + std::to_string(st) + ": byte " + std::to_string(i);
+          break;
+        }
+    }
+    storeRelease(c.head, st + 1);
+  }
+  if (!recvErr.empty()) __atomic_store_n(s.info.errorFlag, 1u, __ATOMIC_RELEASE);  // unblock the sender
+  sender.join();
+  EXPECT_EQ(recvErr, "");
+  EXPECT_EQ(sendErr, "");
+
+  // A step too small for an LL slot (NCCL_BUFFSIZE 64 KiB: 8 KiB steps): no LL slots, SIMPLE only.
+  TestRank c2(0), d2(1);
+  c2.ctx.llSlots = d2.ctx.llSlots = true;
+  Connector s2, r2;
+  connectPair(netTransport(), c2, d2, 1, 64 << 10, &s2, &r2);
+  EXPECT_EQ(s2.info.llBuff, nullptr);
+  EXPECT_EQ(r2.info.llBuff, nullptr);
+  // Host communicators: none either.
+  TestRank e2(0), f2(1);
+  Connector s3, r3;
+  connectPair(netTransport(), e2, f2, 2, 4 << 20, &s3, &r3);
+  EXPECT_EQ(s3.info.llBuff, nullptr);
+  EXPECT_EQ(r3.info.llBuff, nullptr);
+}
+
 TEST(NetTransport, BothDirectionsShareOneProxyPerRank) {
   TestRank a(0), b(1);
   Connector ab, ba_r, ba, ab_r;
