@@ -69,7 +69,10 @@ __device__ __forceinline__ bool devPollMustStop(PrimsShared* sh, DevStatus* st, 
   uint32_t code = 0, want = 0;
   bool timedOut = false;
   bool hostDue = false;
-  if (step != ~0ull && sh->recv.tail && *reinterpret_cast<volatile uint64_t*>(sh->recv.tail) > step) {
+  // An acquire: the lastTry poll after it must not be served before this load. Over NET the proxy publishes
+  // tail for LL steps too, after their lines, so a volatile load here could see the new tail and a poll
+  // served earlier still the old line: a false mismatch (suspected in the stalled 16 MB LL all-reduce).
+  if (step != ~0ull && sh->recv.tail && ldAcquireSys(sh->recv.tail) > step) {
     if (lastTry()) return false;
     code = kDevSizeMismatch;
     want = kDevLlStepMark;

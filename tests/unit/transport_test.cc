@@ -385,6 +385,74 @@ TEST(NetTransport, GpuLlStepsTravelAsLines) {
   EXPECT_EQ(r3.info.llBuff, nullptr);
 }
 
+// Two ranks running an LL ring over NET as the GPU kernels would: each step receives the peer's previous
+// step and sends its own (recvReduceSend's shape), full 32 KiB LL steps, both directions through each rank's
+// one proxy, thousands of steps in flight 8 deep. A model of the 16 MB LL all-reduce that stalled on the GPUs.
+TEST(NetTransport, LlRingOverNetKeepsMoving) {
+  EnvVar socks("BRAID_NSOCKS_PERPEER", "1");
+  TestRank a(0), b(1);
+  a.ctx.llSlots = b.ctx.llSlots = true;
+  Connector ab, ba_recv, ba, ab_recv;  // a -> b (sender on a, receiver on b), b -> a
+  connectPair(netTransport(), a, b, 0, 4 << 20, &ab, &ab_recv);
+  connectPair(netTransport(), b, a, 0, 4 << 20, &ba, &ba_recv);
+  const uint64_t kSteps = 4000;
+  const uint32_t kBytes = 32768;
+  auto word = [](int rank, uint64_t st, size_t i) { return (st * 0x9e3779b97f4a7c15ull) ^ (i * 0x100000001b3ull) ^ rank; };
+  auto rank = [&](int me, ConnInfo snd, ConnInfo rcv, std::string* err) {
+    std::string why;
+    auto sendStep = [&](uint64_t st) {
+      if (!testutil::spinUntil(snd, [&] { return loadAcquire(snd.head) + snd.nSteps > st; }, 20, &why)) {
+        *err = "rank " + std::to_string(me) + " credit for step " + std::to_string(st) + ": " + why;
+        return false;
+      }
+      const uint32_t slot = static_cast<uint32_t>(st % snd.nSteps);
+      snd.sizes[slot] = static_cast<int32_t>(kBytes | kStepLlMark);
+      auto* line = reinterpret_cast<uint64_t*>(snd.llBuff + static_cast<size_t>(slot) * snd.llSlotBytes);
+      const uint64_t flag = st + 1;
+      for (size_t i = 0; i < kBytes / 8; ++i) {
+        const uint64_t w = word(me, st, i);
+        line[2 * i] = (w & 0xffffffffu) | (flag << 32);
+        line[2 * i + 1] = (w >> 32) | (flag << 32);
+      }
+      storeRelease(snd.tail, st + 1);
+      return true;
+    };
+    auto recvStep = [&](uint64_t st) {
+      const uint32_t slot = static_cast<uint32_t>(st % rcv.nSteps);
+      const auto* line = reinterpret_cast<const uint64_t*>(rcv.llBuff + static_cast<size_t>(slot) * rcv.llSlotBytes);
+      const uint32_t flag = static_cast<uint32_t>(st + 1);
+      for (size_t i = 0; i < kBytes / 8; ++i) {
+        uint64_t lo = 0, hi = 0;
+        if (!testutil::spinUntil(rcv, [&] {
+              lo = __atomic_load_n(line + 2 * i, __ATOMIC_ACQUIRE);
+              hi = __atomic_load_n(line + 2 * i + 1, __ATOMIC_ACQUIRE);
+              return (lo >> 32) == flag && (hi >> 32) == flag;
+            }, 20, &why)) {
+          *err = "rank " + std::to_string(me) + " step " + std::to_string(st) + " line " + std::to_string(i) + ": " + why;
+          return false;
+        }
+        if (((lo & 0xffffffffu) | (hi << 32)) != word(1 - me, st, i)) {
+          *err = "rank " + std::to_string(me) + " step " + std::to_string(st) + " line " + std::to_string(i) + ": data";
+          return false;
+        }
+      }
+      storeRelease(rcv.head, st + 1);
+      return true;
+    };
+    if (!sendStep(0)) return;
+    for (uint64_t st = 1; st < kSteps; ++st)
+      if (!recvStep(st - 1) || !sendStep(st)) return;
+    recvStep(kSteps - 1);
+  };
+  std::string errA, errB;
+  std::thread ta([&] { rank(0, ab.info, ba_recv.info, &errA); });
+  std::thread tb([&] { rank(1, ba.info, ab_recv.info, &errB); });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(errA, "");
+  EXPECT_EQ(errB, "");
+}
+
 TEST(NetTransport, BothDirectionsShareOneProxyPerRank) {
   TestRank a(0), b(1);
   Connector ab, ba_r, ba, ab_r;
