@@ -225,6 +225,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   uint32_t anyProto = 0;
   for (int c = 0; c < kNumCollTypes; ++c) anyProto |= st->tuning.protos.mask[c];
   if (!(anyProto & bit(Proto::LL))) st->p2pLlThreshold = 0;
+  st->p2pLlOnNet = (anyProto & bit(Proto::LL)) && !(anyProto & bit(Proto::Simple));
   if (facts.llPath && !agreed.llPath)
     BRAID_INFO(kSubInit, "rank %d: another rank's ring has a connection without LL slots; LL is off for this "
                "communicator", comm->rank);
