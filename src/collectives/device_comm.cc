@@ -12,6 +12,7 @@
 
 #include "collectives/cuda_arch.h"
 #include "collectives/device_state.h"
+#include "collectives/ll_protocol.h"
 #include "collectives/tuner.h"
 #include "collectives/tuning_agreement.h"
 #include "core/comm.h"
@@ -65,6 +66,9 @@ std::string DeviceState::goneMessage() const {
 // A ring may mix P2P and SHM links: LL's step size (llSlotDataBytes of the send side) must be the same on
 // both, or neighbours would cut LL steps differently.
 static_assert(kShmLlSlotBytes == kP2pLlSlotBytes, "P2P and SHM LL slots must be the same size");
+// The NET proxies recognise an LL step by the kernels' mark and ship its lines (conn_info.h).
+static_assert(kDevLlStepMark == kStepLlMark, "one LL mark in sizes[]");
+static_assert(kLlLineBytes == 16 && kLlDataPerLine == 8, "llWireBytes (conn_info.h) assumes 8 data bytes per 16");
 
 ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst) {
   DevConn d{};
@@ -87,8 +91,8 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst
     // A host FIFO (SHM segment or NET staging FIFO, host_fifo.h): map the whole of it for the GPU.
     // SHM segments end with their LL slots (host_fifo.h), mapped with the rest.
     char* base = info.buff - kHostFifoPage;
-    const size_t bytes = info.kind == TransportKind::Shm && info.llBuff ? shmSegmentBytes(info.nSteps, info.stepBytes)
-                                                                        : hostFifoBytes(info.nSteps, info.stepBytes);
+    // NET staging FIFOs of GPU communicators carry the same LL slots (HostFifoMem::allocate).
+    const size_t bytes = info.llBuff ? shmSegmentBytes(info.nSteps, info.stepBytes) : hostFifoBytes(info.nSteps, info.stepBytes);
     BRAID_CUDA_CHECK(cudaHostRegister(base, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable),
                      "rank %d: cudaHostRegister of the %zu-byte host FIFO shared with rank %d", rank, bytes, info.peer);
     registered.push_back(base);
@@ -104,7 +108,7 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst
     d.sizes = reinterpret_cast<int32_t*>(map(info.sizes));
     d.errorFlag = reinterpret_cast<uint32_t*>(map(info.errorFlag));
     d.llBuff = d.llBuff ? map(d.llBuff) : nullptr;
-    d.flags = kDevConnHostFifo;
+    d.flags = kDevConnHostFifo | (info.kind == TransportKind::Net && d.llBuff ? kDevConnNetLl : 0u);
   }
   const int64_t base = params::TestStepBase();
   if (base > 0 && info.kind == TransportKind::P2p) {
@@ -221,6 +225,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   uint32_t anyProto = 0;
   for (int c = 0; c < kNumCollTypes; ++c) anyProto |= st->tuning.protos.mask[c];
   if (!(anyProto & bit(Proto::LL))) st->p2pLlThreshold = 0;
+  st->p2pLlOnNet = (anyProto & bit(Proto::LL)) && !(anyProto & bit(Proto::Simple));
   if (facts.llPath && !agreed.llPath)
     BRAID_INFO(kSubInit, "rank %d: another rank's ring has a connection without LL slots; LL is off for this "
                "communicator", comm->rank);

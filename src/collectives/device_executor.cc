@@ -480,11 +480,16 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
       P2pPlanConn c;
       c.isSend = isSend;
       c.ring = isSend ? p == next : p == prev;
+      // LL over NET only when NCCL_PROTO forces LL: over sockets it measured no faster than SIMPLE for small
+      // shares (docs/gpu/2026-11-22y), the socket round trip setting the time.
+      auto llOn = [&](const ConnInfo* ci) {
+        return llSlotsOf(ci) != nullptr && (ci->kind != TransportKind::Net || st_->p2pLlOnNet);
+      };
       if (c.ring) {
         for (int ch = 0; ch < st_->nChannels; ++ch)
-          c.ll.push_back(llSlotsOf(isSend ? comm_->conns->ringSend(ch) : comm_->conns->ringRecv(ch)) != nullptr);
+          c.ll.push_back(llOn(isSend ? comm_->conns->ringSend(ch) : comm_->conns->ringRecv(ch)));
       } else {
-        c.ll.push_back(llSlotsOf(isSend ? comm_->conns->p2pSend(p) : comm_->conns->p2pRecv(p)) != nullptr);
+        c.ll.push_back(llOn(isSend ? comm_->conns->p2pSend(p) : comm_->conns->p2pRecv(p)));
       }
       for (const Xfer& x : xs) c.xs.push_back(P2pXfer{x.buf, x.bytes});
       in.conns.push_back(std::move(c));

@@ -76,6 +76,7 @@ class DeviceState {
   TransportClass transport = TransportClass::P2pNvlink;  // the ring's class for the tuner's rows
   bool tunerOn = true;                                    // BRAID_DEVICE_TUNER, rank 0's
   uint32_t p2pLlThreshold = 0;  // NCCL_P2P_LL_THRESHOLD, rank 0's: p2p transfers up to this run LL
+  bool p2pLlOnNet = false;       // NCCL_PROTO forces LL (and no Simple): p2p shares over NET run LL too
   uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES, rank 0's: bytes per channel of a p2p transfer
 
   DevConn* ringSend(int c) const { return ringConns + c; }

@@ -21,6 +21,7 @@ constexpr int kDevLaunchMax = kDevMaxThreads;
 
 enum DevConnFlags : uint32_t {
   kDevConnHostFifo = 1u,  // the FIFO lives in (registered) host memory: fence at system scope, slow path
+  kDevConnNetLl = 2u,     // a NET staging FIFO with LL slots: LL senders also publish tail for the proxy
 };
 
 // One side of one connection, as the kernel sees it. Pointers are device-accessible (peer device memory,

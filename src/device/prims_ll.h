@@ -2,7 +2,8 @@
 // calls as DevPrims so the ring schedules run on them unchanged. Every thread of the CTA moves data; a step
 // carries at most llSlotDataBytes(llSlotBytes) bytes as 16-byte lines of two flagged 8-byte words, written
 // with one vector store and polled by the receiving thread until both flags are the step's. No tail, no
-// fence: after a step's lines are read, a barrier and thread 0's head store hand the slot back. Sends wait
+// fence: after a step's lines are read, a barrier and thread 0's head store hand the slot back. (Over NET
+// the sender also publishes tail after a barrier and a fence, for the proxy that ships the lines.) Sends wait
 // for head credits as in SIMPLE. The step counters are the connection's (shared with SIMPLE). At its first
 // step, an operation first runs nSteps clean steps per direction it uses when llNeedsClean says so (both
 // sides decide at the same step; begin()). Long waits check abort, a dead peer and the timeout
@@ -68,11 +69,13 @@ __device__ __forceinline__ bool devPollMustStop(PrimsShared* sh, DevStatus* st, 
   if (*reinterpret_cast<volatile int*>(&sh->stop)) return true;
   bool timedOut = false;
   const bool hostDue = clock->tick(sh->recv.timeoutNs, &timedOut);
-  // The mismatch check reads tail (host memory over SHM) and the others host words: one thread of the CTA
-  // per interval (a timed-out wait goes on at once).
+  // The mismatch check reads tail (host memory over SHM and NET) and the others host words: one thread of
+  // the CTA per interval (a timed-out wait goes on at once).
   if (!timedOut && (!hostDue || !devClaimHostPoll(sh, *clock))) return false;
   uint32_t code = 0, want = 0;
-  // tail with acquire: the lastTry poll after it must not be served before it.
+  // tail with acquire: the lastTry poll after it must not be served before it. Over NET the proxy publishes
+  // tail for LL steps too, after their lines, so with a volatile load the poll could still see the old line
+  // and report a false mismatch (suspected in the stalled 16 MB LL all-reduce over sockets).
   if (step != ~0ull && sh->recv.tail && ldAcquireSys(sh->recv.tail) > step) {
     if (lastTry()) return false;
     code = kDevSizeMismatch;
@@ -288,6 +291,16 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
     }
     return true;
   }
+  // All threads, after the lines of a send step on a NET connection (kDevConnNetLl): thread 0 publishes tail,
+  // so the proxy ships the step once every line is written (conn_info.h). P2P and SHM receivers poll the
+  // lines themselves and need no tail.
+  __device__ __forceinline__ void publishNet(uint64_t step) {
+    __syncthreads();
+    if (tid_ == 0 && !sh_->stop) {
+      fenceSys();
+      stRelaxedSys(sh_->send.tail, step + 1);
+    }
+  }
   // All threads: after the reads of a receive step, thread 0 hands the slot back.
   __device__ __forceinline__ void postRecv() {
     __syncthreads();
@@ -299,13 +312,18 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
     if (Send) {
       if (llNeedsClean(sendStep_, sendClean_)) {
         sendClean_ = sendStep_;
+        const bool net = (sh_->send.flags & kDevConnNetLl) != 0;
         for (uint32_t k = 0; k < sh_->send.nSteps; ++k, ++sendStep_) {
           waitCredit();
           __syncthreads();
           if (sh_->stop) continue;
           char* s = slot(sh_->send, sendStep_);
+          if (net && tid_ == 0)  // the proxy ships the whole slot
+            stVolatile32(sh_->send.sizes + sendStep_ % sh_->send.nSteps,
+                         static_cast<int32_t>(llSlotDataBytes(sh_->send.llSlotBytes) | kDevLlStepMark));
           for (size_t l = tid_; l < sh_->send.llSlotBytes / kLlLineBytes; l += nthreads_)
             llStoreLine(s + l * kLlLineBytes, 0, llFlag(sendStep_));
+          if (net) publishNet(sendStep_);
         }
       }
     }
@@ -376,6 +394,7 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
         }
       }
     }
+    if (Send && (sh_->send.flags & kDevConnNetLl)) publishNet(sendStep_);
     if (Recv) postRecv();
     if (Recv) ++recvStep_;
     if (Send) ++sendStep_;

@@ -27,9 +27,21 @@ constexpr int32_t kStepLastOfMessage = 1 << 30;
 // its end-of-message flag.
 inline int32_t stepSizeOf(int32_t word) { return word < 0 ? word : (word & ~kStepLastOfMessage); }
 inline bool stepIsLastOf(int32_t word) { return word >= 0 && (word & kStepLastOfMessage) != 0; }
-// The NET proxy's frame flags for a step: kStepLastOfMessage, and the step's tag (ConnInfo::tags) in the low
-// 16 bits.
+// The NET proxy's frame flags for a step: kStepLastOfMessage, kNetFlagLl, and the step's tag (ConnInfo::tags)
+// in the low 16 bits.
 constexpr uint32_t kNetFlagTagMask = 0xffffu;
+
+// LL steps (collectives/ll_protocol.h: 16-byte lines of two 4-byte data + 4-byte flag pairs). A GPU LL sender
+// stores its step's data bytes | kStepLlMark in sizes[] (so a SIMPLE receiver of that step reports the
+// mismatch; dev_work.h's kDevLlStepMark is the same bit). Over NET it also publishes tail after the step's
+// lines, and the sending proxy ships the step's lines from llBuff as a frame flagged kNetFlagLl; the receiving
+// proxy copies them into its llBuff slot (8-byte aligned stores: each data/flag pair lands whole, and the GPU
+// polls the flags) before it publishes tail.
+constexpr uint32_t kStepLlMark = 0x80000000u;
+constexpr uint32_t kNetFlagLl = 1u << 29;
+inline bool stepIsLl(int32_t word) { return (static_cast<uint32_t>(word) & kStepLlMark) != 0; }
+// Bytes on the wire of an LL step of `dataBytes` (8 data bytes per 16-byte line).
+inline uint32_t llWireBytes(uint32_t dataBytes) { return (dataBytes + 7u) / 8u * 16u; }
 
 struct ConnInfo {
   char* buff = nullptr;      // nSteps * stepBytes bytes
@@ -58,12 +70,10 @@ struct ConnInfo {
 };
 static_assert(std::is_trivially_copyable<ConnInfo>::value, "ConnInfo must stay a plain struct");
 
-// The LL slots a GPU kernel may use on this connection: P2P's, and SHM segments' (NET moves SIMPLE steps
-// only); null when it has none. The one test of "this connection runs LL" for uploads, the agreed LL path
-// and p2p transfers.
-inline char* llSlotsOf(const ConnInfo* c) {
-  return c && (c->kind == TransportKind::P2p || c->kind == TransportKind::Shm) ? c->llBuff : nullptr;
-}
+// The LL slots a GPU kernel may use on this connection: P2P's, SHM segments' and NET staging FIFOs' (those
+// of GPU communicators); null when it has none. The one test of "this connection runs LL" for uploads, the
+// agreed LL path and p2p transfers.
+inline char* llSlotsOf(const ConnInfo* c) { return c && c->kind != TransportKind::None ? c->llBuff : nullptr; }
 
 // Host-side atomic helpers (the device executor will have its own with the same semantics).
 inline uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }

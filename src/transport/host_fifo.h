@@ -34,8 +34,9 @@ inline size_t hostFifoBytes(uint32_t nSteps, uint32_t stepBytes) {
   return kHostFifoPage + static_cast<size_t>(nSteps) * stepBytes;
 }
 
-// SHM segments of GPU communicators carry LL slots after the data (nSteps x kShmLlSlotBytes, zeroed like
-// the rest), so they can run the LL protocol through host memory; host communicators' segments do not.
+// SHM segments and NET staging FIFOs of GPU communicators carry LL slots after the data (nSteps x
+// kShmLlSlotBytes, zeroed like the rest), so they can run the LL protocol through host memory; host
+// communicators' do not.
 constexpr uint32_t kShmLlSlotBytes = 64 << 10;
 inline size_t shmSegmentBytes(uint32_t nSteps, uint32_t stepBytes) {
   return hostFifoBytes(nSteps, stepBytes) + static_cast<size_t>(nSteps) * kShmLlSlotBytes;
@@ -73,18 +74,26 @@ class HostFifoMem {
   HostFifoMem(const HostFifoMem&) = delete;
   HostFifoMem& operator=(const HostFifoMem&) = delete;
 
-  // Returns false when the allocation fails.
-  bool allocate(uint32_t nSteps, uint32_t stepBytes) {
+  // Returns false when the allocation fails. With llSlotBytes, nSteps LL slots follow the data (zeroed, as
+  // LL requires: shmSegmentBytes' layout).
+  bool allocate(uint32_t nSteps, uint32_t stepBytes, uint32_t llSlotBytes = 0) {
     std::free(base_);
-    bytes_ = hostFifoBytes(nSteps, stepBytes);
+    const size_t fifo = hostFifoBytes(nSteps, stepBytes);
+    bytes_ = fifo + static_cast<size_t>(nSteps) * llSlotBytes;
     base_ = std::aligned_alloc(kHostFifoPage, bytes_);
     if (!base_) return false;
     std::memset(base_, 0, kHostFifoPage);  // control page; data needs no initialisation
+    if (llSlotBytes) std::memset(static_cast<char*>(base_) + fifo, 0, bytes_ - fifo);
     nSteps_ = nSteps;
     stepBytes_ = stepBytes;
+    llSlotBytes_ = llSlotBytes;
     return true;
   }
-  void view(ConnInfo* info) const { hostFifoView(base_, nSteps_, stepBytes_, info); }
+  void view(ConnInfo* info) const {
+    hostFifoView(base_, nSteps_, stepBytes_, info);
+    info->llBuff = llSlotBytes_ ? static_cast<char*>(base_) + hostFifoBytes(nSteps_, stepBytes_) : nullptr;
+    info->llSlotBytes = llSlotBytes_;
+  }
   size_t bytes() const { return bytes_; }
 
  private:
@@ -92,6 +101,7 @@ class HostFifoMem {
   size_t bytes_ = 0;
   uint32_t nSteps_ = 0;
   uint32_t stepBytes_ = 0;
+  uint32_t llSlotBytes_ = 0;
 };
 
 }  // namespace braid

@@ -70,7 +70,7 @@ struct TransportContext {
   const std::vector<PeerInfo>* peers = nullptr;
   std::shared_ptr<NetProxy> proxy;  // created on first use, under proxyMu
   std::mutex proxyMu;               // abort() may read `proxy` from another thread while a connect creates it
-  bool llSlots = false;  // SHM segments carry LL slots (GPU communicators; host executors never use them)
+  bool llSlots = false;  // SHM segments and NET FIFOs carry LL slots (GPU communicators; host executors never use them)
   int64_t buffBytes = -1;  // FIFO bytes per connection, agreed over the ranks (-1: this rank's NCCL_BUFFSIZE)
   int proxyThreads = 1;  // NET proxy threads unless BRAID_NET_PROXY_THREADS says otherwise
   int proxySpinUs = 50;  // NET proxy: how long a thread polls after activity before it naps

@@ -162,7 +162,8 @@ TEST(DeviceColl2Gpu, LlForced) {
 }
 
 // NCCL_PROTO=LL with P2P off: the LL kernels run through the SHM segments' LL slots in host memory (every
-// case checked); with sockets too (NET has no LL slots) everything falls back to Simple with a warning.
+// case checked); with sockets too, through the NET staging FIFOs' LL slots, the proxies shipping each step's
+// lines (LL collectives and LL p2p shares alike).
 TEST(DeviceColl2Gpu, LlForcedShm) {
   NEED_GPUS(2);
   EnvScope env;

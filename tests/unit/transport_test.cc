@@ -262,6 +262,197 @@ TEST(NetTransport, PumpTwoSocketsPerPeer) {
   EXPECT_EQ(testutil::pump(s2.info, r2.info, 7, 400), "");
 }
 
+// GPU communicators' NET FIFOs carry LL slots on both sides, and the proxies forward LL steps as their lines:
+// the sender side writes a step's 16-byte lines (two data/flag pairs, flag = step + 1) into its LL slot,
+// marks sizes[] with kStepLlMark and publishes tail, as a GPU LL sender over NET does (prims_ll.h); the
+// receiver side polls the flags of its own LL slot, as a GPU LL receiver does, and finds every line. SIMPLE
+// steps are interleaved on the same connection, as LL and SIMPLE transfers alternate there.
+TEST(NetTransport, GpuLlStepsTravelAsLines) {
+  EnvVar socks("BRAID_NSOCKS_PERPEER", "1");
+  TestRank a(0), b(1);
+  a.ctx.llSlots = b.ctx.llSlots = true;  // as GPU communicators set it
+  Connector s, r;
+  connectPair(netTransport(), a, b, 0, 4 << 20, &s, &r);
+  ASSERT_NE(s.info.llBuff, nullptr);
+  ASSERT_NE(r.info.llBuff, nullptr);
+  ASSERT_EQ(s.info.llSlotBytes, kShmLlSlotBytes);
+  ASSERT_EQ(r.info.llSlotBytes, kShmLlSlotBytes);
+  EXPECT_EQ(r.info.llBuff, r.info.buff + static_cast<size_t>(r.info.nSteps) * r.info.stepBytes);
+  for (size_t i = 0; i < static_cast<size_t>(r.info.nSteps) * kShmLlSlotBytes; i += 8)
+    ASSERT_EQ(*reinterpret_cast<uint64_t*>(r.info.llBuff + i), 0u) << "LL slots start zeroed";
+  const uint64_t kSteps = 3000;
+  auto isLl = [](uint64_t st) { return st % 3 != 1; };
+  // Every 50th a whole slot's data (32 KiB), as the kernels' cleaning steps send.
+  auto llBytes = [](uint64_t st) { return st % 50 == 0 ? 32768u : static_cast<uint32_t>((st * 2654435761ull) % 32768); };
+  auto word = [](uint64_t st, size_t i) { return (st * 0x9e3779b97f4a7c15ull) ^ (i * 0x100000001b3ull); };
+  std::string sendErr;
+  std::thread sender([&] {
+    ConnInfo c = s.info;
+    std::string why;
+    for (uint64_t st = 0; st < kSteps && sendErr.empty(); ++st) {
+      if (!testutil::spinUntil(c, [&] { return loadAcquire(c.head) + c.nSteps > st; }, 15, &why)) {
+        sendErr = "send step " + std::to_string(st) + ": " + why;
+        break;
+      }
+      const uint32_t slot = static_cast<uint32_t>(st % c.nSteps);
+      if (!isLl(st)) {
+        char* dst = c.buff + static_cast<size_t>(slot) * c.stepBytes;
+        const size_t size = testutil::stepSize(st, c.stepBytes);
+        for (size_t i = 0; i < size; ++i) dst[i] = static_cast<char>(testutil::patternByte(7, st, i));
+        c.sizes[slot] = static_cast<int32_t>(size);
+      } else {
+        const uint32_t flag = static_cast<uint32_t>(st + 1);
+        auto* line = reinterpret_cast<uint64_t*>(c.llBuff + static_cast<size_t>(slot) * c.llSlotBytes);
+        for (size_t i = 0; i < (llBytes(st) + 7) / 8; ++i) {
+          const uint64_t w = word(st, i);
+          line[2 * i] = (w & 0xffffffffu) | (uint64_t(flag) << 32);
+          line[2 * i + 1] = (w >> 32) | (uint64_t(flag) << 32);
+        }
+        c.sizes[slot] = static_cast<int32_t>(llBytes(st) | kStepLlMark);
+      }
+      storeRelease(c.tail, st + 1);
+    }
+  });
+  std::string recvErr;
+  ConnInfo c = r.info;
+  for (uint64_t st = 0; st < kSteps && recvErr.empty(); ++st) {
+    const uint32_t slot = static_cast<uint32_t>(st % c.nSteps);
+    std::string why;
+    if (isLl(st)) {
+      // Lines first, by their flags alone (a GPU LL receiver reads no tail).
+      const uint32_t flag = static_cast<uint32_t>(st + 1);
+      const auto* line = reinterpret_cast<const uint64_t*>(c.llBuff + static_cast<size_t>(slot) * c.llSlotBytes);
+      const size_t lines = (llBytes(st) + 7) / 8;
+      for (size_t i = 0; i < lines && recvErr.empty(); ++i) {
+        uint64_t lo = 0, hi = 0;
+        if (!testutil::spinUntil(c, [&] {
+              lo = __atomic_load_n(line + 2 * i, __ATOMIC_ACQUIRE);
+              hi = __atomic_load_n(line + 2 * i + 1, __ATOMIC_ACQUIRE);
+              return (lo >> 32) == flag && (hi >> 32) == flag;
+            }, 15, &why)) {
+          recvErr = "LL step " + std::to_string(st) + " line " + std::to_string(i) + ": " + why;
+        } else if (((lo & 0xffffffffu) | (hi << 32)) != word(st, i)) {
+          recvErr = "LL step " + std::to_string(st) + " line " + std::to_string(i) + ": wrong data";
+        }
+      }
+      if (!recvErr.empty()) break;
+      if (!testutil::spinUntil(c, [&] { return loadAcquire(c.tail) > st; }, 15, &why)) {
+        recvErr = "tail of LL step " + std::to_string(st) + ": " + why;
+        break;
+      }
+      const int32_t want = static_cast<int32_t>(kStepLlMark | static_cast<uint32_t>(lines * 8));
+      if (c.sizes[slot] != want) {
+        recvErr = "LL step " + std::to_string(st) + ": sizes word " + std::to_string(c.sizes[slot]) + ", expected " +
+                  std::to_string(want);
+        break;
+      }
+    } else {
+      if (!testutil::spinUntil(c, [&] { return loadAcquire(c.tail) > st; }, 15, &why)) {
+        recvErr = "SIMPLE step " + std::to_string(st) + ": " + why;
+        break;
+      }
+      const size_t size = testutil::stepSize(st, c.stepBytes);
+      if (c.sizes[slot] != static_cast<int32_t>(size)) {
+        recvErr = "SIMPLE step " + std::to_string(st) + ": size " + std::to_string(c.sizes[slot]);
+        break;
+      }
+      const char* src = c.buff + static_cast<size_t>(slot) * c.stepBytes;
+      for (size_t i = 0; i < size; ++i)
+        if (static_cast<uint8_t>(src[i]) != testutil::patternByte(7, st, i)) {
+          recvErr = "SIMPLE step " + std::to_string(st) + ": byte " + std::to_string(i);
+          break;
+        }
+    }
+    storeRelease(c.head, st + 1);
+  }
+  if (!recvErr.empty()) __atomic_store_n(s.info.errorFlag, 1u, __ATOMIC_RELEASE);  // unblock the sender
+  sender.join();
+  EXPECT_EQ(recvErr, "");
+  EXPECT_EQ(sendErr, "");
+
+  // A step too small for an LL slot (NCCL_BUFFSIZE 64 KiB: 8 KiB steps): no LL slots, SIMPLE only.
+  TestRank c2(0), d2(1);
+  c2.ctx.llSlots = d2.ctx.llSlots = true;
+  Connector s2, r2;
+  connectPair(netTransport(), c2, d2, 1, 64 << 10, &s2, &r2);
+  EXPECT_EQ(s2.info.llBuff, nullptr);
+  EXPECT_EQ(r2.info.llBuff, nullptr);
+  // Host communicators: none either.
+  TestRank e2(0), f2(1);
+  Connector s3, r3;
+  connectPair(netTransport(), e2, f2, 2, 4 << 20, &s3, &r3);
+  EXPECT_EQ(s3.info.llBuff, nullptr);
+  EXPECT_EQ(r3.info.llBuff, nullptr);
+}
+
+// Two ranks running an LL ring over NET as the GPU kernels would: each step receives the peer's previous
+// step and sends its own (recvReduceSend's shape), full 32 KiB LL steps, both directions through each rank's
+// one proxy, thousands of steps in flight 8 deep. A model of the 16 MB LL all-reduce that stalled on the GPUs.
+TEST(NetTransport, LlRingOverNetKeepsMoving) {
+  EnvVar socks("BRAID_NSOCKS_PERPEER", "1");
+  TestRank a(0), b(1);
+  a.ctx.llSlots = b.ctx.llSlots = true;
+  Connector ab, ba_recv, ba, ab_recv;  // a -> b (sender on a, receiver on b), b -> a
+  connectPair(netTransport(), a, b, 0, 4 << 20, &ab, &ab_recv);
+  connectPair(netTransport(), b, a, 0, 4 << 20, &ba, &ba_recv);
+  const uint64_t kSteps = 4000;
+  const uint32_t kBytes = 32768;
+  auto word = [](int rank, uint64_t st, size_t i) { return (st * 0x9e3779b97f4a7c15ull) ^ (i * 0x100000001b3ull) ^ rank; };
+  auto rank = [&](int me, ConnInfo snd, ConnInfo rcv, std::string* err) {
+    std::string why;
+    auto sendStep = [&](uint64_t st) {
+      if (!testutil::spinUntil(snd, [&] { return loadAcquire(snd.head) + snd.nSteps > st; }, 20, &why)) {
+        *err = "rank " + std::to_string(me) + " credit for step " + std::to_string(st) + ": " + why;
+        return false;
+      }
+      const uint32_t slot = static_cast<uint32_t>(st % snd.nSteps);
+      snd.sizes[slot] = static_cast<int32_t>(kBytes | kStepLlMark);
+      auto* line = reinterpret_cast<uint64_t*>(snd.llBuff + static_cast<size_t>(slot) * snd.llSlotBytes);
+      const uint64_t flag = st + 1;
+      for (size_t i = 0; i < kBytes / 8; ++i) {
+        const uint64_t w = word(me, st, i);
+        line[2 * i] = (w & 0xffffffffu) | (flag << 32);
+        line[2 * i + 1] = (w >> 32) | (flag << 32);
+      }
+      storeRelease(snd.tail, st + 1);
+      return true;
+    };
+    auto recvStep = [&](uint64_t st) {
+      const uint32_t slot = static_cast<uint32_t>(st % rcv.nSteps);
+      const auto* line = reinterpret_cast<const uint64_t*>(rcv.llBuff + static_cast<size_t>(slot) * rcv.llSlotBytes);
+      const uint32_t flag = static_cast<uint32_t>(st + 1);
+      for (size_t i = 0; i < kBytes / 8; ++i) {
+        uint64_t lo = 0, hi = 0;
+        if (!testutil::spinUntil(rcv, [&] {
+              lo = __atomic_load_n(line + 2 * i, __ATOMIC_ACQUIRE);
+              hi = __atomic_load_n(line + 2 * i + 1, __ATOMIC_ACQUIRE);
+              return (lo >> 32) == flag && (hi >> 32) == flag;
+            }, 20, &why)) {
+          *err = "rank " + std::to_string(me) + " step " + std::to_string(st) + " line " + std::to_string(i) + ": " + why;
+          return false;
+        }
+        if (((lo & 0xffffffffu) | (hi << 32)) != word(1 - me, st, i)) {
+          *err = "rank " + std::to_string(me) + " step " + std::to_string(st) + " line " + std::to_string(i) + ": data";
+          return false;
+        }
+      }
+      storeRelease(rcv.head, st + 1);
+      return true;
+    };
+    if (!sendStep(0)) return;
+    for (uint64_t st = 1; st < kSteps; ++st)
+      if (!recvStep(st - 1) || !sendStep(st)) return;
+    recvStep(kSteps - 1);
+  };
+  std::string errA, errB;
+  std::thread ta([&] { rank(0, ab.info, ba_recv.info, &errA); });
+  std::thread tb([&] { rank(1, ba.info, ab_recv.info, &errB); });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(errA, "");
+  EXPECT_EQ(errB, "");
+}
+
 TEST(NetTransport, BothDirectionsShareOneProxyPerRank) {
   TestRank a(0), b(1);
   Connector ab, ba_r, ba, ab_r;

@@ -1,5 +1,5 @@
 // NetProxy implementation: each progress thread (one by default) drives its NET connections through the
-// backend's nonblocking calls. While busy it loops; when idle it yields for a short while, then sleeps in ppoll on
+// backend's nonblocking calls, SIMPLE steps from the FIFO slots and GPU LL steps from the LL slots. While busy it loops; when idle it yields for a short while, then sleeps in ppoll on
 // the backends' descriptors (so incoming data wakes it at once) with a timeout growing to 250 us, and to
 // 1 ms after a longer lull (executors advancing a FIFO tail cannot signal a descriptor), plus an eventfd
 // for stop/add/remove.
@@ -253,16 +253,24 @@ bool NetProxy::progress(Conn* c) {
     while (c->posted < tail && c->posted < c->done + n) {
       uint32_t slot = static_cast<uint32_t>(c->posted % n);
       const int32_t word = in.sizes[slot];
-      const uint32_t flags = (stepIsLastOf(word) ? static_cast<uint32_t>(kStepLastOfMessage) : 0u) |
-                             (in.tags ? in.tags[slot] & kNetFlagTagMask : 0u);
-      const int32_t size = stepSizeOf(word);
+      uint32_t flags = (stepIsLastOf(word) ? static_cast<uint32_t>(kStepLastOfMessage) : 0u) |
+                       (in.tags ? in.tags[slot] & kNetFlagTagMask : 0u);
+      int32_t size = stepSizeOf(word);
+      const char* data = in.buff + static_cast<size_t>(slot) * in.stepBytes;
+      if (stepIsLl(word) && in.llBuff) {
+        // A GPU LL step: its lines, from the LL slot (conn_info.h).
+        const uint32_t wire = llWireBytes(static_cast<uint32_t>(word) & ~kStepLlMark);
+        size = wire <= in.llSlotBytes ? static_cast<int32_t>(wire) : -1;
+        data = in.llBuff + static_cast<size_t>(slot) * in.llSlotBytes;
+        flags = kNetFlagLl;
+      }
       if (size < 0 || static_cast<uint32_t>(size) > in.stepBytes) {
         markDead(c, recordError(ncclInternalError, "slot %u for rank %d holds %d bytes (step is %u)", slot, c->peer,
                                 size, in.stepBytes));
         return true;
       }
       NetRequest* req = nullptr;
-      ncclResult_t r = c->sendComm->isend(in.buff + static_cast<size_t>(slot) * in.stepBytes, size, flags, &req);
+      ncclResult_t r = c->sendComm->isend(data, size, flags, &req);
       if (r != ncclSuccess) {
         markDead(c, r);
         return true;
@@ -292,14 +300,36 @@ bool NetProxy::progress(Conn* c) {
       c->posted++;
       moved = true;
     }
+    bool bad = false;  // an LL step this side cannot take: nothing after it is published
+    size_t badSize = 0;
     if (!completeInOrder(c, c->recvComm.get(), [&](size_t size, uint32_t flags) {
           c->bytes += size;
           const uint32_t slot = static_cast<uint32_t>((c->done - 1) % n);
-          in.sizes[slot] = static_cast<int32_t>(size) | static_cast<int32_t>(flags & kStepLastOfMessage);
+          if (bad) return;
+          if (flags & kNetFlagLl) {
+            // An LL step's lines: into the LL slot the GPU polls, 8 bytes at a time (each data/flag pair lands
+            // whole), before tail. sizes[] carries the mark, so a SIMPLE receiver of this step reports it.
+            if (!in.llBuff || size > in.llSlotBytes || size % 16 != 0) {
+              bad = true;
+              badSize = size;
+              return;
+            }
+            const auto* src = reinterpret_cast<const uint64_t*>(in.buff + static_cast<size_t>(slot) * in.stepBytes);
+            auto* dst = reinterpret_cast<uint64_t*>(in.llBuff + static_cast<size_t>(slot) * in.llSlotBytes);
+            for (size_t i = 0; i < size / 8; ++i) __atomic_store_n(dst + i, src[i], __ATOMIC_RELAXED);
+            in.sizes[slot] = static_cast<int32_t>(kStepLlMark | static_cast<uint32_t>(size / 16 * 8));
+          } else {
+            in.sizes[slot] = static_cast<int32_t>(size) | static_cast<int32_t>(flags & kStepLastOfMessage);
+          }
           if (in.tags) in.tags[slot] = flags & kNetFlagTagMask;
-          storeRelease(in.tail, c->done);  // sizes[] is visible before the new tail
+          storeRelease(in.tail, c->done);  // sizes[] (and LL lines) are visible before the new tail
         }, &moved))
       return true;
+    if (bad) {
+      markDead(c, recordError(ncclInternalError, "rank %d sent an LL step of %zu bytes where this side has %s", c->peer,
+                              badSize, in.llBuff ? "LL slots of fewer bytes" : "no LL slots"));
+      return true;
+    }
   }
   return moved;
 }

@@ -3,7 +3,8 @@
 // progress on separate threads; each connection is only ever touched by its own thread). For a send connection it watches
 // the local FIFO's tail, posts each new slot to the backend and, when the backend is done with it, returns
 // the slot to the executor by advancing head. For a receive connection it posts a receive into every free
-// local slot (head + nSteps > step), and on completion writes sizes[slot] and publishes tail. A broken
+// local slot (head + nSteps > step), and on completion writes sizes[slot] and publishes tail. A GPU LL step
+// (sizes[] word marked kStepLlMark) travels as its lines, from and into the LL slots (conn_info.h). A broken
 // connection gets its errorFlag set (so executors fail fast) and is logged with the peer rank.
 #pragma once
 

@@ -1,6 +1,7 @@
 // NET transport: setup/connect of a connection through the selected NetBackend, and the hand-over of the
 // connected comm to the communicator's NetProxy. The receiver listens at setup and sends the backend's
 // handle with its FIFO geometry; the sender connects at connect() with a local FIFO of the same geometry.
+// GPU communicators' FIFOs carry LL slots on both sides (the proxies forward LL steps, conn_info.h).
 #include <cstring>
 #include <memory>
 
@@ -22,7 +23,7 @@ struct NetConnHandle {
   uint32_t tag;     // channel (or the p2p tag): both sides must agree
   uint32_t nSteps;  // receiver's FIFO geometry; the sender mirrors it
   uint32_t stepBytes;
-  uint32_t reserved;
+  uint32_t llSlotBytes;  // receiver's LL slots (0: none); the sender mirrors them
   NetHandle net;
 };
 static_assert(sizeof(NetConnHandle) <= sizeof(ConnectHandle), "NET handle fits");
@@ -53,10 +54,10 @@ NetSetupParams setupParams(const NetResources& res) {
   return p;
 }
 
-ncclResult_t allocFifo(NetResources* res, uint32_t nSteps, uint32_t stepBytes, Connector* conn) {
-  if (!res->fifo.allocate(nSteps, stepBytes)) {
+ncclResult_t allocFifo(NetResources* res, uint32_t nSteps, uint32_t stepBytes, uint32_t llSlotBytes, Connector* conn) {
+  if (!res->fifo.allocate(nSteps, stepBytes, llSlotBytes)) {
     return recordError(ncclSystemError, "NET: cannot allocate %zu bytes of FIFO for the connection with rank %d",
-                       hostFifoBytes(nSteps, stepBytes), res->peer);
+                       hostFifoBytes(nSteps, stepBytes) + static_cast<size_t>(nSteps) * llSlotBytes, res->peer);
   }
   res->fifo.view(&conn->info);
   conn->info.peer = res->peer;
@@ -108,7 +109,10 @@ ncclResult_t NetTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
   if (dir == Direction::Recv) {
     h.nSteps = kHostFifoSteps;
     h.stepBytes = hostFifoStepBytes(buffBytes, kHostFifoSteps);
-    BRAID_CHECK(allocFifo(res.get(), h.nSteps, h.stepBytes, conn));
+    // LL slots for GPU communicators, where a received LL step (at most a slot of lines) fits the SIMPLE
+    // slot the proxy receives it into.
+    h.llSlotBytes = conn->ctx->llSlots && h.stepBytes >= kShmLlSlotBytes ? kShmLlSlotBytes : 0;
+    BRAID_CHECK(allocFifo(res.get(), h.nSteps, h.stepBytes, h.llSlotBytes, conn));
     BRAID_CHECK(res->backend->listen(&h.net, &res->listen));
   }
   std::memset(myHandle, 0, sizeof(*myHandle));
@@ -132,11 +136,12 @@ ncclResult_t NetTransport::connect(Direction dir, const ConnectHandle& peerHandl
   NetSetupParams p = setupParams(*res);
   BRAID_CHECK(proxyOf(res->ctx, res->me, &res->proxy));
   if (dir == Direction::Send) {
-    if (h.nSteps == 0 || h.nSteps > kHostFifoMaxSteps || h.stepBytes == 0 || h.stepBytes > kHostFifoMaxStepBytes) {
-      return recordError(ncclInternalError, "NET: rank %d sent a FIFO of %u x %u bytes", res->peer, h.nSteps,
-                         h.stepBytes);
+    if (h.nSteps == 0 || h.nSteps > kHostFifoMaxSteps || h.stepBytes == 0 || h.stepBytes > kHostFifoMaxStepBytes ||
+        (h.llSlotBytes != 0 && (h.llSlotBytes != kShmLlSlotBytes || h.stepBytes < h.llSlotBytes))) {
+      return recordError(ncclInternalError, "NET: rank %d sent a FIFO of %u x %u bytes (LL slots of %u)", res->peer,
+                         h.nSteps, h.stepBytes, h.llSlotBytes);
     }
-    BRAID_CHECK(allocFifo(res, h.nSteps, h.stepBytes, conn));
+    BRAID_CHECK(allocFifo(res, h.nSteps, h.stepBytes, h.llSlotBytes, conn));
     std::unique_ptr<NetSendComm> comm;
     NetConnIdent ident{res->me, res->peer, res->tag, 0};
     BRAID_CHECK(res->backend->connect(h.net, ident, p, &comm));
