@@ -161,7 +161,7 @@ class BootstrapImpl final : public Bootstrap {
   std::mutex closeMu_;
   bool closeDone_ = false;  // guarded by closeMu_
   // NCCL_COMM_ID: the root this rank hosts; closing stops it if it is still waiting for ranks.
-  std::shared_ptr<std::atomic<bool>> rootStop_;
+  std::shared_ptr<BootstrapRootStop> rootStop_;
 };
 
 ncclResult_t BootstrapImpl::checkPeer(int peer, const char* op) const {
@@ -454,7 +454,8 @@ void BootstrapImpl::close() {
   std::lock_guard<std::mutex> closeLock(closeMu_);
   if (closeDone_) return;
   closeDone_ = true;
-  if (rootStop_) rootStop_->store(true);
+  // The root's poll wakes every 50 ms; waiting for it keeps a retry's ranks off the closing listener.
+  if (rootStop_) rootStop_->stopAndWait(2.0);
   {
     std::lock_guard<std::mutex> lk(qmu_);
     closed_ = true;

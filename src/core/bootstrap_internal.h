@@ -3,7 +3,11 @@
 // Both ends are the same build, so frames are plain trivially copyable structs sent as bytes.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 
@@ -89,11 +93,27 @@ double bootstrapRankGraceSec(double timeoutSec);
 // a hash of the NCCL_COMM_ID string and of BRAID_JOB_SECRET (set by braidrun), never 0.
 uint64_t commIdSecret(const std::string& commId, const std::string& jobSecret);
 
+// Ends a root early (its host rank left: the ranks that joined get an error, and the port is freed for a
+// retry instead of being held until the timeout). stopAndWait returns once the root thread has closed its
+// listener (bounded): returning earlier let a retry's rank connect to the old, closing listener and get
+// reset (BootstrapInit.CommIdRetryAfterAbortedInit failed 4 of 40 runs on a loaded 2-core machine).
+class BootstrapRootStop {
+ public:
+  void stopAndWait(double maxSec);
+  bool requested() const { return stop_.load(); }
+  void listenerClosed();  // the root thread, once its listener is closed (any exit)
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool closed_ = false;  // guarded by mu_
+};
+
 // Listens on `addr` (retrying while the port is still held, e.g. by the previous root of a fixed
 // NCCL_COMM_ID, until the bootstrap timeout) and starts a detached root thread with `secret`. `stop`, if
-// given, receives a flag that ends the root early (its host rank left: the ranks that joined get an error,
-// and the port is freed for a retry instead of being held until the timeout).
+// given, receives the root's BootstrapRootStop.
 ncclResult_t startBootstrapRoot(SockAddr* addr, uint64_t secret, const std::atomic<uint32_t>* abortFlag,
-                               std::shared_ptr<std::atomic<bool>>* stop = nullptr);
+                               std::shared_ptr<BootstrapRootStop>* stop = nullptr);
 
 }  // namespace braid

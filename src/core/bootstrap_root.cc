@@ -66,17 +66,29 @@ std::string formatRankList(const std::vector<int>& ranks) {
 class RootServer {
  public:
   RootServer(Socket listener, const SockAddr& addr, uint64_t secret, double timeoutSec,
-             std::shared_ptr<std::atomic<bool>> stop)
+             std::shared_ptr<BootstrapRootStop> stop)
       : listener_(std::move(listener)), where_(sockAddrToString(addr)), secret_(secret), timeoutSec_(timeoutSec),
         stop_(std::move(stop)) {}
 
   void run() {
+    serve();
+    closeListener();  // the timeout's exit too
+  }
+
+ private:
+  // Closes the listener and tells a waiting BootstrapRootStop (idempotent).
+  void closeListener() {
+    listener_.close();
+    if (stop_) stop_->listenerClosed();
+  }
+
+  void serve() {
     BRAID_INFO(kSubBootstrap, "bootstrap root listening at %s (timeout %.0f s)", where_.c_str(), timeoutSec_);
     deadline_ = Clock::now() + toDuration(timeoutSec_);
     while (nranks_ < 0 || arrived_ < nranks_) {
-      if (stop_ && stop_->load()) {
+      if (stop_ && stop_->requested()) {
         reportStopped();
-        listener_.close();
+        closeListener();
         logLeftovers();
         return;
       }
@@ -87,12 +99,11 @@ class RootServer {
       }
       pollOnce();
     }
-    listener_.close();  // a late duplicate is refused rather than left hanging
+    closeListener();  // a late duplicate is refused rather than left hanging
     sendTable();
     logLeftovers();
   }
 
- private:
   static Clock::duration toDuration(double sec) {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(sec));
   }
@@ -335,7 +346,7 @@ class RootServer {
   std::string where_;
   uint64_t secret_;
   double timeoutSec_;
-  std::shared_ptr<std::atomic<bool>> stop_;  // may be null
+  std::shared_ptr<BootstrapRootStop> stop_;  // may be null
   Clock::time_point deadline_;
   int nranks_ = -1;
   int firstRank_ = -1;
@@ -433,8 +444,22 @@ uint64_t commIdSecret(const std::string& commId, const std::string& jobSecret) {
   return h != 0 ? h : 1;
 }
 
+void BootstrapRootStop::stopAndWait(double maxSec) {
+  stop_.store(true);
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait_for(lk, std::chrono::duration<double>(maxSec), [&] { return closed_; });
+}
+
+void BootstrapRootStop::listenerClosed() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+}
+
 ncclResult_t startBootstrapRoot(SockAddr* addr, uint64_t secret, const std::atomic<uint32_t>* abortFlag,
-                               std::shared_ptr<std::atomic<bool>>* stop) {
+                               std::shared_ptr<BootstrapRootStop>* stop) {
   double timeoutSec = bootstrapTimeoutSec();
   Socket listener;
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeoutSec));
@@ -457,9 +482,9 @@ ncclResult_t startBootstrapRoot(SockAddr* addr, uint64_t secret, const std::atom
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   try {
-    std::shared_ptr<std::atomic<bool>> flag;
+    std::shared_ptr<BootstrapRootStop> flag;
     if (stop) {
-      flag = std::make_shared<std::atomic<bool>>(false);
+      flag = std::make_shared<BootstrapRootStop>();
       *stop = flag;
     }
     auto server = std::make_shared<RootServer>(std::move(listener), *addr, secret, timeoutSec, flag);
