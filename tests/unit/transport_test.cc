@@ -453,6 +453,76 @@ TEST(NetTransport, LlRingOverNetKeepsMoving) {
   EXPECT_EQ(errB, "");
 }
 
+// An empty LL step (a ring segment of 0 elements): the GPU receiver has no line to poll and hands the slot
+// back at once, before the step's frame has reached its proxy. The proxy must still keep one receive per
+// slot: posting on head alone took the slot of a step still in flight, and the next step never arrived.
+TEST(NetTransport, EmptyLlStepsDoNotRunTheReceiverAhead) {
+  EnvVar socks("BRAID_NSOCKS_PERPEER", "1");
+  TestRank a(0), b(1);
+  a.ctx.llSlots = b.ctx.llSlots = true;
+  Connector s, r;
+  connectPair(netTransport(), a, b, 0, 4 << 20, &s, &r);
+  const uint64_t kSteps = 600;
+  auto bytesOf = [](uint64_t st) { return st % 4 == 1 ? 0u : static_cast<uint32_t>(64 + (st * 977) % 32000); };
+  auto word = [](uint64_t st, size_t i) { return (st << 20) ^ (i * 0x9e3779b97f4a7c15ull); };
+  std::string sendErr;
+  std::thread sender([&] {
+    ConnInfo c = s.info;
+    std::string why;
+    for (uint64_t st = 0; st < kSteps; ++st) {
+      if (!testutil::spinUntil(c, [&] { return loadAcquire(c.head) + c.nSteps > st; }, 15, &why)) {
+        sendErr = "send step " + std::to_string(st) + ": " + why;
+        return;
+      }
+      if (bytesOf(st) == 0) {
+        // The worst order: the receiver has handed this step's slot back before its frame leaves; give its
+        // proxy time to see that head.
+        if (!testutil::spinUntil(r.info, [&] { return loadAcquire(r.info.head) > st; }, 15, &why)) {
+          sendErr = "empty step " + std::to_string(st) + ": " + why;
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+      }
+      const uint32_t slot = static_cast<uint32_t>(st % c.nSteps);
+      const uint64_t flag = st + 1;
+      auto* line = reinterpret_cast<uint64_t*>(c.llBuff + static_cast<size_t>(slot) * c.llSlotBytes);
+      for (size_t i = 0; i < (bytesOf(st) + 7) / 8; ++i) {
+        const uint64_t w = word(st, i);
+        line[2 * i] = (w & 0xffffffffu) | (flag << 32);
+        line[2 * i + 1] = (w >> 32) | (flag << 32);
+      }
+      c.sizes[slot] = static_cast<int32_t>(bytesOf(st) | kStepLlMark);
+      storeRelease(c.tail, st + 1);
+    }
+  });
+  std::string recvErr;
+  ConnInfo c = r.info;
+  for (uint64_t st = 0; st < kSteps && recvErr.empty(); ++st) {
+    // As the GPU: poll the step's lines (none for an empty step), then hand the slot back; no tail.
+    const uint32_t slot = static_cast<uint32_t>(st % c.nSteps);
+    const uint32_t flag = static_cast<uint32_t>(st + 1);
+    const auto* line = reinterpret_cast<const uint64_t*>(c.llBuff + static_cast<size_t>(slot) * c.llSlotBytes);
+    for (size_t i = 0; i < (bytesOf(st) + 7) / 8 && recvErr.empty(); ++i) {
+      std::string why;
+      uint64_t lo = 0, hi = 0;
+      if (!testutil::spinUntil(c, [&] {
+            lo = __atomic_load_n(line + 2 * i, __ATOMIC_ACQUIRE);
+            hi = __atomic_load_n(line + 2 * i + 1, __ATOMIC_ACQUIRE);
+            return (lo >> 32) == flag && (hi >> 32) == flag;
+          }, 10, &why)) {
+        recvErr = "LL step " + std::to_string(st) + " line " + std::to_string(i) + ": " + why;
+      } else if (((lo & 0xffffffffu) | (hi << 32)) != word(st, i)) {
+        recvErr = "LL step " + std::to_string(st) + " line " + std::to_string(i) + ": wrong data";
+      }
+    }
+    storeRelease(c.head, st + 1);
+  }
+  if (!recvErr.empty()) __atomic_store_n(s.info.errorFlag, 1u, __ATOMIC_RELEASE);
+  sender.join();
+  EXPECT_EQ(recvErr, "");
+  EXPECT_EQ(sendErr, "");
+}
+
 TEST(NetTransport, BothDirectionsShareOneProxyPerRank) {
   TestRank a(0), b(1);
   Connector ab, ba_r, ba, ab_r;

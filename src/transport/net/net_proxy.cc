@@ -287,7 +287,11 @@ bool NetProxy::progress(Conn* c) {
       return true;
   } else {
     uint64_t head = loadAcquire(in.head);
-    while (c->posted < head + n) {
+    // Never more than n receives outstanding, whatever head says: a GPU LL receiver hands back the slot of
+    // an empty step (no lines to poll) before its frame has arrived, and a receive posted on head alone
+    // then took the slot, and the request entry, of a step still in flight (the 16 MB LL all-reduce over
+    // sockets: a 0-element ring segment stalled the next step for good).
+    while (c->posted < head + n && c->posted < c->done + n) {
       uint32_t slot = static_cast<uint32_t>(c->posted % n);
       NetRequest* req = nullptr;
       ncclResult_t r = c->recvComm->irecv(in.buff + static_cast<size_t>(slot) * in.stepBytes, in.stepBytes, &req);
