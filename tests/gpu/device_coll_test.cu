@@ -62,6 +62,14 @@ bool finish(Pair& p, const Case& c, bool* hung) {
     while ((e = cudaStreamQuery(p.stream[r])) == cudaErrorNotReady) {
       if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > limit) {
         ADD_FAILURE() << c.name() << ": rank " << r << " still running after " << limit << " s; aborting";
+        // What each rank's kernels reported before the abort: an error on one rank (its kernel stopped)
+        // often explains the other's wait.
+        for (int k = 0; k < 2; ++k) {
+          ncclResult_t async = ncclSuccess;
+          ncclCommGetAsyncError(p.comm[k], &async);
+          printf("  rank %d: async state %s; last error: %s\n", k, ncclGetErrorString(async),
+                 ncclGetLastError(p.comm[k]));
+        }
         *hung = true;
         for (int k = 0; k < 2; ++k) ncclCommAbort(p.comm[k]);
         p.comm[0] = p.comm[1] = nullptr;
