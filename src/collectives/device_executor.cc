@@ -153,7 +153,7 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, uint
   if (llForced && !(protos & bit(Proto::LL)) && !llWarned_) {
     llWarned_ = true;
     BRAID_WARN("rank %d: NCCL_PROTO asks for LL but %s: %s %s runs on Simple", st_->rank,
-               st_->llPath ? "this build has no LL kernel for it" : "LL runs only over P2P and SHM connections",
+               st_->llPath ? "this build has no LL kernel for it" : "not every ring connection has LL slots (NET needs steps of at least 64 KiB)",
                collName(op.coll), dtypeName(op.dtype));
   }
   if (tunerOn_) {
@@ -461,7 +461,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     BRAID_CHECK(comm_->conns->connectP2p(sendPeers.data(), static_cast<int>(sendPeers.size()), recvPeers.data(),
                                          static_cast<int>(recvPeers.size())));
   // The cut into the CTAs of one launch (p2p_plan.h). Small transfers run LL where the connection has LL slots
-  // (P2P, SHM; not NET): one slot-sized step with no fence instead of SIMPLE's FIFO handshake
+  // (P2P, SHM; NET only when NCCL_PROTO forces LL): one slot-sized step with no fence instead of SIMPLE's FIFO handshake
   // (NCCL_P2P_LL_THRESHOLD, as in NCCL).
   P2pPlanInput in;
   in.nChannels = st_->nChannels;

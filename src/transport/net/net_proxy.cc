@@ -257,7 +257,12 @@ bool NetProxy::progress(Conn* c) {
                        (in.tags ? in.tags[slot] & kNetFlagTagMask : 0u);
       int32_t size = stepSizeOf(word);
       const char* data = in.buff + static_cast<size_t>(slot) * in.stepBytes;
-      if (stepIsLl(word) && in.llBuff) {
+      if (stepIsLl(word) && !in.llBuff) {
+        markDead(c, recordError(ncclInternalError, "slot %u for rank %d holds an LL step, but this connection has no LL "
+                                "slots", slot, c->peer));
+        return true;
+      }
+      if (stepIsLl(word)) {
         // A GPU LL step: its lines, from the LL slot (conn_info.h).
         const uint32_t wire = llWireBytes(static_cast<uint32_t>(word) & ~kStepLlMark);
         size = wire <= in.llSlotBytes ? static_cast<int32_t>(wire) : -1;
