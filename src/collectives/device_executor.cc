@@ -461,8 +461,8 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     BRAID_CHECK(comm_->conns->connectP2p(sendPeers.data(), static_cast<int>(sendPeers.size()), recvPeers.data(),
                                          static_cast<int>(recvPeers.size())));
   // The cut into the CTAs of one launch (p2p_plan.h). Small transfers run LL where the connection has LL slots
-  // (P2P, SHM; NET only when NCCL_PROTO forces LL): one slot-sized step with no fence instead of SIMPLE's FIFO handshake
-  // (NCCL_P2P_LL_THRESHOLD, as in NCCL).
+  // (P2P, SHM; NET only when NCCL_PROTO forces LL): one slot-sized step with no fence instead of SIMPLE's FIFO
+  // handshake (NCCL_P2P_LL_THRESHOLD, as in NCCL).
   P2pPlanInput in;
   in.nChannels = st_->nChannels;
   in.llThreshold = st_->p2pLlThreshold;
