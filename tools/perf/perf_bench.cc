@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -134,6 +135,15 @@ Measure Runner::measure(size_t size, ncclDataType_t type, OpKind op, int root) c
   return m;
 }
 
+// BRAID_PERF_A2A_P2P=1: all-to-all as grouped send/recv (see runColl).
+static bool a2aAsSendRecv() {
+  static const bool on = [] {
+    const char* v = std::getenv("BRAID_PERF_A2A_P2P");
+    return v && std::atoi(v) != 0;
+  }();
+  return on;
+}
+
 void Runner::runColl(LocalRank* l, const Measure& m, bool inPlace, size_t shift) {
   const size_t pc = m.counts.paramCount;
   char* sendBase = inPlace ? l->recv : l->send;
@@ -173,7 +183,21 @@ void Runner::runColl(LocalRank* l, const Measure& m, bool inPlace, size_t shift)
       r = ncclReduce(send, recv, pc, m.type, op, m.root, c, s);
       break;
     case Coll::AlltoAll:
-      r = ncclAlltoAll(send, recv, pc, m.type, c, s);
+      if (a2aAsSendRecv() && !inPlace) {
+        // As nccl-tests builds it: one grouped send and receive per peer. Compares a library's native
+        // all-to-all with its own p2p path (out of place only: in place the sends would read overwritten data).
+        const int n = p_.nranks;
+        const size_t peerBytes = pc * m.es;
+        check(l, ncclGroupStart(), "ncclGroupStart");
+        for (int q = 0; q < n; ++q) {
+          check(l, ncclSend(send + q * peerBytes, pc, m.type, q, c, s), "ncclSend");
+          check(l, ncclRecv(recv + q * peerBytes, pc, m.type, q, c, s), "ncclRecv");
+        }
+        r = ncclGroupEnd();
+        what = "ncclGroupEnd(all-to-all as send/recv)";
+      } else {
+        r = ncclAlltoAll(send, recv, pc, m.type, c, s);
+      }
       break;
     case Coll::Gather:
       r = ncclGather(send, recv, pc, m.type, m.root, c, s);
