@@ -6,7 +6,8 @@
 #      the 16 MB all-reduce before the acquire fix);
 #   2. LL against SIMPLE over sockets (NCCL_PROTO=LL / Simple), all-reduce and send/recv 8 B-16 MB, and NCCL:
 #      decides the NetSocket LL tuner row and whether p2p over NET should run LL by default;
-#   3. the NVLink controls after the wait changes: all-reduce and send/recv 8 B-128 MB against NCCL.
+#   3. the NVLink controls after the wait changes: all-reduce and send/recv 8 B-128 MB against NCCL;
+#   4. all-to-all 8 B-8 MB, native and as grouped send/recv, both libraries.
 # Raw outputs: $OUT/next10.tgz.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_next10_out}; L=$OUT/next10; mkdir -p "$L"
@@ -28,4 +29,11 @@ for c in all_reduce sendrecv alltoall; do
   one $c nccl ${c}_nccl -- $P
   one $c braid ${c}_braid -- $P
 done
+# All-to-all at small sizes (0.75-0.88x in the ninth session): each library's native ncclAlltoAll against its
+# own grouped send/recv (BRAID_PERF_A2A_P2P=1), 8 B-8 MB.
+A="-b 8 -e 8M -f 4 -c 1 -n 40 -w 10"
+one alltoall nccl a2a_nccl_p2p BRAID_PERF_A2A_P2P=1 -- $A
+one alltoall braid a2a_braid_p2p BRAID_PERF_A2A_P2P=1 -- $A
+one alltoall nccl a2a_nccl_native -- $A
+one alltoall braid a2a_braid_native -- $A
 gpu_pack
