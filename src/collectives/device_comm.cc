@@ -111,10 +111,16 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst
     d.flags = kDevConnHostFifo | (info.kind == TransportKind::Net && d.llBuff ? kDevConnNetLl : 0u);
   }
   const int64_t base = params::TestStepBase();
+  if (base > 0) d.step = static_cast<uint64_t>(base);  // tests only: every connection starts at `base`
+  if (base > 0 && info.kind != TransportKind::P2p && __atomic_load_n(info.head, __ATOMIC_ACQUIRE) != d.step) {
+    return recordError(ncclInternalError, "rank %d: BRAID_TEST_STEP_BASE: the host FIFO shared with rank %d was not "
+                       "preset (head %llu)", rank, info.peer,
+                       static_cast<unsigned long long>(__atomic_load_n(info.head, __ATOMIC_ACQUIRE)));
+  }
   if (base > 0 && info.kind == TransportKind::P2p) {
-    // Tests only: both sides of a P2P connection start at `base`. Each side owns (and polls) one counter in
-    // its own memory: the sender its head, the receiver its tail; the peer does the same for the other.
-    d.step = static_cast<uint64_t>(base);
+    // Both sides of a P2P connection start at `base`. Each side owns (and polls) one counter in its own
+    // memory: the sender its head, the receiver its tail; the peer does the same for the other. Host FIFOs
+    // (SHM, NET) were preset when they were made (hostFifoPresetSteps).
     uint64_t* own = isSend ? info.head : info.tail;
     BRAID_CUDA_CHECK(cudaMemcpy(own, &d.step, sizeof(uint64_t), cudaMemcpyHostToDevice),
                      "rank %d: presetting a step counter of the connection with rank %d", rank, info.peer);

@@ -66,6 +66,15 @@ inline void hostFifoView(void* base, uint32_t nSteps, uint32_t stepBytes, ConnIn
   info->step = 0;
 }
 
+// Tests only (BRAID_TEST_STEP_BASE, e.g. near LL's 32-bit flag wrap): a GPU communicator's new host FIFO
+// starts both counters at `base` instead of 0. Its executors' DevConn::step (DeviceState::upload) and the NET
+// proxy (NetProxy::add, which starts from head) take the same value, so every side agrees on the steps.
+inline void hostFifoPresetSteps(const ConnInfo& info, uint64_t base) {
+  if (base == 0) return;
+  __atomic_store_n(info.head, base, __ATOMIC_RELAXED);
+  __atomic_store_n(info.tail, base, __ATOMIC_RELEASE);
+}
+
 // A process-local FIFO (socket transport): page-aligned, zeroed, freed on destruction.
 class HostFifoMem {
  public:

@@ -203,14 +203,27 @@ TEST(DeviceColl2Gpu, OneShotForced) {
 // the wrap. Three inputs with different values rotate (period 3, coprime with the 8 slots), so a stale line
 // taken for a current one gives a wrong sum; each checkpoint checks the last three outputs and re-poisons them.
 // LL128 runs the same sequence (its 64-bit flags need no cleaning; the rotation still catches a stale line).
+// LL from before the wrap also runs through host memory: over SHM, and over sockets (the proxies ship the
+// cleaning steps' lines; both FIFOs and proxies start at the base, hostFifoPresetSteps).
 TEST(DeviceColl2Gpu, LlManySmallAllReduces) {
   NEED_GPUS(2);
-  for (const char* proto : {"LL", "LL128"})
-  for (const char* base : {"0", "4294817296"}) {  // 2^32 - 150000
-    SCOPED_TRACE(std::string("NCCL_PROTO=") + proto + " BRAID_TEST_STEP_BASE=" + base);
+  struct Variant {
+    const char* proto;
+    const char* base;
+    const char* path;
+  };
+  const Variant variants[] = {{"LL", "0", "P2P"},           {"LL", "4294817296", "P2P"},  // 2^32 - 150000
+                              {"LL128", "0", "P2P"},        {"LL128", "4294817296", "P2P"},
+                              {"LL", "4294817296", "SHM"},  {"LL", "4294817296", "socket"}};
+  for (const Variant& v : variants) {
+    const char* proto = v.proto;
+    const char* base = v.base;
+    SCOPED_TRACE(std::string("NCCL_PROTO=") + proto + " BRAID_TEST_STEP_BASE=" + base + " over " + v.path);
     EnvScope env;
     env.set("NCCL_PROTO", proto);
     env.set("BRAID_TEST_STEP_BASE", base);
+    if (std::string(v.path) != "P2P") env.set("NCCL_P2P_DISABLE", "1");
+    if (std::string(v.path) == "socket") env.set("NCCL_SHM_DISABLE", "1");
     Pair p;
     ASSERT_TRUE(p.init());
     constexpr int kRot = 3;
@@ -275,18 +288,19 @@ TEST(DeviceColl2Gpu, LlManySmallAllReduces) {
 // gives a wrong byte), over P2P and SHM. Each transfer takes channels by its own size (p2p_plan.h): the small
 // ones one channel, so 16384 runs LL and 16385 SIMPLE; even rounds add a 512 KiB transfer over 9 channels
 // (~58 KiB shares: SIMPLE, or LL on all 9 channels in the P2P-LL64K variant, threshold 64 KiB). Buffers are
-// offset by one byte (the unaligned paths). Over P2P also from 1,000 steps before LL's 32-bit flag wrap
-// (BRAID_TEST_STEP_BASE applies to P2P connections): the cleaning steps run mid-sequence. Every byte is
+// offset by one byte (the unaligned paths). Over P2P and SHM also from 1,000 steps before LL's 32-bit flag
+// wrap (BRAID_TEST_STEP_BASE): the cleaning steps run mid-sequence. Every byte is
 // checked, and the byte past each output stays poisoned.
 TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
   NEED_GPUS(2);
   const size_t sizes[] = {1, 16384, 16385, 3, 1000, 0, 12345, (size_t(512) << 10) + 5};
   constexpr int kN = sizeof(sizes) / sizeof(sizes[0]);
-  for (const char* variant : {"P2P", "P2P-wrap", "P2P-LL64K", "SHM"}) {
+  for (const char* variant : {"P2P", "P2P-wrap", "P2P-LL64K", "SHM", "SHM-wrap"}) {
     SCOPED_TRACE(variant);
     EnvScope env;
-    if (std::string(variant) == "SHM") env.set("NCCL_P2P_DISABLE", "1");
-    if (std::string(variant) == "P2P-wrap") env.set("BRAID_TEST_STEP_BASE", "4294966296");  // 2^32 - 1000
+    const std::string var(variant);
+    if (var.rfind("SHM", 0) == 0) env.set("NCCL_P2P_DISABLE", "1");
+    if (var.find("-wrap") != std::string::npos) env.set("BRAID_TEST_STEP_BASE", "4294966296");  // 2^32 - 1000
     if (std::string(variant) == "P2P-LL64K") env.set("NCCL_P2P_LL_THRESHOLD", "65536");
     Pair p;
     ASSERT_TRUE(p.init());

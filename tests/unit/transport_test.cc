@@ -211,6 +211,29 @@ TEST(ShmTransport, LlSlotsShared) {
   EXPECT_EQ(hr.info.llBuff, nullptr);
 }
 
+// BRAID_TEST_STEP_BASE (tests only) starts a GPU communicator's SHM segment at that step, seen by both sides,
+// so the GPU tests can run LL's flag wrap over SHM; host communicators' segments stay at 0 (their executors
+// start at 0).
+TEST(ShmTransport, TestStepBasePresetsGpuSegments) {
+  EnvVar stepBase("BRAID_TEST_STEP_BASE", "4294967000");
+  TestRank a(0), b(1);
+  a.ctx.llSlots = b.ctx.llSlots = true;
+  Connector s, r;
+  connectPair(shmTransport(), a, b, 0, 64 << 10, &s, &r);
+  for (const Connector* side : {&s, &r}) {
+    EXPECT_EQ(loadAcquire(side->info.head), 4294967000ull);
+    EXPECT_EQ(loadAcquire(side->info.tail), 4294967000ull);
+  }
+  ConnInfo si = s.info, ri = r.info;
+  si.step = ri.step = 4294967000ull;  // the executors' counters start there too
+  EXPECT_EQ(testutil::pump(si, ri, 3, 400), "");
+  TestRank c(0), d(1);
+  Connector hs, hr;
+  connectPair(shmTransport(), c, d, 0, 64 << 10, &hs, &hr);
+  EXPECT_EQ(loadAcquire(hs.info.head), 0u);
+  EXPECT_EQ(loadAcquire(hr.info.tail), 0u);
+}
+
 TEST(NetSocket, Partition) {
   size_t off[kNetMaxSocks], len[kNetMaxSocks];
   for (int socks : {1, 2, 3, 16}) {
@@ -267,12 +290,19 @@ TEST(NetTransport, PumpTwoSocketsPerPeer) {
 // marks sizes[] with kStepLlMark and publishes tail, as a GPU LL sender over NET does (prims_ll.h); the
 // receiver side polls the flags of its own LL slot, as a GPU LL receiver does, and finds every line. SIMPLE
 // steps are interleaved on the same connection, as LL and SIMPLE transfers alternate there.
-TEST(NetTransport, GpuLlStepsTravelAsLines) {
+// From step 0, and from BRAID_TEST_STEP_BASE = 2^32 - 1500 (both FIFOs and both proxies start there, as the
+// GPU kernels' counters do; the flags cross the 32-bit wrap mid-run).
+void gpuLlStepsTravelAsLines(uint64_t base) {
   EnvVar socks("BRAID_NSOCKS_PERPEER", "1");
+  EnvVar stepBase("BRAID_TEST_STEP_BASE", std::to_string(base).c_str());
   TestRank a(0), b(1);
   a.ctx.llSlots = b.ctx.llSlots = true;  // as GPU communicators set it
   Connector s, r;
   connectPair(netTransport(), a, b, 0, 4 << 20, &s, &r);
+  for (const Connector* side : {&s, &r}) {
+    ASSERT_EQ(loadAcquire(side->info.head), base) << "preset head";
+    ASSERT_EQ(loadAcquire(side->info.tail), base) << "preset tail";
+  }
   ASSERT_NE(s.info.llBuff, nullptr);
   ASSERT_NE(r.info.llBuff, nullptr);
   ASSERT_EQ(s.info.llSlotBytes, kShmLlSlotBytes);
@@ -280,7 +310,7 @@ TEST(NetTransport, GpuLlStepsTravelAsLines) {
   EXPECT_EQ(r.info.llBuff, r.info.buff + static_cast<size_t>(r.info.nSteps) * r.info.stepBytes);
   for (size_t i = 0; i < static_cast<size_t>(r.info.nSteps) * kShmLlSlotBytes; i += 8)
     ASSERT_EQ(*reinterpret_cast<uint64_t*>(r.info.llBuff + i), 0u) << "LL slots start zeroed";
-  const uint64_t kSteps = 3000;
+  const uint64_t kSteps = base + 3000;
   auto isLl = [](uint64_t st) { return st % 3 != 1; };
   // Every 50th a whole slot's data (32 KiB), as the kernels' cleaning steps send.
   auto llBytes = [](uint64_t st) { return st % 50 == 0 ? 32768u : static_cast<uint32_t>((st * 2654435761ull) % 32768); };
@@ -289,7 +319,7 @@ TEST(NetTransport, GpuLlStepsTravelAsLines) {
   std::thread sender([&] {
     ConnInfo c = s.info;
     std::string why;
-    for (uint64_t st = 0; st < kSteps && sendErr.empty(); ++st) {
+    for (uint64_t st = base; st < kSteps && sendErr.empty(); ++st) {
       if (!testutil::spinUntil(c, [&] { return loadAcquire(c.head) + c.nSteps > st; }, 15, &why)) {
         sendErr = "send step " + std::to_string(st) + ": " + why;
         break;
@@ -315,7 +345,7 @@ TEST(NetTransport, GpuLlStepsTravelAsLines) {
   });
   std::string recvErr;
   ConnInfo c = r.info;
-  for (uint64_t st = 0; st < kSteps && recvErr.empty(); ++st) {
+  for (uint64_t st = base; st < kSteps && recvErr.empty(); ++st) {
     const uint32_t slot = static_cast<uint32_t>(st % c.nSteps);
     std::string why;
     if (isLl(st)) {
@@ -369,6 +399,13 @@ TEST(NetTransport, GpuLlStepsTravelAsLines) {
   sender.join();
   EXPECT_EQ(recvErr, "");
   EXPECT_EQ(sendErr, "");
+}
+
+TEST(NetTransport, GpuLlStepsTravelAsLines) {
+  gpuLlStepsTravelAsLines(0);
+  if (HasFatalFailure()) return;
+  gpuLlStepsTravelAsLines((uint64_t{1} << 32) - 1500);
+  if (HasFatalFailure()) return;
 
   // A step too small for an LL slot (NCCL_BUFFSIZE 64 KiB: 8 KiB steps): no LL slots, SIMPLE only.
   TestRank c2(0), d2(1);

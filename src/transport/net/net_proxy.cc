@@ -112,6 +112,8 @@ ncclResult_t NetProxy::add(std::unique_ptr<Conn> c, uint64_t* id) {
     return recordError(ncclInvalidUsage, "NET proxy of rank %d is stopped (communicator aborted); cannot add rank %d",
                        rank_, c->peer);
   }
+  // A new FIFO has head == tail: 0, or BRAID_TEST_STEP_BASE's preset (hostFifoPresetSteps).
+  c->posted = c->done = __atomic_load_n(c->info.head, __ATOMIC_ACQUIRE);
   c->id = nextId_++;
   *id = c->id;
   Worker& w = workerOf(c->id);
