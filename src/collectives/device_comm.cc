@@ -217,6 +217,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   facts.p2pLlThreshold = static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(params::P2pLlThreshold(), 1 << 30)));
   facts.p2pChannelBytes =
       static_cast<uint32_t>(std::max<int64_t>(4096, std::min<int64_t>(params::P2pChannelBytes(), int64_t(1) << 30)));
+  facts.p2pPieces = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(params::P2pPieces(), 64)));
   TunerConfig local;
   BRAID_CHECK(loadTunerConfig(&local));  // validated in commInit already
   TuningFacts agreed;
@@ -227,6 +228,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->tunerOn = agreed.tunerOn != 0;
   st->p2pLlThreshold = agreed.p2pLlThreshold;
   st->p2pChannelBytes = agreed.p2pChannelBytes;
+  st->p2pPieces = agreed.p2pPieces;
   // NCCL_PROTO without LL for any collective (e.g. "Simple" or "^LL") keeps send/recv off LL too.
   uint32_t anyProto = 0;
   for (int c = 0; c < kNumCollTypes; ++c) anyProto |= st->tuning.protos.mask[c];

@@ -518,6 +518,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   P2pLaunchArgs a;
   a.status = st_->statusDev;
   a.nBlocks = 0;
+  a.pieces = st_->p2pPieces;
   int nCta = 0;
   for (const P2pPlanCta& cta : l.ctas) {
     a.ctaFirst[nCta++] = static_cast<int16_t>(a.nBlocks);
@@ -545,6 +546,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     to = std::remove_reference_t<decltype(to)>{};
     to.status = a.status;
     to.nBlocks = a.nBlocks;
+    to.pieces = a.pieces;
     std::memcpy(to.ctaFirst, a.ctaFirst, sizeof(a.ctaFirst[0]) * nCta);
     std::memcpy(to.blocks, a.blocks, sizeof(a.blocks[0]) * a.nBlocks);
     args[0] = &to;

@@ -22,6 +22,8 @@ struct Offer {
   uint32_t ll128Path;
   uint32_t p2pLlThreshold;
   uint32_t p2pChannelBytes;
+  uint32_t p2pPieces;
+  uint32_t pad;
   int64_t buffSize;
   uint32_t protos[kNumCollTypes];
   uint32_t algos[kNumCollTypes];
@@ -39,6 +41,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.tunerOn = facts.tunerOn;
   mine.p2pLlThreshold = facts.p2pLlThreshold;
   mine.p2pChannelBytes = facts.p2pChannelBytes;
+  mine.p2pPieces = facts.p2pPieces;
   mine.minChannels = local.minChannels;
   mine.pipelineSteps = local.pipelineSteps;
   mine.buffSize = local.buffSize;
@@ -57,6 +60,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.tunerOn = all[0].tunerOn;
   f.p2pLlThreshold = all[0].p2pLlThreshold;
   f.p2pChannelBytes = all[0].p2pChannelBytes;
+  f.p2pPieces = all[0].p2pPieces;
   out.buffSize = all[0].buffSize;
   out.pipelineSteps = all[0].pipelineSteps;
   bool differ = false;
@@ -68,7 +72,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     out.minChannels = std::max(out.minChannels, o.minChannels);
     differ = differ || o.minChannels != own.minChannels || o.buffSize != own.buffSize ||
              o.pipelineSteps != own.pipelineSteps || o.tunerOn != own.tunerOn ||
-             o.p2pLlThreshold != own.p2pLlThreshold || o.p2pChannelBytes != own.p2pChannelBytes;
+             o.p2pLlThreshold != own.p2pLlThreshold || o.p2pChannelBytes != own.p2pChannelBytes || o.p2pPieces != own.p2pPieces;
     for (int c = 0; c < kNumCollTypes; ++c) {
       out.protos.mask[c] &= o.protos[c];
       out.algos.mask[c] &= o.algos[c];

@@ -9,10 +9,18 @@ namespace braid {
 // One transfer of a p2p CTA on its connection, in FIFO-step pieces. Its primitives start from the step
 // counters in `sh` and leave them there (SIMPLE's poster advances sh's counters as it publishes; LL's are
 // written back), so SIMPLE and LL transfers alternate on one connection in either order.
-__device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, DevStatus* st) {
+// Both sides derive it from the block's bytes and the connection's step (the same on both), so they cut the
+// transfer alike: in `pieces` steps of whole 4 KiB (at most the connection's step), so the receiver copies
+// one piece out while the next crosses the link, instead of waiting for the whole share.
+__device__ __forceinline__ size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_t pieces) {
+  if (pieces <= 1) return connStep;
+  const size_t piece = ((bytes + pieces - 1) / pieces + 4095) & ~size_t{4095};
+  return minSize(connStep, piece);
+}
+__device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, DevStatus* st, uint32_t pieces) {
   DevPrims<uint8_t, FuncCopy> prims(&sh, reinterpret_cast<const uint8_t*>(b.buf), reinterpret_cast<uint8_t*>(b.buf),
                                     FuncCopy{}, st);
-  const size_t step = isSend ? sh.send.stepBytes : sh.recv.stepBytes;
+  const size_t step = p2pSimpleStepBytes(isSend ? sh.send.stepBytes : sh.recv.stepBytes, b.bytes, pieces);
   for (size_t o = 0; o < b.bytes; o += step) {
     const size_t n = minSize(step, b.bytes - o);
     if (isSend) {
@@ -81,7 +89,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArg
     if (b.ll) {
       p2pBlockLl(sh, b, isSend, args.status);
     } else {
-      p2pBlockSimple(sh, b, isSend, args.status);
+      p2pBlockSimple(sh, b, isSend, args.status, args.pieces);
     }
     __syncthreads();  // the next block's primitives start from the counters in sh
   }
