@@ -8,7 +8,8 @@
 //            user buffers and slots; then they meet the poster at the post barrier (bar.sync 2) and go on
 //            to the next step as soon as the poster has taken the previous one.
 //   poster:  meets the workers at the post barrier once their stores of that step are done, then lane 0 writes
-//            sizes[slot], fences at system scope and publishes tail (send) or head (receive).
+//            sizes[slot], fences at system scope and publishes tail (send), or publishes head (receive:
+//            no fence, devPostRecv says why).
 // So the system-scope fence (an NVLink round trip) overlaps the next step's copy instead of stalling all
 // workers, as NCCL's dedicated post threads do. (bar.arrive would let the workers run two steps ahead and
 // complete a barrier without the poster.) Each worker counts steps in registers, so slot addresses never
@@ -187,9 +188,13 @@ __device__ __forceinline__ void devPostSend(DevConn& c, uint32_t bytes) {
   fenceSys();
   stRelaxedSys(c.tail, c.step);
 }
+// No fence before head (as NCCL's receive post): every worker's loads of the slot have returned their
+// values before it reached the post barrier (each value feeds a store the worker issued before it), so the
+// sender cannot overwrite a slot still being read. A fence.acq_rel.sys here waited for the CTA's outstanding
+// stores (~1 us on NVLink) at every step and at the end of every receiving CTA: on 2xH200 each extra SIMPLE
+// step of a p2p share cost ~1.5 us (docs/gpu/2026-11-22zb, BRAID_P2P_PIECES).
 __device__ __forceinline__ void devPostRecv(DevConn& c) {
   ++c.step;
-  fenceSys();  // the workers' loads of the slot are ordered before the sender may refill it
   stRelaxedSys(c.head, c.step);
 }
 __device__ __forceinline__ char* devSlot(const DevConn& c, uint64_t step) {
