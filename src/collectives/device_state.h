@@ -78,7 +78,7 @@ class DeviceState {
   uint32_t p2pLlThreshold = 0;  // NCCL_P2P_LL_THRESHOLD, rank 0's: p2p transfers up to this run LL
   bool p2pLlOnNet = false;       // NCCL_PROTO forces LL (and no Simple): p2p shares over NET run LL too
   uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES, rank 0's: bytes per channel of a p2p transfer
-  uint32_t p2pPieces = 1;            // BRAID_P2P_PIECES, rank 0's: SIMPLE shares in at least this many steps
+  uint32_t p2pPieces = 4;            // BRAID_P2P_PIECES, rank 0's: SIMPLE shares in up to this many steps (>= 128 KiB)
 
   DevConn* ringSend(int c) const { return ringConns + c; }
   DevConn* ringRecv(int c) const { return ringConns + nChannels + c; }

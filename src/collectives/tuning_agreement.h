@@ -20,7 +20,7 @@ struct TuningFacts {
   int32_t tunerOn = 1;    // BRAID_DEVICE_TUNER (rank 0's)
   uint32_t p2pLlThreshold = 0;  // NCCL_P2P_LL_THRESHOLD (rank 0's): both sides of a transfer pick its protocol
   uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES (rank 0's): both sides cut a transfer alike
-  uint32_t p2pPieces = 1;            // BRAID_P2P_PIECES (rank 0's): both sides cut a share into the same steps
+  uint32_t p2pPieces = 4;            // BRAID_P2P_PIECES (rank 0's): both sides cut a share into the same steps
 };
 
 // Agrees `local` (this rank's loadTunerConfig) and `facts` with every rank: per collective the protocols and

@@ -119,7 +119,7 @@ template <int MaxBlocks>
 struct P2pLaunchArgsOf {
   DevStatus* status;
   int32_t nBlocks;
-  uint32_t pieces;              // SIMPLE blocks go in at least this many FIFO steps (p2pSimpleStepBytes)
+  uint32_t pieces;              // SIMPLE blocks go in up to this many FIFO steps (p2pSimpleStepBytes)
   int16_t ctaFirst[MaxBlocks];  // CTA i runs blocks[ctaFirst[i]] .. + its nSeg
   P2pBlock blocks[MaxBlocks];
 };
