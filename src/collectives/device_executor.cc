@@ -469,6 +469,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   in.channelBytes = st_->p2pChannelBytes;
   in.maxCtas = kMaxP2pCtas;
   in.maxBlocks = kMaxP2pBlocks;
+  in.maxCopyCtas = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(params::P2pCopyCtas(), kMaxP2pCtas)));
   std::vector<int> connPeer;
   size_t nTransfers = copies.size();
   for (int p = 0; p < n; ++p) {

@@ -9,9 +9,9 @@
 namespace braid {
 namespace {
 
-// Local copies: a CTA copies ~46 GB/s (one SM), so up to kCopyCtas CTAs of at least kCopyCtaBytes each, every
-// CTA a 64-byte aligned share of every copy (measured on 2xH200: a 4 MiB share on one CTA took 90 us).
-constexpr int kCopyCtas = 32;
+// Local copies: a CTA copies ~46 GB/s (one SM), so up to P2pPlanInput::maxCopyCtas CTAs of at least
+// kCopyCtaBytes each, every CTA a 64-byte aligned share of every copy (measured on 2xH200: a 4 MiB share on one
+// CTA took 90 us).
 constexpr size_t kCopyCtaBytes = size_t(256) << 10;
 
 // Share `part` of `parts` of a transfer: contiguous, 64-byte aligned starts.
@@ -90,7 +90,7 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
   }
   if (copies.empty()) return true;
   const int nCopies = static_cast<int>(copies.size());
-  const int want = static_cast<int>(std::min<size_t>(kCopyCtas, divUp(maxCopy, kCopyCtaBytes)));
+  const int want = static_cast<int>(std::min<size_t>(std::max(1, in.maxCopyCtas), divUp(maxCopy, kCopyCtaBytes)));
   const int room = std::min(in.maxCtas - static_cast<int>(out->ctas.size()), (in.maxBlocks - out->blocks) / nCopies);
   const int k = std::min(want, room);
   if (in.maxCtas - static_cast<int>(out->ctas.size()) < 1)

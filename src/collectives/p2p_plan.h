@@ -38,6 +38,8 @@ struct P2pPlanInput {
   size_t channelBytes = 65536;  // a ring transfer takes one channel per this many bytes (channelsForBytes)
   int maxCtas = 192;            // CTAs of the launch
   int maxBlocks = 192;          // blocks (CTAs x their transfers) of the launch
+  int maxCopyCtas = 32;         // local copies: at most this many CTAs (BRAID_P2P_COPY_CTAS; a local choice,
+                                // the peer never sees how a rank copies its own share)
 };
 
 struct P2pPlanBlock {

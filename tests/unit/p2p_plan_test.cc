@@ -264,6 +264,16 @@ TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
   EXPECT_EQ(copyCtas, 3);
   checkCoverage(in, checkPlan(in, plan));
 
+  // BRAID_P2P_COPY_CTAS bounds them whatever the room.
+  in.maxCtas = 192;
+  in.maxCopyCtas = 4;
+  ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
+  copyCtas = 0;
+  for (const P2pPlanCta& c : plan.ctas) copyCtas += c.copy;
+  EXPECT_EQ(copyCtas, 4);
+  checkCoverage(in, checkPlan(in, plan));
+  in.maxCopyCtas = 32;
+
   // No room: refused, naming the need.
   in.maxCtas = 138;
   EXPECT_FALSE(planP2p(in, &plan, &why));
