@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Device call (2 GPUs, ~5 min), the eleventh session's first: every gpu test on main, then the open items of
+# the tenth session's table (docs/PERFORMANCE.md):
+#   1. all-to-all at 8-64 MB with BRAID_P2P_COPY_CTAS 4/8/16/32 (8 MB: 16 copy CTAs + 128 transfer CTAs on
+#      132 SMs, 0.80-0.88x NCCL in every call), two runs each, NCCL once;
+#   2. gather and scatter at 1-16 MB, three runs each (bistable between runs in call ze: gather 8 MB 19.3 / 26.1
+#      us against NCCL's 21.3).
+# Raw outputs: $OUT/next12.tgz.
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu_next12_out}; L=$OUT/next12; mkdir -p "$L"
+source tools/gpu_common.sh
+gpu_build braid braidrun matmul_demo alltoall_perf gather_perf scatter_perf \
+  device_coll_test device_mp_test matmul_gpu_test numeric_device_test
+gpu_tests numeric_device_test device_coll_test device_mp_test matmul_gpu_test
+export PERF_TIMEOUT=40
+A="-b 4M -e 64M -f 2 -c 1 -n 30 -w 5"
+one alltoall nccl a2a_nccl -- $A
+for r in 1 2; do
+  for k in 4 8 16 32; do one alltoall braid a2a_c${k}_$r BRAID_P2P_COPY_CTAS=$k -- $A; done
+done
+G="-b 1M -e 16M -f 2 -c 1 -n 30 -w 5 -a 3"
+for c in gather scatter; do
+  one $c nccl ${c}_nccl -- $G
+  for r in 1 2 3; do one $c braid ${c}_$r -- $G; done
+done
+gpu_pack
