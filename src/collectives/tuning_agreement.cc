@@ -89,8 +89,8 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   }
   if (differ)
     BRAID_WARN("rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / "
-               "BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES differ across ranks; every rank uses what all allow (the "
-               "largest minimum, rank 0's sizes, tuner switch, threshold and p2p channel bytes)",
+               "BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES differ across ranks; every rank "
+               "uses what all allow (the largest minimum, rank 0's sizes, tuner switch, threshold, p2p channel bytes and pieces)",
                comm->rank);
   *cfg = out;
   *agreed = f;

@@ -13,10 +13,11 @@ namespace braid {
 // transfer alike: in `pieces` steps of whole 4 KiB, none below kP2pMinPieceBytes nor above the connection's
 // step, so the receiver copies one piece out while the next crosses the link. Each step costs ~1.5 us of
 // handshake (2xH200, docs/gpu/2026-11-22zb: 32 KB send/recv 10.7 / 11.6 / 14.1 us at 1 / 2 / 4 pieces), which
-// pieces of 128 KiB and up pay back (16-64 MB send/recv, shares of 256 KiB-1 MiB: 4-9% faster at 4 pieces).
+// pieces of 128 KiB and up pay back (16-64 MB send/recv, shares of 256 KiB-1 MiB: 4-9% faster at 4 pieces);
+// a share under two pieces keeps one step.
 constexpr size_t kP2pMinPieceBytes = 128 << 10;
 __device__ __forceinline__ size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_t pieces) {
-  if (pieces <= 1) return connStep;
+  if (pieces <= 1 || bytes < 2 * kP2pMinPieceBytes) return connStep;
   size_t piece = ((bytes + pieces - 1) / pieces + 4095) & ~size_t{4095};
   if (piece < kP2pMinPieceBytes) piece = kP2pMinPieceBytes;
   return minSize(connStep, piece);

@@ -69,8 +69,8 @@ inline void hostFifoView(void* base, uint32_t nSteps, uint32_t stepBytes, ConnIn
 // Tests only (BRAID_TEST_STEP_BASE, e.g. near LL's 32-bit flag wrap): a GPU communicator's new host FIFO
 // starts both counters at `base` instead of 0. Its executors' DevConn::step (DeviceState::upload) and the NET
 // proxy (NetProxy::add, which starts from head) take the same value, so every side agrees on the steps.
-inline void hostFifoPresetSteps(const ConnInfo& info, uint64_t base) {
-  if (base == 0) return;
+inline void hostFifoPresetSteps(const ConnInfo& info, int64_t base) {
+  if (base <= 0) return;  // as DeviceState::upload: only a positive base presets anything
   __atomic_store_n(info.head, base, __ATOMIC_RELAXED);
   __atomic_store_n(info.tail, base, __ATOMIC_RELEASE);
 }

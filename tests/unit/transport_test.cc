@@ -232,6 +232,14 @@ TEST(ShmTransport, TestStepBasePresetsGpuSegments) {
   connectPair(shmTransport(), c, d, 0, 64 << 10, &hs, &hr);
   EXPECT_EQ(loadAcquire(hs.info.head), 0u);
   EXPECT_EQ(loadAcquire(hr.info.tail), 0u);
+  // A negative base presets nothing (the GPU side starts at 0 then too).
+  EnvVar negative("BRAID_TEST_STEP_BASE", "-5");
+  TestRank e(0), f(1);
+  e.ctx.llSlots = f.ctx.llSlots = true;
+  Connector ns, nr;
+  connectPair(shmTransport(), e, f, 0, 64 << 10, &ns, &nr);
+  EXPECT_EQ(loadAcquire(ns.info.head), 0u);
+  EXPECT_EQ(loadAcquire(nr.info.tail), 0u);
 }
 
 TEST(NetSocket, Partition) {

@@ -60,7 +60,7 @@ ncclResult_t allocFifo(NetResources* res, uint32_t nSteps, uint32_t stepBytes, u
                        hostFifoBytes(nSteps, stepBytes) + static_cast<size_t>(nSteps) * llSlotBytes, res->peer);
   }
   res->fifo.view(&conn->info);
-  if (conn->ctx->llSlots) hostFifoPresetSteps(conn->info, static_cast<uint64_t>(params::TestStepBase()));  // GPU comms: tests only
+  if (conn->ctx->llSlots) hostFifoPresetSteps(conn->info, params::TestStepBase());  // GPU comms: tests only
   conn->info.peer = res->peer;
   conn->info.kind = TransportKind::Net;
   return ncclSuccess;

@@ -206,7 +206,7 @@ ncclResult_t ShmTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
     // fallocate handed us zeroed pages: head = tail = 0, no error, nothing attached.
     hostFifoView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
     if (ll) shmLlView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
-    if (ll) hostFifoPresetSteps(conn->info, static_cast<uint64_t>(params::TestStepBase()));  // GPU comms: tests only
+    if (ll) hostFifoPresetSteps(conn->info, params::TestStepBase());  // GPU comms: tests only
     conn->info.peer = peer.rank;
     conn->info.kind = TransportKind::Shm;
     BRAID_INFO(kSubShm, "SHM: channel %d recv from rank %d: segment %s, %u x %u bytes", channel, peer.rank, h.name,
