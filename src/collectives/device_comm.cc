@@ -68,6 +68,7 @@ std::string DeviceState::goneMessage() const {
 static_assert(kShmLlSlotBytes == kP2pLlSlotBytes, "P2P and SHM LL slots must be the same size");
 // The NET proxies recognise an LL step by the kernels' mark and ship its lines (conn_info.h).
 static_assert(kDevLlStepMark == kStepLlMark, "one LL mark in sizes[]");
+static_assert(kDevStepLastMark == static_cast<uint32_t>(kStepLastOfMessage), "one last-step mark in sizes[]");
 static_assert(kLlLineBytes == 16 && kLlDataPerLine == 8, "llWireBytes (conn_info.h) assumes 8 data bytes per 16");
 
 ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst) {

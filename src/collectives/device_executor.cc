@@ -242,11 +242,19 @@ ncclResult_t DeviceExecutorImpl::checkStatus() {
         return recordError(ncclInvalidUsage,
                            "rank %d: rank %d sent an LL step of %u bytes where a SIMPLE step of %u bytes was expected: "
                            "the ranks called send/recv (or collectives) with different counts, types or order",
-                           st_->rank, s->errorPeer, s->errorBytes & ~kDevLlStepMark, s->expectBytes);
+                           st_->rank, s->errorPeer, s->errorBytes & ~kDevLlStepMark, s->expectBytes & ~kDevStepLastMark);
+      if ((s->errorBytes ^ s->expectBytes) & kDevStepLastMark)
+        return recordError(ncclInvalidUsage,
+                           "rank %d: rank %d's point-to-point transfer %s at a step of %u bytes where this rank's "
+                           "receive %s: the ranks called send/recv (or gather, scatter, all-to-all) with different "
+                           "counts or types",
+                           st_->rank, s->errorPeer, (s->errorBytes & kDevStepLastMark) ? "ended" : "went on",
+                           s->errorBytes & ~kDevStepLastMark,
+                           (s->expectBytes & kDevStepLastMark) ? "ends" : "goes on");
       return recordError(ncclInvalidUsage,
                          "rank %d: a FIFO step from rank %d carried %u bytes where %u were expected: ranks called "
                          "collectives with different counts, types or order",
-                         st_->rank, s->errorPeer, s->errorBytes, s->expectBytes);
+                         st_->rank, s->errorPeer, s->errorBytes & ~kDevStepLastMark, s->expectBytes & ~kDevStepLastMark);
     case kDevTimeout:
       return recordError(ncclRemoteError,
                          "rank %d: a kernel waited more than BRAID_DEVICE_TIMEOUT=%lld s for rank %d: that rank is stuck, or "

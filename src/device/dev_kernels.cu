@@ -28,6 +28,7 @@ __device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, 
   const size_t step = p2pSimpleStepBytes(isSend ? sh.send.stepBytes : sh.recv.stepBytes, b.bytes, pieces);
   for (size_t o = 0; o < b.bytes; o += step) {
     const size_t n = minSize(step, b.bytes - o);
+    prims.setLastStep(o + n == b.bytes);
     if (isSend) {
       prims.send(o, n);
     } else {

@@ -62,6 +62,10 @@ enum DevError : uint32_t {
 // instead of reading a stale slot. An LL receiver that sees a SIMPLE step published at or past the one it
 // waits for reports kDevSizeMismatch with want == kDevLlStepMark.
 constexpr uint32_t kDevLlStepMark = 0x80000000u;
+// A SIMPLE p2p transfer marks its last step (sizes[] word | kDevStepLastMark, conn_info.h's kStepLastOfMessage,
+// which the NET proxies carry), and the receiver expects the mark on exactly its own last step: a send longer
+// or shorter than its receive is reported even when the shorter side's steps are a prefix of the longer's.
+constexpr uint32_t kDevStepLastMark = 1u << 30;
 // The first 16 bytes are read by the kernels in one load (prims_simple.h: devReadHostWords).
 struct alignas(16) DevStatus {
   uint32_t abort;

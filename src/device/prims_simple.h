@@ -210,6 +210,9 @@ class DevPrims {
   __device__ DevPrims(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
       : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x),
         nworkers_(blockDim.x - 32), sendStep_(sh->send.step), recvStep_(sh->recv.step) {}
+  // P2p transfers: the next call is (or is not) the transfer's last step; its sizes[] word carries
+  // kDevStepLastMark and the receiver expects it there (dev_work.h). Every thread of the CTA sets it alike.
+  __device__ void setLastStep(bool last) { lastMark_ = last ? kDevStepLastMark : 0u; }
   // Rebinds the user buffers (p2p kernels: one object runs several transfers in order).
   __device__ void setBuffers(const T* in, T* out) {
     in_ = in;
@@ -294,7 +297,7 @@ class DevPrims {
     if (tid_ < nworkers_) return false;
     barSyncPost(nthreads_);
     if (tid_ == nworkers_ && !sh_->stop) {
-      if (sent) devPostSend(sh_->send, static_cast<uint32_t>(n * sizeof(T)));
+      if (sent) devPostSend(sh_->send, static_cast<uint32_t>(n * sizeof(T)) | lastMark_);
       if (recvd) devPostRecv(sh_->recv);
     }
     return true;
@@ -303,7 +306,7 @@ class DevPrims {
   __device__ __forceinline__ bool wait(bool needSend, bool needRecv, size_t n) {
     if (tid_ == 0 && !sh_->stop) {
       bool ok = true;
-      if (needRecv) ok = devWaitRecv(st_, sh_->recv, recvStep_, static_cast<uint32_t>(n * sizeof(T)));
+      if (needRecv) ok = devWaitRecv(st_, sh_->recv, recvStep_, static_cast<uint32_t>(n * sizeof(T)) | lastMark_);
       if (ok && needSend) ok = devWaitSend(st_, sh_->send, sendStep_);
       if (!ok) sh_->stop = 1;
     }
@@ -324,6 +327,7 @@ class DevPrims {
   int nworkers_;
   uint64_t sendStep_;  // steps started on each connection (this thread's count)
   uint64_t recvStep_;
+  uint32_t lastMark_ = 0;  // kDevStepLastMark on the last step of a p2p transfer (setLastStep), else 0
 };
 
 }  // namespace braid

@@ -696,6 +696,55 @@ TEST(DeviceColl2Gpu, P2pCountsAcrossLlThresholdFail) {
   }
 }
 
+// SIMPLE transfers whose counts differ so that each channel's steps on one side are a prefix of the other's:
+// on 64 channels 32 MiB goes as 512 KiB shares in 4 x 128 KiB steps (BRAID_P2P_PIECES), 16 MiB as 256 KiB in
+// 2 x 128 KiB. The last-step mark (dev_work.h) reports it at once (with fewer channels the step sizes differ
+// and the size check reports it). Not covered: counts that differ only in their channel count with one step
+// per share (e.g. 512 KiB against 256 KiB: 8 against 4 channels of 64 KiB).
+TEST(DeviceColl2Gpu, P2pCountsWithPrefixStepsFail) {
+  NEED_GPUS(2);
+  EnvScope env;
+  env.set("BRAID_DEVICE_TIMEOUT", "3");
+  const size_t big = size_t(32) << 20, half = size_t(16) << 20;
+  for (int flip = 0; flip < 2; ++flip) {
+    SCOPED_TRACE(flip ? "receive longer than the send" : "send longer than the receive");
+    Pair p;
+    ASSERT_TRUE(p.init());
+    uint8_t* buf[2];
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&buf[r], big), cudaSuccess);
+      ASSERT_EQ(cudaMemset(buf[r], r + 1, big), cudaSuccess);
+    }
+    const size_t a = flip ? half : big, b = flip ? big : half;
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    ASSERT_EQ(ncclSend(buf[0], a, ncclUint8, 1, p.comm[0], p.stream[0]), ncclSuccess);
+    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+    ASSERT_EQ(ncclRecv(buf[1], b, ncclUint8, 0, p.comm[1], p.stream[1]), ncclSuccess);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+    bool done = false;
+    const double waited = waitStreams(p, {1}, 30, &done);
+    EXPECT_TRUE(done) << "rank 1 still running after " << waited << " s";
+    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+    ncclResult_t async = ncclSuccess;
+    EXPECT_EQ(ncclCommGetAsyncError(p.comm[1], &async), ncclSuccess);
+    EXPECT_EQ(async, ncclInvalidUsage) << "rank 1 took mismatched counts silently";
+    const std::string msg = ncclGetLastError(p.comm[1]);
+    EXPECT_NE(msg.find("different counts"), std::string::npos) << msg;
+    EXPECT_LT(waited, 2.5) << "found by the last-step mark, not by the 3 s timeout";
+    printf("%s after %.2f s: %s: %s\n", flip ? "recv longer" : "send longer", waited, ncclGetErrorString(async),
+           msg.c_str());
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      ncclCommAbort(p.comm[r]);
+      p.comm[r] = nullptr;
+      cudaFree(buf[r]);
+    }
+    p.destroy();
+  }
+}
+
 TEST(DeviceColl2Gpu, MismatchedCountsFailWithinTimeout) {
   NEED_GPUS(2);
   EnvScope env;
