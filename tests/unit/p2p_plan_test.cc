@@ -251,26 +251,25 @@ TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
   std::string why;
   ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
   ASSERT_TRUE(plan.ctas.front().copy);
-  int copyCtas = 0;
-  for (const P2pPlanCta& c : plan.ctas) copyCtas += c.copy;
-  EXPECT_EQ(copyCtas, 16);  // 4 MiB / 256 KiB
+  auto copyCtas = [&] {
+    int k = 0;
+    for (const P2pPlanCta& c : plan.ctas) k += c.copy;
+    return k;
+  };
+  EXPECT_EQ(copyCtas(), 16);  // 4 MiB / 256 KiB
   checkCoverage(in, checkPlan(in, plan));
 
   // Room for a few copy CTAs: fewer, larger shares.
   in.maxCtas = 138 + 3;
   ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
-  copyCtas = 0;
-  for (const P2pPlanCta& c : plan.ctas) copyCtas += c.copy;
-  EXPECT_EQ(copyCtas, 3);
+  EXPECT_EQ(copyCtas(), 3);
   checkCoverage(in, checkPlan(in, plan));
 
   // BRAID_P2P_COPY_CTAS bounds them whatever the room.
   in.maxCtas = 192;
   in.maxCopyCtas = 4;
   ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
-  copyCtas = 0;
-  for (const P2pPlanCta& c : plan.ctas) copyCtas += c.copy;
-  EXPECT_EQ(copyCtas, 4);
+  EXPECT_EQ(copyCtas(), 4);
   checkCoverage(in, checkPlan(in, plan));
   in.maxCopyCtas = 32;
 

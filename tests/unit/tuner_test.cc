@@ -281,13 +281,15 @@ TEST(TunerDecide, ShmAndSocketExecutorChoices) {
   TunerConfig cfg;
   EXPECT_TRUE(modelRowMeasured(TransportClass::Shm, Proto::LL));
   EXPECT_FALSE(modelRowMeasured(TransportClass::Shm, Proto::Simple));
-  auto shm = [&](size_t b) {
-    TuneRequest r = req(CollType::AllReduce, b, 2, TransportClass::Shm);
+  // A 2-rank ring all-reduce on `t` offering LL and Simple, as the device executor asks.
+  auto ringLlOrSimple = [&](TransportClass t, size_t b, int connected) {
+    TuneRequest r = req(CollType::AllReduce, b, 2, t);
     r.algosAvailable = bit(Algo::Ring);
     r.protosAvailable = bit(Proto::LL) | bit(Proto::Simple);
-    r.connectedChannels = 64;
+    r.connectedChannels = connected;
     return tune(r, cfg);
   };
+  auto shm = [&](size_t b) { return ringLlOrSimple(TransportClass::Shm, b, 64); };
   for (size_t b : {size_t{8}, size_t{4096}, size_t{32768}, size_t{256} << 10}) EXPECT_EQ(shm(b).proto, Proto::LL) << b;
   for (size_t b : {size_t{16} << 20, size_t{1} << 30}) EXPECT_EQ(shm(b).proto, Proto::Simple) << b;
   EXPECT_LT(shm(8).predictedUs, 12.0);
@@ -301,13 +303,7 @@ TEST(TunerDecide, ShmAndSocketExecutorChoices) {
   // 37-39), Simple from 32 KB (52.7 against LL's 69.9); 4 KB spread over the 4 connected channels.
   EXPECT_TRUE(modelRowMeasured(TransportClass::NetSocket, Proto::LL));
   EXPECT_FALSE(modelRowMeasured(TransportClass::NetSocket, Proto::Simple));
-  auto sock = [&](size_t b) {
-    TuneRequest q = req(CollType::AllReduce, b, 2, TransportClass::NetSocket);
-    q.algosAvailable = bit(Algo::Ring);
-    q.protosAvailable = bit(Proto::LL) | bit(Proto::Simple);
-    q.connectedChannels = 4;
-    return tune(q, cfg);
-  };
+  auto sock = [&](size_t b) { return ringLlOrSimple(TransportClass::NetSocket, b, 4); };
   for (size_t b : {size_t{8}, size_t{512}, size_t{4096}}) EXPECT_EQ(sock(b).proto, Proto::LL) << b;
   EXPECT_EQ(sock(4096).nChannels, 4);
   for (size_t b : {size_t{32} << 10, size_t{2} << 20, size_t{16} << 20}) EXPECT_EQ(sock(b).proto, Proto::Simple) << b;
