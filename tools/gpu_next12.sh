@@ -5,7 +5,8 @@
 #      BRAID_P2P_CHANNEL_BYTES=131072 (8 MB stays 0.80-0.88x NCCL in every call; the copy CTA count is not it:
 #      BRAID_P2P_COPY_CTAS 4/8/16/32 gave 33-44 us against NCCL's 32.1, docs/gpu/2026-11-22zg);
 #   2. gather and scatter at 1-16 MB, three runs each (bistable between runs in call ze: gather 8 MB 19.3 / 26.1
-#      us against NCCL's 21.3).
+#      us against NCCL's 21.3);
+#   3. per-launch times (tools/iter_probe.cu, new modes) of all-to-all and gather at 8 MB, both libraries.
 # Raw outputs: $OUT/next12.tgz.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_next12_out}; L=$OUT/next12; mkdir -p "$L"
@@ -23,5 +24,18 @@ G="-b 1M -e 16M -f 2 -c 1 -n 30 -w 5 -a 3"
 for c in gather scatter; do
   one $c nccl ${c}_nccl -- $G
   for r in 1 2 3; do one $c braid ${c}_$r -- $G; done
+done
+nvcc -O2 -std=c++17 -Iinclude tools/iter_probe.cu -o $B/iter_probe -L$B/lib -lbraid -Xlinker -rpath=$PWD/$B/lib || exit 1
+pr() {  # LIB MODE SIZE ITERS [ENV=V...]
+  local lib=$1 mode=$2 size=$3 it=$4; shift 4
+  local pre=""; [[ $lib == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
+  env $pre "$@" timeout 60 $B/iter_probe 0 $size $it $mode > $L/r0.txt 2>&1 &
+  env $pre "$@" timeout 60 $B/iter_probe 1 $size $it $mode > $L/r1.txt 2>&1 &
+  wait
+  cat $L/r0.txt $L/r1.txt >> $L/iter_probe.txt
+  echo "-- $lib $mode $size $* : $(grep -h "" $L/r0.txt $L/r1.txt | grep -v INFO | tr '\n' '|')"
+}
+for m in alltoall gather; do
+  pr braid $m 8388608 1000; pr braid $m 8388608 1000; pr nccl $m 8388608 1000
 done
 gpu_pack
