@@ -6,7 +6,8 @@
 #      BRAID_P2P_COPY_CTAS 4/8/16/32 gave 33-44 us against NCCL's 32.1, docs/gpu/2026-11-22zg);
 #   2. gather and scatter at 1-16 MB, three runs each (bistable between runs in call ze: gather 8 MB 19.3 / 26.1
 #      us against NCCL's 21.3);
-#   3. per-launch times (tools/iter_probe.cu, new modes) of all-to-all and gather at 8 MB, both libraries.
+#   3. per-launch times (tools/iter_probe.cu, new modes) of all-to-all and gather at 8 MB and send/recv at 4 MB,
+#      both libraries.
 # Raw outputs: $OUT/next12.tgz.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_next12_out}; L=$OUT/next12; mkdir -p "$L"
@@ -38,4 +39,7 @@ pr() {  # LIB MODE SIZE ITERS [ENV=V...]
 for m in alltoall gather; do
   pr braid $m 8388608 1000; pr braid $m 8388608 1000; pr nccl $m 8388608 1000
 done
+# Send/recv at 4 MB (64 channels x 64 KiB, one step each) flipped between ~23 and ~40 us across the tenth
+# session's calls (zb, zc, ze), the all-to-all at 8 MB moves 4 MB each way.
+pr braid sendrecv 4194304 1000; pr braid sendrecv 4194304 1000; pr nccl sendrecv 4194304 1000
 gpu_pack
