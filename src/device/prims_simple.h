@@ -191,8 +191,9 @@ __device__ __forceinline__ void devPostSend(DevConn& c, uint32_t bytes) {
 // No fence before head (as NCCL's receive post): every worker's loads of the slot have returned their
 // values before it reached the post barrier (each value feeds a store the worker issued before it), so the
 // sender cannot overwrite a slot still being read. A fence.acq_rel.sys here waited for the CTA's outstanding
-// stores (~1 us on NVLink) at every step and at the end of every receiving CTA: on 2xH200 each extra SIMPLE
-// step of a p2p share cost ~1.5 us (docs/gpu/2026-11-22zb, BRAID_P2P_PIECES).
+// stores at every step and at the end of every receiving CTA: without it send/recv of 32-512 KB on 2xH200
+// took 9.9-11.1 us instead of 10.7-12.1 (docs/gpu/2026-11-22zb and ...zc). A worker that kept slot data in
+// registers across the post barrier would need the fence back.
 __device__ __forceinline__ void devPostRecv(DevConn& c) {
   ++c.step;
   stRelaxedSys(c.head, c.step);
