@@ -245,12 +245,12 @@ ncclResult_t DeviceExecutorImpl::checkStatus() {
                            st_->rank, s->errorPeer, s->errorBytes & ~kDevLlStepMark, s->expectBytes & ~kDevStepLastMark);
       if ((s->errorBytes ^ s->expectBytes) & kDevStepLastMark)
         return recordError(ncclInvalidUsage,
-                           "rank %d: rank %d's point-to-point transfer %s at a step of %u bytes where this rank's "
-                           "receive %s: the ranks called send/recv (or gather, scatter, all-to-all) with different "
-                           "counts or types",
-                           st_->rank, s->errorPeer, (s->errorBytes & kDevStepLastMark) ? "ended" : "went on",
-                           s->errorBytes & ~kDevStepLastMark,
-                           (s->expectBytes & kDevStepLastMark) ? "ends" : "goes on");
+                           "rank %d: a FIFO step from rank %d of %u bytes %s its transfer where this rank expected %u "
+                           "bytes that %s it: the ranks called send/recv (or gather, scatter, all-to-all) with "
+                           "different counts or types",
+                           st_->rank, s->errorPeer, s->errorBytes & ~kDevStepLastMark,
+                           (s->errorBytes & kDevStepLastMark) ? "ended" : "did not end", s->expectBytes & ~kDevStepLastMark,
+                           (s->expectBytes & kDevStepLastMark) ? "end" : "do not end");
       return recordError(ncclInvalidUsage,
                          "rank %d: a FIFO step from rank %d carried %u bytes where %u were expected: ranks called "
                          "collectives with different counts, types or order",

@@ -698,13 +698,17 @@ TEST(DeviceColl2Gpu, P2pCountsAcrossLlThresholdFail) {
 
 // SIMPLE transfers whose counts differ so that each channel's steps on one side are a prefix of the other's:
 // on 64 channels 32 MiB goes as 512 KiB shares in 4 x 128 KiB steps (BRAID_P2P_PIECES), 16 MiB as 256 KiB in
-// 2 x 128 KiB. The last-step mark (dev_work.h) reports it at once (with fewer channels the step sizes differ
-// and the size check reports it). Not covered: counts that differ only in their channel count with one step
-// per share (e.g. 512 KiB against 256 KiB: 8 against 4 channels of 64 KiB).
+// 2 x 128 KiB. The last-step mark (dev_work.h) reports it at once (on 9-63 channels the first steps differ in
+// size and the size check reports it; on 8 or fewer both sides go in 512 KiB steps and the mark reports it).
+// Not covered: counts that differ only in their channel count with one step per share (e.g. 512 KiB against
+// 256 KiB: 8 against 4 channels of 64 KiB), and a 0-byte send against a non-zero receive (the timeout).
 TEST(DeviceColl2Gpu, P2pCountsWithPrefixStepsFail) {
   NEED_GPUS(2);
   EnvScope env;
   env.set("BRAID_DEVICE_TIMEOUT", "3");
+  env.set("BRAID_P2P_CHANNEL_BYTES", "65536");  // the premises above, whatever the caller's environment
+  env.set("BRAID_P2P_PIECES", "4");
+  env.set("NCCL_BUFFSIZE", "4194304");
   const size_t big = size_t(32) << 20, half = size_t(16) << 20;
   for (int flip = 0; flip < 2; ++flip) {
     SCOPED_TRACE(flip ? "receive longer than the send" : "send longer than the receive");
