@@ -3,7 +3,8 @@
 // lists, kept apart from the CUDA executor so its contract is unit-tested on any machine: both sides of a
 // connection cut every transfer alike whatever else either side grouped with it. A transfer on the ring
 // neighbour's connections runs over channelsForBytes(its own size, channelBytes) channels, share c on
-// channel c, and each share's protocol (LL or SIMPLE) follows from the share's size alone.
+// channel c, and each share's protocol (LL or SIMPLE) and SIMPLE FIFO steps (p2pSimpleStepBytes) follow from the
+// share's size alone.
 // A batch is always one launch: a rank's launches run one after another on its stream, so a batch split
 // into several launches can wait on work its peer posts only in a later group (a deadlock, shown by the
 // progress model in tests/unit/p2p_plan_test.cc). A batch past the launch's limits is refused instead.
@@ -14,7 +15,23 @@
 #include <string>
 #include <vector>
 
+#include "collectives/numeric_types.h"  // BRAID_HD
+
 namespace braid {
+
+// The FIFO step of a SIMPLE p2p share. Both sides derive it from the block's bytes and the connection's step
+// (the same on both), so they cut the transfer alike: in `pieces` steps of whole 4 KiB, none below
+// kP2pMinPieceBytes nor above the connection's step, so the receiver copies one piece out while the next
+// crosses the link. Each step costs ~1.5 us of handshake (2xH200, docs/gpu/2026-11-22zb: 32 KB send/recv
+// 10.7 / 11.6 / 14.1 us at 1 / 2 / 4 pieces), which pieces of 128 KiB and up pay back (16-64 MB send/recv,
+// shares of 256 KiB-1 MiB: 4-9% faster at 4 pieces); a share under two pieces keeps one step.
+constexpr size_t kP2pMinPieceBytes = size_t(128) << 10;
+BRAID_HD inline size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_t pieces) {
+  if (pieces <= 1 || bytes < 2 * kP2pMinPieceBytes) return connStep;
+  size_t piece = ((bytes + pieces - 1) / pieces + 4095) & ~size_t{4095};
+  if (piece < kP2pMinPieceBytes) piece = kP2pMinPieceBytes;
+  return piece < connStep ? piece : connStep;
+}
 
 struct P2pXfer {
   char* buf;

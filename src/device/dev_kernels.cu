@@ -1,24 +1,12 @@
 // The byte kernels (all-gather/broadcast; p2p transfers) and the dispatch from (collective, datatype,
 // reduction) to a compiled kernel.
+#include "collectives/p2p_plan.h"  // p2pSimpleStepBytes
 #include "device/coll_kernel.cuh"
 #include "device/dev_kernels.h"
 #include "device/dev_variants.h"
 
 namespace braid {
 
-// The FIFO step of a SIMPLE p2p share. Both sides derive it from the block's bytes and the connection's step
-// (the same on both), so they cut the transfer alike: in `pieces` steps of whole 4 KiB, none below
-// kP2pMinPieceBytes nor above the connection's step, so the receiver copies one piece out while the next
-// crosses the link. Each step costs ~1.5 us of handshake (2xH200, docs/gpu/2026-11-22zb: 32 KB send/recv
-// 10.7 / 11.6 / 14.1 us at 1 / 2 / 4 pieces), which pieces of 128 KiB and up pay back (16-64 MB send/recv,
-// shares of 256 KiB-1 MiB: 4-9% faster at 4 pieces); a share under two pieces keeps one step.
-constexpr size_t kP2pMinPieceBytes = 128 << 10;
-__device__ __forceinline__ size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_t pieces) {
-  if (pieces <= 1 || bytes < 2 * kP2pMinPieceBytes) return connStep;
-  size_t piece = ((bytes + pieces - 1) / pieces + 4095) & ~size_t{4095};
-  if (piece < kP2pMinPieceBytes) piece = kP2pMinPieceBytes;
-  return minSize(connStep, piece);
-}
 // One transfer of a p2p CTA on its connection, in FIFO-step pieces. Its primitives start from the step
 // counters in `sh` and leave them there (SIMPLE's poster advances sh's counters as it publishes; LL's are
 // written back), so SIMPLE and LL transfers alternate on one connection in either order.

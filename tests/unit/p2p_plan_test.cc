@@ -279,6 +279,33 @@ TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
   EXPECT_NE(why.find("139 CTAs with its local copies"), std::string::npos) << why;
 }
 
+// Each SIMPLE share's FIFO steps (BRAID_P2P_PIECES, dev_kernels.cu): up to `pieces` steps of at least 128 KiB
+// (whole 4 KiB), never above the connection's step; a share under 256 KiB, or pieces 1, keeps the connection's
+// step (one step up to its size).
+TEST(P2pPlan, SimpleSharesCutIntoPieces) {
+  const size_t kStep = 512 << 10;
+  auto steps = [&](size_t bytes, uint32_t pieces, size_t connStep) {
+    const size_t s = p2pSimpleStepBytes(connStep, bytes, pieces);
+    EXPECT_EQ(s % 4096, 0u) << bytes;
+    EXPECT_LE(s, connStep) << bytes;
+    return bytes == 0 ? size_t{0} : (bytes + s - 1) / s;
+  };
+  for (size_t b : {size_t{1}, size_t{64} << 10, (size_t{256} << 10) - 1}) EXPECT_EQ(steps(b, 4, kStep), 1u) << b;
+  EXPECT_EQ(p2pSimpleStepBytes(kStep, 200 << 10, 4), kStep);
+  EXPECT_EQ(steps(size_t{256} << 10, 4, kStep), 2u);
+  EXPECT_EQ(steps(size_t{384} << 10, 4, kStep), 3u);
+  EXPECT_EQ(steps(size_t{512} << 10, 4, kStep), 4u);
+  EXPECT_EQ(p2pSimpleStepBytes(kStep, size_t{1} << 20, 4), size_t{256} << 10);
+  EXPECT_EQ(steps(size_t{1} << 20, 4, kStep), 4u);
+  EXPECT_EQ(steps(size_t{2} << 20, 4, kStep), 4u);   // 512 KiB pieces: the connection's step
+  EXPECT_EQ(steps(size_t{4} << 20, 4, kStep), 8u);   // capped at the connection's step
+  EXPECT_EQ(steps((size_t{1} << 20) + 5, 4, kStep), 4u);  // 4 KiB-rounded pieces cover an odd size
+  for (size_t b : {size_t{256} << 10, size_t{1} << 20, size_t{4} << 20}) {
+    EXPECT_EQ(p2pSimpleStepBytes(kStep, b, 1), kStep) << b;            // pieces 1: as before
+    EXPECT_EQ(p2pSimpleStepBytes(64 << 10, b, 4), size_t{64} << 10) << b;  // small NCCL_BUFFSIZE steps
+  }
+}
+
 TEST(P2pPlan, PastTheLaunchIsRefusedWithTheCounts) {
   P2pPlanInput in = input(64);
   in.maxBlocks = 640;
