@@ -66,6 +66,13 @@ inline void hostFifoView(void* base, uint32_t nSteps, uint32_t stepBytes, ConnIn
   info->step = 0;
 }
 
+// The LL slots after a FIFO laid out by shmSegmentBytes (SHM segment or NET staging FIFO): nSteps slots of
+// llSlotBytes; none (null) when llSlotBytes is 0.
+inline void hostFifoLlView(void* base, uint32_t nSteps, uint32_t stepBytes, uint32_t llSlotBytes, ConnInfo* info) {
+  info->llBuff = llSlotBytes ? static_cast<char*>(base) + hostFifoBytes(nSteps, stepBytes) : nullptr;
+  info->llSlotBytes = llSlotBytes;
+}
+
 // Tests only (BRAID_TEST_STEP_BASE, e.g. near LL's 32-bit flag wrap): a GPU communicator's new host FIFO
 // starts both counters at `base` instead of 0. Its executors' DevConn::step (DeviceState::upload) and the NET
 // proxy (NetProxy::add, which starts from head) take the same value, so every side agrees on the steps.
@@ -100,8 +107,7 @@ class HostFifoMem {
   }
   void view(ConnInfo* info) const {
     hostFifoView(base_, nSteps_, stepBytes_, info);
-    info->llBuff = llSlotBytes_ ? static_cast<char*>(base_) + hostFifoBytes(nSteps_, stepBytes_) : nullptr;
-    info->llSlotBytes = llSlotBytes_;
+    hostFifoLlView(base_, nSteps_, stepBytes_, llSlotBytes_, info);
   }
   size_t bytes() const { return bytes_; }
 

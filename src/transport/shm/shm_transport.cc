@@ -45,12 +45,6 @@ struct ShmResources final : ConnResources {
   Direction dir = Direction::Send;
 };
 
-// The LL slots of a segment laid out by shmSegmentBytes.
-void shmLlView(void* base, uint32_t nSteps, uint32_t stepBytes, ConnInfo* info) {
-  info->llBuff = static_cast<char*>(base) + hostFifoBytes(nSteps, stepBytes);
-  info->llSlotBytes = kShmLlSlotBytes;
-}
-
 uint64_t randomBits() {
   uint64_t v = 0;
   if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(v))) {
@@ -205,7 +199,7 @@ ncclResult_t ShmTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
     snprintf(h.name, sizeof(h.name), "%s", res->seg.name().c_str());
     // fallocate handed us zeroed pages: head = tail = 0, no error, nothing attached.
     hostFifoView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
-    if (ll) shmLlView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
+    if (ll) hostFifoLlView(res->seg.base(), h.nSteps, h.stepBytes, kShmLlSlotBytes, &conn->info);
     if (ll) hostFifoPresetSteps(conn->info, params::TestStepBase());  // GPU comms: tests only
     conn->info.peer = peer.rank;
     conn->info.kind = TransportKind::Shm;
@@ -240,7 +234,8 @@ ncclResult_t ShmTransport::connect(Direction dir, const ConnectHandle& peerHandl
     res->seg.unlink();
     hostFifoView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
     // The receiver decided whether the segment has LL slots (its size says so).
-    if (h.bytes == shmSegmentBytes(h.nSteps, h.stepBytes)) shmLlView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
+    if (h.bytes == shmSegmentBytes(h.nSteps, h.stepBytes))
+      hostFifoLlView(res->seg.base(), h.nSteps, h.stepBytes, kShmLlSlotBytes, &conn->info);
     conn->info.peer = res->peer;
     conn->info.kind = TransportKind::Shm;
     __atomic_store_n(&static_cast<HostFifoCtrl*>(res->seg.base())->attached, 1u, __ATOMIC_RELEASE);
