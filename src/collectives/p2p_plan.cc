@@ -60,7 +60,7 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
     std::vector<int> nch(conn.xs.size(), 1);
     int maxNch = 1;
     for (size_t t = 0; conn.ring && t < conn.xs.size(); ++t) {
-      nch[t] = channelsForBytes(conn.xs[t].bytes, in.nChannels, in.channelBytes);
+      nch[t] = p2pChannelsForBytes(conn.xs[t].bytes, in.nChannels, in.channelBytes);
       maxNch = std::max(maxNch, nch[t]);
     }
     if (static_cast<int>(groups.size()) < maxNch) groups.resize(maxNch);

@@ -2,7 +2,7 @@
 // all-to-all, gather and scatter) is cut into the CTAs of one kernel launch. A pure function of the transfer
 // lists, kept apart from the CUDA executor so its contract is unit-tested on any machine: both sides of a
 // connection cut every transfer alike whatever else either side grouped with it. A transfer on the ring
-// neighbour's connections runs over channelsForBytes(its own size, channelBytes) channels, share c on
+// neighbour's connections runs over p2pChannelsForBytes(its own size, channelBytes) channels, share c on
 // channel c, and each share's protocol (LL or SIMPLE) and SIMPLE FIFO steps (p2pSimpleStepBytes) follow from the
 // share's size alone.
 // A batch is always one launch: a rank's launches run one after another on its stream, so a batch split
@@ -33,6 +33,26 @@ BRAID_HD inline size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_
   return piece < connStep ? piece : connStep;
 }
 
+// How many ring channels a p2p transfer of `bytes` takes: one per `channelBytes` up to kP2pKneeChannels, then
+// shares grow to kP2pWideShareBytes before more channels join (at most nChannels). Both sides derive it from
+// the transfer's size and rank 0's channelBytes, so they cut alike. Why the knee (2xH200,
+// docs/gpu/2026-11-23b): 64 channels of 64-128 KiB shares (send/recv 4 MB, all-to-all 8-16 MB) ran 21-24 us
+// in some processes and 33-36 in others, while 32 channels of 128-256 KiB ran 23-24 every time; from 16 MB
+// on, 64 channels of 256 KiB are stable and beat 32 (send/recv 64 MB 200 against 212 us).
+constexpr int kP2pKneeChannels = 32;
+constexpr size_t kP2pWideShareBytes = size_t(256) << 10;
+inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes) {
+  const size_t unit = channelBytes < 1 ? 1 : channelBytes;
+  size_t want = (bytes + unit - 1) / unit;
+  if (want > static_cast<size_t>(kP2pKneeChannels)) {
+    const size_t wide = unit > kP2pWideShareBytes ? unit : kP2pWideShareBytes;
+    const size_t wideWant = (bytes + wide - 1) / wide;
+    want = wideWant > static_cast<size_t>(kP2pKneeChannels) ? wideWant : static_cast<size_t>(kP2pKneeChannels);
+  }
+  const size_t cap = nChannels < 1 ? 1 : static_cast<size_t>(nChannels);
+  return static_cast<int>(want < 1 ? 1 : (want < cap ? want : cap));
+}
+
 struct P2pXfer {
   char* buf;
   size_t bytes;
@@ -52,7 +72,7 @@ struct P2pPlanInput {
   std::vector<P2pXfer> copies;  // local copies (a rank's own share, sends to itself)
   int nChannels = 1;            // the ring's channels
   size_t llThreshold = 0;       // shares of at most this many bytes run LL where the connection has LL slots
-  size_t channelBytes = 65536;  // a ring transfer takes one channel per this many bytes (channelsForBytes)
+  size_t channelBytes = 65536;  // a ring transfer takes one channel per this many bytes (p2pChannelsForBytes)
   int maxCtas = 192;            // CTAs of the launch
   int maxBlocks = 192;          // blocks (CTAs x their transfers) of the launch
   int maxCopyCtas = 32;         // local copies: at most this many CTAs (BRAID_P2P_COPY_CTAS; a local choice,

@@ -104,8 +104,8 @@ void checkCoverage(const P2pPlanInput& in, const std::vector<P2pPlanBlock>& bloc
 
 TEST(P2pPlan, OneSendOneRecvOnTheRing) {
   P2pPlanInput in = input(64);
-  in.conns.push_back(ringConn(true, 64, {size_t(8) << 20}, 0));
-  in.conns.push_back(ringConn(false, 64, {size_t(8) << 20}, 10));
+  in.conns.push_back(ringConn(true, 64, {size_t(16) << 20}, 0));
+  in.conns.push_back(ringConn(false, 64, {size_t(16) << 20}, 10));
   P2pPlanLaunch plan;
   std::string why;
   ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
@@ -124,7 +124,7 @@ TEST(P2pPlan, OneSendOneRecvOnTheRing) {
 TEST(P2pPlan, ChannelBytesSetTheCut) {
   P2pPlanInput in = input(64);
   in.channelBytes = 16384;
-  in.conns.push_back(ringConn(true, 64, {size_t(128) << 10, 16384, 16385, size_t(4) << 20}, 0));
+  in.conns.push_back(ringConn(true, 64, {size_t(128) << 10, 16384, 16385, size_t(4) << 20, size_t(64) << 20}, 0));
   P2pPlanLaunch plan;
   std::string why;
   ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
@@ -140,7 +140,8 @@ TEST(P2pPlan, ChannelBytesSetTheCut) {
   EXPECT_EQ(sharesOf[0], 8);   // 128 KiB: 8 shares of 16 KiB, all LL
   EXPECT_EQ(sharesOf[1], 1);
   EXPECT_EQ(sharesOf[2], 2);   // 16385: two shares (8256 + 8129 bytes)
-  EXPECT_EQ(sharesOf[3], 64);  // capped at the comm's channels
+  EXPECT_EQ(sharesOf[3], 32);  // the knee: 32 channels of 128 KiB, not 256 of 16 KiB
+  EXPECT_EQ(sharesOf[4], 64);  // capped at the comm's channels
   EXPECT_EQ(static_cast<int>(plan.ctas.size()), 64);
   checkCoverage(in, blocks);
 }
@@ -234,8 +235,9 @@ TEST(P2pPlan, ProtocolFollowsEachShareAndTheConnection) {
 TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
   P2pPlanInput in = input(64);
   const size_t bytes = size_t(4) << 20;
-  in.conns.push_back(ringConn(true, 64, {bytes}, 0));
-  in.conns.push_back(ringConn(false, 64, {bytes}, 1));
+  const size_t ringBytes = size_t(16) << 20;  // 64 channels
+  in.conns.push_back(ringConn(true, 64, {ringBytes}, 0));
+  in.conns.push_back(ringConn(false, 64, {ringBytes}, 1));
   for (int p = 0; p < 5; ++p) {
     for (bool isSend : {true, false}) {
       P2pPlanConn c;
@@ -277,6 +279,29 @@ TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
   in.maxCtas = 138;
   EXPECT_FALSE(planP2p(in, &plan, &why));
   EXPECT_NE(why.find("139 CTAs with its local copies"), std::string::npos) << why;
+}
+
+// How many channels a ring transfer takes (p2pChannelsForBytes): one per 64 KiB up to 32, then 32 channels
+// whose shares grow to 256 KiB, then one channel per 256 KiB up to the comm's channels.
+TEST(P2pPlan, ChannelsKneeAtThirtyTwo) {
+  const size_t k = 1024, m = k * k;
+  struct Case {
+    size_t bytes;
+    int nChannels;
+    size_t unit;
+    int want;
+  } cases[] = {
+      {0, 64, 64 * k, 1},          {1, 64, 64 * k, 1},           {64 * k, 64, 64 * k, 1},
+      {64 * k + 1, 64, 64 * k, 2}, {2 * m, 64, 64 * k, 32},      {2 * m + 1, 64, 64 * k, 32},
+      {4 * m, 64, 64 * k, 32},     {8 * m, 64, 64 * k, 32},      {8 * m + 1, 64, 64 * k, 33},
+      {16 * m, 64, 64 * k, 64},    {size_t(1) << 30, 64, 64 * k, 64}, {4 * m, 16, 64 * k, 16},
+      {4 * m, 64, 16 * k, 32},     {16 * m, 64, 16 * k, 64},     {4 * m, 64, 512 * k, 8},
+      {32 * m, 64, 512 * k, 64},   {24 * m, 64, 512 * k, 48},    {1 * m, 64, 0, 32},
+      {16 * m, 0, 64 * k, 1},
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(p2pChannelsForBytes(c.bytes, c.nChannels, c.unit), c.want)
+        << c.bytes << " bytes, " << c.nChannels << " channels, " << c.unit << " per channel";
 }
 
 // Each SIMPLE share's FIFO steps (BRAID_P2P_PIECES, dev_kernels.cu): up to `pieces` steps of at least 128 KiB

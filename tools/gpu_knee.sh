@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Device call (2 GPUs, ~4 min), eleventh session: the p2p channel knee (p2pChannelsForBytes: 32 channels from
+# 2 to 8 MB per transfer, 64 of 256 KiB from 16 MB). Runs the gpu tests that carry p2p (device_coll_test,
+# device_mp_test), then send/recv, all-to-all, gather and scatter at 128 KB-64 MB, three runs each, NCCL once,
+# and per-launch times (tools/iter_probe.cu) of send/recv 4 MB and all-to-all 8 MB, three processes each.
+# Raw outputs: $OUT/knee.tgz.
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu_knee_out}; L=$OUT/knee; mkdir -p "$L"
+source tools/gpu_common.sh
+gpu_build braid braidrun sendrecv_perf alltoall_perf gather_perf scatter_perf device_coll_test device_mp_test
+gpu_tests device_coll_test device_mp_test
+export PERF_TIMEOUT=40
+A="-b 128K -e 64M -f 2 -c 1 -n 30 -w 5"
+for c in sendrecv alltoall gather scatter; do
+  one $c nccl ${c}_nccl -- $A
+  for r in 1 2 3; do one $c braid ${c}_$r -- $A; done
+done
+nvcc -O2 -std=c++17 -Iinclude tools/iter_probe.cu -o $B/iter_probe -L$B/lib -lbraid -Xlinker -rpath=$PWD/$B/lib || exit 1
+pr() {  # LIB MODE SIZE ITERS
+  local lib=$1 mode=$2 size=$3 it=$4; shift 4
+  local pre=""; [[ $lib == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
+  env $pre "$@" timeout 60 $B/iter_probe 0 $size $it $mode > $L/r0.txt 2>&1 &
+  env $pre "$@" timeout 60 $B/iter_probe 1 $size $it $mode > $L/r1.txt 2>&1 &
+  wait
+  cat $L/r0.txt $L/r1.txt >> $L/iter_probe.txt
+  echo "-- $lib $mode $size: $(grep -h "mean" $L/r0.txt | cut -c1-110)"
+}
+for r in 1 2 3; do pr braid sendrecv 4194304 1000; done; pr nccl sendrecv 4194304 1000
+for r in 1 2 3; do pr braid alltoall 8388608 1000; done; pr nccl alltoall 8388608 1000
+gpu_pack
