@@ -10,6 +10,7 @@
 // progress model in tests/unit/p2p_plan_test.cc). A batch past the launch's limits is refused instead.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -33,24 +34,28 @@ BRAID_HD inline size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_
   return piece < connStep ? piece : connStep;
 }
 
-// How many ring channels a p2p transfer of `bytes` takes: one per `channelBytes` up to kP2pKneeChannels, then
-// shares grow to kP2pWideShareBytes before more channels join (at most nChannels). Both sides derive it from
-// the transfer's size and rank 0's channelBytes, so they cut alike. Why the knee (2xH200,
-// docs/gpu/2026-11-23b): 64 channels of 64-128 KiB shares (send/recv 4 MB, all-to-all 8-16 MB) ran 21-24 us
-// in some processes and 33-36 in others, while 32 channels of 128-256 KiB ran 23-24 every time; from 16 MB
-// on, 64 channels of 256 KiB are stable and beat 32 (send/recv 64 MB 200 against 212 us).
+// How many ring channels a p2p transfer of `bytes` takes, from the unit u = channelBytes (64 KiB): one channel
+// per u up to kP2pNarrowChannels, then shares of 2u up to kP2pKneeChannels, then shares of 4u (at least
+// kP2pWideShareBytes), at most nChannels; at each step the channel count holds until the larger shares catch up.
+// Both sides derive it from the transfer's size and rank 0's channelBytes, so they cut alike. Why (2xH200,
+// docs/gpu/2026-11-23b, c, f): 64 channels of 64-128 KiB shares (send/recv 4 MB, all-to-all 8-16 MB) ran 21-24 us
+// in some processes and 33-36 in others, 32 channels of 128-256 KiB 23-24 every time; send/recv 1-2 MB on
+// 16-32 channels of 64 KiB spread over 12-21 us (mean ~15 and ~19), on 8-16 channels of 128 KiB 14.4 and 17.4
+// both runs, and gather/scatter at 2-4 MB likewise; transfers up to 512 KiB stay on 64 KiB shares (128 KiB ones
+// cost 256 KiB send/recv 13.9 us against 10.8); from 16 MB on, 64 channels of 256 KiB beat 32 (send/recv 64 MB
+// 200 against 212 us).
+constexpr int kP2pNarrowChannels = 8;
 constexpr int kP2pKneeChannels = 32;
 constexpr size_t kP2pWideShareBytes = size_t(256) << 10;
 inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes) {
   const size_t unit = channelBytes < 1 ? 1 : channelBytes;
-  size_t want = (bytes + unit - 1) / unit;
-  if (want > static_cast<size_t>(kP2pKneeChannels)) {
-    const size_t wide = unit > kP2pWideShareBytes ? unit : kP2pWideShareBytes;
-    const size_t wideWant = (bytes + wide - 1) / wide;
-    want = wideWant > static_cast<size_t>(kP2pKneeChannels) ? wideWant : static_cast<size_t>(kP2pKneeChannels);
-  }
+  auto over = [&](size_t per) { return (bytes + per - 1) / per; };
+  size_t want = over(unit);
+  if (want > static_cast<size_t>(kP2pNarrowChannels)) want = std::max<size_t>(kP2pNarrowChannels, over(2 * unit));
+  if (want > static_cast<size_t>(kP2pKneeChannels))
+    want = std::max<size_t>(kP2pKneeChannels, over(std::max(4 * unit, kP2pWideShareBytes)));
   const size_t cap = nChannels < 1 ? 1 : static_cast<size_t>(nChannels);
-  return static_cast<int>(want < 1 ? 1 : (want < cap ? want : cap));
+  return static_cast<int>(std::min(std::max<size_t>(want, 1), cap));
 }
 
 struct P2pXfer {

@@ -211,9 +211,9 @@ TEST(P2pPlan, ProtocolFollowsEachShareAndTheConnection) {
   P2pPlanInput in = input(64);
   in.llThreshold = 65536;
   // 16384: one channel, LL. 100000: two shares of ~50 KB, LL on channel 0, SIMPLE on channel 1 (no LL slots
-  // there). 512 KiB + 5: nine shares of ~58 KiB, LL but on channel 1. 200000: four ~50 KB shares, as
+  // there). 448 KiB + 5: eight shares of ~56 KiB, LL but on channel 1. 200000: four ~50 KB shares, as
   // 100000. 0: one empty block, SIMPLE.
-  in.conns.push_back(ringConn(true, 64, {16384, 100000, (512 << 10) + 5, 200000, 0}, 0));
+  in.conns.push_back(ringConn(true, 64, {16384, 100000, (448 << 10) + 5, 200000, 0}, 0));
   in.conns[0].ll[1] = 0;
   P2pPlanLaunch plan;
   std::string why;
@@ -226,8 +226,8 @@ TEST(P2pPlan, ProtocolFollowsEachShareAndTheConnection) {
     onChannel1 += b.channel == 1 && b.bytes > 0 && b.bytes <= 65536;
   }
   EXPECT_EQ(onChannel1, 3);  // shares small enough for LL on the channel without LL slots
-  EXPECT_EQ(llBlocks, 1 + 1 + 8 + 3);
-  EXPECT_EQ(static_cast<int>(blocks.size()), 1 + 2 + channelsForBytes((512 << 10) + 5, 64) + 4 + 1);
+  EXPECT_EQ(llBlocks, 1 + 1 + 7 + 3);
+  EXPECT_EQ(static_cast<int>(blocks.size()), 1 + 2 + 8 + 4 + 1);
   checkCoverage(in, blocks);
 }
 
@@ -281,9 +281,10 @@ TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
   EXPECT_NE(why.find("139 CTAs with its local copies"), std::string::npos) << why;
 }
 
-// How many channels a ring transfer takes (p2pChannelsForBytes): one per 64 KiB up to 32, then 32 channels
-// whose shares grow to 256 KiB, then one channel per 256 KiB up to the comm's channels.
-TEST(P2pPlan, ChannelsKneeAtThirtyTwo) {
+// How many channels a ring transfer takes (p2pChannelsForBytes): one per 64 KiB up to 8, then shares of
+// 128 KiB up to 32 channels, then shares of 256 KiB up to the comm's channels; at each widening the count holds
+// until the larger shares catch up.
+TEST(P2pPlan, ChannelSharesWidenAtEightAndThirtyTwo) {
   const size_t k = 1024, m = k * k;
   struct Case {
     size_t bytes;
@@ -291,13 +292,15 @@ TEST(P2pPlan, ChannelsKneeAtThirtyTwo) {
     size_t unit;
     int want;
   } cases[] = {
-      {0, 64, 64 * k, 1},          {1, 64, 64 * k, 1},           {64 * k, 64, 64 * k, 1},
-      {64 * k + 1, 64, 64 * k, 2}, {2 * m, 64, 64 * k, 32},      {2 * m + 1, 64, 64 * k, 32},
-      {4 * m, 64, 64 * k, 32},     {8 * m, 64, 64 * k, 32},      {8 * m + 1, 64, 64 * k, 33},
-      {16 * m, 64, 64 * k, 64},    {size_t(1) << 30, 64, 64 * k, 64}, {4 * m, 16, 64 * k, 16},
-      {4 * m, 64, 16 * k, 32},     {16 * m, 64, 16 * k, 64},     {4 * m, 64, 512 * k, 8},
-      {32 * m, 64, 512 * k, 64},   {24 * m, 64, 512 * k, 48},    {1 * m, 64, 0, 32},
-      {16 * m, 0, 64 * k, 1},
+      {0, 64, 64 * k, 1},           {1, 64, 64 * k, 1},           {64 * k, 64, 64 * k, 1},
+      {64 * k + 1, 64, 64 * k, 2},  {512 * k, 64, 64 * k, 8},     {512 * k + 1, 64, 64 * k, 8},
+      {1 * m, 64, 64 * k, 8},       {1 * m + 1, 64, 64 * k, 9},   {2 * m, 64, 64 * k, 16},
+      {2 * m + 1, 64, 64 * k, 17},  {4 * m, 64, 64 * k, 32},      {4 * m + 1, 64, 64 * k, 32},
+      {8 * m, 64, 64 * k, 32},      {8 * m + 1, 64, 64 * k, 33},  {16 * m, 64, 64 * k, 64},
+      {size_t(1) << 30, 64, 64 * k, 64}, {4 * m, 16, 64 * k, 16}, {4 * m, 64, 16 * k, 32},
+      {16 * m, 64, 16 * k, 64},     {4 * m, 64, 512 * k, 8},      {8 * m, 64, 512 * k, 8},
+      {24 * m, 64, 512 * k, 24},    {64 * m, 64, 512 * k, 32},    {128 * m, 64, 512 * k, 64},
+      {1 * m, 64, 0, 32},           {16 * m, 0, 64 * k, 1},
   };
   for (const Case& c : cases)
     EXPECT_EQ(p2pChannelsForBytes(c.bytes, c.nChannels, c.unit), c.want)
