@@ -10,18 +10,9 @@ set -uo pipefail
 OUT=${OUT:-$PWD/gpu_bistable_out}; L=$OUT/bistable; mkdir -p "$L"
 source tools/gpu_common.sh
 gpu_build braid braidrun sendrecv_perf alltoall_perf
-nvcc -O2 -std=c++17 -Iinclude tools/iter_probe.cu -o $B/iter_probe -L$B/lib -lbraid -Xlinker -rpath=$PWD/$B/lib || exit 1
-pr() {  # LIB MODE SIZE ITERS
-  local lib=$1 mode=$2 size=$3 it=$4; shift 4
-  local pre=""; [[ $lib == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
-  env $pre "$@" timeout 60 $B/iter_probe 0 $size $it $mode > $L/r0.txt 2>&1 &
-  env $pre "$@" timeout 60 $B/iter_probe 1 $size $it $mode > $L/r1.txt 2>&1 &
-  wait
-  cat $L/r0.txt $L/r1.txt >> $L/iter_probe.txt
-  echo "-- $lib $mode $size x$it: $(grep -h "mean" $L/r0.txt $L/r1.txt | sed 's/.*: mean/mean/' | tr '\n' '|')"
-}
-for s in 1048576 2097152 4194304; do pr braid sendrecv $s 30; pr braid sendrecv $s 30; pr nccl sendrecv $s 30; done
-for s in 2097152 4194304; do pr braid alltoall $s 30; pr braid alltoall $s 30; pr nccl alltoall $s 30; done
+probe_build
+for s in 1048576 2097152 4194304; do probe braid sendrecv $s 30; probe braid sendrecv $s 30; probe nccl sendrecv $s 30; done
+for s in 2097152 4194304; do probe braid alltoall $s 30; probe braid alltoall $s 30; probe nccl alltoall $s 30; done
 export PERF_TIMEOUT=40
 A="-b 1M -e 8M -f 2 -c 1 -n 30 -w 5"
 MPIRUN_OPTS="--report-bindings" one alltoall braid a2a_bind0 -- $A

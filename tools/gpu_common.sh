@@ -8,6 +8,9 @@
 #       (every reducing kernel inlined), built into $INL/build-inl (logs in $L); `wait` for it
 #   gpu_tests TEST...   runs each test binary of $B (200 s each), output to $L/TEST.txt, prints its verdict lines
 #       and the first failures.
+#   probe_build         compiles tools/iter_probe.cu against $B's libbraid into $B/iter_probe
+#   probe LIB MODE SIZE ITERS [ENV=V...]   one iter_probe process per GPU (LIB braid, or nccl preloaded), both
+#       ranks' output appended to $L/iter_probe.txt, prints "-- LIB MODE SIZE xITERS ENV: <each rank's mean line>"
 #   gpu_pack            tars $L into $OUT/<name of $L>.tgz (the device tool brings back few files), removes $L and
 #       prints the call's total time.
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -48,6 +51,20 @@ gpu_tests() {
     echo "== $t rc=$rc $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) |^\[  FAILED' "$L/$t.txt" | tr '\n' ' ')"
     grep -E 'Failure|error' -A3 "$L/$t.txt" | head -12
   done
+}
+
+probe_build() {
+  nvcc -O2 -std=c++17 -Iinclude tools/iter_probe.cu -o $B/iter_probe -L$B/lib -lbraid -Xlinker -rpath=$PWD/$B/lib || exit 1
+}
+
+probe() {
+  local lib=$1 mode=$2 size=$3 it=$4; shift 4
+  local pre=""; [[ $lib == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
+  env $pre "$@" timeout 60 $B/iter_probe 0 $size $it $mode > $L/r0.txt 2>&1 &
+  env $pre "$@" timeout 60 $B/iter_probe 1 $size $it $mode > $L/r1.txt 2>&1 &
+  wait
+  cat $L/r0.txt $L/r1.txt >> $L/iter_probe.txt
+  echo "-- $lib $mode $size x$it $*: $(grep -h "mean" $L/r0.txt $L/r1.txt | sed 's/.*: mean/mean/' | tr '\n' '|')"
 }
 
 gpu_pack() {

@@ -7,18 +7,9 @@ set -uo pipefail
 OUT=${OUT:-$PWD/gpu_hostcost_out}; L=$OUT/hostcost; mkdir -p "$L"
 source tools/gpu_common.sh
 gpu_build braid
-nvcc -O2 -g -std=c++17 -Iinclude tools/iter_probe.cu -o $B/iter_probe -L$B/lib -lbraid -Xlinker -rpath=$PWD/$B/lib || exit 1
-pr() {  # LIB MODE SIZE ITERS
-  local lib=$1 mode=$2 size=$3 it=$4; shift 4
-  local pre=""; [[ $lib == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
-  env $pre "$@" timeout 60 $B/iter_probe 0 $size $it $mode > $L/r0.txt 2>&1 &
-  env $pre "$@" timeout 60 $B/iter_probe 1 $size $it $mode > $L/r1.txt 2>&1 &
-  wait
-  cat $L/r0.txt $L/r1.txt >> $L/iter_probe.txt
-  echo "-- $lib $mode $size x$it: $(grep -h "mean" $L/r0.txt $L/r1.txt | sed 's/.*: mean/mean/' | tr '\n' '|')"
-}
+probe_build
 for m in sendrecv alltoall; do for s in 8 131072; do
-  pr braid $m $s 30; pr braid $m $s 30; pr nccl $m $s 30; pr nccl $m $s 30
+  probe braid $m $s 30; probe braid $m $s 30; probe nccl $m $s 30; probe nccl $m $s 30
 done; done
 echo "perf: $(which perf || echo none)"
 if command -v perf >/dev/null; then

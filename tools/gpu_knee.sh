@@ -15,16 +15,7 @@ for c in sendrecv alltoall gather scatter; do
   one $c nccl ${c}_nccl -- $A
   for r in 1 2 3; do one $c braid ${c}_$r -- $A; done
 done
-nvcc -O2 -std=c++17 -Iinclude tools/iter_probe.cu -o $B/iter_probe -L$B/lib -lbraid -Xlinker -rpath=$PWD/$B/lib || exit 1
-pr() {  # LIB MODE SIZE ITERS
-  local lib=$1 mode=$2 size=$3 it=$4; shift 4
-  local pre=""; [[ $lib == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
-  env $pre "$@" timeout 60 $B/iter_probe 0 $size $it $mode > $L/r0.txt 2>&1 &
-  env $pre "$@" timeout 60 $B/iter_probe 1 $size $it $mode > $L/r1.txt 2>&1 &
-  wait
-  cat $L/r0.txt $L/r1.txt >> $L/iter_probe.txt
-  echo "-- $lib $mode $size: $(grep -h "mean" $L/r0.txt | cut -c1-110)"
-}
-for r in 1 2 3; do pr braid sendrecv 4194304 1000; done; pr nccl sendrecv 4194304 1000
-for r in 1 2 3; do pr braid alltoall 8388608 1000; done; pr nccl alltoall 8388608 1000
+probe_build
+for r in 1 2 3; do probe braid sendrecv 4194304 1000; done; probe nccl sendrecv 4194304 1000
+for r in 1 2 3; do probe braid alltoall 8388608 1000; done; probe nccl alltoall 8388608 1000
 gpu_pack

@@ -26,20 +26,11 @@ for c in gather scatter; do
   one $c nccl ${c}_nccl -- $G
   for r in 1 2 3; do one $c braid ${c}_$r -- $G; done
 done
-nvcc -O2 -std=c++17 -Iinclude tools/iter_probe.cu -o $B/iter_probe -L$B/lib -lbraid -Xlinker -rpath=$PWD/$B/lib || exit 1
-pr() {  # LIB MODE SIZE ITERS [ENV=V...]
-  local lib=$1 mode=$2 size=$3 it=$4; shift 4
-  local pre=""; [[ $lib == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
-  env $pre "$@" timeout 60 $B/iter_probe 0 $size $it $mode > $L/r0.txt 2>&1 &
-  env $pre "$@" timeout 60 $B/iter_probe 1 $size $it $mode > $L/r1.txt 2>&1 &
-  wait
-  cat $L/r0.txt $L/r1.txt >> $L/iter_probe.txt
-  echo "-- $lib $mode $size $* : $(grep -h "" $L/r0.txt $L/r1.txt | grep -v INFO | tr '\n' '|')"
-}
+probe_build
 for m in alltoall gather; do
-  pr braid $m 8388608 1000; pr braid $m 8388608 1000; pr nccl $m 8388608 1000
+  probe braid $m 8388608 1000; probe braid $m 8388608 1000; probe nccl $m 8388608 1000
 done
 # Send/recv at 4 MB (64 channels x 64 KiB, one step each) flipped between ~23 and ~40 us across the tenth
 # session's calls (zb, zc, ze), the all-to-all at 8 MB moves 4 MB each way.
-pr braid sendrecv 4194304 1000; pr braid sendrecv 4194304 1000; pr nccl sendrecv 4194304 1000
+probe braid sendrecv 4194304 1000; probe braid sendrecv 4194304 1000; probe nccl sendrecv 4194304 1000
 gpu_pack
