@@ -16,7 +16,7 @@ constexpr size_t kCopyCtaBytes = size_t(256) << 10;
 
 // Share `part` of `parts` of a transfer: contiguous, 64-byte aligned starts.
 P2pPlanBlock shareOf(const P2pXfer& x, int part, int parts) {
-  const size_t per = parts <= 1 ? x.bytes : roundUp(divUp(x.bytes, static_cast<size_t>(parts)), 64);
+  const size_t per = p2pShareBytes(x.bytes, parts);
   const size_t off = std::min(per * static_cast<size_t>(part), x.bytes);
   P2pPlanBlock b{};
   b.buf = x.buf + off;

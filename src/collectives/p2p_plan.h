@@ -58,6 +58,13 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
   return static_cast<int>(std::min(std::max<size_t>(want, 1), cap));
 }
 
+// The bytes of each of a transfer's first `parts` - 1 shares (the last takes the rest): contiguous shares
+// with 64-byte aligned starts. planP2p cuts by it, and the tuner's p2p estimate decides LL by it.
+inline size_t p2pShareBytes(size_t bytes, int parts) {
+  if (parts <= 1) return bytes;
+  return ((bytes + static_cast<size_t>(parts) - 1) / static_cast<size_t>(parts) + 63) & ~size_t{63};
+}
+
 struct P2pXfer {
   char* buf;
   size_t bytes;
@@ -77,7 +84,7 @@ struct P2pPlanInput {
   std::vector<P2pXfer> copies;  // local copies (a rank's own share, sends to itself)
   int nChannels = 1;            // the ring's channels
   size_t llThreshold = 0;       // shares of at most this many bytes run LL where the connection has LL slots
-  size_t channelBytes = 65536;  // a ring transfer takes one channel per this many bytes (p2pChannelsForBytes)
+  size_t channelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES: the unit of p2pChannelsForBytes
   int maxCtas = 192;            // CTAs of the launch
   int maxBlocks = 192;          // blocks (CTAs x their transfers) of the launch
   int maxCopyCtas = 32;         // local copies: at most this many CTAs (BRAID_P2P_COPY_CTAS; a local choice,

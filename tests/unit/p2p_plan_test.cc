@@ -140,7 +140,7 @@ TEST(P2pPlan, ChannelBytesSetTheCut) {
   EXPECT_EQ(sharesOf[0], 8);   // 128 KiB: 8 shares of 16 KiB, all LL
   EXPECT_EQ(sharesOf[1], 1);
   EXPECT_EQ(sharesOf[2], 2);   // 16385: two shares (8256 + 8129 bytes)
-  EXPECT_EQ(sharesOf[3], 32);  // the knee: 32 channels of 128 KiB, not 256 of 16 KiB
+  EXPECT_EQ(sharesOf[3], 32);  // 32 channels of 128 KiB (the 16 KiB unit widens at 8 and 32 channels)
   EXPECT_EQ(sharesOf[4], 64);  // capped at the comm's channels
   EXPECT_EQ(static_cast<int>(plan.ctas.size()), 64);
   checkCoverage(in, blocks);
