@@ -318,9 +318,13 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
 
 double DeviceExecutorImpl::predictUs(const OpDesc& op) {
   if (op.count == 0) return 0;
-  if (!isRingCollective(op.coll)) {  // p2p launches: the model's send/recv-style shape on this path
-    const TuneRequest req = makeTuneRequest(op, st_->nranks, transport_);
-    return braid::predictUs(req, Algo::Ring, Proto::Simple, 1, 0);
+  if (!isRingCollective(op.coll)) {  // p2p launches: the model's time of the cut launchP2p makes
+    P2pCutFacts f;
+    f.nChannels = st_->nChannels;
+    f.channelBytes = st_->p2pChannelBytes;
+    f.llThreshold = st_->p2pLlThreshold;
+    f.llSlots = st_->llPath && (transport_ != TransportClass::NetSocket || st_->p2pLlOnNet);
+    return predictP2pUs(op, st_->nranks, st_->rank, transport_, f);
   }
   return planColl(op, lowLatencyKernels(op)).predictedUs;
 }

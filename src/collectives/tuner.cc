@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "collectives/p2p_plan.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "core/result.h"
@@ -187,11 +188,6 @@ const ModelRow& row(TransportClass t, Proto p) {
 
 bool isHost(TransportClass t) { return t == TransportClass::HostShm || t == TransportClass::HostSocket; }
 bool isP2p(TransportClass t) { return t == TransportClass::P2pNvlink || t == TransportClass::P2pPcie; }
-// Collectives built from point-to-point transfers: NCCL_ALGO does not apply to them (as in NCCL).
-bool isP2pColl(CollType c) {
-  return c == CollType::Send || c == CollType::Recv || c == CollType::AllToAll || c == CollType::Gather ||
-         c == CollType::Scatter;
-}
 // LL128 relies on a warp's 128-byte store arriving whole, which only NVLink on sm_90+ guarantees.
 bool ll128Safe(const TuneRequest& r) { return r.transport == TransportClass::P2pNvlink && r.smVersion >= 90; }
 
@@ -525,6 +521,42 @@ int tunedRingChannels(const OpDesc& op, int nranks, TransportClass transport, in
   const TuneDecision d = tune(ringSimpleRequest(op, nranks, transport, maxCh, maxThreads), cfg);
   *memo = ChannelMemo{op.coll, bytes, maxCh, std::max(1, std::min(d.nChannels, maxCh))};
   return memo->nch;
+}
+
+bool isP2pColl(CollType c) {
+  return c == CollType::Send || c == CollType::Recv || c == CollType::AllToAll || c == CollType::Gather ||
+         c == CollType::Scatter;
+}
+
+double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass transport, const P2pCutFacts& facts) {
+  const size_t bytes = op.count * dtypeSize(op.dtype);
+  if (bytes == 0 || !isP2pColl(op.coll)) return 0;
+  const int n = std::max(1, nranks);
+  const int next = (rank + 1) % n, prev = (rank - 1 + n) % n;
+  // One transfer of `bytes`: over the ring's channels (the neighbour, or the rank itself) or one connection.
+  auto transfer = [&](bool ring) {
+    const int nch = ring ? p2pChannelsForBytes(bytes, facts.nChannels, facts.channelBytes) : 1;
+    // LL as planP2p decides it for the transfer's full shares (the last, shorter one may differ).
+    const bool ll = facts.llSlots && p2pShareBytes(bytes, nch) <= facts.llThreshold &&
+                    row(transport, Proto::LL).bwPerChGBs > 0;
+    TuneRequest r;
+    r.coll = CollType::Send;
+    r.bytes = bytes;
+    r.nranks = n;
+    r.transport = transport;
+    return predictUs(r, Algo::Ring, ll ? Proto::LL : Proto::Simple, nch, 0);
+  };
+  // Transfers to or from every other rank: the ring neighbour's on the channels, the others' (3+ ranks) each on
+  // one connection, side by side.
+  auto fanOut = [&] { return n > 2 ? std::max(transfer(true), transfer(false)) : transfer(true); };
+  switch (op.coll) {
+    case CollType::Send: return transfer(op.peer == next || op.peer == rank);
+    case CollType::Recv: return transfer(op.peer == prev || op.peer == rank);
+    case CollType::AllToAll: return fanOut();
+    case CollType::Gather: return rank == op.root ? fanOut() : transfer(op.root == next);
+    case CollType::Scatter: return rank == op.root ? fanOut() : transfer(op.root == prev);
+    default: return 0;
+  }
 }
 
 double estimateGroupTime(const std::vector<TuneRequest>& ops, const TunerConfig& cfg) {

@@ -152,7 +152,7 @@ TEST(HostTuning, RanksWithDifferentAlgoSettingsAgree) {
 }
 
 // ncclGroupSimulateEnd returns the cost model's estimate of the group as the communicator would plan it,
-// runs nothing, and adds up the ops of a group.
+// runs nothing, and adds up the collectives of a group (one launch each).
 TEST(HostTuning, GroupSimulateEndEstimatesWithoutRunning) {
   mp::Options o = logOptions();
   o.env = {{"BRAID_HOST_COMM", "1"}};
@@ -175,6 +175,48 @@ TEST(HostTuning, GroupSimulateEndEstimatesWithoutRunning) {
     EXPECT_GT(small, 0.0f);
     EXPECT_GT(large, small);
     EXPECT_NEAR(both, small + large, 1e-3f * (small + large));
+    size_t touched = 0;
+    for (float v : out) touched += v != -7.0f;
+    EXPECT_EQ(touched, 0u) << "a simulated group ran";
+    MP_NCCL_ASSERT(ncclCommDestroy(comm));
+  });
+  mp::expectAllPassed(r);
+}
+
+// A communicator's point-to-point ops in one group run side by side in one launch (after its collectives, one
+// launch each): the group's estimate is the collectives' sum plus the slowest p2p op, not the sum of all.
+TEST(HostTuning, GroupSimulateEndTakesTheSlowestP2pOp) {
+  mp::Options o = logOptions();
+  o.env = {{"BRAID_HOST_COMM", "1"}};
+  auto r = mp::runRanks(2, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm = nullptr;
+    MP_NCCL_ASSERT(ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank));
+    const int peer = 1 - ctx.rank;
+    const size_t small = size_t(1) << 16, big = size_t(1) << 20;
+    std::vector<float> in(big, 1.0f), out(big, -7.0f);
+    enum Op { kSend, kRecv, kAllReduce };
+    auto simulate = [&](std::initializer_list<std::pair<Op, size_t>> ops) {
+      ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+      EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+      for (auto [what, n] : ops) {
+        if (what == kSend) EXPECT_EQ(ncclSend(in.data(), n, ncclFloat32, peer, comm, nullptr), ncclSuccess);
+        if (what == kRecv) EXPECT_EQ(ncclRecv(out.data(), n, ncclFloat32, peer, comm, nullptr), ncclSuccess);
+        if (what == kAllReduce)
+          EXPECT_EQ(ncclAllReduce(in.data(), out.data(), n, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+      }
+      EXPECT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess);
+      return info.estimatedTime;
+    };
+    const float sendBig = simulate({{kSend, big}});
+    const float recvSmall = simulate({{kRecv, small}});
+    const float ar = simulate({{kAllReduce, big}});
+    printf("rank %d: send %zu floats %.2f us, receive %zu floats %.2f us, all-reduce %.2f us\n", ctx.rank, big, sendBig,
+           small, recvSmall, ar);
+    EXPECT_GT(recvSmall, 0.0f);
+    EXPECT_GT(sendBig, recvSmall);
+    EXPECT_NEAR(simulate({{kSend, big}, {kRecv, small}}), sendBig, 1e-3f * sendBig);
+    EXPECT_NEAR(simulate({{kRecv, small}, {kSend, big}, {kRecv, small}}), sendBig, 1e-3f * sendBig);
+    EXPECT_NEAR(simulate({{kAllReduce, big}, {kSend, big}, {kRecv, small}}), ar + sendBig, 1e-3f * (ar + sendBig));
     size_t touched = 0;
     for (float v : out) touched += v != -7.0f;
     EXPECT_EQ(touched, 0u) << "a simulated group ran";

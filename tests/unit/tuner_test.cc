@@ -455,5 +455,82 @@ TEST(TunerGroup, EstimateGrowsWithBytes) {
   EXPECT_EQ(opBytes(ag, 4), 3200u);
 }
 
+// ------------------------------------------------------------------------------------ GPU p2p estimates
+
+// predictP2pUs follows planP2p's cut: the ring neighbour's transfer over p2pChannelsForBytes channels, another
+// peer's over one connection, LL where the full share is small enough and the path has LL slots.
+TEST(TunerP2p, EstimateFollowsTheCut) {
+  const TransportClass t = TransportClass::P2pNvlink;
+  P2pCutFacts f;
+  f.nChannels = 64;
+  f.channelBytes = 65536;
+  f.llThreshold = 16384;
+  f.llSlots = true;
+  auto op = [](CollType c, size_t bytes, int peerOrRoot) {
+    OpDesc o;
+    o.coll = c;
+    o.dtype = ncclUint8;
+    o.count = bytes;
+    o.peer = o.root = peerOrRoot;
+    return o;
+  };
+  auto fixed = [&](size_t bytes, Proto p, int nch) {
+    TuneRequest r;
+    r.coll = CollType::Send;
+    r.bytes = bytes;
+    r.nranks = 2;
+    r.transport = t;
+    return predictUs(r, Algo::Ring, p, nch, 0);
+  };
+  const size_t k = 1024, m = k * k;
+  // 2 ranks: the peer is the neighbour both ways.
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 8 * k, 1), 2, 0, t, f), fixed(8 * k, Proto::LL, 1));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Recv, 100 * k, 1), 2, 0, t, f), fixed(100 * k, Proto::Simple, 2));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 1 * m, 1), 2, 0, t, f), fixed(1 * m, Proto::Simple, 8));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, t, f), fixed(4 * m, Proto::Simple, 32));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 64 * m, 1), 2, 0, t, f), fixed(64 * m, Proto::Simple, 64));
+  // Measured on 2xH200 (docs/gpu/2026-11-23g): send/recv 4 MB 23-24 us, 64 MB 200 us. One channel (the
+  // estimate before) said several times that.
+  const double us4m = predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, t, f);
+  EXPECT_GT(us4m, 10.0);
+  EXPECT_LT(us4m, 60.0);
+  EXPECT_LT(3 * us4m, fixed(4 * m, Proto::Simple, 1));
+  // Without LL slots (or threshold 0) small shares go SIMPLE.
+  P2pCutFacts noLl = f;
+  noLl.llSlots = false;
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 8 * k, 1), 2, 0, t, noLl), fixed(8 * k, Proto::Simple, 1));
+  // Doubling sizes never get cheaper.
+  double prev = 0;
+  for (size_t b = 8; b <= (size_t(1) << 30); b *= 2) {
+    const double us = predictP2pUs(op(CollType::Send, b, 1), 2, 0, t, f);
+    EXPECT_GE(us, prev) << b;
+    prev = us;
+  }
+  // 4 ranks, rank 0: next 1, prev 3. A send to 2 (not the neighbour) takes one connection.
+  const double toNext = predictP2pUs(op(CollType::Send, 4 * m, 1), 4, 0, t, f);
+  const double toFar = predictP2pUs(op(CollType::Send, 4 * m, 2), 4, 0, t, f);
+  EXPECT_LT(toNext, toFar);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Recv, 4 * m, 3), 4, 0, t, f), toNext);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Recv, 4 * m, 1), 4, 0, t, f), toFar);
+  // All-to-all (count per peer): the slowest transfer, the one-connection peers' on 3+ ranks.
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::AllToAll, 4 * m, 0), 4, 0, t, f), toFar);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::AllToAll, 4 * m, 0), 2, 0, t, f),
+                   predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, t, f));
+  // Gather to root 0: the root receives from everyone; rank 3 sends to its next (0) over the channels, rank 2
+  // over one connection. Scatter from root 0: rank 1 receives from its prev (0) over the channels.
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 4 * m, 0), 4, 0, t, f), toFar);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 4 * m, 0), 4, 3, t, f), toNext);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 4 * m, 0), 4, 2, t, f), toFar);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Scatter, 4 * m, 0), 4, 1, t, f), toNext);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Scatter, 4 * m, 0), 4, 2, t, f), toFar);
+  // Nothing to move, or not a p2p op: 0.
+  EXPECT_EQ(predictP2pUs(op(CollType::Send, 0, 1), 2, 0, t, f), 0.0);
+  EXPECT_EQ(predictP2pUs(op(CollType::AllReduce, 4 * m, 0), 2, 0, t, f), 0.0);
+  // Sockets: finite and positive (SIMPLE unless LL is forced onto NET).
+  const double sock = predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, TransportClass::NetSocket, noLl);
+  EXPECT_GT(sock, us4m);
+  EXPECT_LT(sock, 1e9);
+}
+
 }  // namespace
 }  // namespace braid
