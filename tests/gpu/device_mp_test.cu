@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gpu_harness.h"
 
@@ -128,6 +130,79 @@ bool deadPeerChild(int rank, const ncclUniqueId& id) {
   return true;
 }
 
+// ncclGroupSimulateEnd's estimate of a grouped 4 MB send/recv and of an 8 MB all-reduce stays within 3x of
+// what they take (the p2p estimate once assumed one channel: ~8x too slow), and the grouped send/recv
+// estimate is the slower op's, not the sum. The data is checked too (the timed runs really moved it).
+bool simulateChild(int rank, const ncclUniqueId& id) {
+  GT_CUDA(cudaSetDevice(rank));
+  ncclComm_t comm;
+  GT_NCCL(ncclCommInitRank(&comm, 2, id, rank));
+  cudaStream_t s;
+  GT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const int peer = 1 - rank;
+  const size_t p2pBytes = size_t(4) << 20, arCount = size_t(2) << 20;
+  uint8_t *sb = nullptr, *rb = nullptr;
+  float* ab = nullptr;
+  GT_CUDA(cudaMalloc(&sb, p2pBytes));
+  GT_CUDA(cudaMalloc(&rb, p2pBytes));
+  GT_CUDA(cudaMalloc(&ab, arCount * sizeof(float)));
+  std::vector<uint8_t> h(p2pBytes);
+  for (size_t i = 0; i < p2pBytes; ++i) h[i] = static_cast<uint8_t>(rank * 91 + i * 7 + (i >> 12));
+  GT_CUDA(cudaMemcpy(sb, h.data(), p2pBytes, cudaMemcpyHostToDevice));
+  GT_CUDA(cudaMemset(rb, 0xee, p2pBytes));
+  GT_CUDA(cudaMemset(ab, 0, arCount * sizeof(float)));
+  auto sendRecv = [&](bool send, bool recv) {
+    GT_NCCL(ncclGroupStart());
+    if (send) GT_NCCL(ncclSend(sb, p2pBytes, ncclUint8, peer, comm, s));
+    if (recv) GT_NCCL(ncclRecv(rb, p2pBytes, ncclUint8, peer, comm, s));
+    return true;
+  };
+  auto simulated = [&](bool send, bool recv) -> float {
+    ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+    if (!sendRecv(send, recv) || ncclGroupSimulateEnd(&info) != ncclSuccess) return -1;
+    return info.estimatedTime;
+  };
+  const float estBoth = simulated(true, true), estSend = simulated(true, false);
+  ncclSimInfo_t arInfo = NCCL_SIM_INFO_INITIALIZER;
+  GT_NCCL(ncclGroupStart());
+  GT_NCCL(ncclAllReduce(ab, ab, arCount, ncclFloat32, ncclSum, comm, s));
+  GT_NCCL(ncclGroupSimulateEnd(&arInfo));
+  // Time each: 5 warm-up launches, then 20 between two events.
+  cudaEvent_t e0, e1;
+  GT_CUDA(cudaEventCreate(&e0));
+  GT_CUDA(cudaEventCreate(&e1));
+  auto timed = [&](auto&& launch) -> float {
+    for (int i = 0; i < 5; ++i)
+      if (!launch()) return -1;
+    GT_CUDA(cudaEventRecord(e0, s));
+    for (int i = 0; i < 20; ++i)
+      if (!launch()) return -1;
+    GT_CUDA(cudaEventRecord(e1, s));
+    GT_CUDA(cudaEventSynchronize(e1));
+    float ms = 0;
+    GT_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    return ms * 1000 / 20;
+  };
+  const float p2pUs = timed([&] { return sendRecv(true, true) && ncclGroupEnd() == ncclSuccess; });
+  const float arUs = timed([&] { return ncclAllReduce(ab, ab, arCount, ncclFloat32, ncclSum, comm, s) == ncclSuccess; });
+  std::vector<uint8_t> got(p2pBytes);
+  GT_CUDA(cudaMemcpy(got.data(), rb, p2pBytes, cudaMemcpyDeviceToHost));
+  size_t wrong = 0;
+  for (size_t i = 0; i < p2pBytes; ++i) wrong += got[i] != static_cast<uint8_t>(peer * 91 + i * 7 + (i >> 12));
+  printf("rank %d: send/recv 4 MB estimated %.1f us (send alone %.1f), took %.1f; all-reduce 8 MB estimated %.1f, "
+         "took %.1f; %zu wrong bytes\n", rank, estBoth, estSend, p2pUs, arInfo.estimatedTime, arUs, wrong);
+  bool ok = wrong == 0 && estBoth > 0 && p2pUs > 0 && arUs > 0;
+  ok = ok && estBoth < 3 * p2pUs && 3 * estBoth > p2pUs;
+  ok = ok && arInfo.estimatedTime < 3 * arUs && 3 * arInfo.estimatedTime > arUs;
+  ok = ok && std::abs(estBoth - estSend) <= 1e-3f * estSend;  // the send and the receive run side by side
+  if (!ok) fprintf(stderr, "rank %d: estimates, times or data out of bounds (see the line above)\n", rank);
+  GT_CUDA(cudaEventDestroy(e0));
+  GT_CUDA(cudaEventDestroy(e1));
+  cudaFree(sb), cudaFree(rb), cudaFree(ab);
+  GT_NCCL(ncclCommDestroy(comm));
+  return ok;
+}
+
 void runTwoProcesses(bool quick, bool (*child)(int, const ncclUniqueId&) = nullptr) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
@@ -192,4 +267,10 @@ TEST(DeviceColl2Proc, DeadPeerStopsKernelsAndIsNamed) {
   int n = probeGpus();
   if (n < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << n;
   runTwoProcesses(true, deadPeerChild);
+}
+
+TEST(DeviceColl2Proc, GroupSimulateEndNearMeasured) {
+  int n = probeGpus();
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << n;
+  runTwoProcesses(true, simulateChild);
 }
