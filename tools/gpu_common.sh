@@ -4,8 +4,11 @@
 #   one NAME LIB FILE [ENV=V...] -- FLAGS...   one mpirun -np 2 of NAME_perf (LIB braid, or nccl preloaded),
 #       output to $L/FILE.txt, prints "FILE rc=.. Ns: size:us(busbw,#wrong) ..." (out-of-place column);
 #       PERF_TIMEOUT (default 40) bounds it; MPIRUN_OPTS adds mpirun options (e.g. "--bind-to none").
-#   gpu_build_inlined TARGET...   in the background: a copy of the tree in $INL with kRcOutline forced off
-#       (every reducing kernel inlined), built into $INL/build-inl (logs in $L); `wait` for it
+#   gpu_build_variant DIR FILE OLD NEW TARGET...   in the background: a copy of the tree in DIR with the line
+#       OLD of FILE replaced by NEW (fails if OLD is not there), built into DIR/build-var (logs in $L/DIR's
+#       name); `wait` for it, then run with B=DIR/build-var
+#   gpu_build_inlined TARGET...   gpu_build_variant with kRcOutline forced off (every reducing kernel inlined),
+#       into $INL/build-var
 #   gpu_tests TEST...   runs each test binary of $B (200 s each), output to $L/TEST.txt, prints its verdict lines
 #       and the first failures.
 #   probe_build         compiles tools/iter_probe.cu against $B's libbraid into $B/iter_probe
@@ -35,13 +38,21 @@ one() {
   echo "$file rc=$rc $(( $(date +%s) - s ))s: $(grep -v '^#' "$L/$file.txt" | awk 'NF>8 && $1 ~ /^[0-9]+$/ {printf "%s:%s(%s,%s) ", $1, $6, $8, $9}')"
 }
 
+gpu_build_variant() {
+  local dir=$1 file=$2 old=$3 new=$4 name; shift 4
+  name=$(basename "$dir")
+  mkdir -p "$dir" && tar --exclude=./build-gpu -cf - . | tar -C "$dir" -xf -
+  grep -qxF "$old" "$dir/$file" || { echo "$file has no line: $old"; exit 1; }
+  OLD="$old" NEW="$new" perl -0pi -e 's/^\Q$ENV{OLD}\E$/$ENV{NEW}/m' "$dir/$file"
+  grep -qxF "$new" "$dir/$file" || { echo "could not set in $file: $new"; exit 1; }
+  (cd "$dir" && cmake -S . -B build-var -G Ninja -DBRAID_GTEST_SOURCE=$PWD/.gtest > "$L/cmake_$name.log" 2>&1 &&
+   ninja -C build-var -j12 "$@" > "$L/build_$name.log" 2>&1; echo "variant $name build rc=$?") &
+}
+
 INL=/tmp/braid-inline
 gpu_build_inlined() {
-  mkdir -p $INL && tar --exclude=./build-gpu -cf - . | tar -C $INL -xf -
-  sed -i 's/^constexpr bool kRcOutline = .*/constexpr bool kRcOutline = false;/' $INL/src/device/reduce_copy.h
-  grep -q "kRcOutline = false;" $INL/src/device/reduce_copy.h || { echo "could not force kRcOutline off"; exit 1; }
-  (cd $INL && cmake -S . -B build-inl -G Ninja -DBRAID_GTEST_SOURCE=$PWD/.gtest > "$L/cmake_inl.log" 2>&1 &&
-   ninja -C build-inl -j12 "$@" > "$L/build_inl.log" 2>&1; echo "inline build rc=$?") &
+  gpu_build_variant $INL src/device/reduce_copy.h "$(grep -m1 '^constexpr bool kRcOutline = ' src/device/reduce_copy.h)" \
+    "constexpr bool kRcOutline = false;" "$@"
 }
 
 gpu_tests() {

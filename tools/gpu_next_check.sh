@@ -23,11 +23,11 @@ NEW=$B
 for d in int8 int64; do
   one all_reduce nccl ar_${d}_nccl -- $F -d $d
   one all_reduce braid ar_${d}_out -- $F -d $d
-  B=$INL/build-inl one all_reduce braid ar_${d}_inl -- $F -d $d; B=$NEW
+  B=$INL/build-var one all_reduce braid ar_${d}_inl -- $F -d $d; B=$NEW
 done
 one reduce_scatter nccl rs_int8_nccl -- $F -d int8
 one reduce_scatter braid rs_int8_out -- $F -d int8
-B=$INL/build-inl one reduce_scatter braid rs_int8_inl -- $F -d int8; B=$NEW
+B=$INL/build-var one reduce_scatter braid rs_int8_inl -- $F -d int8; B=$NEW
 P="-b 8 -e 128M -f 8 -c 1 -n 50 -w 10"
 for round in 1 2; do
   one sendrecv nccl sr_nccl_$round -- $P

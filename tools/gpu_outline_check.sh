@@ -19,11 +19,11 @@ NEW=$B
 for d in ${AR_TYPES:-half bfloat16 f8e4m3 f8e5m2 int8 float}; do
   one all_reduce nccl ar_${d}_nccl -- $F -d $d
   one all_reduce braid ar_${d}_out -- $F -d $d
-  B=$INL/build-inl one all_reduce braid ar_${d}_inl -- $F -d $d; B=$NEW
+  B=$INL/build-var one all_reduce braid ar_${d}_inl -- $F -d $d; B=$NEW
 done
 for d in ${RS_TYPES:-half bfloat16 f8e4m3}; do
   one reduce_scatter nccl rs_${d}_nccl -- $F -d $d
   one reduce_scatter braid rs_${d}_out -- $F -d $d
-  B=$INL/build-inl one reduce_scatter braid rs_${d}_inl -- $F -d $d; B=$NEW
+  B=$INL/build-var one reduce_scatter braid rs_${d}_inl -- $F -d $d; B=$NEW
 done
 gpu_pack
