@@ -119,6 +119,32 @@ TEST(P2pPlan, OneSendOneRecvOnTheRing) {
   checkCoverage(in, checkPlan(in, plan));
 }
 
+// NCCL_P2P_LL_THRESHOLD applies to each share, and shares above 512 KiB transfers are 128 KiB and up: with a
+// 128 KiB threshold, 1 MiB + 1 (9 shares of ~114 KB) and 4 MiB (32 of 128 KiB) run LL, 4 MiB + 64 KiB (32
+// of 130 KiB) SIMPLE.
+TEST(P2pPlan, WidenedSharesFollowTheLlThreshold) {
+  P2pPlanInput in = input(64);
+  in.llThreshold = 128 << 10;
+  const size_t k = 1024, m = k * k;
+  in.conns.push_back(ringConn(true, 64, {m + 1, 4 * m, 4 * m + 64 * k}, 0));
+  P2pPlanLaunch plan;
+  std::string why;
+  ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
+  std::vector<P2pPlanBlock> blocks = checkPlan(in, plan);
+  std::map<size_t, std::pair<int, int>> perXfer;  // transfer index -> (shares, LL shares)
+  for (const P2pPlanBlock& b : blocks) {
+    EXPECT_EQ(b.ll, b.bytes > 0 && b.bytes <= in.llThreshold) << b.bytes;
+    for (size_t t = 0; t < in.conns[0].xs.size(); ++t) {
+      const P2pXfer& x = in.conns[0].xs[t];
+      if (b.buf >= x.buf && b.buf < x.buf + x.bytes) ++perXfer[t].first, perXfer[t].second += b.ll;
+    }
+  }
+  EXPECT_EQ(perXfer[0], std::make_pair(9, 9));
+  EXPECT_EQ(perXfer[1], std::make_pair(32, 32));
+  EXPECT_EQ(perXfer[2], std::make_pair(32, 0));
+  checkCoverage(in, blocks);
+}
+
 // BRAID_P2P_CHANNEL_BYTES (agreed at init): a finer cut gives mid-size transfers more channels, and with
 // the LL threshold their shares run LL.
 TEST(P2pPlan, ChannelBytesSetTheCut) {
