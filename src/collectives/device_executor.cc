@@ -27,12 +27,6 @@
 namespace braid {
 namespace {
 
-
-bool isRingCollective(CollType c) {
-  return c == CollType::AllReduce || c == CollType::Broadcast || c == CollType::Reduce || c == CollType::AllGather ||
-         c == CollType::ReduceScatter;
-}
-
 int32_t devCollCode(CollType c) {
   switch (c) {
     case CollType::AllReduce: return kDevAllReduce;
@@ -296,7 +290,7 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
   }
   std::vector<const OpDesc*> p2p;
   for (const OpDesc& op : ops) {
-    if (isRingCollective(op.coll)) {
+    if (!isP2pColl(op.coll)) {
       BRAID_CHECK(launchColl(op, main));
     } else {
       p2p.push_back(&op);
@@ -318,7 +312,7 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
 
 double DeviceExecutorImpl::predictUs(const OpDesc& op) {
   if (op.count == 0) return 0;
-  if (!isRingCollective(op.coll)) {  // p2p launches: the model's time of the cut launchP2p makes
+  if (isP2pColl(op.coll)) {  // p2p launches: the model's time of the cut launchP2p makes
     P2pCutFacts f;
     f.nChannels = st_->nChannels;
     f.channelBytes = st_->p2pChannelBytes;

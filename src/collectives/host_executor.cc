@@ -196,21 +196,10 @@ double HostExecutor::predictUs(const OpDesc& op) {
   return tune(ringSimpleRequest(op, impl_->nranks, impl_->transport, impl_->nChannels, 1), cfg).predictedUs;
 }
 
-static bool isRingCollective(CollType c) {
-  switch (c) {
-    case CollType::AllReduce:
-    case CollType::Broadcast:
-    case CollType::Reduce:
-    case CollType::AllGather:
-    case CollType::ReduceScatter: return true;
-    default: return false;
-  }
-}
-
 ncclResult_t HostExecutor::run(const std::vector<OpDesc>& ops) {
   std::vector<const OpDesc*> p2p;
   for (const OpDesc& op : ops) {
-    if (isRingCollective(op.coll)) {
+    if (!isP2pColl(op.coll)) {
       BRAID_CHECK(impl_->runCollective(op));
     } else {
       p2p.push_back(&op);

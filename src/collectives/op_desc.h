@@ -21,6 +21,13 @@ enum class CollType : int {
   Recv,
 };
 const char* collName(CollType c);
+// Collectives built from point-to-point transfers (send, receive, gather, scatter, all-to-all). Executors run
+// a batch's other collectives (the ring ones) one launch each, then its p2p ops side by side in one launch;
+// ncclGroupSimulateEnd prices the batch the same way, and NCCL_ALGO does not apply to them.
+constexpr bool isP2pColl(CollType c) {
+  return c == CollType::Send || c == CollType::Recv || c == CollType::AllToAll || c == CollType::Gather ||
+         c == CollType::Scatter;
+}
 
 // The reduction as executed: user ops are resolved by the API layer (Avg becomes PreMulSum by 1/n for
 // floating types and SumPostDiv by n for integers; user PreMulSum ops carry their scalar).

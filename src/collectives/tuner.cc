@@ -523,11 +523,6 @@ int tunedRingChannels(const OpDesc& op, int nranks, TransportClass transport, in
   return memo->nch;
 }
 
-bool isP2pColl(CollType c) {
-  return c == CollType::Send || c == CollType::Recv || c == CollType::AllToAll || c == CollType::Gather ||
-         c == CollType::Scatter;
-}
-
 double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass transport, const P2pCutFacts& facts) {
   const size_t bytes = op.count * dtypeSize(op.dtype);
   if (bytes == 0 || !isP2pColl(op.coll)) return 0;

@@ -132,10 +132,6 @@ int tunedRingChannels(const OpDesc& op, int nranks, TransportClass transport, in
 // Sum of the per-op predictions (each op is its own launch today), in microseconds.
 double estimateGroupTime(const std::vector<TuneRequest>& ops, const TunerConfig& cfg);
 
-// Collectives built from point-to-point transfers (send, receive, gather, scatter, all-to-all): a group's
-// p2p ops on one communicator run side by side in one launch; NCCL_ALGO does not apply to them.
-bool isP2pColl(CollType c);
-
 // What a GPU communicator's p2p cut depends on (agreed at init, device_state.h).
 struct P2pCutFacts {
   int nChannels = 1;            // the ring's channels
