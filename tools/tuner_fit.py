@@ -2,7 +2,8 @@
 """Fits the tuner's P2pNvlink rows (src/collectives/tuner_model.def) to a calibration run of
 tools/gpu_calibrate.sh and shows what the fitted model would choose against the measured best.
 
-usage: tools/tuner_fit.py DIR   (DIR holds {coll}_{LL|Simple}_{channels}.txt perf outputs)
+usage: tools/tuner_fit.py DIR   (DIR holds {coll}_{LL|LL128|Simple}_{channels}.txt perf outputs; coll
+all_reduce_oneshot: NCCL_ALGO=allreduce:OneShot)
 
 The model is the one in tuner.cc's predictUs for 2 ranks: base + perChannel*(n-1) + steps*step +
 chunks*chunkUs + W/(n*bwPerCh) + W/cap, W the bytes on the busiest link, chunks = ceil(W/n / chunkBytes).
@@ -12,7 +13,8 @@ import glob, math, os, re, sys
 CHUNK = {"LL": 32768, "LL128": 122880, "Simple": 512 * 1024}
 SHAPE = {  # coll: (wire bytes factor for 2 ranks, steps)
     "all_reduce": (1.0, 2), "all_gather": (0.5, 1), "reduce_scatter": (0.5, 1),
-    "broadcast": (1.0, 1), "reduce": (1.0, 1)}
+    "broadcast": (1.0, 1), "reduce": (1.0, 1),
+    "all_reduce_oneshot": (1.0, 1)}  # the 2-rank one-shot: the whole buffer to the peer in one hop
 NAMES = ["base", "step", "chunkUs", "perCh", "bwPerCh", "cap"]
 
 

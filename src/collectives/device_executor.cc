@@ -166,9 +166,9 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, uint
     plan.proto = llForced && (protos & bit(Proto::LL))         ? Proto::LL
                  : ll128Forced && (protos & bit(Proto::LL128)) ? Proto::LL128
                                                                : Proto::Simple;
-    // OneShot runs SIMPLE or LL lines; a forced LL128 keeps the ring (the LL128 kernels have no one-shot).
+    // OneShot runs on SIMPLE, LL or LL128 (the 2-rank schedule uses the ring's primitives).
     if ((algos & bit(Algo::OneShot)) && (cfg.algos.mask[c] & bit(Algo::OneShot)) &&
-        !(cfg.algos.mask[c] & bit(Algo::Ring)) && plan.proto != Proto::LL128)
+        !(cfg.algos.mask[c] & bit(Algo::Ring)))
       plan.devColl = kDevAllReduceOneShot;
     const TuneRequest req = makeTuneRequest(op, st_->nranks, transport_);
     plan.predictedUs = braid::predictUs(req, plan.devColl == kDevAllReduceOneShot ? Algo::OneShot : Algo::Ring,

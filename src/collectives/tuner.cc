@@ -244,9 +244,11 @@ Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p
       return s;
     case Algo::OneShot:
     case Algo::TwoShot:
-      // Direct all-reduce over peer-mapped staging buffers: needs every peer reachable by P2P, and runs its
+      // Direct all-reduce: needs every peer reachable by P2P. Braid's 2-rank one-shot runs on the ring's
+      // primitives, so on any protocol; more ranks (peer-mapped staging buffers, not run yet) would run their
       // own flag protocol (LL-style lines or SIMPLE barriers), not LL128.
-      if (c != CollType::AllReduce || !isP2p(t) || p == Proto::LL128 || n < 2) return s;
+      if (c != CollType::AllReduce || !isP2p(t) || n < 2 || (p == Proto::LL128 && (n != 2 || a != Algo::OneShot)))
+        return s;
       s.ok = true;
       if (a == Algo::OneShot) {  // every rank gets all peers' full buffers, reduces locally
         s.wireBytes = (n - 1) * S;
@@ -448,7 +450,7 @@ TuneDecision tune(const TuneRequest& r, const TunerConfig& cfg) {
 
   Best best;
   searchAll(r, allowedA, allowedP, lo, hi, chunk, &best);
-  // Allowed algorithms and protocols may not combine (e.g. OneShot with only LL128): relax one, then both.
+  // Allowed algorithms and protocols may not combine (e.g. TwoShot with only LL128): relax one, then both.
   if (best.us == kInf) {
     searchAll(r, allowedA, usableP, lo, hi, chunk, &best);
     if (best.us < kInf) d.flags |= kTuneProtoFallback;

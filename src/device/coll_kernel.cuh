@@ -136,9 +136,8 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
     } else if constexpr (Proto == kDevProtoLL128) {
       DevPrimsLL128<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
                                  DevMakeFn<Fn>::make(args), args.status);
-      // No one-shot schedule: the tuner never pairs OneShot with LL128 (tuner.cc), and a forced pair runs the
-      // ring (runRing's fallback), so the LL128 kernels compile without it.
-      runRing<IsCopy, false>(prims, a, args.coll);
+      // The 2-rank one-shot runs on the same primitives (send, then receive-reduce-copy) over LL128 lines.
+      runRing<IsCopy, kHasOneShot<T, Fn>>(prims, a, args.coll);
       __syncthreads();
       if (threadIdx.x == 0) {
         sh.send.step = prims.sendStep();

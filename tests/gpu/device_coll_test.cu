@@ -181,11 +181,12 @@ TEST(DeviceColl2Gpu, LlForcedShm) {
 }
 
 // NCCL_ALGO=allreduce:OneShot with each protocol: every all-reduce case (all types and ops, odd counts,
-// unaligned, in and out of place) runs the one-shot schedule (LL kernels where they exist, else Simple);
-// the other collectives are unaffected. BRAID_DEVICE_TUNER=0 runs the tuner-off path of the same choice.
+// unaligned, in and out of place) runs the one-shot schedule (LL or LL128 kernels where they exist, else
+// Simple); the other collectives are unaffected. BRAID_DEVICE_TUNER=0 runs the tuner-off path of the same
+// choice.
 TEST(DeviceColl2Gpu, OneShotForced) {
   NEED_GPUS(2);
-  for (const char* proto : {"LL", "Simple"})
+  for (const char* proto : {"LL", "LL128", "Simple"})
     for (const char* tuner : {"1", "0"}) {
       SCOPED_TRACE(std::string("NCCL_PROTO=") + proto + " BRAID_DEVICE_TUNER=" + tuner);
       EnvScope env;

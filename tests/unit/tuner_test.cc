@@ -1,5 +1,6 @@
 // The tuner on the CPU: NCCL_ALGO / NCCL_PROTO parsing (every form, every bad form), decisions over a grid of
 // sizes x ranks x transport classes, overrides and bounds honoured, LL128 refused off NVLink, group estimates.
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -233,6 +234,29 @@ TEST(TunerDecide, CalibratedAgainstMeasurements) {
   EXPECT_NEAR(predictUs(r, Algo::Ring, Proto::Simple, 1, 512 << 10), 0.46, 0.2);
   // The tuner's own 8 B pick on NVLink meets issue 5's target (<= 7 us on a stream).
   EXPECT_LT(tune(req(CollType::AllReduce, 8, 2, TransportClass::P2pNvlink), TunerConfig()).predictedUs, 7.0);
+}
+
+// Braid's 2-rank one-shot runs on the ring's primitives, so LL128 can carry it; TwoShot and one-shot on more
+// ranks (peer-mapped staging, their own flag protocol) cannot, and NCCL_ALGO=OneShot + NCCL_PROTO=LL128 on
+// 2 ranks is then taken as asked instead of falling back.
+TEST(TunerDecide, OneShotTakesLl128OnTwoRanksOnly) {
+  TuneRequest r = req(CollType::AllReduce, 512 << 10, 2, TransportClass::P2pNvlink);
+  EXPECT_TRUE(std::isfinite(predictUs(r, Algo::OneShot, Proto::LL128, 64, 122880)));
+  EXPECT_FALSE(std::isfinite(predictUs(r, Algo::TwoShot, Proto::LL128, 64, 122880)));
+  r.nranks = 4;
+  EXPECT_FALSE(std::isfinite(predictUs(r, Algo::OneShot, Proto::LL128, 64, 122880)));
+  EXPECT_TRUE(std::isfinite(predictUs(r, Algo::OneShot, Proto::LL, 64, 32768)));
+  TunerConfig cfg;
+  ASSERT_EQ(parseAlgoList("NCCL_ALGO", "oneshot", &cfg.algos), ncclSuccess);
+  ASSERT_EQ(parseProtoList("NCCL_PROTO", "LL128", &cfg.protos), ncclSuccess);
+  r.nranks = 2;
+  r.algosAvailable = bit(Algo::Ring) | bit(Algo::OneShot);
+  r.protosAvailable = bit(Proto::Simple) | bit(Proto::LL) | bit(Proto::LL128);
+  r.connectedChannels = 64;
+  const TuneDecision d = tune(r, cfg);
+  EXPECT_EQ(d.algo, Algo::OneShot);
+  EXPECT_EQ(d.proto, Proto::LL128);
+  EXPECT_EQ(d.flags, 0u);
 }
 
 // What the GPU executor of a 2-rank NVLink comm offers (Ring and OneShot; LL and Simple): one-shot LL for
