@@ -259,6 +259,38 @@ TEST(TunerDecide, OneShotTakesLl128OnTwoRanksOnly) {
   EXPECT_EQ(d.flags, 0u);
 }
 
+// The same executor on sm_90 NVLink, with LL128 kernels (float sums, copies): the refitted LL128 row
+// (tuner_model.def, docs/gpu/2026-11-24c-d) takes all-reduce, broadcast and reduce at 512 KB (one-shot LL128
+// for all-reduce: 7.9-8.1 us against LL's 9.5-9.6) and all-gather/reduce-scatter at 2 MB; LL keeps the small
+// sizes, where LL128 measured no faster, and Simple the large ones.
+TEST(TunerDecide, TwoRankNvlinkLl128Choices) {
+  TunerConfig cfg;
+  auto pick = [&](CollType c, size_t bytes) {
+    TuneRequest r = req(c, bytes, 2, TransportClass::P2pNvlink);
+    r.algosAvailable = bit(Algo::Ring) | (c == CollType::AllReduce ? bit(Algo::OneShot) : 0u);
+    r.protosAvailable = bit(Proto::Simple) | bit(Proto::LL) | bit(Proto::LL128);
+    r.connectedChannels = 64;
+    return tune(r, cfg);
+  };
+  for (CollType c : {CollType::AllReduce, CollType::AllGather, CollType::ReduceScatter, CollType::Broadcast,
+                     CollType::Reduce}) {
+    for (size_t b : {size_t{8}, size_t{4096}, size_t{32} << 10})
+      EXPECT_EQ(pick(c, b).proto, Proto::LL) << collName(c) << " " << b;
+    EXPECT_EQ(pick(c, size_t{32} << 20).proto, Proto::Simple) << collName(c);
+  }
+  const TuneDecision ar = pick(CollType::AllReduce, 512 << 10);
+  EXPECT_EQ(ar.algo, Algo::OneShot);
+  EXPECT_EQ(ar.proto, Proto::LL128);
+  EXPECT_GE(ar.nChannels, 48);
+  EXPECT_EQ(pick(CollType::Broadcast, 512 << 10).proto, Proto::LL128);
+  EXPECT_EQ(pick(CollType::Reduce, 512 << 10).proto, Proto::LL128);
+  EXPECT_EQ(pick(CollType::AllGather, 2 << 20).proto, Proto::LL128);
+  EXPECT_EQ(pick(CollType::ReduceScatter, 2 << 20).proto, Proto::LL128);
+  // NCCL_PROTO=^LL128 takes it away again: LL at 512 KB.
+  ASSERT_EQ(parseProtoList("NCCL_PROTO", "^LL128", &cfg.protos), ncclSuccess);
+  EXPECT_EQ(pick(CollType::AllReduce, 512 << 10).proto, Proto::LL);
+}
+
 // What the GPU executor of a 2-rank NVLink comm offers (Ring and OneShot; LL and Simple): one-shot LL for
 // small all-reduces, Simple with every channel for large ones, the crossover where the measurements put it
 // (LL and Simple tie at 2 MB on 64 channels: 20.1 / 19.9 us).
