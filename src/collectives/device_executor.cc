@@ -19,7 +19,6 @@
 #include "collectives/tuning_agreement.h"
 #include "core/comm.h"
 #include "core/log.h"
-#include "core/param.h"
 #include "core/result.h"
 #include "device/dev_kernels.h"
 #include "transport/transport.h"
@@ -475,7 +474,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   in.channelBytes = st_->p2pChannelBytes;
   in.maxCtas = kMaxP2pCtas;
   in.maxBlocks = kMaxP2pBlocks;
-  in.maxCopyCtas = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(params::P2pCopyCtas(), kMaxP2pCtas)));
+  in.maxCopyCtas = st_->p2pCopyCtas;
   std::vector<int> connPeer;
   size_t nTransfers = copies.size();
   for (int p = 0; p < n; ++p) {
@@ -545,6 +544,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     a.blocks[first].nSeg = a.nBlocks - first;
   }
   // The smallest parameter block that holds the launch (dev_work.h; each a prefix of the same fields).
+  P2pLaunchArgsTiny tiny;
   P2pLaunchArgsSmall small;
   P2pLaunchArgsMid mid;
   void* args[1] = {&a};
@@ -559,7 +559,8 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     args[0] = &to;
     tier = maxBlocks;
   };
-  if (a.nBlocks <= kSmallP2pBlocks) shrink(small, kSmallP2pBlocks);
+  if (a.nBlocks <= kTinyP2pBlocks) shrink(tiny, kTinyP2pBlocks);
+  else if (a.nBlocks <= kSmallP2pBlocks) shrink(small, kSmallP2pBlocks);
   else if (a.nBlocks <= kMidP2pBlocks) shrink(mid, kMidP2pBlocks);
   BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(tier), dim3(nCta), dim3(st_->nThreads), args, 0, s),
                    "rank %d: launching the p2p kernel (%d CTAs, %d blocks)", me, nCta, a.nBlocks);

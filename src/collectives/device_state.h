@@ -79,6 +79,7 @@ class DeviceState {
   bool p2pLlOnNet = false;       // NCCL_PROTO forces LL (and no Simple): p2p shares over NET run LL too
   uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES, rank 0's: bytes per channel of a p2p transfer
   uint32_t p2pPieces = 4;            // BRAID_P2P_PIECES, rank 0's: SIMPLE shares in up to this many steps (>= 128 KiB)
+  int p2pCopyCtas = 32;              // BRAID_P2P_COPY_CTAS, this rank's (read at init: getenv is no per-call cost)
 
   DevConn* ringSend(int c) const { return ringConns + c; }
   DevConn* ringRecv(int c) const { return ringConns + nChannels + c; }

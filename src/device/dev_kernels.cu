@@ -151,6 +151,7 @@ const void* devCollKernelLL128(CollType coll, ncclDataType_t dtype, RedKind kind
 }
 
 const void* devP2pKernel(int maxBlocks) {
+  if (maxBlocks == kTinyP2pBlocks) return reinterpret_cast<const void*>(&p2pKernel<kTinyP2pBlocks>);
   if (maxBlocks == kSmallP2pBlocks) return reinterpret_cast<const void*>(&p2pKernel<kSmallP2pBlocks>);
   if (maxBlocks == kMidP2pBlocks) return reinterpret_cast<const void*>(&p2pKernel<kMidP2pBlocks>);
   if (maxBlocks == kMaxP2pBlocks) return reinterpret_cast<const void*>(&p2pKernel<kMaxP2pBlocks>);
@@ -163,7 +164,7 @@ cudaError_t devPreloadKernels() {
   const RedKind kinds[] = {RedKind::Sum, RedKind::Prod, RedKind::Max, RedKind::Min, RedKind::PreMulSum, RedKind::SumPostDiv};
   cudaFuncAttributes attr;
   cudaError_t e = cudaSuccess;
-  for (int tier : {kSmallP2pBlocks, kMidP2pBlocks, kMaxP2pBlocks}) {
+  for (int tier : {kTinyP2pBlocks, kSmallP2pBlocks, kMidP2pBlocks, kMaxP2pBlocks}) {
     e = cudaFuncGetAttributes(&attr, devP2pKernel(tier));
     if (e != cudaSuccess) return e;
   }

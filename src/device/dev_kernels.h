@@ -12,7 +12,7 @@ namespace braid {
 // For AllReduce/Reduce/ReduceScatter: the (T, Fn) kernel after folding (signed/unsigned sum/prod/premulsum
 // share the unsigned kernel). For AllGather/Broadcast: the byte-copy kernel (count in bytes).
 const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind);
-// The p2p kernel taking P2pLaunchArgsOf<maxBlocks> (dev_work.h: kSmallP2pBlocks, kMidP2pBlocks or
+// The p2p kernel taking P2pLaunchArgsOf<maxBlocks> (dev_work.h: kTinyP2pBlocks, kSmallP2pBlocks, kMidP2pBlocks or
 // kMaxP2pBlocks; nullptr for others).
 const void* devP2pKernel(int maxBlocks);
 // The LL-protocol kernel for the same arguments, or nullptr where this build has none (then SIMPLE).

@@ -129,15 +129,17 @@ struct P2pLaunchArgsOf {
 };
 using P2pLaunchArgs = P2pLaunchArgsOf<kMaxP2pBlocks>;
 static_assert(sizeof(P2pLaunchArgs) < 32000, "kernel parameters stay under CUDA's 32 KB limit");
-// A launch passes the smallest of three parameter blocks that holds its blocks: every byte of a kernel's
+// A launch passes the smallest of four parameter blocks that holds its blocks: every byte of a kernel's
 // parameters is copied into the launch at each call, and on 2xH200 the 8 KB block of 192 blocks cost small
 // transfers launch latency (send/recv 8 B: 6.2-6.9 us with 0.7 KB against 6.4-9.1 with 8 KB). The largest
 // (26 KB) serves batches of several large transfers (a pipeline step: 2 x 64 channels x 2 transfers).
-// The small tier holds 32 blocks (1.4 KB): all-to-all 1 MB (18 blocks) and send/recv 2 MB (32 blocks) took
-// 10.8-12.5 us and 16.7-17.3 us on it, against 13.2-14.3 and 17.4-21.4 on the 8 KB block, three alternating
-// runs each (docs/gpu/2026-11-24a).
+// The 32-block tier (1.4 KB): all-to-all 1 MB (18 blocks) and send/recv 2 MB (32 blocks) took 10.8-12.5 us
+// and 16.7-17.3 us on it, against 13.2-14.3 and 17.4-21.4 on the 8 KB block, three alternating runs each
+// (docs/gpu/2026-11-24a). The 16-block tier (0.7 KB) keeps the smallest launches as small as they were.
+constexpr int kTinyP2pBlocks = 16;
 constexpr int kSmallP2pBlocks = 32;
 constexpr int kMidP2pBlocks = 192;
+using P2pLaunchArgsTiny = P2pLaunchArgsOf<kTinyP2pBlocks>;
 using P2pLaunchArgsSmall = P2pLaunchArgsOf<kSmallP2pBlocks>;
 using P2pLaunchArgsMid = P2pLaunchArgsOf<kMidP2pBlocks>;
 
