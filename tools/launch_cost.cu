@@ -1,10 +1,10 @@
 // launch_cost: where a small collective's time goes on the host. Prints (1) the host cost of the CUDA calls a
 // launch may make (cudaGetDevice, cudaStreamIsCapturing, cudaEventRecord, kernel launches with 8 B, 1.4 KB and
-// 8 KB of parameters), and (2) for an 8-byte all-reduce and an 8-byte send/recv: the host time per call (batches
-// of 30 calls between syncs, so the launch queue never fills), the stream time per op of 2000 back-to-back calls
-// (what the perf tools report) and the latency of one call + sync. Not built by CMake: compiled on the device
-// against Braid; LD_PRELOAD of libnccl.so.2 measures NCCL. Usage: launch_cost RANK (two processes, ranks 0 and 1;
-// rank 0 writes the unique id to /tmp/launch_cost_id.bin).
+// 8 KB of parameters), and (2) for 8-byte all-reduce, send/recv (both ways, and one way), gather and all-to-all:
+// the host time per call (batches of 30 calls between syncs, so the launch queue never fills), the stream time
+// per op of 2000 back-to-back calls (what the perf tools report) and the latency of one call + sync. Not built by
+// CMake: compiled on the device against Braid; LD_PRELOAD of libnccl.so.2 measures NCCL. Usage: launch_cost RANK
+// (two processes, ranks 0 and 1; rank 0 writes the unique id to /tmp/launch_cost_id.bin).
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -107,6 +107,17 @@ int main(int argc, char** argv) {
          CK(ncclRecv(rb, 8, ncclInt8, peer, comm, s));
          CK(ncclGroupEnd());
        }},
+      // One direction per rank (rank 0 sends, rank 1 receives), and the rooted/all-to-all collectives: small
+      // gather/scatter beat NCCL where send/recv and all-to-all lost (docs/PERFORMANCE.md, twelfth session).
+      {"send one way 8B",
+       [&] {
+         CK(ncclGroupStart());
+         if (rank == 0) CK(ncclSend(sb, 8, ncclInt8, peer, comm, s));
+         if (rank == 1) CK(ncclRecv(rb, 8, ncclInt8, peer, comm, s));
+         CK(ncclGroupEnd());
+       }},
+      {"gather 8B", [&] { CK(ncclGather(sb, rb, 4, ncclInt8, 0, comm, s)); }},
+      {"alltoall 8B", [&] { CK(ncclAlltoAll(sb, rb, 4, ncclInt8, comm, s)); }},
   };
   for (auto& [name, fn] : ops) {
     for (int i = 0; i < 200; ++i) fn();
