@@ -14,6 +14,9 @@
 #   probe_build         compiles tools/iter_probe.cu against $B's libbraid into $B/iter_probe
 #   probe LIB MODE SIZE ITERS [ENV=V...]   one iter_probe process per GPU (LIB braid, or nccl preloaded), both
 #       ranks' output appended to $L/iter_probe.txt, prints "-- LIB MODE SIZE xITERS ENV: <each rank's mean line>"
+#   launch_cost_build   compiles tools/launch_cost.cu against $B's libbraid into $B/launch_cost
+#   launch_cost LIB     one launch_cost process per GPU (LIB braid, or nccl preloaded), both ranks' output
+#       appended to $L/launch_cost.txt and printed
 #   gpu_pack            tars $L into $OUT/<name of $L>.tgz (the device tool brings back few files), removes $L and
 #       prints the call's total time.
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -76,6 +79,16 @@ probe() {
   wait
   cat $L/r0.txt $L/r1.txt >> $L/iter_probe.txt
   echo "-- $lib $mode $size x$it $*: $(grep -h "mean" $L/r0.txt $L/r1.txt | sed 's/.*: mean/mean/' | tr '\n' '|')"
+}
+
+launch_cost_build() {
+  nvcc -O2 -std=c++17 -Iinclude tools/launch_cost.cu -o $B/launch_cost -L$B/lib -lbraid -Xlinker -rpath=$PWD/$B/lib || exit 1
+}
+
+launch_cost() {
+  local pre=""; [[ $1 == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
+  env $pre timeout 90 $B/launch_cost 0 > $L/lc0.txt 2>&1 & env $pre timeout 90 $B/launch_cost 1 > $L/lc1.txt 2>&1 & wait
+  echo "-- launch_cost $1"; cat $L/lc0.txt $L/lc1.txt | tee -a $L/launch_cost.txt
 }
 
 gpu_pack() {

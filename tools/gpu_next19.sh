@@ -12,13 +12,8 @@ OUT=${OUT:-$PWD/gpu_next19_out}; L=$OUT/next19; mkdir -p "$L"
 source tools/gpu_common.sh
 gpu_build braid braidrun matmul_demo sendrecv_perf alltoall_perf gather_perf \
   device_coll_test device_mp_test matmul_gpu_test numeric_device_test
-nvcc -O2 -std=c++17 -Iinclude tools/launch_cost.cu -o $B/launch_cost -L$B/lib -lbraid -Xlinker -rpath=$PWD/$B/lib || exit 1
-lc() {
-  local pre=""; [[ $1 == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
-  env $pre timeout 90 $B/launch_cost 0 > $L/lc0.txt 2>&1 & env $pre timeout 90 $B/launch_cost 1 > $L/lc1.txt 2>&1 & wait
-  echo "-- launch_cost $1"; cat $L/lc0.txt $L/lc1.txt | tee -a $L/launch_cost.txt
-}
-lc braid; lc nccl; lc braid
+launch_cost_build
+launch_cost braid; launch_cost nccl; launch_cost braid
 gpu_tests numeric_device_test device_coll_test device_mp_test matmul_gpu_test
 export PERF_TIMEOUT=40
 S="-b 8 -e 128K -f 4 -c 1 -n 50 -w 10"
