@@ -2,8 +2,9 @@
 """Fits the tuner's P2pNvlink rows (src/collectives/tuner_model.def) to a calibration run of
 tools/gpu_calibrate.sh and shows what the fitted model would choose against the measured best.
 
-usage: tools/tuner_fit.py DIR   (DIR holds {coll}_{LL|LL128|Simple}_{channels}.txt perf outputs; coll
-all_reduce_oneshot: NCCL_ALGO=allreduce:OneShot)
+usage: tools/tuner_fit.py DIR [--fix NAME=VALUE ...]   (DIR holds {coll}_{LL|LL128|Simple}_{channels}.txt perf
+outputs; coll all_reduce_oneshot: NCCL_ALGO=allreduce:OneShot; --fix holds a parameter of NAMES at VALUE, e.g.
+--fix perCh=0.01, as the twelfth session's LL128 row was fitted)
 
 The model is the one in tuner.cc's predictUs for 2 ranks: base + perChannel*(n-1) + steps*step +
 chunks*chunkUs + W/(n*bwPerCh) + W/cap, W the bytes on the busiest link, chunks = ceil(W/n / chunkBytes).
@@ -16,6 +17,11 @@ SHAPE = {  # coll: (wire bytes factor for 2 ranks, steps)
     "broadcast": (1.0, 1), "reduce": (1.0, 1),
     "all_reduce_oneshot": (1.0, 1)}  # the 2-rank one-shot: the whole buffer to the peer in one hop
 NAMES = ["base", "step", "chunkUs", "perCh", "bwPerCh", "cap"]
+FIX = {}  # NAMES index -> value held fixed (--fix)
+
+
+def params(logp):
+    return [FIX.get(i, math.exp(x)) for i, x in enumerate(logp)]
 
 
 def load(d):
@@ -50,7 +56,7 @@ def predict(p, proto, coll, size, ch):
 
 
 def loss(logp, pts, proto, anchors=True):
-    p = [math.exp(x) for x in logp]
+    p = params(logp)
     err = sum(math.log(predict(p, proto, c, s, ch) / us) ** 2 for c, _, ch, s, us in pts)
     if anchors and proto == "Simple":
         err += ANCHOR_WEIGHT * sum(math.log(predict(p, proto, c, s, ch) / us) ** 2 for c, _, ch, s, us in ANCHORS)
@@ -87,6 +93,13 @@ def nelder_mead(f, x0, iters=4000):
 
 def main():
     data = load(sys.argv[1])
+    args = sys.argv[2:]
+    while args:
+        if args[0] != "--fix" or len(args) < 2 or "=" not in args[1] or args[1].split("=")[0] not in NAMES:
+            sys.exit("usage: tuner_fit.py DIR [--fix NAME=VALUE ...], NAME one of " + " ".join(NAMES))
+        name, value = args[1].split("=")
+        FIX[NAMES.index(name)] = float(value)
+        args = args[2:]
     fitted = {}
     for proto, x0 in (("LL", [5.0, 0.5, 0.2, 0.02, 5.0, 400.0]), ("LL128", [5.0, 1.5, 0.3, 0.02, 15.0, 400.0]),
                       ("Simple", [5.0, 3.0, 0.3, 0.02, 20.0, 400.0])):
@@ -96,7 +109,7 @@ def main():
         best, val = nelder_mead(lambda lp: loss(lp, pts, proto), [math.log(v) for v in x0])
         for _ in range(3):  # restarts from the optimum
             best, val = nelder_mead(lambda lp: loss(lp, pts, proto), best)
-        fitted[proto] = [math.exp(v) for v in best]
+        fitted[proto] = params(best)
         rms = math.exp(math.sqrt(loss(best, pts, proto, False) / len(pts))) - 1
         print("%-6s %s  (%d points, rms error %.0f%%)" % (
             proto, " ".join("%s=%.3g" % kv for kv in zip(NAMES, fitted[proto])), len(pts), 100 * rms))

@@ -101,7 +101,7 @@ class DeviceExecutorImpl final : public DeviceExecutor {
 // init (DeviceState::tuning, llPath), so every rank cuts and runs the op the same way. With the tuner on,
 // its cost model picks (algorithm, protocol, channels) among what this comm can run; channel counts come
 // from it only where its row is fitted to measurements (elsewhere 64 KiB per channel, as with the tuner off).
-// With BRAID_DEVICE_TUNER=0: Ring/Simple unless NCCL_ALGO / NCCL_PROTO force OneShot / LL.
+// With BRAID_DEVICE_TUNER=0: Ring/Simple unless NCCL_ALGO / NCCL_PROTO force OneShot / LL / LL128.
 uint32_t DeviceExecutorImpl::lowLatencyKernels(const OpDesc& op) const {
   if (st_->nranks < 2) return 0;
   return (devCollKernelLL(op.coll, op.dtype, op.op.kind) ? bit(Proto::LL) : 0u) |

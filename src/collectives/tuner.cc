@@ -450,7 +450,8 @@ TuneDecision tune(const TuneRequest& r, const TunerConfig& cfg) {
 
   Best best;
   searchAll(r, allowedA, allowedP, lo, hi, chunk, &best);
-  // Allowed algorithms and protocols may not combine (e.g. TwoShot with only LL128): relax one, then both.
+  // Allowed algorithms and protocols may not combine (e.g. OneShot with only LL128 on 4+ ranks): relax one,
+  // then both.
   if (best.us == kInf) {
     searchAll(r, allowedA, usableP, lo, hi, chunk, &best);
     if (best.us < kInf) d.flags |= kTuneProtoFallback;
