@@ -465,12 +465,10 @@ BRAID_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
       return endOutermost("ncclGroupSimulateEnd", [] { return runQueued(); });
     return endOutermost("ncclGroupSimulateEnd", [&]() -> ncclResult_t {
       // The cost model's time of each op as its communicator would plan it (agreed configuration, the ring's
-      // path, what the executor can run). A communicator runs its collectives one launch after another and
-      // its point-to-point ops side by side in one launch after them, so its time is the collectives' sum plus
-      // the slowest p2p op; the group's communicators run side by side, so the slowest one sets the group's.
+      // path, what the executor can run), put together as the executors run a batch (groupTimeUs).
       TunerConfig cfg;
       ncclResult_t bad = loadTunerConfig(&cfg);  // a bad NCCL_ALGO/NCCL_PROTO is an error here too
-      std::map<ncclComm*, std::pair<double, double>> perComm;  // collectives' sum, slowest p2p op
+      std::vector<TimedOp> timed;
       ncclResult_t notReady = ncclSuccess;  // a comm whose nonblocking init still runs has no plan yet
       for (auto& [comm, op] : tGroup.ops) {
         if ((notReady = checkInitDone(comm, "ncclGroupSimulateEnd")) != ncclSuccess) break;
@@ -486,12 +484,9 @@ BRAID_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
           r.connectedChannels = comm->nChannels;
           t = tune(r, cfg).predictedUs;
         }
-        auto& [collUs, p2pUs] = perComm[comm];
-        if (isP2pColl(op.coll)) p2pUs = std::max(p2pUs, t);
-        else collUs += t;
+        timed.push_back(TimedOp{comm, isP2pColl(op.coll), t});
       }
-      double us = 0;
-      for (const auto& entry : perComm) us = std::max(us, entry.second.first + entry.second.second);
+      const double us = groupTimeUs(timed);
       clearQueue(tGroup.ops);
       BRAID_CHECK(notReady);
       BRAID_CHECK(bad);

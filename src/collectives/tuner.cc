@@ -557,9 +557,17 @@ double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass trans
   }
 }
 
-double estimateGroupTime(const std::vector<TuneRequest>& ops, const TunerConfig& cfg) {
+double groupTimeUs(const std::vector<TimedOp>& ops) {
+  std::vector<std::pair<const void*, std::pair<double, double>>> perComm;  // collectives' sum, slowest p2p op
+  for (const TimedOp& op : ops) {
+    auto it = std::find_if(perComm.begin(), perComm.end(), [&](const auto& e) { return e.first == op.comm; });
+    if (it == perComm.end()) it = perComm.insert(perComm.end(), {op.comm, {0.0, 0.0}});
+    auto& [collUs, p2pUs] = it->second;
+    if (op.p2p) p2pUs = std::max(p2pUs, op.us);
+    else collUs += op.us;
+  }
   double us = 0;
-  for (const TuneRequest& r : ops) us += tune(r, cfg).predictedUs;
+  for (const auto& e : perComm) us = std::max(us, e.second.first + e.second.second);
   return us;
 }
 

@@ -129,8 +129,17 @@ struct ChannelMemo {
 // are logged. A pure function of the op and the configuration, so every rank cuts the op the same way.
 int tunedRingChannels(const OpDesc& op, int nranks, TransportClass transport, int maxCh, int maxThreads,
                       const TunerConfig& cfg, ChannelMemo* memo);
-// Sum of the per-op predictions (each op is its own launch today), in microseconds.
-double estimateGroupTime(const std::vector<TuneRequest>& ops, const TunerConfig& cfg);
+// One op of a group as ncclGroupSimulateEnd prices it: its communicator, whether it is a p2p op (isP2pColl),
+// and the model's time for it.
+struct TimedOp {
+  const void* comm;
+  bool p2p;
+  double us;
+};
+// A group's time, in microseconds. A communicator runs its collectives one launch after another and its p2p
+// ops side by side in one launch after them, so its time is the collectives' sum plus the slowest p2p op; the
+// group's communicators run side by side, so the slowest one sets the group's.
+double groupTimeUs(const std::vector<TimedOp>& ops);
 
 // What a GPU communicator's p2p cut depends on (agreed at init, device_state.h).
 struct P2pCutFacts {

@@ -496,20 +496,31 @@ TEST(TunerGroup, EstimateGrowsWithBytes) {
     double prev = 0;
     for (size_t count : {size_t{2}, size_t{1} << 10, size_t{1} << 20, size_t{1} << 28}) {
       op.count = count;
-      std::vector<TuneRequest> ops{makeTuneRequest(op, 2, t)};
-      double one = estimateGroupTime(ops, cfg);
+      const int comm = 0;  // stands for one communicator
+      std::vector<TimedOp> ops{TimedOp{&comm, false, tune(makeTuneRequest(op, 2, t), cfg).predictedUs}};
+      double one = groupTimeUs(ops);
       EXPECT_GT(one, prev);
       prev = one;
       ops.push_back(ops[0]);
-      EXPECT_NEAR(estimateGroupTime(ops, cfg), 2 * one, 1e-9);
+      EXPECT_NEAR(groupTimeUs(ops), 2 * one, 1e-9);
     }
   }
-  EXPECT_EQ(estimateGroupTime({}, cfg), 0.0);
+  EXPECT_EQ(groupTimeUs({}), 0.0);
   OpDesc ag;
   ag.coll = CollType::AllGather;
   ag.count = 100;
   ag.dtype = ncclFloat64;
   EXPECT_EQ(opBytes(ag, 4), 3200u);
+}
+
+// A communicator's collectives add up and its p2p ops count as the slowest; communicators run side by side.
+TEST(TunerGroup, TimeAddsCollectivesTakesSlowestP2pAndSlowestComm) {
+  const int a = 0, b = 0;
+  EXPECT_DOUBLE_EQ(groupTimeUs({{&a, false, 3}, {&a, false, 4}}), 7);
+  EXPECT_DOUBLE_EQ(groupTimeUs({{&a, true, 3}, {&a, true, 5}, {&a, true, 2}}), 5);
+  EXPECT_DOUBLE_EQ(groupTimeUs({{&a, true, 3}, {&a, false, 4}, {&a, true, 5}}), 9);
+  EXPECT_DOUBLE_EQ(groupTimeUs({{&a, false, 4}, {&b, false, 6}, {&a, true, 1}}), 6);
+  EXPECT_DOUBLE_EQ(groupTimeUs({{&a, false, 4}, {&b, false, 2}, {&a, true, 3}}), 7);
 }
 
 // ------------------------------------------------------------------------------------ GPU p2p estimates
