@@ -95,6 +95,20 @@ class DeviceExecutorImpl final : public DeviceExecutor {
     bool exact = false;
     CollPlan plan;
   } memo_;
+  // launchP2p's working lists, kept across calls (cleared, capacity kept): planned into fresh vectors, an
+  // 8-byte send/recv made ~40 allocations, ~1 us of host time on every small call.
+  struct P2pScratch {
+    std::vector<const OpDesc*> ops;
+    std::vector<std::vector<Xfer>> sends, recvs;  // per peer
+    std::vector<Xfer> selfSends, selfRecvs;
+    std::vector<std::pair<Xfer, const char*>> copies;  // (dst, src)
+    std::vector<int> sendPeers, recvPeers, connPeer;
+    std::vector<DevConn*> conns;
+    P2pPlanInput in;
+    P2pPlanLaunch plan;
+    std::vector<uint8_t> ringLl[2];  // [send, recv] per channel: p2p may run LL there (fixed after init)
+    bool ringLlKnown = false;
+  } p2p_;
 };
 
 // The plan of one ring collective: a pure function of the call and the configuration every rank agreed on at
@@ -287,7 +301,8 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
     BRAID_CUDA_CHECK(cudaEventRecord(ev, others[i]), "rank %d: cudaEventRecord on a batch stream", st_->rank);
     BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, ev, 0), "rank %d: joining the batch's streams", st_->rank);
   }
-  std::vector<const OpDesc*> p2p;
+  std::vector<const OpDesc*>& p2p = p2p_.ops;
+  p2p.clear();
   for (const OpDesc& op : ops) {
     if (!isP2pColl(op.coll)) {
       BRAID_CHECK(launchColl(op, main));
@@ -387,21 +402,22 @@ ncclResult_t DeviceExecutorImpl::p2pConn(int peer, bool send, DevConn** out) {
 
 ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops, cudaStream_t s) {
   const int n = st_->nranks, me = st_->rank;
-  std::vector<std::vector<Xfer>> sends(n), recvs(n);
-  std::vector<Xfer> selfSends, selfRecvs;
-  std::vector<std::pair<Xfer, const char*>> copies;  // (dst, src)
+  P2pScratch& w = p2p_;
+  w.sends.resize(n);
+  w.recvs.resize(n);
+  for (int p = 0; p < n; ++p) w.sends[p].clear(), w.recvs[p].clear();
+  w.selfSends.clear();
+  w.selfRecvs.clear();
+  w.copies.clear();
+  auto& copies = w.copies;
   for (const OpDesc* op : ops) {
     const size_t bytes = op->count * dtypeSize(op->dtype);
     const char* sb = static_cast<const char*>(op->sendbuff);
     char* rb = static_cast<char*>(op->recvbuff);
     auto snd = [&](int p, const char* b) {
-      if (p == me) selfSends.push_back(Xfer{const_cast<char*>(b), bytes});
-      else sends[p].push_back(Xfer{const_cast<char*>(b), bytes});
+      (p == me ? w.selfSends : w.sends[p]).push_back(Xfer{const_cast<char*>(b), bytes});
     };
-    auto rcv = [&](int p, char* b) {
-      if (p == me) selfRecvs.push_back(Xfer{b, bytes});
-      else recvs[p].push_back(Xfer{b, bytes});
-    };
+    auto rcv = [&](int p, char* b) { (p == me ? w.selfRecvs : w.recvs[p]).push_back(Xfer{b, bytes}); };
     switch (op->coll) {
       case CollType::Send: snd(op->peer, sb); break;
       case CollType::Recv: rcv(op->peer, rb); break;
@@ -440,14 +456,14 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
         return recordError(ncclInternalError, "%s is not a point-to-point operation", collName(op->coll));
     }
   }
-  if (selfSends.size() != selfRecvs.size())
+  if (w.selfSends.size() != w.selfRecvs.size())
     return recordError(ncclInvalidUsage, "rank %d posted %zu sends to itself but %zu receives from itself in one group",
-                       me, selfSends.size(), selfRecvs.size());
-  for (size_t i = 0; i < selfSends.size(); ++i) {
-    if (selfSends[i].bytes != selfRecvs[i].bytes)
+                       me, w.selfSends.size(), w.selfRecvs.size());
+  for (size_t i = 0; i < w.selfSends.size(); ++i) {
+    if (w.selfSends[i].bytes != w.selfRecvs[i].bytes)
       return recordError(ncclInvalidUsage, "rank %d: send to itself of %zu bytes is matched by a receive of %zu bytes",
-                         me, selfSends[i].bytes, selfRecvs[i].bytes);
-    copies.push_back({selfRecvs[i], selfSends[i].buf});
+                         me, w.selfSends[i].bytes, w.selfRecvs[i].bytes);
+    copies.push_back({w.selfRecvs[i], w.selfSends[i].buf});
   }
   copies.erase(std::remove_if(copies.begin(), copies.end(),
                               [](const std::pair<Xfer, const char*>& c) {
@@ -457,51 +473,61 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
 
   // Ring neighbours go over the ring connections, all channels; other peers over one p2p connection each.
   const int next = (me + 1) % n, prev = (me - 1 + n) % n;
-  std::vector<int> sendPeers, recvPeers;
+  w.sendPeers.clear();
+  w.recvPeers.clear();
   for (int p = 0; p < n; ++p) {
-    if (!sends[p].empty() && p != next) sendPeers.push_back(p);
-    if (!recvs[p].empty() && p != prev) recvPeers.push_back(p);
+    if (!w.sends[p].empty() && p != next) w.sendPeers.push_back(p);
+    if (!w.recvs[p].empty() && p != prev) w.recvPeers.push_back(p);
   }
-  if ((!sendPeers.empty() || !recvPeers.empty()))
-    BRAID_CHECK(comm_->conns->connectP2p(sendPeers.data(), static_cast<int>(sendPeers.size()), recvPeers.data(),
-                                         static_cast<int>(recvPeers.size())));
+  if ((!w.sendPeers.empty() || !w.recvPeers.empty()))
+    BRAID_CHECK(comm_->conns->connectP2p(w.sendPeers.data(), static_cast<int>(w.sendPeers.size()),
+                                         w.recvPeers.data(), static_cast<int>(w.recvPeers.size())));
   // The cut into the CTAs of one launch (p2p_plan.h). Small transfers run LL where the connection has LL slots
   // (P2P, SHM; NET only when NCCL_PROTO forces LL): one slot-sized step with no fence instead of SIMPLE's FIFO
   // handshake (NCCL_P2P_LL_THRESHOLD, as in NCCL).
-  P2pPlanInput in;
+  // LL over NET only when NCCL_PROTO forces LL: over sockets it measured no faster than SIMPLE for small
+  // shares (docs/gpu/2026-11-22y), the socket round trip setting the time.
+  auto llOn = [&](const ConnInfo* ci) {
+    return llSlotsOf(ci) != nullptr && (ci->kind != TransportKind::Net || st_->p2pLlOnNet);
+  };
+  if (!w.ringLlKnown) {
+    for (int ch = 0; ch < st_->nChannels; ++ch) {
+      w.ringLl[0].push_back(llOn(comm_->conns->ringSend(ch)));
+      w.ringLl[1].push_back(llOn(comm_->conns->ringRecv(ch)));
+    }
+    w.ringLlKnown = true;
+  }
+  P2pPlanInput& in = w.in;
   in.nChannels = st_->nChannels;
   in.llThreshold = st_->p2pLlThreshold;
   in.channelBytes = st_->p2pChannelBytes;
   in.maxCtas = kMaxP2pCtas;
   in.maxBlocks = kMaxP2pBlocks;
   in.maxCopyCtas = st_->p2pCopyCtas;
-  std::vector<int> connPeer;
-  size_t nTransfers = copies.size();
+  in.copies.clear();
+  w.connPeer.clear();
+  size_t nConns = 0, nTransfers = copies.size();
   for (int p = 0; p < n; ++p) {
     for (int dir = 0; dir < 2; ++dir) {
       const bool isSend = dir == 0;
-      std::vector<Xfer>& xs = isSend ? sends[p] : recvs[p];
+      std::vector<Xfer>& xs = isSend ? w.sends[p] : w.recvs[p];
       if (xs.empty()) continue;
       nTransfers += xs.size();
-      P2pPlanConn c;
+      if (nConns == in.conns.size()) in.conns.emplace_back();
+      P2pPlanConn& c = in.conns[nConns++];
       c.isSend = isSend;
       c.ring = isSend ? p == next : p == prev;
-      // LL over NET only when NCCL_PROTO forces LL: over sockets it measured no faster than SIMPLE for small
-      // shares (docs/gpu/2026-11-22y), the socket round trip setting the time.
-      auto llOn = [&](const ConnInfo* ci) {
-        return llSlotsOf(ci) != nullptr && (ci->kind != TransportKind::Net || st_->p2pLlOnNet);
-      };
       if (c.ring) {
-        for (int ch = 0; ch < st_->nChannels; ++ch)
-          c.ll.push_back(llOn(isSend ? comm_->conns->ringSend(ch) : comm_->conns->ringRecv(ch)));
+        c.ll = w.ringLl[dir];
       } else {
-        c.ll.push_back(llOn(isSend ? comm_->conns->p2pSend(p) : comm_->conns->p2pRecv(p)));
+        c.ll.assign(1, llOn(isSend ? comm_->conns->p2pSend(p) : comm_->conns->p2pRecv(p)));
       }
+      c.xs.clear();
       for (const Xfer& x : xs) c.xs.push_back(P2pXfer{x.buf, x.bytes});
-      in.conns.push_back(std::move(c));
-      connPeer.push_back(p);
+      w.connPeer.push_back(p);
     }
   }
+  in.conns.resize(nConns);
   if (in.conns.empty()) {
     // Nothing crosses a connection: the copy engine does the local copies.
     for (auto& c : copies)
@@ -510,15 +536,16 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     return ncclSuccess;
   }
   for (auto& c : copies) in.copies.push_back(P2pXfer{c.first.buf, c.first.bytes, c.second});
-  P2pPlanLaunch l;
+  P2pPlanLaunch& l = w.plan;
   std::string why;
   if (!planP2p(in, &l, &why))
     return recordError(ncclInvalidUsage, "rank %d: one group holds %zu point-to-point transfers (sends, receives and "
                        "local copies): %s; split the group", me, nTransfers, why.c_str());
   // Every connection first, so a failure leaves nothing launched.
-  std::vector<DevConn*> p2pConns(in.conns.size(), nullptr);
+  std::vector<DevConn*>& p2pConns = w.conns;
+  p2pConns.assign(in.conns.size(), nullptr);
   for (size_t ci = 0; ci < in.conns.size(); ++ci)
-    if (!in.conns[ci].ring) BRAID_CHECK(p2pConn(connPeer[ci], in.conns[ci].isSend, &p2pConns[ci]));
+    if (!in.conns[ci].ring) BRAID_CHECK(p2pConn(w.connPeer[ci], in.conns[ci].isSend, &p2pConns[ci]));
   // Filled up to nCta / nBlocks only: the kernel reads no further, and zeroing the 26 KB block would cost
   // every small launch ~1 us.
   P2pLaunchArgs a;
@@ -529,7 +556,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   for (const P2pPlanCta& cta : l.ctas) {
     a.ctaFirst[nCta++] = static_cast<int16_t>(a.nBlocks);
     const int first = a.nBlocks;
-    for (const P2pPlanBlock& pb : cta.blocks) {
+    for (const P2pPlanBlock& pb : l.blocksOf(cta)) {
       P2pBlock& b = a.blocks[a.nBlocks++];
       b.buf = pb.buf;
       b.bytes = pb.bytes;

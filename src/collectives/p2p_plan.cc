@@ -37,79 +37,83 @@ bool fail(std::string* why, const char* what, int have, int limit) {
 }  // namespace
 
 bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
-  *out = P2pPlanLaunch();
+  out->ctas.clear();
+  out->all.clear();
+  out->blocks = 0;
   // Channel by channel (channel c's send and receive side by side; the other peers' connections with
   // channel 0): when fewer CTAs fit on the GPU than the launch has, the resident ones then hold both ends of
   // their channels and finish, and any 2 resident CTAs make progress. Connection by connection (every send
   // channel, then every receive one) deadlocks once fewer than ~65 of 128 are resident, every resident CTA
   // a send waiting for room (a GPU of 64 SMs or fewer, or one shared with other kernels; NCCL avoids it by
   // running both directions of a channel in one CTA). The progress model in p2p_plan_test checks this.
-  std::vector<std::vector<P2pPlanCta>> groups(1);
-  for (size_t ci = 0; ci < in.conns.size(); ++ci) {
-    const P2pPlanConn& conn = in.conns[ci];
+  // A transfer's channel count is recomputed where needed (a few divisions) rather than stored.
+  auto nchOf = [&](const P2pPlanConn& conn, const P2pXfer& x) {
+    return conn.ring ? p2pChannelsForBytes(x.bytes, in.nChannels, in.channelBytes) : 1;
+  };
+  auto maxNchOf = [&](const P2pPlanConn& conn) {
+    int m = 1;
+    for (const P2pXfer& x : conn.xs) m = std::max(m, nchOf(conn, x));
+    return m;
+  };
+  // First pass: the launch's size, checked before anything is cut.
+  int nCtas = 0, nBlocks = 0, maxNch = 0;
+  for (const P2pPlanConn& conn : in.conns) {
     if (conn.xs.empty()) continue;
-    auto llAt = [&](int ch) { return static_cast<size_t>(ch) < conn.ll.size() && conn.ll[ch] != 0; };
-    auto block = [&](const P2pXfer& x, int part, int parts, int ch) {
-      P2pPlanBlock b = shareOf(x, part, parts);
-      b.conn = static_cast<int>(ci);
-      b.channel = ch;
-      b.isSend = conn.isSend;
-      b.ll = llAt(ch) && b.bytes > 0 && b.bytes <= in.llThreshold;
-      return b;
-    };
-    std::vector<int> nch(conn.xs.size(), 1);
-    int maxNch = 1;
-    for (size_t t = 0; conn.ring && t < conn.xs.size(); ++t) {
-      nch[t] = p2pChannelsForBytes(conn.xs[t].bytes, in.nChannels, in.channelBytes);
-      maxNch = std::max(maxNch, nch[t]);
-    }
-    if (static_cast<int>(groups.size()) < maxNch) groups.resize(maxNch);
-    for (int c = 0; c < maxNch; ++c) {
-      P2pPlanCta cta;
-      for (size_t t = 0; t < conn.xs.size(); ++t)
-        if (nch[t] > c) cta.blocks.push_back(block(conn.xs[t], c, nch[t], c));
-      groups[c].push_back(std::move(cta));
-    }
+    const int m = maxNchOf(conn);
+    nCtas += m;
+    maxNch = std::max(maxNch, m);
+    for (const P2pXfer& x : conn.xs) nBlocks += nchOf(conn, x);
   }
-  for (auto& g : groups) {
-    for (P2pPlanCta& c : g) {
-      out->blocks += static_cast<int>(c.blocks.size());
-      out->ctas.push_back(std::move(c));
-    }
-  }
-  if (static_cast<int>(out->ctas.size()) > in.maxCtas) return fail(why, "CTAs", static_cast<int>(out->ctas.size()), in.maxCtas);
-  if (out->blocks > in.maxBlocks) return fail(why, "blocks (channels x transfers)", out->blocks, in.maxBlocks);
+  if (nCtas > in.maxCtas) return fail(why, "CTAs", nCtas, in.maxCtas);
+  if (nBlocks > in.maxBlocks) return fail(why, "blocks (channels x transfers)", nBlocks, in.maxBlocks);
 
   // Local copies: CTAs ahead of the transfers, as many as the launch has room for.
-  std::vector<const P2pXfer*> copies;
+  int nCopies = 0;
   size_t maxCopy = 0;
-  for (const P2pXfer& x : in.copies) {
-    if (x.bytes == 0 || x.buf == x.src) continue;
-    copies.push_back(&x);
-    maxCopy = std::max(maxCopy, x.bytes);
-  }
-  if (copies.empty()) return true;
-  const int nCopies = static_cast<int>(copies.size());
-  const int want = static_cast<int>(std::min<size_t>(std::max(1, in.maxCopyCtas), divUp(maxCopy, kCopyCtaBytes)));
-  const int room = std::min(in.maxCtas - static_cast<int>(out->ctas.size()), (in.maxBlocks - out->blocks) / nCopies);
-  const int k = std::min(want, room);
-  if (in.maxCtas - static_cast<int>(out->ctas.size()) < 1)
-    return fail(why, "CTAs with its local copies", static_cast<int>(out->ctas.size()) + 1, in.maxCtas);
-  if (k < 1) return fail(why, "blocks with its local copies", out->blocks + nCopies, in.maxBlocks);
-  std::vector<P2pPlanCta> copyCtas(k);
-  for (int c = 0; c < k; ++c) {
-    copyCtas[c].copy = true;
-    for (const P2pXfer* x : copies) {
-      P2pPlanBlock b = shareOf(*x, c, k);
-      b.conn = -1;
-      b.channel = 0;
-      b.isSend = false;
-      b.ll = false;
-      copyCtas[c].blocks.push_back(b);
+  auto copied = [](const P2pXfer& x) { return x.bytes != 0 && x.buf != x.src; };
+  for (const P2pXfer& x : in.copies)
+    if (copied(x)) ++nCopies, maxCopy = std::max(maxCopy, x.bytes);
+  if (nCopies > 0) {
+    const int want = static_cast<int>(std::min<size_t>(std::max(1, in.maxCopyCtas), divUp(maxCopy, kCopyCtaBytes)));
+    const int room = std::min(in.maxCtas - nCtas, (in.maxBlocks - nBlocks) / nCopies);
+    const int k = std::min(want, room);
+    if (in.maxCtas - nCtas < 1) return fail(why, "CTAs with its local copies", nCtas + 1, in.maxCtas);
+    if (k < 1) return fail(why, "blocks with its local copies", nBlocks + nCopies, in.maxBlocks);
+    for (int c = 0; c < k; ++c) {
+      out->ctas.push_back(P2pPlanCta{true, static_cast<int>(out->all.size()), nCopies});
+      for (const P2pXfer& x : in.copies) {
+        if (!copied(x)) continue;
+        P2pPlanBlock b = shareOf(x, c, k);
+        b.conn = -1;
+        b.channel = 0;
+        b.isSend = false;
+        b.ll = false;
+        out->all.push_back(b);
+      }
     }
   }
-  out->ctas.insert(out->ctas.begin(), std::make_move_iterator(copyCtas.begin()), std::make_move_iterator(copyCtas.end()));
-  out->blocks += k * nCopies;
+
+  for (int c = 0; c < maxNch; ++c) {
+    for (size_t ci = 0; ci < in.conns.size(); ++ci) {
+      const P2pPlanConn& conn = in.conns[ci];
+      if (conn.xs.empty() || maxNchOf(conn) <= c) continue;
+      const bool ll = static_cast<size_t>(c) < conn.ll.size() && conn.ll[c] != 0;
+      P2pPlanCta cta{false, static_cast<int>(out->all.size()), 0};
+      for (const P2pXfer& x : conn.xs) {
+        const int parts = nchOf(conn, x);
+        if (parts <= c) continue;
+        P2pPlanBlock b = shareOf(x, c, parts);
+        b.conn = static_cast<int>(ci);
+        b.channel = c;
+        b.isSend = conn.isSend;
+        b.ll = ll && b.bytes > 0 && b.bytes <= in.llThreshold;
+        out->all.push_back(b);
+        ++cta.count;
+      }
+      out->ctas.push_back(cta);
+    }
+  }
+  out->blocks = static_cast<int>(out->all.size());
   return true;
 }
 

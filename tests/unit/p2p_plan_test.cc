@@ -48,12 +48,12 @@ std::vector<P2pPlanBlock> checkPlan(const P2pPlanInput& in, const P2pPlanLaunch&
   bool seenTransfer = false;
   std::set<std::tuple<int, bool, int>> ctaKeys;  // (conn, isSend, channel): one CTA each
   for (const P2pPlanCta& cta : l.ctas) {
-    EXPECT_FALSE(cta.blocks.empty());
+    EXPECT_FALSE(l.blocksOf(cta).empty());
     if (cta.copy) EXPECT_FALSE(seenTransfer) << "copy CTAs come first";
     seenTransfer = seenTransfer || !cta.copy;
-    const P2pPlanBlock& b0 = cta.blocks.front();
+    const P2pPlanBlock& b0 = l.blocksOf(cta).front();
     if (!cta.copy) EXPECT_TRUE(ctaKeys.insert({b0.conn, b0.isSend, b0.channel}).second) << "one CTA per connection and channel";
-    for (const P2pPlanBlock& b : cta.blocks) {
+    for (const P2pPlanBlock& b : l.blocksOf(cta)) {
       EXPECT_EQ(b.conn < 0, cta.copy);
       // The kernel takes the connection and direction of a CTA from its first block.
       EXPECT_EQ(b.conn, b0.conn);
@@ -61,9 +61,11 @@ std::vector<P2pPlanBlock> checkPlan(const P2pPlanInput& in, const P2pPlanLaunch&
       EXPECT_EQ(b.channel, b0.channel);
       all.push_back(b);
     }
-    blocks += static_cast<int>(cta.blocks.size());
+    EXPECT_EQ(cta.first, blocks) << "CTAs' blocks are contiguous, in CTA order";
+    blocks += static_cast<int>(l.blocksOf(cta).size());
   }
   EXPECT_EQ(blocks, l.blocks);
+  EXPECT_EQ(static_cast<size_t>(blocks), l.all.size());
   return all;
 }
 
@@ -113,8 +115,8 @@ TEST(P2pPlan, OneSendOneRecvOnTheRing) {
   EXPECT_EQ(plan.blocks, 128);
   // Channel by channel: send c, then receive c.
   for (int i = 0; i < 128; ++i) {
-    EXPECT_EQ(plan.ctas[i].blocks.front().isSend, i % 2 == 0);
-    EXPECT_EQ(plan.ctas[i].blocks.front().channel, i / 2);
+    EXPECT_EQ(plan.blocksOf(plan.ctas[i]).front().isSend, i % 2 == 0);
+    EXPECT_EQ(plan.blocksOf(plan.ctas[i]).front().channel, i / 2);
   }
   checkCoverage(in, checkPlan(in, plan));
 }
@@ -360,6 +362,47 @@ TEST(P2pPlan, SimpleSharesCutIntoPieces) {
   }
 }
 
+// The executor reuses one launch across calls: a plan into a used launch equals a fresh one, whatever the
+// earlier plan held (more CTAs, copies, or a refusal).
+TEST(P2pPlan, ReusedLaunchEqualsAFreshOne) {
+  auto same = [](const P2pPlanLaunch& a, const P2pPlanLaunch& b) {
+    if (a.blocks != b.blocks || a.ctas.size() != b.ctas.size() || a.all.size() != b.all.size()) return false;
+    for (size_t i = 0; i < a.ctas.size(); ++i)
+      if (a.ctas[i].copy != b.ctas[i].copy || a.ctas[i].first != b.ctas[i].first ||
+          a.ctas[i].count != b.ctas[i].count)
+        return false;
+    for (size_t i = 0; i < a.all.size(); ++i) {
+      const P2pPlanBlock &x = a.all[i], &y = b.all[i];
+      if (x.conn != y.conn || x.channel != y.channel || x.buf != y.buf || x.src != y.src || x.bytes != y.bytes ||
+          x.isSend != y.isSend || x.ll != y.ll)
+        return false;
+    }
+    return true;
+  };
+  P2pPlanInput big = input(64);
+  big.conns.push_back(ringConn(true, 64, {size_t(16) << 20, 100}, 0));
+  big.conns.push_back(ringConn(false, 64, {size_t(4) << 20}, 10));
+  big.copies.push_back(P2pXfer{fakeBuf(40), size_t(1) << 20, fakeBuf(41)});
+  P2pPlanInput small = input(64);
+  small.conns.push_back(ringConn(true, 64, {8}, 20));
+  small.conns.push_back(ringConn(false, 64, {8}, 30));
+  P2pPlanInput tooBig = input(64);
+  for (int i = 0; i < 4; ++i) tooBig.conns.push_back(ringConn(true, 64, {size_t(64) << 20}, 50 + i));
+  std::string why;
+  P2pPlanLaunch reused, freshSmall, freshBig;
+  ASSERT_TRUE(planP2p(small, &freshSmall, &why)) << why;
+  ASSERT_TRUE(planP2p(big, &freshBig, &why)) << why;
+  EXPECT_EQ(freshSmall.ctas.size(), 2u);
+  EXPECT_EQ(freshSmall.blocks, 2);
+  ASSERT_TRUE(planP2p(big, &reused, &why)) << why;
+  ASSERT_TRUE(planP2p(small, &reused, &why)) << why;
+  EXPECT_TRUE(same(reused, freshSmall));
+  EXPECT_FALSE(planP2p(tooBig, &reused, &why));
+  ASSERT_TRUE(planP2p(big, &reused, &why)) << why;
+  EXPECT_TRUE(same(reused, freshBig));
+  checkCoverage(big, checkPlan(big, reused));
+}
+
 TEST(P2pPlan, PastTheLaunchIsRefusedWithTheCounts) {
   P2pPlanInput in = input(64);
   in.maxBlocks = 640;
@@ -409,7 +452,7 @@ SimLaunch simLaunch(const std::vector<size_t>& sends, const std::vector<size_t>&
   SimLaunch l;
   for (const P2pPlanCta& c : plan.ctas) {
     SimCta cta;
-    for (const P2pPlanBlock& b : c.blocks) cta.blocks.push_back({b.isSend, b.channel, b.bytes});
+    for (const P2pPlanBlock& b : plan.blocksOf(c)) cta.blocks.push_back({b.isSend, b.channel, b.bytes});
     l.push_back(cta);
   }
   return l;
