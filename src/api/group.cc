@@ -160,6 +160,17 @@ void clearQueue(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
 }
 
 ncclResult_t flush(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
+  if (queued.empty()) return ncclSuccess;
+  // One communicator (every call outside a group, most groups): no split per comm, one allocation.
+  ncclComm* const first = queued.front().first;
+  if (std::all_of(queued.begin(), queued.end(), [first](const auto& e) { return e.first == first; })) {
+    std::vector<OpDesc> ops;
+    ops.reserve(queued.size());
+    for (auto& e : queued) ops.push_back(e.second);
+    queued.clear();
+    BRAID_CHECK(validateBatch(first, ops));
+    return runBatch(first, ops);
+  }
   std::vector<ncclComm*> order;
   std::map<ncclComm*, std::vector<OpDesc>> perComm;
   for (auto& [comm, op] : queued) {
