@@ -187,15 +187,9 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, uint
     plan.predictedUs = braid::predictUs(req, plan.devColl == kDevAllReduceOneShot ? Algo::OneShot : Algo::Ring,
                                         plan.proto, plan.nChannels, 0);
   }
-  if (plan.proto == Proto::Simple && cfg.pipelineSteps > 1) {
-    // A channel's share in at least pipelineSteps steps, so its transfer and reduction overlap (mid sizes
-    // whose share fits one FIFO step otherwise run them back to back). 4 KiB multiples keep the 64-byte
-    // alignment of every step; 16 KiB at least keeps per-step overhead bounded.
-    const size_t share = (bytes + plan.nChannels - 1) / plan.nChannels;
-    size_t cap = (share + cfg.pipelineSteps - 1) / cfg.pipelineSteps;
-    cap = std::max<size_t>(size_t(16) << 10, (cap + 4095) & ~size_t(4095));
-    if (cap < static_cast<size_t>(cfg.buffSize) / kStepsPerBuffer) plan.stepCap = static_cast<uint32_t>(cap);
-  }
+  if (plan.proto == Proto::Simple)
+    plan.stepCap = simpleStepCap(op.coll, plan.devColl == kDevAllReduceOneShot, bytes, st_->nranks, plan.nChannels,
+                                 transport_, cfg);
   memo_ = PlanMemo{true, op.coll, bytes, lowLatency, exact, plan};
   return plan;
 }

@@ -371,9 +371,9 @@ ncclResult_t loadTunerConfig(TunerConfig* out) {
   }
   cfg.buffSize = b;
   int64_t ps = params::PipelineSteps();
-  if (ps < 1 || ps > 64) {
-    BRAID_WARN("BRAID_PIPELINE_STEPS=%lld is outside [1, 64]; using 1", static_cast<long long>(ps));
-    ps = 1;
+  if (ps < 0 || ps > 64) {
+    BRAID_WARN("BRAID_PIPELINE_STEPS=%lld is outside [0, 64]; using 0 (auto)", static_cast<long long>(ps));
+    ps = 0;
   }
   cfg.pipelineSteps = static_cast<int>(ps);
   *out = cfg;
@@ -482,6 +482,32 @@ TuneDecision tune(const TuneRequest& r, const TunerConfig& cfg) {
              protoName(d.proto), d.nChannels, d.nThreads, d.chunkBytes, d.predictedUs,
              d.flags ? " (override not fully honoured)" : "");
   return d;
+}
+
+uint32_t simpleStepCap(CollType coll, bool oneShot, size_t bytes, int nranks, int nChannels, TransportClass t,
+                       const TunerConfig& cfg) {
+  const size_t connStep = static_cast<size_t>(cfg.buffSize) / kStepsPerBuffer;
+  const size_t ch = static_cast<size_t>(std::max(1, nChannels));
+  size_t cap = 0;
+  if (cfg.pipelineSteps >= 1) {
+    // 4 KiB multiples keep every step 64-byte aligned; 16 KiB at least keeps the per-step overhead bounded.
+    const size_t steps = static_cast<size_t>(cfg.pipelineSteps);
+    if (steps == 1) return 0;
+    cap = ((bytes + ch - 1) / ch + steps - 1) / steps;
+    cap = std::max<size_t>(size_t(16) << 10, (cap + 4095) & ~size_t(4095));
+  } else {
+    if (nranks != 2 || t != TransportClass::P2pNvlink) return 0;
+    size_t segment = 0;  // per channel and ring step
+    switch (coll) {
+      case CollType::AllReduce: segment = oneShot ? bytes / ch : bytes / ch / 2; break;
+      case CollType::AllGather:
+      case CollType::ReduceScatter: segment = bytes / 2 / ch; break;
+      default: return 0;  // broadcast and reduce measured no faster (docs/gpu/2026-11-25d)
+    }
+    if (segment < connStep || segment >= 2 * connStep) return 0;
+    cap = ((segment + 1) / 2 + 4095) & ~size_t(4095);
+  }
+  return cap < connStep ? static_cast<uint32_t>(cap) : 0;
 }
 
 size_t opBytes(const OpDesc& op, int nranks) {

@@ -64,7 +64,7 @@ struct TunerConfig {
   int maxChannels = -1;  // NCCL_MAX_NCHANNELS (or NCCL_MAX_CTAS); -1: unset
   int nThreads = -1;     // NCCL_NTHREADS; -1: per-protocol default
   int64_t buffSize = 4 << 20;  // NCCL_BUFFSIZE: SIMPLE's FIFO bytes per connection
-  int pipelineSteps = 1;       // BRAID_PIPELINE_STEPS: least FIFO steps per channel share (GPU Simple)
+  int pipelineSteps = 0;       // BRAID_PIPELINE_STEPS: least FIFO steps per channel share (GPU Simple); 0: auto
   TunerConfig();         // everything allowed, nothing set
 };
 // Reads NCCL_ALGO, NCCL_PROTO, NCCL_{MIN,MAX}_NCHANNELS (+ _CTAS aliases), NCCL_NTHREADS, NCCL_BUFFSIZE.
@@ -111,6 +111,16 @@ double predictUs(const TuneRequest& req, Algo algo, Proto proto, int nChannels, 
 // The cheapest allowed choice. Never fails: when overrides allow nothing usable, falls back (flags say so).
 // Logs the decision under NCCL_DEBUG_SUBSYS=TUNING.
 TuneDecision tune(const TuneRequest& req, const TunerConfig& cfg);
+
+// The FIFO step cap of a GPU Simple collective (0: the connection's step, NCCL_BUFFSIZE / kStepsPerBuffer).
+// pipelineSteps >= 1 (BRAID_PIPELINE_STEPS): each channel's share in at least that many steps of >= 16 KiB.
+// 0 (auto): a segment (what a channel moves per ring step) of one to two connection steps on a 2-rank NVLink
+// ring is cut into two steps, so the receiver reduces or copies one while the next crosses the link
+// (2xH200, docs/gpu/2026-11-25c/d: all-reduce 32 MB 114-118 us against 124-126, all-gather and reduce-scatter
+// 64 MB 4-7% faster; smaller segments lose more to the ~1.5 us of each extra step: all-reduce 8 MB 39.7
+// against 36.7 us); elsewhere unmeasured, so unchanged.
+uint32_t simpleStepCap(CollType coll, bool oneShot, size_t bytes, int nranks, int nChannels, TransportClass t,
+                       const TunerConfig& cfg);
 
 size_t opBytes(const OpDesc& op, int nranks);
 TuneRequest makeTuneRequest(const OpDesc& op, int nranks, TransportClass transport);

@@ -129,9 +129,9 @@ TEST(TunerParse, LoadFromEnvironment) {
   EXPECT_EQ(cfg.nThreads, 256);
   EXPECT_EQ(cfg.buffSize, 16 << 20);
   EXPECT_EQ(cfg.pipelineSteps, 4);
-  setenv("BRAID_PIPELINE_STEPS", "0", 1);  // out of range: warned, 1
+  setenv("BRAID_PIPELINE_STEPS", "65", 1);  // out of range: warned, 0 (auto)
   ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
-  EXPECT_EQ(cfg.pipelineSteps, 1);
+  EXPECT_EQ(cfg.pipelineSteps, 0);
   setenv("NCCL_PROTO", "LL,bogus", 1);
   clearPendingError();
   EXPECT_EQ(loadTunerConfig(&cfg), ncclInvalidArgument);
@@ -486,6 +486,48 @@ TEST(TunerDecide, ModestNvlinkExpectations) {
 }
 
 // ------------------------------------------------------------------------------------------- group estimate
+
+// The Simple step cap: auto cuts 2-rank NVLink segments of one to two connection steps in two; an explicit
+// BRAID_PIPELINE_STEPS keeps its meaning on every path.
+TEST(TunerStepCap, AutoSplitsOneToTwoStepSegmentsOnTwoRankNvlink) {
+  TunerConfig cfg;  // NCCL_BUFFSIZE 4 MiB: 512 KiB connection steps
+  cfg.buffSize = 4 << 20;
+  cfg.pipelineSteps = 0;
+  const auto nv = TransportClass::P2pNvlink;
+  const size_t MB = size_t(1) << 20;
+  // All-reduce one-shot, 64 channels: 32 MB is a 512 KiB segment per channel, 48 MB 768 KiB: two steps.
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 32 * MB, 2, 64, nv, cfg), 256u << 10);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 48 * MB, 2, 64, nv, cfg), 384u << 10);
+  // Below one step (8, 16 MB) and from two steps (64 MB) on: the connection's step.
+  for (size_t b : {8 * MB, 16 * MB, 64 * MB, 256 * MB})
+    EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, b, 2, 64, nv, cfg), 0u) << b;
+  // The ring all-reduce moves half a share per step; all-gather and reduce-scatter a rank's block per channel.
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, false, 32 * MB, 2, 64, nv, cfg), 0u);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, false, 64 * MB, 2, 64, nv, cfg), 256u << 10);
+  EXPECT_EQ(simpleStepCap(CollType::AllGather, false, 64 * MB, 2, 64, nv, cfg), 256u << 10);
+  EXPECT_EQ(simpleStepCap(CollType::ReduceScatter, false, 64 * MB, 2, 64, nv, cfg), 256u << 10);
+  EXPECT_EQ(simpleStepCap(CollType::AllGather, false, 32 * MB, 2, 64, nv, cfg), 0u);
+  // Fewer channels: larger segments.
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 16 * MB, 2, 32, nv, cfg), 256u << 10);
+  // Unmeasured: broadcast/reduce, 4 ranks, other paths.
+  EXPECT_EQ(simpleStepCap(CollType::Broadcast, false, 32 * MB, 2, 64, nv, cfg), 0u);
+  EXPECT_EQ(simpleStepCap(CollType::Reduce, false, 32 * MB, 2, 64, nv, cfg), 0u);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, false, 128 * MB, 4, 64, nv, cfg), 0u);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 32 * MB, 2, 64, TransportClass::Shm, cfg), 0u);
+  // Larger NCCL_BUFFSIZE: larger connection steps, the same rule.
+  cfg.buffSize = 8 << 20;
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 32 * MB, 2, 64, nv, cfg), 0u);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 64 * MB, 2, 64, nv, cfg), 512u << 10);
+  // Explicit steps: each share in at least that many steps of >= 16 KiB, below the connection's step only.
+  cfg.buffSize = 4 << 20;
+  cfg.pipelineSteps = 1;
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 32 * MB, 2, 64, nv, cfg), 0u);
+  cfg.pipelineSteps = 4;
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 32 * MB, 2, 64, nv, cfg), 128u << 10);
+  EXPECT_EQ(simpleStepCap(CollType::Broadcast, false, 8 * MB, 4, 64, TransportClass::Shm, cfg), 32u << 10);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, false, 64, 2, 64, nv, cfg), 16u << 10);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, false, 512 * MB, 2, 64, nv, cfg), 0u);
+}
 
 TEST(TunerGroup, EstimateGrowsWithBytes) {
   TunerConfig cfg;
