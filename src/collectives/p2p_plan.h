@@ -34,26 +34,37 @@ BRAID_HD inline size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_
   return piece < connStep ? piece : connStep;
 }
 
-// How many ring channels a p2p transfer of `bytes` takes, from the unit u = channelBytes (64 KiB): one channel
-// per u up to kP2pNarrowChannels, then shares of 2u up to kP2pKneeChannels, then shares of 4u (at least
-// kP2pWideShareBytes), at most nChannels; at each step the channel count holds until the larger shares catch up.
-// Both sides derive it from the transfer's size and rank 0's channelBytes, so they cut alike. Why (2xH200,
-// docs/gpu/2026-11-23b, c, f): 64 channels of 64-128 KiB shares (send/recv 4 MB, all-to-all 8-16 MB) ran 21-24 us
-// in some processes and 33-36 in others, 32 channels of 128-256 KiB 23-24 every time; send/recv 1-2 MB on
-// 16-32 channels of 64 KiB spread over 12-21 us (mean ~15 and ~19), on 8-16 channels of 128 KiB 14.4 and 17.4
-// both runs, and gather/scatter at 2-4 MB likewise; transfers up to 512 KiB stay on 64 KiB shares (128 KiB ones
-// cost 256 KiB send/recv 13.9 us against 10.8); from 16 MB on, 64 channels of 256 KiB beat 32 (send/recv 64 MB
-// 200 against 212 us).
+// How many ring channels a p2p transfer of `bytes` takes, from the unit u = channelBytes (64 KiB). Up to 2u,
+// shares of u/8 on at most kP2pNarrowChannels channels; up to 16u, shares of u/2 on kP2pNarrowChannels to
+// kP2pKneeChannels channels; above, one channel per u up to kP2pNarrowChannels, then shares of 2u up to
+// kP2pKneeChannels, then shares of 4u (at least kP2pWideShareBytes), at most nChannels; at each step the
+// channel count holds until the larger shares catch up. Both sides derive it from the transfer's size and
+// rank 0's channelBytes, so they cut alike. Why (2xH200):
+// - up to 2u (docs/gpu/2026-11-25f, two rounds): 8 KiB shares run LL on several CTA pairs: send/recv 32 KB
+//   6.6 us against 9.3 on one 32 KiB share, 64 KB 6.7 against 10.2, all-to-all alike;
+// - up to 16u (same call): 32 KiB shares: send/recv 256 KB-1 MB 9.7-11.4 us against 10.3-13.6 on u shares;
+// - above (docs/gpu/2026-11-23b, c, f): 64 channels of 64-128 KiB shares (send/recv 4 MB, all-to-all 8-16 MB)
+//   ran 21-24 us in some processes and 33-36 in others, 32 channels of 128-256 KiB 23-24 every time; send/recv
+//   1-2 MB on 16-32 channels of 64 KiB spread over 12-21 us (mean ~15 and ~19), on 8-16 channels of 128 KiB
+//   14.4 and 17.4 both runs, and gather/scatter at 2-4 MB likewise; from 16 MB on, 64 channels of 256 KiB
+//   beat 32 (send/recv 64 MB 200 against 212 us).
 constexpr int kP2pNarrowChannels = 8;
 constexpr int kP2pKneeChannels = 32;
 constexpr size_t kP2pWideShareBytes = size_t(256) << 10;
 inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes) {
   const size_t unit = channelBytes < 1 ? 1 : channelBytes;
   auto over = [&](size_t per) { return (bytes + per - 1) / per; };
-  size_t want = over(unit);
-  if (want > static_cast<size_t>(kP2pNarrowChannels)) want = std::max<size_t>(kP2pNarrowChannels, over(2 * unit));
-  if (want > static_cast<size_t>(kP2pKneeChannels))
-    want = std::max<size_t>(kP2pKneeChannels, over(std::max(4 * unit, kP2pWideShareBytes)));
+  size_t want;
+  if (bytes <= 2 * unit) {
+    want = std::min<size_t>(kP2pNarrowChannels, over(std::max<size_t>(1, unit / 8)));
+  } else if (bytes <= 16 * unit) {
+    want = std::min<size_t>(kP2pKneeChannels, std::max<size_t>(kP2pNarrowChannels, over(std::max<size_t>(1, unit / 2))));
+  } else {
+    want = over(unit);
+    if (want > static_cast<size_t>(kP2pNarrowChannels)) want = std::max<size_t>(kP2pNarrowChannels, over(2 * unit));
+    if (want > static_cast<size_t>(kP2pKneeChannels))
+      want = std::max<size_t>(kP2pKneeChannels, over(std::max(4 * unit, kP2pWideShareBytes)));
+  }
   const size_t cap = nChannels < 1 ? 1 : static_cast<size_t>(nChannels);
   return static_cast<int>(std::min(std::max<size_t>(want, 1), cap));
 }

@@ -649,8 +649,10 @@ static double waitStreams(Pair& p, std::initializer_list<int> ranks, double limi
   return waited;
 }
 
-// Send/recv counts that differ across the LL threshold (10 KiB sent as LL, 20 KiB expected as SIMPLE, then
-// the reverse) fail with a message on the receiving rank within the timeout, never a silent stale slot.
+// Send/recv counts that differ across the LL threshold (10 KiB sent as LL, 160 KiB expected as SIMPLE, then
+// the reverse) fail with a message on the receiving rank within the timeout, never a silent stale slot. The
+// cut (p2pChannelsForBytes): 10 KiB is two 5 KiB shares on channels 0-1, LL; 160 KiB eight 20 KiB shares,
+// SIMPLE (above NCCL_P2P_LL_THRESHOLD's 16 KiB); channel 0 sees both.
 TEST(DeviceColl2Gpu, P2pCountsAcrossLlThresholdFail) {
   NEED_GPUS(2);
   EnvScope env;
@@ -659,7 +661,7 @@ TEST(DeviceColl2Gpu, P2pCountsAcrossLlThresholdFail) {
     SCOPED_TRACE(flip ? "LL receive of a SIMPLE send" : "SIMPLE receive of an LL send");
     Pair p;
     ASSERT_TRUE(p.init());
-    const size_t small = 10 << 10, big = 20 << 10;
+    const size_t small = 10 << 10, big = 160 << 10;
     uint8_t* buf[2];
     for (int r = 0; r < 2; ++r) {
       ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
@@ -684,7 +686,7 @@ TEST(DeviceColl2Gpu, P2pCountsAcrossLlThresholdFail) {
     EXPECT_EQ(ncclCommGetAsyncError(p.comm[1], &async), ncclSuccess);
     EXPECT_EQ(async, ncclInvalidUsage) << "rank 1 took mismatched counts silently";
     const std::string msg = ncclGetLastError(p.comm[1]);
-    EXPECT_NE(msg.find(flip ? "sent a SIMPLE step where this rank expected an LL one" : "sent an LL step of 10240 bytes"),
+    EXPECT_NE(msg.find(flip ? "sent a SIMPLE step where this rank expected an LL one" : "sent an LL step of 5120 bytes"),
               std::string::npos) << msg;
     EXPECT_LT(waited, 2.5) << "found by the protocol check, not by the 3 s timeout";
     printf("%s after %.2f s: %s: %s\n", flip ? "LL<-SIMPLE" : "SIMPLE<-LL", waited, ncclGetErrorString(async), msg.c_str());

@@ -165,9 +165,9 @@ TEST(P2pPlan, ChannelBytesSetTheCut) {
     }
     EXPECT_EQ(b.ll, b.bytes > 0 && b.bytes <= 16384) << b.bytes;
   }
-  EXPECT_EQ(sharesOf[0], 8);   // 128 KiB: 8 shares of 16 KiB, all LL
-  EXPECT_EQ(sharesOf[1], 1);
-  EXPECT_EQ(sharesOf[2], 2);   // 16385: two shares (8256 + 8129 bytes)
+  EXPECT_EQ(sharesOf[0], 16);  // 128 KiB (up to 16 units): 16 shares of u/2 = 8 KiB, all LL
+  EXPECT_EQ(sharesOf[1], 8);   // 16384 (up to 2 units): shares of u/8 = 2 KiB on 8 channels
+  EXPECT_EQ(sharesOf[2], 8);   // 16385: 8 shares still (2112 bytes, the last 1601)
   EXPECT_EQ(sharesOf[3], 32);  // 32 channels of 128 KiB (the 16 KiB unit widens at 8 and 32 channels)
   EXPECT_EQ(sharesOf[4], 64);  // capped at the comm's channels
   EXPECT_EQ(static_cast<int>(plan.ctas.size()), 64);
@@ -238,10 +238,10 @@ TEST(P2pPlan, BothSidesCutAlikeWhateverTheGrouping) {
 TEST(P2pPlan, ProtocolFollowsEachShareAndTheConnection) {
   P2pPlanInput in = input(64);
   in.llThreshold = 65536;
-  // 16384: one channel, LL. 100000: two shares of ~50 KB, LL on channel 0, SIMPLE on channel 1 (no LL slots
-  // there). 448 KiB + 5: eight shares of ~56 KiB, LL but on channel 1. 200000: four ~50 KB shares, as
-  // 100000. 0: one empty block, SIMPLE.
-  in.conns.push_back(ringConn(true, 64, {16384, 100000, (448 << 10) + 5, 200000, 0}, 0));
+  // 16384: two 8 KiB shares, LL on channel 0, SIMPLE on channel 1 (no LL slots there). 100000: eight shares
+  // of ~12.5 KB, LL but on channel 1. 448 KiB + 5: 15 shares of ~30 KiB, as 100000. 200000: eight ~25 KB
+  // shares, as 100000. 3 MiB: 24 shares of 128 KiB, SIMPLE (above the threshold). 0: one empty block, SIMPLE.
+  in.conns.push_back(ringConn(true, 64, {16384, 100000, (448 << 10) + 5, 200000, size_t(3) << 20, 0}, 0));
   in.conns[0].ll[1] = 0;
   P2pPlanLaunch plan;
   std::string why;
@@ -253,9 +253,9 @@ TEST(P2pPlan, ProtocolFollowsEachShareAndTheConnection) {
     llBlocks += b.ll;
     onChannel1 += b.channel == 1 && b.bytes > 0 && b.bytes <= 65536;
   }
-  EXPECT_EQ(onChannel1, 3);  // shares small enough for LL on the channel without LL slots
-  EXPECT_EQ(llBlocks, 1 + 1 + 7 + 3);
-  EXPECT_EQ(static_cast<int>(blocks.size()), 1 + 2 + 8 + 4 + 1);
+  EXPECT_EQ(onChannel1, 4);  // shares small enough for LL on the channel without LL slots
+  EXPECT_EQ(llBlocks, 1 + 7 + 14 + 7);
+  EXPECT_EQ(static_cast<int>(blocks.size()), 2 + 8 + 15 + 8 + 24 + 1);
   checkCoverage(in, blocks);
 }
 
@@ -309,9 +309,10 @@ TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
   EXPECT_NE(why.find("139 CTAs with its local copies"), std::string::npos) << why;
 }
 
-// How many channels a ring transfer takes (p2pChannelsForBytes): one per 64 KiB up to 8, then shares of
-// 128 KiB up to 32 channels, then shares of 256 KiB up to the comm's channels; at each widening the count holds
-// until the larger shares catch up.
+// How many channels a ring transfer takes (p2pChannelsForBytes), unit u: up to 2u shares of u/8 on at most 8
+// channels; up to 16u shares of u/2 on 8 to 32; above, one per u up to 8, then shares of 2u up to 32 channels,
+// then shares of 4u (at least 256 KiB) up to the comm's channels; at each widening the count holds until the
+// larger shares catch up.
 TEST(P2pPlan, ChannelSharesWidenAtEightAndThirtyTwo) {
   const size_t k = 1024, m = k * k;
   struct Case {
@@ -320,13 +321,15 @@ TEST(P2pPlan, ChannelSharesWidenAtEightAndThirtyTwo) {
     size_t unit;
     int want;
   } cases[] = {
-      {0, 64, 64 * k, 1},           {1, 64, 64 * k, 1},           {64 * k, 64, 64 * k, 1},
-      {64 * k + 1, 64, 64 * k, 2},  {512 * k, 64, 64 * k, 8},     {512 * k + 1, 64, 64 * k, 8},
-      {1 * m, 64, 64 * k, 8},       {1 * m + 1, 64, 64 * k, 9},   {2 * m, 64, 64 * k, 16},
-      {2 * m + 1, 64, 64 * k, 17},  {4 * m, 64, 64 * k, 32},      {4 * m + 1, 64, 64 * k, 32},
-      {8 * m, 64, 64 * k, 32},      {8 * m + 1, 64, 64 * k, 33},  {16 * m, 64, 64 * k, 64},
-      {size_t(1) << 30, 64, 64 * k, 64}, {4 * m, 16, 64 * k, 16}, {4 * m, 64, 16 * k, 32},
-      {16 * m, 64, 16 * k, 64},     {4 * m, 64, 512 * k, 8},      {8 * m, 64, 512 * k, 8},
+      {0, 64, 64 * k, 1},           {1, 64, 64 * k, 1},           {8 * k, 64, 64 * k, 1},
+      {8 * k + 1, 64, 64 * k, 2},   {32 * k, 64, 64 * k, 4},      {64 * k, 64, 64 * k, 8},
+      {128 * k, 64, 64 * k, 8},     {128 * k + 1, 64, 64 * k, 8}, {256 * k, 64, 64 * k, 8},
+      {256 * k + 1, 64, 64 * k, 9}, {512 * k, 64, 64 * k, 16},    {1 * m, 64, 64 * k, 32},
+      {1 * m + 1, 64, 64 * k, 9},   {2 * m, 64, 64 * k, 16},      {2 * m + 1, 64, 64 * k, 17},
+      {4 * m, 64, 64 * k, 32},      {4 * m + 1, 64, 64 * k, 32},  {8 * m, 64, 64 * k, 32},
+      {8 * m + 1, 64, 64 * k, 33},  {16 * m, 64, 64 * k, 64},     {size_t(1) << 30, 64, 64 * k, 64},
+      {4 * m, 16, 64 * k, 16},      {64 * k, 4, 64 * k, 4},       {4 * m, 64, 16 * k, 32},
+      {16 * m, 64, 16 * k, 64},     {4 * m, 64, 512 * k, 16},     {8 * m, 64, 512 * k, 32},
       {24 * m, 64, 512 * k, 24},    {64 * m, 64, 512 * k, 32},    {128 * m, 64, 512 * k, 64},
       {1 * m, 64, 0, 32},           {16 * m, 0, 64 * k, 1},
   };
