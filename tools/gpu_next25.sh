@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Device call (2 GPUs, ~4 min): the finer p2p cut (p2pChannelsForBytes: up to 128 KiB shares of 8 KiB on up
+# to 8 channels, up to 1 MiB shares of 32 KiB on 8-32) against the tree in base.tgz (main before it), NCCL
+# alongside: send/recv, all-to-all, gather, scatter 8 B-16 MB, two interleaved rounds; device_coll_test and
+# device_mp_test (p2p correctness, GroupSimulateEnd against measured).
+# Raw outputs: $OUT/next25.tgz.
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu_next25_out}; L=$OUT/next25; mkdir -p "$L"
+source tools/gpu_common.sh
+NEWB=$B; BASE=/tmp/braid-base
+mkdir -p $BASE && tar -xzf base.tgz -C $BASE
+(cd $BASE && cmake -S . -B build-var -G Ninja > "$L/cmake_base.log" 2>&1 &&
+ ninja -C build-var -j12 braid sendrecv_perf alltoall_perf gather_perf scatter_perf > "$L/build_base.log" 2>&1; echo "base build rc=$?") &
+gpu_build braid sendrecv_perf alltoall_perf gather_perf scatter_perf device_coll_test device_mp_test
+wait
+gpu_tests device_coll_test device_mp_test
+export PERF_TIMEOUT=40
+S="-b 8 -e 16M -f 4 -c 1 -n 40 -w 10"
+for round in 1 2; do
+  for c in sendrecv alltoall gather scatter; do
+    B=$NEWB; one $c nccl ${c}_nccl_$round -- $S
+    B=$BASE/build-var; one $c braid ${c}_base_$round -- $S
+    B=$NEWB; one $c braid ${c}_new_$round -- $S
+  done
+done
+gpu_pack
