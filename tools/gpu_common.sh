@@ -17,6 +17,10 @@
 #   launch_cost_build   compiles tools/launch_cost.cu against $B's libbraid into $B/launch_cost
 #   launch_cost LIB     one launch_cost process per GPU (LIB braid, or nccl preloaded), both ranks' output
 #       appended to $L/launch_cost.txt and printed
+#   gpu_build_base TARGET...   in the background: the tree in base.tgz (a git archive of the build to compare
+#       against, left untracked in the checkout) built into $BASE/build-var (logs in $L); `wait` for it
+#   abc NAME FILE ROUND -- FLAGS...   one round of an interleaved A/B: NAME_perf with NCCL, the base build and
+#       this build, into FILE_nccl_ROUND, FILE_base_ROUND, FILE_new_ROUND (medians: tools/perf_medians.py)
 #   gpu_pack            tars $L into $OUT/<name of $L>.tgz (the device tool brings back few files), removes $L and
 #       prints the call's total time.
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -89,6 +93,21 @@ launch_cost() {
   local pre=""; [[ $1 == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
   env $pre timeout 90 $B/launch_cost 0 > $L/lc0.txt 2>&1 & env $pre timeout 90 $B/launch_cost 1 > $L/lc1.txt 2>&1 & wait
   echo "-- launch_cost $1"; cat $L/lc0.txt $L/lc1.txt | tee -a $L/launch_cost.txt
+}
+
+NEWB=$B
+BASE=/tmp/braid-base
+gpu_build_base() {
+  mkdir -p $BASE && tar -xzf base.tgz -C $BASE && { [[ -d .gtest ]] && cp -r .gtest $BASE/; true; }
+  (cd $BASE && cmake -S . -B build-var -G Ninja -DBRAID_GTEST_SOURCE=$PWD/.gtest > "$L/cmake_base.log" 2>&1 &&
+   ninja -C build-var -j12 "$@" > "$L/build_base.log" 2>&1; echo "base build rc=$?") &
+}
+
+abc() {
+  local name=$1 file=$2 round=$3; shift 3
+  B=$NEWB; one $name nccl ${file}_nccl_$round "$@"
+  B=$BASE/build-var; one $name braid ${file}_base_$round "$@"
+  B=$NEWB; one $name braid ${file}_new_$round "$@"
 }
 
 gpu_pack() {

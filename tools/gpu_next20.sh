@@ -8,10 +8,7 @@
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_next20_out}; L=$OUT/next20; mkdir -p "$L"
 source tools/gpu_common.sh
-NEWB=$B; BASE=/tmp/braid-base
-mkdir -p $BASE && tar -xzf base.tgz -C $BASE && cp -r .gtest $BASE/ 2>/dev/null
-(cd $BASE && cmake -S . -B build-var -G Ninja -DBRAID_GTEST_SOURCE=$PWD/.gtest > "$L/cmake_base.log" 2>&1 &&
- ninja -C build-var -j12 braid sendrecv_perf alltoall_perf gather_perf all_reduce_perf > "$L/build_base.log" 2>&1; echo "base build rc=$?") &
+gpu_build_base braid sendrecv_perf alltoall_perf gather_perf all_reduce_perf
 gpu_build braid sendrecv_perf alltoall_perf gather_perf all_reduce_perf \
   device_coll_test device_mp_test matmul_gpu_test numeric_device_test
 wait
@@ -24,11 +21,7 @@ for round in 1 2 3; do
   B=$NEWB; launch_cost nccl | grep -E "rank 0 (sendrecv|alltoall|allreduce)"
   B=$BASE/build-var; launch_cost braid | grep -E "rank 0 (sendrecv|alltoall|allreduce)"
   B=$NEWB; launch_cost braid | grep -E "rank 0 (sendrecv|alltoall|allreduce)"
-  for c in sendrecv alltoall gather all_reduce; do
-    B=$NEWB; one $c nccl ${c}_nccl_$round -- $S
-    B=$BASE/build-var; one $c braid ${c}_base_$round -- $S
-    B=$NEWB; one $c braid ${c}_new_$round -- $S
-  done
+  for c in sendrecv alltoall gather all_reduce; do abc $c $c $round -- $S; done
 done
 B=$NEWB
 gpu_tests numeric_device_test device_coll_test device_mp_test matmul_gpu_test

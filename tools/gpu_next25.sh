@@ -7,20 +7,13 @@
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_next25_out}; L=$OUT/next25; mkdir -p "$L"
 source tools/gpu_common.sh
-NEWB=$B; BASE=/tmp/braid-base
-mkdir -p $BASE && tar -xzf base.tgz -C $BASE
-(cd $BASE && cmake -S . -B build-var -G Ninja > "$L/cmake_base.log" 2>&1 &&
- ninja -C build-var -j12 braid sendrecv_perf alltoall_perf gather_perf scatter_perf > "$L/build_base.log" 2>&1; echo "base build rc=$?") &
+gpu_build_base braid sendrecv_perf alltoall_perf gather_perf scatter_perf
 gpu_build braid sendrecv_perf alltoall_perf gather_perf scatter_perf device_coll_test device_mp_test
 wait
 gpu_tests device_coll_test device_mp_test
 export PERF_TIMEOUT=40
 S="-b 8 -e 16M -f 4 -c 1 -n 40 -w 10"
 for round in 1 2; do
-  for c in sendrecv alltoall gather scatter; do
-    B=$NEWB; one $c nccl ${c}_nccl_$round -- $S
-    B=$BASE/build-var; one $c braid ${c}_base_$round -- $S
-    B=$NEWB; one $c braid ${c}_new_$round -- $S
-  done
+  for c in sendrecv alltoall gather scatter; do abc $c $c $round -- $S; done
 done
 gpu_pack
