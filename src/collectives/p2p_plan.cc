@@ -46,23 +46,26 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
   // channel, then every receive one) deadlocks once fewer than ~65 of 128 are resident, every resident CTA
   // a send waiting for room (a GPU of 64 SMs or fewer, or one shared with other kernels; NCCL avoids it by
   // running both directions of a channel in one CTA). The progress model in p2p_plan_test checks this.
-  // A transfer's channel count is recomputed where needed (a few divisions) rather than stored.
-  auto nchOf = [&](const P2pPlanConn& conn, const P2pXfer& x) {
-    return conn.ring ? p2pChannelsForBytes(x.bytes, in.nChannels, in.channelBytes) : 1;
-  };
-  auto maxNchOf = [&](const P2pPlanConn& conn) {
-    int m = 1;
-    for (const P2pXfer& x : conn.xs) m = std::max(m, nchOf(conn, x));
-    return m;
-  };
-  // First pass: the launch's size, checked before anything is cut.
+  // Each transfer's channel count, and each connection's largest, once (a group of many transfers would
+  // otherwise recompute them for every channel).
+  std::vector<int>& nch = out->nch;
+  std::vector<int>& connMax = out->connMaxNch;
+  nch.clear();
+  connMax.assign(in.conns.size(), 0);
   int nCtas = 0, nBlocks = 0, maxNch = 0;
-  for (const P2pPlanConn& conn : in.conns) {
+  for (size_t ci = 0; ci < in.conns.size(); ++ci) {
+    const P2pPlanConn& conn = in.conns[ci];
     if (conn.xs.empty()) continue;
-    const int m = maxNchOf(conn);
+    int m = 1;
+    for (const P2pXfer& x : conn.xs) {
+      const int k = conn.ring ? p2pChannelsForBytes(x.bytes, in.nChannels, in.channelBytes) : 1;
+      nch.push_back(k);
+      m = std::max(m, k);
+      nBlocks += k;
+    }
+    connMax[ci] = m;
     nCtas += m;
     maxNch = std::max(maxNch, m);
-    for (const P2pXfer& x : conn.xs) nBlocks += nchOf(conn, x);
   }
   if (nCtas > in.maxCtas) return fail(why, "CTAs", nCtas, in.maxCtas);
   if (nBlocks > in.maxBlocks) return fail(why, "blocks (channels x transfers)", nBlocks, in.maxBlocks);
@@ -94,15 +97,16 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
   }
 
   for (int c = 0; c < maxNch; ++c) {
-    for (size_t ci = 0; ci < in.conns.size(); ++ci) {
+    size_t t0 = 0;  // the connection's first transfer in nch
+    for (size_t ci = 0; ci < in.conns.size(); t0 += in.conns[ci].xs.size(), ++ci) {
       const P2pPlanConn& conn = in.conns[ci];
-      if (conn.xs.empty() || maxNchOf(conn) <= c) continue;
+      if (conn.xs.empty() || connMax[ci] <= c) continue;
       const bool ll = static_cast<size_t>(c) < conn.ll.size() && conn.ll[c] != 0;
       P2pPlanCta cta{false, static_cast<int>(out->all.size()), 0};
-      for (const P2pXfer& x : conn.xs) {
-        const int parts = nchOf(conn, x);
+      for (size_t t = 0; t < conn.xs.size(); ++t) {
+        const int parts = nch[t0 + t];
         if (parts <= c) continue;
-        P2pPlanBlock b = shareOf(x, c, parts);
+        P2pPlanBlock b = shareOf(conn.xs[t], c, parts);
         b.conn = static_cast<int>(ci);
         b.channel = c;
         b.isSend = conn.isSend;

@@ -37,9 +37,12 @@ BRAID_HD inline size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_
 // How many ring channels a p2p transfer of `bytes` takes, from the unit u = channelBytes (64 KiB). Up to 2u,
 // shares of u/8 on at most kP2pNarrowChannels channels; up to 16u, shares of u/2 on kP2pNarrowChannels to
 // kP2pKneeChannels channels; above, one channel per u up to kP2pNarrowChannels, then shares of 2u up to
-// kP2pKneeChannels, then shares of 4u (at least kP2pWideShareBytes), at most nChannels; at each step the
-// channel count holds until the larger shares catch up. Both sides derive it from the transfer's size and
-// rank 0's channelBytes, so they cut alike. Why (2xH200):
+// kP2pKneeChannels, then shares of 4u (at least kP2pWideShareBytes), at most nChannels; inside that rule the
+// channel count holds at each widening until the larger shares catch up. Between the rules it drops: 16u on
+// 32 channels, 16u + 1 on 9 (as before this cut; 1-2 MiB on the fine rule is unmeasured, and the coarse one
+// is what measured best at 2-16 MB). The fine cut costs blocks: a 64 KiB transfer takes 8 of a launch's
+// kMaxP2pBlocks (was 1), a 1 MiB one 32 (was 8), so a group holds fewer of them (README, "Limits").
+// Both sides derive it from the transfer's size and rank 0's channelBytes, so they cut alike. Why (2xH200):
 // - up to 2u (docs/gpu/2026-11-25f, two rounds): 8 KiB shares run LL on several CTA pairs: send/recv 32 KB
 //   6.6 us against 9.3 on one 32 KiB share, 64 KB 6.7 against 10.2, all-to-all alike;
 // - up to 16u (same call): 32 KiB shares: send/recv 256 KB-1 MB 9.7-11.4 us against 10.3-13.6 on u shares;
@@ -136,6 +139,8 @@ struct P2pPlanLaunch {
   std::vector<P2pPlanCta> ctas;    // copy CTAs first (they never wait), then channel by channel
   std::vector<P2pPlanBlock> all;   // every CTA's blocks, CTA after CTA
   int blocks = 0;                  // all.size()
+  std::vector<int> nch;            // planP2p's scratch: each transfer's channels, connection after connection
+  std::vector<int> connMaxNch;     // planP2p's scratch: each connection's most channels
   P2pPlanBlockRange blocksOf(const P2pPlanCta& c) const {
     return {all.data() + c.first, all.data() + c.first + c.count};
   }
