@@ -77,7 +77,7 @@ class DeviceState {
   bool tunerOn = true;                                    // BRAID_DEVICE_TUNER, rank 0's
   uint32_t p2pLlThreshold = 0;  // NCCL_P2P_LL_THRESHOLD, rank 0's: p2p transfers up to this run LL
   bool p2pLlOnNet = false;       // NCCL_PROTO forces LL (and no Simple): p2p shares over NET run LL too
-  uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES, rank 0's: bytes per channel of a p2p transfer
+  uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES, rank 0's: the unit of p2pChannelsForBytes
   uint32_t p2pPieces = 4;            // BRAID_P2P_PIECES, rank 0's: SIMPLE shares in up to this many steps (>= 128 KiB)
   int p2pCopyCtas = 32;              // BRAID_P2P_COPY_CTAS, this rank's (read at init: getenv is no per-call cost)
 

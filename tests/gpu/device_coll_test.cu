@@ -362,7 +362,7 @@ TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
 
 // A pipeline schedule's step: several large sends and receives to the ring neighbour in one group (the
 // 16 and 64 MB ones at 64 channels alone). Two 64 MB transfers each way took 256 of a launch's 192 blocks and
-// the group failed with ncclInvalidUsage; a launch now takes 640 (dev_work.h). Five each way (340 blocks), every byte
+// the group failed with ncclInvalidUsage; a launch now takes 640 (dev_work.h). Five each way (388 blocks), every byte
 // checked, over P2P and SHM; then the same transfers with rank 1 posting each pair in a group of its own
 // (both sides must cut every transfer alike however they group: p2p_plan.h).
 TEST(DeviceColl2Gpu, P2pSeveralLargeTransfersInOneGroup) {

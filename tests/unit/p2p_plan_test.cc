@@ -121,7 +121,7 @@ TEST(P2pPlan, OneSendOneRecvOnTheRing) {
   checkCoverage(in, checkPlan(in, plan));
 }
 
-// NCCL_P2P_LL_THRESHOLD applies to each share, and shares above 512 KiB transfers are 128 KiB and up: with a
+// NCCL_P2P_LL_THRESHOLD applies to each share, and shares of transfers above 1 MiB are ~114 KiB and up: with a
 // 128 KiB threshold, 1 MiB + 1 (9 shares of ~114 KB) and 4 MiB (32 of 128 KiB) run LL, 4 MiB + 64 KiB (32
 // of 130 KiB) SIMPLE.
 TEST(P2pPlan, WidenedSharesFollowTheLlThreshold) {
@@ -311,8 +311,8 @@ TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
 
 // How many channels a ring transfer takes (p2pChannelsForBytes), unit u: up to 2u shares of u/8 on at most 8
 // channels; up to 16u shares of u/2 on 8 to 32; above, one per u up to 8, then shares of 2u up to 32 channels,
-// then shares of 4u (at least 256 KiB) up to the comm's channels; at each widening the count holds until the
-// larger shares catch up.
+// then shares of 4u (at least 256 KiB) up to the comm's channels; inside that last rule the count holds at each
+// widening until the larger shares catch up; from 16u to 16u + 1 it drops (32 to 9).
 TEST(P2pPlan, ChannelSharesWidenAtEightAndThirtyTwo) {
   const size_t k = 1024, m = k * k;
   struct Case {
