@@ -13,15 +13,6 @@ using namespace gpu_test;
 
 namespace {
 
-int gpuCount() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
-
 #define NEED_GPUS(k)                                                                               \
   do {                                                                                             \
     int n_ = gpuCount();                                                                           \

@@ -8,16 +8,11 @@
 
 #include <vector>
 
+#include "gpu_harness.h"
+
 namespace {
 
-int gpuCount() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
+using gpu_test::gpuCount;
 
 // Device buffers of `n` floats: input i holds base + i, output poisoned (0xff bytes: NaN).
 struct Buffers {

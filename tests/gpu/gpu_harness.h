@@ -19,6 +19,16 @@
 
 namespace gpu_test {
 
+// The GPUs this process sees (0 where the CUDA runtime has none; its error is cleared).
+inline int gpuCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
 // Sets environment variables for a scope (transport selection is read at init and at lazy p2p connects).
 struct EnvScope {
   std::vector<std::string> names;

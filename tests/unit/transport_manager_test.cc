@@ -22,31 +22,8 @@
 namespace braid {
 namespace {
 
-class EnvVar {
- public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~EnvVar() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using testutil::EnvVar;
+using testutil::waitFlag;
 
 struct MRank {
   int rank = -1;
@@ -205,15 +182,6 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ManagerTest, ::testing::Combine(::testing::Value
                            return std::to_string(std::get<0>(i.param)) + "ranks_" +
                                   (std::get<1>(i.param) ? "shm" : "net");
                          });
-
-bool waitFlag(const uint32_t* flag, double sec) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(sec);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (__atomic_load_n(flag, __ATOMIC_ACQUIRE)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return false;
-}
 
 class AbortTest : public ::testing::TestWithParam<bool> {};
 

@@ -1,17 +1,21 @@
-// Helpers for the transport tests: a "rank" (PeerInfo + wait/transport context) and the two halves of the
-// ConnInfo FIFO protocol, run as an executor would, checking every byte of every slot.
+// Helpers for the transport tests: a "rank" (PeerInfo + wait/transport context), a scoped environment
+// variable, a transport-level connect of one sender/receiver pair, and the two halves of the ConnInfo FIFO
+// protocol, run as an executor would, checking every byte of every slot.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sched.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/env_guard.h"
 #include "core/peer_info.h"
 #include "core/result.h"
 #include "core/wait.h"
@@ -40,6 +44,37 @@ struct TestRank {
     ctx.self = &info;
   }
 };
+
+// Scoped environment variable (tests run one at a time, before threads read it); nullptr unsets it.
+using EnvVar = braid_test::EnvGuard;
+
+// Waits up to `sec` seconds for a host flag (a connection's errorFlag) to become nonzero.
+inline bool waitFlag(const uint32_t* flag, double sec) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(sec);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (__atomic_load_n(flag, __ATOMIC_ACQUIRE)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+// Sets up and connects sender (rank s) -> receiver (rank r) through `t`, in the order ConnectionManager
+// uses: both setups, then send connect, then recv connect.
+inline void connectPair(Transport* t, TestRank& s, TestRank& r, int channel, size_t buffBytes, Connector* sc,
+                        Connector* rc) {
+  sc->ctx = &s.ctx;
+  rc->ctx = &r.ctx;
+  ConnectHandle hs, hr;
+  ASSERT_EQ(t->setup(Direction::Recv, r.info, s.info, channel, buffBytes, rc, &hr), ncclSuccess) << pendingError();
+  ASSERT_EQ(t->setup(Direction::Send, s.info, r.info, channel, buffBytes, sc, &hs), ncclSuccess) << pendingError();
+  ASSERT_EQ(t->connect(Direction::Send, hr, sc), ncclSuccess) << pendingError();
+  ASSERT_EQ(t->connect(Direction::Recv, hs, rc), ncclSuccess) << pendingError();
+  ASSERT_TRUE(sc->connected && rc->connected);
+  EXPECT_EQ(sc->info.peer, r.info.rank);
+  EXPECT_EQ(rc->info.peer, s.info.rank);
+  EXPECT_EQ(sc->info.nSteps, rc->info.nSteps);
+  EXPECT_EQ(sc->info.stepBytes, rc->info.stepBytes);
+}
 
 inline uint8_t patternByte(uint32_t seed, uint64_t step, size_t i) {
   return static_cast<uint8_t>(seed * 17 + step * 131 + i * 7 + (i >> 8) * 13);
