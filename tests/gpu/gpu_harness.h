@@ -19,16 +19,6 @@
 
 namespace gpu_test {
 
-// The GPUs this process sees (0 where the CUDA runtime has none; its error is cleared).
-inline int gpuCount() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
-
 // Sets environment variables for a scope (transport selection is read at init and at lazy p2p connects).
 struct EnvScope {
   std::vector<std::string> names;
@@ -60,6 +50,48 @@ using namespace braid;
       return false;                                                                               \
     }                                                                                             \
   } while (0)
+
+// The GPUs this process sees (0 where the CUDA runtime has none; its error is cleared).
+inline int gpuCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+// Skips the test (with the reason) where fewer than k GPUs exist.
+#define NEED_GPUS(k)                                                                               \
+  do {                                                                                             \
+    int n_ = gpuCount();                                                                           \
+    if (n_ < (k)) GTEST_SKIP() << "needs " << (k) << " GPUs, cudaGetDeviceCount reports " << n_;   \
+  } while (0)
+
+// One process driving 2 GPUs: ranks 0 and 1 of one ncclCommInitAll, a non-blocking stream each.
+struct Pair {
+  ncclComm_t comm[2] = {nullptr, nullptr};
+  cudaStream_t stream[2] = {nullptr, nullptr};
+  bool init() {
+    int devs[2] = {0, 1};
+    GT_NCCL(ncclCommInitAll(comm, 2, devs));
+    for (int r = 0; r < 2; ++r) {
+      GT_CUDA(cudaSetDevice(r));
+      GT_CUDA(cudaStreamCreateWithFlags(&stream[r], cudaStreamNonBlocking));
+    }
+    return true;
+  }
+  void destroy() {
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      if (stream[r]) cudaStreamDestroy(stream[r]);
+      if (comm[r]) ncclCommDestroy(comm[r]);
+      comm[r] = nullptr;
+      stream[r] = nullptr;
+    }
+  }
+};
+
 
 inline size_t typeSize(ncclDataType_t t) {
   switch (t) {
