@@ -2,7 +2,7 @@
 # Device call (2 GPUs, ~3 min), the fourteenth session's first: every gpu test on main, with the new
 # device_one_rank_test (a 1-rank GPU comm: its p2p ops are local copies; dede843 fixed a null dereference there
 # that no GPU run has exercised), dede843's planP2p change (device_coll_test's p2p tests run it) and the
-# failure-path tests split from device_coll_test into device_errors_test (f54b60a's successor); then
+# failure-path tests split from device_coll_test into device_errors_test (8edf2ab); then
 # send/recv and all-to-all 8 B-4 MB against NCCL, two rounds (the plan change should not move them).
 # Raw outputs: $OUT/next28.tgz.
 set -uo pipefail
