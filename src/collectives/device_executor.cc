@@ -36,10 +36,6 @@ int32_t devCollCode(CollType c) {
   }
 }
 
-struct Xfer {
-  char* buf;
-  size_t bytes;
-};
 
 class DeviceExecutorImpl final : public DeviceExecutor {
  public:
@@ -100,9 +96,8 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   // ~0.8 us of host time on every small call.
   struct P2pScratch {
     std::vector<const OpDesc*> ops;
-    std::vector<std::vector<Xfer>> sends, recvs;  // per peer
-    std::vector<Xfer> selfSends, selfRecvs;
-    std::vector<std::pair<Xfer, const char*>> copies;  // (dst, src)
+    std::vector<std::vector<P2pXfer>> sends, recvs;  // per peer, in the plan's form (P2pPlanConn::xs)
+    std::vector<P2pXfer> selfSends, selfRecvs;        // local copies go straight into in.copies
     std::vector<int> sendPeers, recvPeers, connPeer;
     std::vector<DevConn*> conns;
     P2pPlanInput in;
@@ -403,16 +398,16 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   for (int p = 0; p < n; ++p) w.sends[p].clear(), w.recvs[p].clear();
   w.selfSends.clear();
   w.selfRecvs.clear();
-  w.copies.clear();
-  auto& copies = w.copies;
+  std::vector<P2pXfer>& copies = w.in.copies;  // (buf: destination, src)
+  copies.clear();
   for (const OpDesc* op : ops) {
     const size_t bytes = op->count * dtypeSize(op->dtype);
     const char* sb = static_cast<const char*>(op->sendbuff);
     char* rb = static_cast<char*>(op->recvbuff);
     auto snd = [&](int p, const char* b) {
-      (p == me ? w.selfSends : w.sends[p]).push_back(Xfer{const_cast<char*>(b), bytes});
+      (p == me ? w.selfSends : w.sends[p]).push_back(P2pXfer{const_cast<char*>(b), bytes});
     };
-    auto rcv = [&](int p, char* b) { (p == me ? w.selfRecvs : w.recvs[p]).push_back(Xfer{b, bytes}); };
+    auto rcv = [&](int p, char* b) { (p == me ? w.selfRecvs : w.recvs[p]).push_back(P2pXfer{b, bytes}); };
     switch (op->coll) {
       case CollType::Send: snd(op->peer, sb); break;
       case CollType::Recv: rcv(op->peer, rb); break;
@@ -420,7 +415,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
         for (int p = 0; p < n; ++p) {
           const size_t off = static_cast<size_t>(p) * bytes;
           if (p == me) {
-            copies.push_back({Xfer{rb + off, bytes}, sb + off});
+            copies.push_back(P2pXfer{rb + off, bytes, sb + off});
           } else {
             snd(p, sb + off);
             rcv(p, rb + off);
@@ -430,7 +425,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
       case CollType::Gather:
         if (me == op->root) {
           for (int p = 0; p < n; ++p) {
-            if (p == me) copies.push_back({Xfer{rb + static_cast<size_t>(p) * bytes, bytes}, sb});
+            if (p == me) copies.push_back(P2pXfer{rb + static_cast<size_t>(p) * bytes, bytes, sb});
             else rcv(p, rb + static_cast<size_t>(p) * bytes);
           }
         } else {
@@ -440,7 +435,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
       case CollType::Scatter:
         if (me == op->root) {
           for (int p = 0; p < n; ++p) {
-            if (p == me) copies.push_back({Xfer{rb, bytes}, sb + static_cast<size_t>(p) * bytes});
+            if (p == me) copies.push_back(P2pXfer{rb, bytes, sb + static_cast<size_t>(p) * bytes});
             else snd(p, sb + static_cast<size_t>(p) * bytes);
           }
         } else {
@@ -458,12 +453,10 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     if (w.selfSends[i].bytes != w.selfRecvs[i].bytes)
       return recordError(ncclInvalidUsage, "rank %d: send to itself of %zu bytes is matched by a receive of %zu bytes",
                          me, w.selfSends[i].bytes, w.selfRecvs[i].bytes);
-    copies.push_back({w.selfRecvs[i], w.selfSends[i].buf});
+    copies.push_back(P2pXfer{w.selfRecvs[i].buf, w.selfRecvs[i].bytes, w.selfSends[i].buf});
   }
   copies.erase(std::remove_if(copies.begin(), copies.end(),
-                              [](const std::pair<Xfer, const char*>& c) {
-                                return c.first.bytes == 0 || c.first.buf == c.second;
-                              }),
+                              [](const P2pXfer& c) { return c.bytes == 0 || c.buf == c.src; }),
                copies.end());
 
   // Ring neighbours go over the ring connections, all channels; other peers over one p2p connection each.
@@ -492,13 +485,12 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   in.maxCtas = kMaxP2pCtas;
   in.maxBlocks = kMaxP2pBlocks;
   in.maxCopyCtas = st_->p2pCopyCtas;
-  in.copies.clear();
   w.connPeer.clear();
   size_t nConns = 0, nTransfers = copies.size();
   for (int p = 0; p < n; ++p) {
     for (int dir = 0; dir < 2; ++dir) {
       const bool isSend = dir == 0;
-      std::vector<Xfer>& xs = isSend ? w.sends[p] : w.recvs[p];
+      const std::vector<P2pXfer>& xs = isSend ? w.sends[p] : w.recvs[p];
       if (xs.empty()) continue;
       nTransfers += xs.size();
       if (nConns == in.conns.size()) in.conns.emplace_back();
@@ -518,8 +510,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
       } else {
         c.ll.assign(1, llOn(isSend ? comm_->conns->p2pSend(p) : comm_->conns->p2pRecv(p)));
       }
-      c.xs.clear();
-      for (const Xfer& x : xs) c.xs.push_back(P2pXfer{x.buf, x.bytes});
+      c.xs = xs;
       w.connPeer.push_back(p);
     }
   }
@@ -527,11 +518,10 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   if (in.conns.empty()) {
     // Nothing crosses a connection: the copy engine does the local copies.
     for (auto& c : copies)
-      BRAID_CUDA_CHECK(cudaMemcpyAsync(c.first.buf, c.second, c.first.bytes, cudaMemcpyDeviceToDevice, s),
-                       "rank %d: local copy of %zu bytes", me, c.first.bytes);
+      BRAID_CUDA_CHECK(cudaMemcpyAsync(c.buf, c.src, c.bytes, cudaMemcpyDeviceToDevice, s),
+                       "rank %d: local copy of %zu bytes", me, c.bytes);
     return ncclSuccess;
   }
-  for (auto& c : copies) in.copies.push_back(P2pXfer{c.first.buf, c.first.bytes, c.second});
   P2pPlanLaunch& l = w.plan;
   std::string why;
   if (!planP2p(in, &l, &why))
