@@ -155,6 +155,28 @@ TEST(BadInput, ArgumentsAreRejectedAndCommStillWorks) {
     MP_NCCL_ASSERT_COMM(ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, comm, nullptr), comm);
     MP_NCCL_ASSERT_COMM(ncclBroadcast(nullptr, nullptr, 0, ncclInt8, 0, comm, nullptr), comm);
     checkAllReduceWorks(comm, ctx, 3);
+    // An empty collective is dropped where it is called: rank 0 alone issues every kind (a p2p-built one like
+    // all-to-all used to wait for its peer's matching step), inside and outside a group, and the next
+    // all-reduce must still pair up and be right.
+    if (ctx.rank == 0) {
+      mp::setStatus("empty collectives on rank 0 only");
+      MP_NCCL_ASSERT_COMM(ncclAlltoAll(nullptr, nullptr, 0, ncclFloat32, comm, nullptr), comm);
+      MP_NCCL_ASSERT_COMM(ncclGather(nullptr, nullptr, 0, ncclFloat32, 1, comm, nullptr), comm);
+      MP_NCCL_ASSERT_COMM(ncclScatter(nullptr, nullptr, 0, ncclFloat32, 0, comm, nullptr), comm);
+      MP_NCCL_ASSERT(ncclGroupStart());
+      MP_NCCL_ASSERT_COMM(ncclAllGather(nullptr, nullptr, 0, ncclInt32, comm, nullptr), comm);
+      MP_NCCL_ASSERT_COMM(ncclReduceScatter(nullptr, nullptr, 0, ncclInt32, ncclMax, comm, nullptr), comm);
+      MP_NCCL_ASSERT_COMM(ncclReduce(nullptr, nullptr, 0, ncclInt32, ncclMin, 1, comm, nullptr), comm);
+      MP_NCCL_ASSERT_COMM(ncclAlltoAll(nullptr, nullptr, 0, ncclInt32, comm, nullptr), comm);
+      MP_NCCL_ASSERT(ncclGroupEnd());
+    }
+    // A 0-byte send/receive pair is kept (a synchronisation between the two ranks) and completes.
+    mp::setStatus("0-byte send/recv pair");
+    MP_NCCL_ASSERT(ncclGroupStart());
+    MP_NCCL_ASSERT_COMM(ncclSend(nullptr, 0, ncclFloat32, 1 - ctx.rank, comm, nullptr), comm);
+    MP_NCCL_ASSERT_COMM(ncclRecv(nullptr, 0, ncclFloat32, 1 - ctx.rank, comm, nullptr), comm);
+    MP_NCCL_ASSERT(ncclGroupEnd());
+    checkAllReduceWorks(comm, ctx, 4);
     MP_NCCL_ASSERT(ncclCommDestroy(comm));
   });
   mp::expectAllPassed(r);
