@@ -14,6 +14,7 @@
 
 #include "collectives/device_state.h"
 #include "collectives/p2p_plan.h"
+#include "collectives/p2p_table.h"
 #include "collectives/ring_split.h"
 #include "collectives/tuner.h"
 #include "collectives/tuning_agreement.h"
@@ -39,7 +40,8 @@ int32_t devCollCode(CollType c) {
 
 class DeviceExecutorImpl final : public DeviceExecutor {
  public:
-  DeviceExecutorImpl(ncclComm* comm, std::unique_ptr<DeviceState> st) : comm_(comm), st_(std::move(st)) {
+  DeviceExecutorImpl(ncclComm* comm, std::unique_ptr<DeviceState> st)
+      : comm_(comm), st_(std::move(st)), table_(std::make_unique<P2pTableStore>(st_->rank)) {
     tunerOn_ = st_->tunerOn;
     transport_ = st_->transport;
   }
@@ -75,6 +77,7 @@ class DeviceExecutorImpl final : public DeviceExecutor {
 
   ncclComm* comm_;
   std::unique_ptr<DeviceState> st_;
+  std::unique_ptr<P2pTableStore> table_;  // lists of p2p launches past the parameter tiers; freed in ~ on st_->dev
   std::vector<cudaEvent_t> events_;  // [0]: the last batch's completion; others: joins
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
@@ -102,6 +105,7 @@ class DeviceExecutorImpl final : public DeviceExecutor {
     std::vector<DevConn*> conns;
     P2pPlanInput in;
     P2pPlanLaunch plan;
+    std::vector<unsigned char> table;  // a launch past the parameter tiers: its lists, as P2pTableStore takes them
     std::vector<uint8_t> ringLl[2];  // [send, recv] per channel: p2p may run LL there (fixed after init)
     bool ringLlKnown = false;
   } p2p_;
@@ -203,6 +207,7 @@ DeviceExecutorImpl::~DeviceExecutorImpl() {
     st_->raiseAbort();
     cudaEventSynchronize(events_[0]);
   }
+  table_.reset();
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
   cudaGetLastError();
 }
@@ -483,7 +488,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   in.llThreshold = st_->p2pLlThreshold;
   in.channelBytes = st_->p2pChannelBytes;
   in.maxCtas = kMaxP2pCtas;
-  in.maxBlocks = kMaxP2pBlocks;
+  in.maxBlocks = kMaxP2pTableBlocks;
   in.maxCopyCtas = st_->p2pCopyCtas;
   w.connPeer.clear();
   size_t nConns = 0, nTransfers = copies.size();
@@ -532,30 +537,54 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   p2pConns.assign(in.conns.size(), nullptr);
   for (size_t ci = 0; ci < in.conns.size(); ++ci)
     if (!in.conns[ci].ring) BRAID_CHECK(p2pConn(w.connPeer[ci], in.conns[ci].isSend, &p2pConns[ci]));
+  // The lists as the kernel reads them: CTA i runs blocks[ctaFirst[i]] .. + blocks[ctaFirst[i]].nSeg.
+  auto fill = [&](auto* ctaFirst, P2pBlock* blocks) {
+    int nb = 0, nc = 0;
+    for (const P2pPlanCta& cta : l.ctas) {
+      ctaFirst[nc++] = static_cast<std::remove_pointer_t<decltype(ctaFirst)>>(nb);
+      const int first = nb;
+      for (const P2pPlanBlock& pb : l.blocksOf(cta)) {
+        P2pBlock& b = blocks[nb++];
+        b.buf = pb.buf;
+        b.bytes = pb.bytes;
+        b.src = pb.src;
+        b.isSend = pb.isSend;
+        b.ll = pb.ll;
+        b.nSeg = 0;
+        b.conn = pb.conn < 0                 ? nullptr
+                 : in.conns[pb.conn].ring ? (pb.isSend ? st_->ringSend(pb.channel) : st_->ringRecv(pb.channel))
+                                          : p2pConns[pb.conn];
+      }
+      blocks[first].nSeg = nb - first;
+    }
+  };
+  const int nCta = static_cast<int>(l.ctas.size());
+  if (l.blocks > kMaxP2pBlocks) {
+    // Past the largest parameter block: the lists go to device memory (p2p_table.h), still one launch.
+    const size_t firstBytes = (sizeof(int32_t) * nCta + 15) & ~size_t{15};
+    const size_t total = (firstBytes + sizeof(P2pBlock) * l.blocks + 15) & ~size_t{15};
+    w.table.assign(total, 0);
+    fill(reinterpret_cast<int32_t*>(w.table.data()), reinterpret_cast<P2pBlock*>(w.table.data() + firstBytes));
+    const void* dev = nullptr;
+    BRAID_CHECK(table_->put(w.table.data(), total, s, &dev));
+    P2pTableArgs t;
+    t.status = st_->statusDev;
+    t.nBlocks = l.blocks;
+    t.pieces = st_->p2pPieces;
+    t.ctaFirst = static_cast<const int32_t*>(dev);
+    t.blocks = reinterpret_cast<const P2pBlock*>(static_cast<const char*>(dev) + firstBytes);
+    void* targs[1] = {&t};
+    BRAID_CUDA_CHECK(cudaLaunchKernel(devP2pKernel(kMaxP2pTableBlocks), dim3(nCta), dim3(st_->nThreads), targs, 0, s),
+                     "rank %d: launching the p2p kernel (%d CTAs, %d blocks in device memory)", me, nCta, l.blocks);
+    return ncclSuccess;
+  }
   // Filled up to nCta / nBlocks only: the kernel reads no further, and zeroing the 26 KB block would cost
   // every small launch ~1 us.
   P2pLaunchArgs a;
   a.status = st_->statusDev;
-  a.nBlocks = 0;
+  a.nBlocks = l.blocks;
   a.pieces = st_->p2pPieces;
-  int nCta = 0;
-  for (const P2pPlanCta& cta : l.ctas) {
-    a.ctaFirst[nCta++] = static_cast<int16_t>(a.nBlocks);
-    const int first = a.nBlocks;
-    for (const P2pPlanBlock& pb : l.blocksOf(cta)) {
-      P2pBlock& b = a.blocks[a.nBlocks++];
-      b.buf = pb.buf;
-      b.bytes = pb.bytes;
-      b.src = pb.src;
-      b.isSend = pb.isSend;
-      b.ll = pb.ll;
-      b.nSeg = 0;
-      b.conn = pb.conn < 0                 ? nullptr
-               : in.conns[pb.conn].ring ? (pb.isSend ? st_->ringSend(pb.channel) : st_->ringRecv(pb.channel))
-                                        : p2pConns[pb.conn];
-    }
-    a.blocks[first].nSeg = a.nBlocks - first;
-  }
+  fill(a.ctaFirst, a.blocks);
   // The smallest parameter block that holds the launch (dev_work.h; each a prefix of the same fields).
   P2pLaunchArgsTiny tiny;
   P2pLaunchArgsSmall small;

@@ -7,7 +7,9 @@
 // share's size alone.
 // A batch is always one launch: a rank's launches run one after another on its stream, so a batch split
 // into several launches can wait on work its peer posts only in a later group (a deadlock, shown by the
-// progress model in tests/unit/p2p_plan_test.cc). A batch past the launch's limits is refused instead.
+// progress model in tests/unit/p2p_plan_test.cc). Blocks past the kernel parameters' room go to device memory
+// (p2p_table.h), so the number of transfers is bounded only by kMaxP2pTableBlocks; a batch needing more CTAs
+// than a launch has (one per connection direction and channel, plus the copy CTAs) is refused.
 #pragma once
 
 #include <algorithm>
@@ -40,8 +42,8 @@ BRAID_HD inline size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_
 // kP2pKneeChannels, then shares of 4u (at least kP2pWideShareBytes), at most nChannels; inside that rule the
 // channel count holds at each widening until the larger shares catch up. Between the rules it drops: 16u on
 // 32 channels, 16u + 1 on 9 (as before this cut; 1-2 MiB on the fine rule is unmeasured, and the coarse one
-// is what measured best at 2-16 MB). The fine cut costs blocks: a 64 KiB transfer takes 8 of a launch's
-// kMaxP2pBlocks (was 1), a 1 MiB one 32 (was 8), so a group holds fewer of them (README, "Limits").
+// is what measured best at 2-16 MB). The fine cut makes more blocks (a 64 KiB transfer 8, was 1; 1 MiB 32, was
+// 8): a group past kMaxP2pBlocks of them runs from a table in device memory, at the cost of its fill launches.
 // Both sides derive it from the transfer's size and rank 0's channelBytes, so they cut alike. Why (2xH200):
 // - up to 2u (docs/gpu/2026-11-25f, two rounds): 8 KiB shares run LL on several CTA pairs: send/recv 32 KB
 //   6.6 us against 9.3 on one 32 KiB share, 64 KB 6.7 against 10.2, all-to-all alike;
@@ -100,7 +102,7 @@ struct P2pPlanInput {
   size_t llThreshold = 0;       // shares of at most this many bytes run LL where the connection has LL slots
   size_t channelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES: the unit of p2pChannelsForBytes
   int maxCtas = 192;            // CTAs of the launch
-  int maxBlocks = 192;          // blocks (CTAs x their transfers) of the launch
+  int maxBlocks = 192;          // blocks (CTAs x their transfers) of the launch (the executor: kMaxP2pTableBlocks)
   int maxCopyCtas = 32;         // local copies: at most this many CTAs (BRAID_P2P_COPY_CTAS; a local choice,
                                 // the peer never sees how a rank copies its own share)
 };

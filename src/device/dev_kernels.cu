@@ -50,8 +50,10 @@ __device__ void p2pBlockLl(PrimsShared& sh, const P2pBlock& b, bool isSend, DevS
 // SIMPLE, or of LL where the executor marked it (small transfers on connections with LL slots). CTAs
 // whose blocks have no connection copy locally (a rank's own share of a gather/scatter/all-to-all, sends
 // to itself), so those copies overlap the transfers instead of preceding them on the stream.
-template <int MaxBlocks>
-__global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArgsOf<MaxBlocks> args) {
+// Args: P2pLaunchArgsOf (the lists in the kernel's parameters) or P2pTableArgs (in device memory); both index
+// ctaFirst[] and blocks[] alike.
+template <class Args>
+__device__ __forceinline__ void p2pCta(const Args& args) {
   __shared__ PrimsShared sh;
   const int first = args.ctaFirst[blockIdx.x];
   const P2pBlock& b0 = args.blocks[first];
@@ -92,6 +94,17 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArg
     conn->step = c.step;
     conn->llLastClean = c.llLastClean;
   }
+}
+
+template <int MaxBlocks>
+__global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArgsOf<MaxBlocks> args) {
+  p2pCta(args);
+}
+__global__ void __launch_bounds__(kDevLaunchMax, 1) p2pTableKernel(const P2pTableArgs args) { p2pCta(args); }
+__global__ void p2pTableFillKernel(const P2pTableChunk c) {
+  const uint4* from = reinterpret_cast<const uint4*>(c.data);
+  uint4* to = reinterpret_cast<uint4*>(c.dst);
+  for (uint32_t i = threadIdx.x; i < c.bytes / 16; i += blockDim.x) to[i] = from[i];
 }
 
 const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind) {
@@ -155,8 +168,11 @@ const void* devP2pKernel(int maxBlocks) {
   if (maxBlocks == kSmallP2pBlocks) return reinterpret_cast<const void*>(&p2pKernel<kSmallP2pBlocks>);
   if (maxBlocks == kMidP2pBlocks) return reinterpret_cast<const void*>(&p2pKernel<kMidP2pBlocks>);
   if (maxBlocks == kMaxP2pBlocks) return reinterpret_cast<const void*>(&p2pKernel<kMaxP2pBlocks>);
+  if (maxBlocks == kMaxP2pTableBlocks) return reinterpret_cast<const void*>(&p2pTableKernel);
   return nullptr;
 }
+
+const void* devP2pTableFillKernel() { return reinterpret_cast<const void*>(&p2pTableFillKernel); }
 
 cudaError_t devPreloadKernels() {
   const ncclDataType_t types[] = {ncclInt8,     ncclUint8,   ncclInt32,    ncclUint32,       ncclInt64,       ncclUint64,
@@ -164,10 +180,12 @@ cudaError_t devPreloadKernels() {
   const RedKind kinds[] = {RedKind::Sum, RedKind::Prod, RedKind::Max, RedKind::Min, RedKind::PreMulSum, RedKind::SumPostDiv};
   cudaFuncAttributes attr;
   cudaError_t e = cudaSuccess;
-  for (int tier : {kTinyP2pBlocks, kSmallP2pBlocks, kMidP2pBlocks, kMaxP2pBlocks}) {
+  for (int tier : {kTinyP2pBlocks, kSmallP2pBlocks, kMidP2pBlocks, kMaxP2pBlocks, kMaxP2pTableBlocks}) {
     e = cudaFuncGetAttributes(&attr, devP2pKernel(tier));
     if (e != cudaSuccess) return e;
   }
+  e = cudaFuncGetAttributes(&attr, devP2pTableFillKernel());
+  if (e != cudaSuccess) return e;
   e = cudaFuncGetAttributes(&attr, devCollKernel(CollType::AllGather, ncclInt8, RedKind::Sum));
   if (e != cudaSuccess) return e;
   e = cudaFuncGetAttributes(&attr, devCollKernelLL(CollType::AllGather, ncclInt8, RedKind::Sum));

@@ -13,8 +13,10 @@ namespace braid {
 // share the unsigned kernel). For AllGather/Broadcast: the byte-copy kernel (count in bytes).
 const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind);
 // The p2p kernel taking P2pLaunchArgsOf<maxBlocks> (dev_work.h: kTinyP2pBlocks, kSmallP2pBlocks, kMidP2pBlocks or
-// kMaxP2pBlocks; nullptr for others).
+// kMaxP2pBlocks), or P2pTableArgs for kMaxP2pTableBlocks; nullptr for others.
 const void* devP2pKernel(int maxBlocks);
+// The kernel that copies one P2pTableChunk into device memory (p2p_table.h), launched as one CTA.
+const void* devP2pTableFillKernel();
 // The LL-protocol kernel for the same arguments, or nullptr where this build has none (then SIMPLE).
 const void* devCollKernelLL(CollType coll, ncclDataType_t dtype, RedKind kind);
 // The LL128-protocol kernel (the same variants as LL), or nullptr.

@@ -128,6 +128,26 @@ struct P2pLaunchArgsOf {
   P2pBlock blocks[MaxBlocks];
 };
 using P2pLaunchArgs = P2pLaunchArgsOf<kMaxP2pBlocks>;
+// A launch past kMaxP2pBlocks reads the same lists from device memory (p2p_table.h), so a group of many
+// transfers runs as one launch (a batch split into several launches can deadlock, p2p_plan.h).
+struct P2pTableArgs {
+  DevStatus* status;
+  int32_t nBlocks;
+  uint32_t pieces;
+  const int32_t* ctaFirst;  // device memory: CTA i runs blocks[ctaFirst[i]] .. + its nSeg
+  const P2pBlock* blocks;   // device memory
+};
+// The most blocks of one table launch (48 bytes each): a bound on the host's table, not on any device
+// resource; past it a group is refused with a message to split it.
+constexpr int kMaxP2pTableBlocks = 1 << 20;
+// One fill launch of a table (p2p_table.h): `bytes` (a multiple of 16) of `data` go to `dst`.
+constexpr int kP2pTableChunkBytes = 30 << 10;
+struct P2pTableChunk {
+  char* dst;
+  uint32_t bytes;
+  alignas(16) unsigned char data[kP2pTableChunkBytes];
+};
+static_assert(sizeof(P2pTableChunk) < 32000, "kernel parameters stay under CUDA's 32 KB limit");
 static_assert(sizeof(P2pLaunchArgs) < 32000, "kernel parameters stay under CUDA's 32 KB limit");
 // A launch passes the smallest of four parameter blocks that holds its blocks: every byte of a kernel's
 // parameters is copied into the launch at each call, and on 2xH200 the 8 KB block of 192 blocks cost small

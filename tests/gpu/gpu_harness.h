@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -91,6 +92,36 @@ struct Pair {
     }
   }
 };
+
+// Waits for both streams with a deadline: a hung case is reported by name and the comms are aborted
+// (which stops the kernels), instead of the whole test hanging. BRAID_TEST_VERBOSE=1 prints each case.
+inline bool finishPair(Pair& p, const std::string& what, bool* hung) {
+  const double limit = std::getenv("BRAID_CASE_TIMEOUT") ? std::atof(std::getenv("BRAID_CASE_TIMEOUT")) : 20.0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < 2; ++r) {
+    GT_CUDA(cudaSetDevice(r));
+    cudaError_t e;
+    while ((e = cudaStreamQuery(p.stream[r])) == cudaErrorNotReady) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > limit) {
+        ADD_FAILURE() << what << ": rank " << r << " still running after " << limit << " s; aborting";
+        // What each rank's kernels reported before the abort: an error on one rank (its kernel stopped)
+        // often explains the other's wait.
+        for (int k = 0; k < 2; ++k) {
+          ncclResult_t async = ncclSuccess;
+          ncclCommGetAsyncError(p.comm[k], &async);
+          printf("  rank %d: async state %s; last error: %s\n", k, ncclGetErrorString(async),
+                 ncclGetLastError(p.comm[k]));
+        }
+        *hung = true;
+        for (int k = 0; k < 2; ++k) ncclCommAbort(p.comm[k]);
+        p.comm[0] = p.comm[1] = nullptr;
+        return false;
+      }
+    }
+    GT_CUDA(e);
+  }
+  return true;
+}
 
 
 inline size_t typeSize(ncclDataType_t t) {

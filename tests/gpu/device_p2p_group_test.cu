@@ -1,0 +1,175 @@
+// GPU test, one process driving 2 GPUs: groups of more point-to-point transfers than one launch's kernel
+// parameters hold (kMaxP2pBlocks blocks, dev_work.h). Such a group still runs as one launch, its lists in
+// device memory (p2p_table.h): hundreds of sends and receives each way, sizes across the LL, mid and large
+// cuts, every byte checked against poisoned outputs (and the byte after each transfer); the same group
+// captured into a CUDA graph and replayed after a larger group has outgrown the table's buffer; small groups
+// (parameter tiers) before and after. Skips with a reason where fewer than 2 GPUs exist.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpu_harness.h"
+
+using namespace gpu_test;
+
+namespace {
+
+__host__ __device__ inline uint8_t patternByte(uint32_t seed, size_t i) {
+  const uint32_t x = static_cast<uint32_t>(i) * 2654435761u + seed * 40503u + static_cast<uint32_t>(i >> 16);
+  return static_cast<uint8_t>(x >> 13);
+}
+
+__global__ void fillPattern(uint8_t* p, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = patternByte(seed, i);
+}
+
+// Transfer k's size: LL-cut (64 KiB, 1027 B, 5 B, 4160 B), mid-cut (200 KiB) and large-cut (1 MiB) transfers.
+size_t transferBytes(int k) {
+  static const size_t s[] = {size_t(64) << 10, 1027, size_t(200) << 10, 5, size_t(1) << 20, 4160};
+  return s[k % 6];
+}
+
+uint32_t seedOf(int rank, int round, int k) { return static_cast<uint32_t>(rank * 1000003 + round * 7919 + k * 31); }
+
+// kN sends and kN receives each way between the two ranks, all in one group. Each transfer has its own
+// slot in one buffer per rank and direction, 64-byte aligned with at least one spare byte after it.
+class BigGroup {
+ public:
+  explicit BigGroup(int n) : n_(n) {
+    size_t at = 0;
+    for (int k = 0; k < n; ++k) {
+      off_.push_back(at);
+      at += (transferBytes(k) + 64) & ~size_t{63};
+    }
+    total_ = at;
+  }
+  ~BigGroup() {
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      cudaFree(in_[r]);
+      cudaFree(out_[r]);
+    }
+  }
+  bool alloc() {
+    for (int r = 0; r < 2; ++r) {
+      GT_CUDA(cudaSetDevice(r));
+      GT_CUDA(cudaMalloc(&in_[r], total_));
+      GT_CUDA(cudaMalloc(&out_[r], total_));
+    }
+    return true;
+  }
+  // New inputs for `round` and poisoned outputs, on the device, finished before returning.
+  bool prepare(int round) {
+    for (int r = 0; r < 2; ++r) {
+      GT_CUDA(cudaSetDevice(r));
+      for (int k = 0; k < n_; ++k)
+        fillPattern<<<8, 256>>>(in_[r] + off_[k], transferBytes(k), seedOf(r, round, k));
+      GT_CUDA(cudaMemset(out_[r], 0xa5, total_));
+      GT_CUDA(cudaDeviceSynchronize());
+    }
+    return true;
+  }
+  bool post(Pair& p) {
+    GT_NCCL(ncclGroupStart());
+    for (int r = 0; r < 2; ++r) {
+      for (int k = 0; k < n_; ++k) {
+        // Interleaved as a pipeline schedule posts them; the receive first on rank 1.
+        ncclResult_t a = r == 0 ? ncclSend(in_[r] + off_[k], transferBytes(k), ncclUint8, 1, p.comm[r], p.stream[r])
+                                : ncclRecv(out_[r] + off_[k], transferBytes(k), ncclUint8, 0, p.comm[r], p.stream[r]);
+        ncclResult_t b = r == 0 ? ncclRecv(out_[r] + off_[k], transferBytes(k), ncclUint8, 1, p.comm[r], p.stream[r])
+                                : ncclSend(in_[r] + off_[k], transferBytes(k), ncclUint8, 0, p.comm[r], p.stream[r]);
+        GT_NCCL(a);
+        GT_NCCL(b);
+      }
+    }
+    GT_NCCL(ncclGroupEnd());
+    return true;
+  }
+  // Every byte of every transfer is the peer's input of `round`; the byte after each is still poison.
+  void check(int round, const std::string& what) {
+    for (int r = 0; r < 2; ++r) {
+      std::vector<uint8_t> h(total_);
+      cudaSetDevice(r);
+      ASSERT_EQ(cudaMemcpy(h.data(), out_[r], total_, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (int k = 0; k < n_; ++k) {
+        const uint8_t* got = h.data() + off_[k];
+        const uint32_t seed = seedOf(1 - r, round, k);
+        for (size_t i = 0; i < transferBytes(k); ++i)
+          ASSERT_EQ(got[i], patternByte(seed, i)) << what << ": rank " << r << " transfer " << k << " of " << n_
+                                                  << " (" << transferBytes(k) << " bytes), byte " << i;
+        ASSERT_EQ(got[transferBytes(k)], 0xa5) << what << ": rank " << r << " transfer " << k << " wrote past its end";
+      }
+    }
+  }
+
+ private:
+  int n_;
+  std::vector<size_t> off_;
+  size_t total_ = 0;
+  uint8_t* in_[2] = {nullptr, nullptr};
+  uint8_t* out_[2] = {nullptr, nullptr};
+};
+
+// Posts, waits (bounded) and checks one round of `g`.
+void runRound(Pair& p, BigGroup& g, int round, const std::string& what) {
+  ASSERT_TRUE(g.prepare(round));
+  ASSERT_TRUE(g.post(p)) << what;
+  bool hung = false;
+  ASSERT_TRUE(finishPair(p, what, &hung));
+  ASSERT_NO_FATAL_FAILURE(g.check(round, what));
+}
+
+TEST(DeviceP2pGroup, ManyTransfersRunAsOneLaunchOnStreamsAndInGraphs) {
+  NEED_GPUS(2);
+  for (const char* variant : {"P2P", "SHM"}) {
+    SCOPED_TRACE(variant);
+    EnvScope env;
+    if (std::string(variant) == "SHM") env.set("NCCL_P2P_DISABLE", "1");
+    Pair p;
+    ASSERT_TRUE(p.init());
+    // 240 transfers each way: ~2,000 blocks per direction, three times a launch's parameter block; 400 more
+    // blocks' worth in the larger group, which outgrows the table's buffer.
+    BigGroup small(2), big(240), bigger(400);
+    ASSERT_TRUE(small.alloc() && big.alloc() && bigger.alloc());
+    ASSERT_NO_FATAL_FAILURE(runRound(p, small, 0, "2 transfers each way, before"));
+    ASSERT_NO_FATAL_FAILURE(runRound(p, big, 1, "240 transfers each way"));
+    ASSERT_NO_FATAL_FAILURE(runRound(p, big, 2, "240 transfers each way, again"));
+
+    // The same group captured on both ranks' streams.
+    cudaGraph_t graph[2];
+    cudaGraphExec_t exec[2];
+    ASSERT_TRUE(big.prepare(3));
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      ASSERT_EQ(cudaStreamBeginCapture(p.stream[r], cudaStreamCaptureModeRelaxed), cudaSuccess);
+    }
+    ASSERT_TRUE(big.post(p));
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      ASSERT_EQ(cudaStreamEndCapture(p.stream[r], &graph[r]), cudaSuccess);
+      ASSERT_EQ(cudaGraphInstantiate(&exec[r], graph[r], 0), cudaSuccess);
+    }
+    ASSERT_NO_FATAL_FAILURE(runRound(p, bigger, 4, "400 transfers each way (a larger table)"));
+    for (int round = 5; round < 7; ++round) {
+      ASSERT_TRUE(big.prepare(round));
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        ASSERT_EQ(cudaGraphLaunch(exec[r], p.stream[r]), cudaSuccess);
+      }
+      bool hung = false;
+      ASSERT_TRUE(finishPair(p, "graph replay", &hung)) << "round " << round;
+      ASSERT_NO_FATAL_FAILURE(big.check(round, "graph replay after the table grew"));
+    }
+    ASSERT_NO_FATAL_FAILURE(runRound(p, small, 7, "2 transfers each way, after"));
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      cudaGraphExecDestroy(exec[r]);
+      cudaGraphDestroy(graph[r]);
+    }
+    p.destroy();
+  }
+}
+
+}  // namespace
