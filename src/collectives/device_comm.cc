@@ -43,6 +43,7 @@ DeviceState::~DeviceState() {
   for (auto& kv : p2pSend) cudaFree(kv.second);
   for (auto& kv : p2pRecv) cudaFree(kv.second);
   if (ringConns) cudaFree(ringConns);
+  if (splitGuard) cudaFree(splitGuard);
   if (statusHost) cudaFreeHost(statusHost);
   cudaGetLastError();
 }
@@ -231,6 +232,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->p2pChannelBytes = agreed.p2pChannelBytes;
   st->p2pPieces = agreed.p2pPieces;
   st->p2pCopyCtas = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(params::P2pCopyCtas(), kMaxP2pCtas)));
+
   // NCCL_PROTO without LL for any collective (e.g. "Simple" or "^LL") keeps send/recv off LL too.
   uint32_t anyProto = 0;
   for (int c = 0; c < kNumCollTypes; ++c) anyProto |= st->tuning.protos.mask[c];
@@ -330,6 +332,10 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     BRAID_CHECK(comm->conns->connectRing(comm->nChannels));
     BRAID_CUDA_CHECK(cudaMalloc(&st->ringConns, sizeof(DevConn) * 2 * st->nChannels),
                      "rank %d: cudaMalloc of %d ring connection states", comm->rank, 2 * st->nChannels);
+    BRAID_CUDA_CHECK(cudaMalloc(&st->splitGuard, sizeof(uint64_t) * st->nChannels),
+                     "rank %d: cudaMalloc of the split one-shot's guard words", comm->rank);
+    BRAID_CUDA_CHECK(cudaMemset(st->splitGuard, 0, sizeof(uint64_t) * st->nChannels),
+                     "rank %d: zeroing the split one-shot's guard words", comm->rank);
     for (int c = 0; c < st->nChannels; ++c) {
       BRAID_CHECK(st->upload(*comm->conns->ringSend(c), true, st->ringSend(c)));
       BRAID_CHECK(st->upload(*comm->conns->ringRecv(c), false, st->ringRecv(c)));

@@ -358,6 +358,25 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
   std::memcpy(&a.scalar, op.op.scalar, sizeof(a.scalar));
   a.divisor = op.op.divisor;
   a.coll = plan.devColl;
+  int nCta = plan.nChannels;
+  if (plan.devColl == kDevAllReduceOneShot && plan.proto == Proto::Simple && st_->tuning.oneShotSplit) {
+    // The split one-shot (simpleStepCap) where a channel's share takes two or more FIFO steps (one gains
+    // nothing) and fits its FIFO with a step to spare: then no sending CTA waits for a receiving one, and the
+    // launch needs no two of its CTAs resident at once. In place (input and output overlap), the guard words
+    // keep each receiving CTA from overwriting input its sending CTA has yet to read. A local choice: the
+    // FIFO steps are the same either way.
+    const size_t bytes = op.count * esize;
+    const char* in = static_cast<const char*>(op.sendbuff);
+    const char* out = static_cast<const char*>(op.recvbuff);
+    const size_t connStep = static_cast<size_t>(st_->tuning.buffSize) / kStepsPerBuffer;
+    const size_t step = plan.stepCap != 0 ? std::min<size_t>(plan.stepCap, connStep) : connStep;
+    const size_t share = bytes / plan.nChannels;
+    if (share > step && (share + 4096 + step - 1) / step < static_cast<size_t>(kStepsPerBuffer)) {
+      a.coll = kDevAllReduceOneShotSplit;
+      nCta = 2 * plan.nChannels;
+      if (!(in + bytes <= out || out + bytes <= in)) a.splitGuard = st_->splitGuard;
+    }
+  }
   a.root = op.root;
   a.rank = st_->rank;
   a.nranks = st_->nranks;
@@ -371,7 +390,7 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
     }
   }
   void* args[] = {&a};
-  BRAID_CUDA_CHECK(cudaLaunchKernel(kernel, dim3(a.nChannels), dim3(st_->nThreads), args, 0, s),
+  BRAID_CUDA_CHECK(cudaLaunchKernel(kernel, dim3(nCta), dim3(st_->nThreads), args, 0, s),
                    "rank %d: launching the %s kernel (%zu x %s, %d channels)", st_->rank, collName(op.coll), op.count,
                    dtypeName(op.dtype), a.nChannels);
   return ncclSuccess;

@@ -63,6 +63,7 @@ class DeviceState {
   DevStatus* statusHost = nullptr;  // mapped pinned memory
   DevStatus* statusDev = nullptr;   // the same, as the kernels see it
   DevConn* ringConns = nullptr;     // device memory: [0, nChannels) send, [nChannels, 2 nChannels) recv
+  uint64_t* splitGuard = nullptr;   // device memory, one zeroed word per channel: CollLaunchArgs::splitGuard
   std::map<int, DevConn*> p2pSend, p2pRecv;  // non-neighbour peers, connected lazily
   std::vector<void*> registered;    // host FIFO bases registered with cudaHostRegister
   // Agreed by every rank at init (agreeOnSelection), because neighbours that chose differently would wait on
@@ -80,6 +81,7 @@ class DeviceState {
   uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES, rank 0's: the unit of p2pChannelsForBytes
   uint32_t p2pPieces = 4;            // BRAID_P2P_PIECES, rank 0's: SIMPLE shares in up to this many steps (>= 128 KiB)
   int p2pCopyCtas = 32;              // BRAID_P2P_COPY_CTAS, this rank's (read at init: getenv is no per-call cost)
+
 
   DevConn* ringSend(int c) const { return ringConns + c; }
   DevConn* ringRecv(int c) const { return ringConns + nChannels + c; }

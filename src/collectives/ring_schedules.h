@@ -74,8 +74,9 @@ BRAID_HD void ringAllReduce(Prims& prims, const RingArgs& a) {
 // peer (+) pre(own) in its own order, so only reductions whose bits do not depend on it may run here
 // (oneShotExact in tuning_agreement.h: not float max/min, not float pre-multiplied sums). 2 ranks only:
 // with more, ranks would reduce in different orders and inputs would need forwarding.
+// doSend / doRecv: the directions this caller runs (both, or one each in the split form, kDevAllReduceOneShotSplit).
 template <typename Prims>
-BRAID_HD void ringAllReduceOneShot(Prims& prims, const RingArgs& a) {
+BRAID_HD void ringAllReduceOneShot(Prims& prims, const RingArgs& a, bool doSend = true, bool doRecv = true) {
   if (a.nranks != 2) {
     ringAllReduce(prims, a);
     return;
@@ -83,8 +84,8 @@ BRAID_HD void ringAllReduceOneShot(Prims& prims, const RingArgs& a) {
   for (size_t o = 0; o < a.ch.count; o += a.chunkElems) {
     const size_t len = minSize(a.chunkElems, a.ch.count - o);
     const size_t off = a.ch.offset + o;
-    prims.send(off, len);
-    prims.recvReduceCopy(off, off, len, true);
+    if (doSend) prims.send(off, len);
+    if (doRecv) prims.recvReduceCopy(off, off, len, true);
   }
 }
 

@@ -376,6 +376,7 @@ ncclResult_t loadTunerConfig(TunerConfig* out) {
     ps = 0;
   }
   cfg.pipelineSteps = static_cast<int>(ps);
+  cfg.oneShotSplit = params::OneShotSplit() != 0;
   *out = cfg;
   return ncclSuccess;
 }
@@ -497,6 +498,11 @@ uint32_t simpleStepCap(CollType coll, bool oneShot, size_t bytes, int nranks, in
     cap = std::max<size_t>(size_t(16) << 10, (cap + 4095) & ~size_t(4095));
   } else {
     if (nranks != 2 || t != TransportClass::P2pNvlink) return 0;
+    if (coll == CollType::AllReduce && oneShot && cfg.oneShotSplit && bytes / ch >= kSplitMinShareBytes) {
+      // The split one-shot: four steps, the receiving CTA reducing one while the next crosses.
+      cap = ((bytes / ch + 3) / 4 + 4095) & ~size_t(4095);
+      return cap < connStep ? static_cast<uint32_t>(cap) : 0;
+    }
     size_t segment = 0;  // per channel and ring step
     switch (coll) {
       case CollType::AllReduce: segment = oneShot ? bytes / ch : bytes / ch / 2; break;

@@ -65,6 +65,7 @@ struct TunerConfig {
   int nThreads = -1;     // NCCL_NTHREADS; -1: per-protocol default
   int64_t buffSize = 4 << 20;  // NCCL_BUFFSIZE: SIMPLE's FIFO bytes per connection
   int pipelineSteps = 0;       // BRAID_PIPELINE_STEPS: least FIFO steps per channel share (GPU Simple); 0: auto
+  bool oneShotSplit = true;    // BRAID_ONESHOT_SPLIT: the 2-rank one-shot on Simple in sending and receiving CTAs
   TunerConfig();         // everything allowed, nothing set
 };
 // Reads NCCL_ALGO, NCCL_PROTO, NCCL_{MIN,MAX}_NCHANNELS (+ _CTAS aliases), NCCL_NTHREADS, NCCL_BUFFSIZE.
@@ -119,6 +120,13 @@ TuneDecision tune(const TuneRequest& req, const TunerConfig& cfg);
 // (2xH200, docs/gpu/2026-11-25c/d: all-reduce 32 MB 114-118 us against 124-126, all-gather and reduce-scatter
 // 64 MB 4-7% faster; smaller segments lose more to the ~1.5 us of each extra step: all-reduce 8 MB 39.7
 // against 36.7 us); elsewhere unmeasured, so unchanged.
+// With oneShotSplit (BRAID_ONESHOT_SPLIT, default on), the 2-rank NVLink one-shot all-reduce with a channel
+// share of kSplitMinShareBytes or more runs in four steps, and the executor runs it split (a sending and a
+// receiving CTA per channel: kDevAllReduceOneShotSplit). docs/gpu/2026-11-26c, out of place, 2xH200, medians
+// of two rounds, split in 4 steps / one CTA per channel as before: 8 MB 35.0 / 37.0 us, 16 MB 59.7 / 65.4,
+// 32 MB 108.2 / 116.3, 64 MB 203.6 / 222.4. Four steps without the split lose (8 MB 48.6 us in place), and
+// the split in one step gains nothing at 2-8 MB, so below kSplitMinShareBytes nothing changes.
+constexpr size_t kSplitMinShareBytes = size_t(128) << 10;
 uint32_t simpleStepCap(CollType coll, bool oneShot, size_t bytes, int nranks, int nChannels, TransportClass t,
                        const TunerConfig& cfg);
 

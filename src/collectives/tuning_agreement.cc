@@ -23,7 +23,7 @@ struct Offer {
   uint32_t p2pLlThreshold;
   uint32_t p2pChannelBytes;
   uint32_t p2pPieces;
-  uint32_t pad;
+  int32_t oneShotSplit;
   int64_t buffSize;
   uint32_t protos[kNumCollTypes];
   uint32_t algos[kNumCollTypes];
@@ -44,6 +44,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.p2pPieces = facts.p2pPieces;
   mine.minChannels = local.minChannels;
   mine.pipelineSteps = local.pipelineSteps;
+  mine.oneShotSplit = local.oneShotSplit ? 1 : 0;
   mine.buffSize = local.buffSize;
   for (int c = 0; c < kNumCollTypes; ++c) {
     mine.protos[c] = local.protos.mask[c];
@@ -63,6 +64,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.p2pPieces = all[0].p2pPieces;
   out.buffSize = all[0].buffSize;
   out.pipelineSteps = all[0].pipelineSteps;
+  out.oneShotSplit = all[0].oneShotSplit != 0;
   bool differ = false;
   for (int c = 0; c < kNumCollTypes; ++c) out.protos.mask[c] = out.algos.mask[c] = ~0u;
   for (const Offer& o : all) {
@@ -71,7 +73,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     f.transport = std::max(f.transport, o.transport);
     out.minChannels = std::max(out.minChannels, o.minChannels);
     differ = differ || o.minChannels != own.minChannels || o.buffSize != own.buffSize ||
-             o.pipelineSteps != own.pipelineSteps || o.tunerOn != own.tunerOn ||
+             o.pipelineSteps != own.pipelineSteps || o.oneShotSplit != own.oneShotSplit || o.tunerOn != own.tunerOn ||
              o.p2pLlThreshold != own.p2pLlThreshold || o.p2pChannelBytes != own.p2pChannelBytes || o.p2pPieces != own.p2pPieces;
     for (int c = 0; c < kNumCollTypes; ++c) {
       out.protos.mask[c] &= o.protos[c];
@@ -89,8 +91,9 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   }
   if (differ)
     BRAID_WARN("rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / "
-               "BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES differ across ranks; every rank "
-               "uses what all allow (the largest minimum, rank 0's sizes, tuner switch, threshold, p2p channel bytes and pieces)",
+               "BRAID_ONESHOT_SPLIT / BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES "
+               "differ across ranks; every rank uses what all allow (the largest minimum, rank 0's sizes, split, tuner "
+               "switch, threshold, p2p channel bytes and pieces)",
                comm->rank);
   *cfg = out;
   *agreed = f;

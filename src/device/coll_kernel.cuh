@@ -71,8 +71,10 @@ constexpr bool kHasOneShot = std::is_integral<T>::value || OneShotFn<Fn>::value;
 
 // Runs the ring schedule of args.coll on `prims`. A kernel without the one-shot schedule runs the ring
 // all-reduce for it (every rank runs the same kernel for an op, so they agree; the executor never asks).
+// doSend / doRecv: this CTA's directions in the split one-shot (kDevAllReduceOneShotSplit); both otherwise.
 template <bool IsCopy, bool HasOneShot = true, typename Prims>
-__device__ __forceinline__ void runRing(Prims& prims, const RingArgs& a, int32_t coll) {
+__device__ __forceinline__ void runRing(Prims& prims, const RingArgs& a, int32_t coll, bool doSend = true,
+                                        bool doRecv = true) {
   if (IsCopy) {
     if (coll == kDevAllGather) {
       ringAllGather(prims, a);
@@ -80,10 +82,10 @@ __device__ __forceinline__ void runRing(Prims& prims, const RingArgs& a, int32_t
       ringBroadcast(prims, a);
     }
   } else {
-    if (coll == kDevAllReduce || (!HasOneShot && coll == kDevAllReduceOneShot)) {
+    if (coll == kDevAllReduce || (!HasOneShot && (coll == kDevAllReduceOneShot || coll == kDevAllReduceOneShotSplit))) {
       ringAllReduce(prims, a);
-    } else if (HasOneShot && coll == kDevAllReduceOneShot) {
-      ringAllReduceOneShot(prims, a);
+    } else if (HasOneShot && (coll == kDevAllReduceOneShot || coll == kDevAllReduceOneShotSplit)) {
+      ringAllReduceOneShot(prims, a, doSend, doRecv);
     } else if (coll == kDevReduce) {
       ringReduce(prims, a);
     } else {
@@ -97,7 +99,13 @@ __device__ __forceinline__ void runRing(Prims& prims, const RingArgs& a, int32_t
 template <typename T, typename Fn, bool IsCopy, int Proto>
 __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchArgs args) {
   __shared__ PrimsShared sh;
-  const int ch = blockIdx.x;
+  // The split one-shot (SIMPLE): CTAs [0, nChannels) send, [nChannels, 2 nChannels) receive; each stores
+  // back only its own direction's counters. In place, the receiving CTA writes a chunk only after the
+  // sending one has read it (args.splitGuard, DevPrims::setSplitGuard).
+  const bool split = Proto == kDevProtoSimple && args.coll == kDevAllReduceOneShotSplit;
+  const bool doSend = !split || static_cast<int>(blockIdx.x) < args.nChannels;
+  const bool doRecv = !split || !doSend;
+  const int ch = doSend ? blockIdx.x : blockIdx.x - args.nChannels;
   const bool ring = args.nranks > 1;
   if (threadIdx.x == 0) {
     sh.stop = 0;
@@ -146,15 +154,23 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
     } else {
       DevPrims<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
                             DevMakeFn<Fn>::make(args), args.status);
-      runRing<IsCopy, kHasOneShot<T, Fn>>(prims, a, args.coll);
+      if (split && args.splitGuard) prims.setSplitGuard(args.splitGuard + ch, doSend);
+      runRing<IsCopy, kHasOneShot<T, Fn>>(prims, a, args.coll, doSend, doRecv);
     }
   }
   __syncthreads();
   if (threadIdx.x == 0 && ring) {
-    args.send[ch]->step = sh.send.step;
-    args.recv[ch]->step = sh.recv.step;
-    args.send[ch]->llLastClean = sh.send.llLastClean;
-    args.recv[ch]->llLastClean = sh.recv.llLastClean;
+    if (doSend) {
+      args.send[ch]->step = sh.send.step;
+      args.send[ch]->llLastClean = sh.send.llLastClean;
+    }
+    if (doRecv) {
+      args.recv[ch]->step = sh.recv.step;
+      args.recv[ch]->llLastClean = sh.recv.llLastClean;
+      // This launch's sending CTA has counted up to its last chunk, which this CTA waited for: back to zero
+      // for the next split launch (which starts after this kernel ends).
+      if (split && args.splitGuard && !sh.stop) *reinterpret_cast<volatile uint64_t*>(args.splitGuard + ch) = 0;
+    }
   }
 }
 

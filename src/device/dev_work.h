@@ -87,7 +87,12 @@ enum DevColl : int32_t {
   kDevReduce = 2,
   kDevAllGather = 3,
   kDevReduceScatter = 4,
-  kDevAllReduceOneShot = 5
+  kDevAllReduceOneShot = 5,
+  // The same schedule with each channel's two directions in CTAs of their own: CTA c sends channel c's share,
+  // CTA nChannels + c receives and reduces it, so the link and the reduction overlap (2 x nChannels CTAs;
+  // SIMPLE only, and only where a channel's share fits its FIFO, so no sending CTA waits on a receiving one;
+  // in place, CollLaunchArgs::splitGuard orders each chunk's read before its overwrite).
+  kDevAllReduceOneShotSplit = 6
 };
 
 struct CollLaunchArgs {
@@ -104,6 +109,10 @@ struct CollLaunchArgs {
   int32_t nChannels;
   uint32_t stepCap;  // Simple: bytes per FIFO step at most (0: the connection's step); same on every rank
   DevStatus* status;
+  // The split one-shot in place (input and output overlap): per channel, the chunks its sending CTA has read
+  // (device memory, zero between launches); the receiving CTA writes chunk k only once it reads > k. Null:
+  // no guard (out of place, or not split).
+  uint64_t* splitGuard;
   DevConn* send[kMaxDevChannels];
   DevConn* recv[kMaxDevChannels];
 };

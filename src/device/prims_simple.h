@@ -214,6 +214,15 @@ class DevPrims {
   // P2p transfers: the next call is (or is not) the transfer's last step; its sizes[] word carries
   // kDevStepLastMark and the receiver expects it there (dev_work.h). Every thread of the CTA sets it alike.
   __device__ void setLastStep(bool last) { lastMark_ = last ? kDevStepLastMark : 0u; }
+  // The split one-shot in place (kDevAllReduceOneShotSplit): the sending CTA (isSender) counts the chunks it
+  // has read into *guard as it posts them; the receiving CTA waits, before each chunk, until the count passes
+  // it, so it never overwrites input the sender has yet to read. The poster counts after the post barrier,
+  // when every worker's loads of the step have returned. Waiting on the sending CTA of the same launch cannot
+  // deadlock: that CTA never waits on a receiver (the executor splits only where a channel's share fits its FIFO).
+  __device__ void setSplitGuard(uint64_t* guard, bool isSender) {
+    guard_ = guard;
+    guardSender_ = isSender;
+  }
   // Rebinds the user buffers (p2p kernels: one object runs several transfers in order).
   __device__ void setBuffers(const T* in, T* out) {
     in_ = in;
@@ -300,6 +309,7 @@ class DevPrims {
     if (tid_ == nworkers_ && !sh_->stop) {
       if (sent) devPostSend(sh_->send, static_cast<uint32_t>(n * sizeof(T)) | lastMark_);
       if (recvd) devPostRecv(sh_->recv);
+      if (sent && guard_ && guardSender_) *reinterpret_cast<volatile uint64_t*>(guard_) = ++guardCount_;
     }
     return true;
   }
@@ -309,6 +319,10 @@ class DevPrims {
       bool ok = true;
       if (needRecv) ok = devWaitRecv(st_, sh_->recv, recvStep_, static_cast<uint32_t>(n * sizeof(T)) | lastMark_);
       if (ok && needSend) ok = devWaitSend(st_, sh_->send, sendStep_);
+      if (ok && needRecv && guard_ && !guardSender_) {
+        const uint64_t want = ++guardCount_;
+        ok = devSpin(st_, sh_->recv, [&] { return *reinterpret_cast<volatile uint64_t*>(guard_) >= want; });
+      }
       if (!ok) sh_->stop = 1;
     }
     if (needRecv) ++recvStep_;
@@ -329,6 +343,9 @@ class DevPrims {
   uint64_t sendStep_;  // steps started on each connection (this thread's count)
   uint64_t recvStep_;
   uint32_t lastMark_ = 0;  // kDevStepLastMark on the last step of a p2p transfer (setLastStep), else 0
+  uint64_t* guard_ = nullptr;  // setSplitGuard
+  bool guardSender_ = false;
+  uint64_t guardCount_ = 0;    // the poster's (sender) or thread 0's (receiver) count of guarded chunks
 };
 
 }  // namespace braid

@@ -129,6 +129,26 @@ TEST(DeviceColl2Gpu, OneShotForced) {
       env.set("BRAID_DEVICE_TUNER", tuner);
       runAll(nullptr, nullptr, true);
     }
+  // The split form (BRAID_ONESHOT_SPLIT, on by default; channel shares of 128 KiB and more) in four FIFO steps
+  // per channel: in and out of place (in place, the receiving CTAs wait on the guard words for their sending
+  // CTAs' reads), odd counts, 8-64 MB.
+  EnvScope env;
+  env.set("NCCL_ALGO", "allreduce:OneShot");
+  env.set("NCCL_PROTO", "Simple");
+  Pair p;
+  ASSERT_TRUE(p.init());
+  bool hung = false;
+  const Case split[] = {{kAllReduce, ncclFloat32, ncclSum, 2097155, false, 0},
+                        {kAllReduce, ncclFloat32, ncclSum, 2097155, true, 0},
+                        {kAllReduce, ncclFloat16, ncclSum, 4194307, true, 0},
+                        {kAllReduce, ncclInt32, ncclProd, 4194311, true, 0},
+                        {kAllReduce, ncclFloat32, ncclSum, 16000001, true, 0},
+                        {kAllReduce, ncclFloat32, ncclSum, 16000001, false, 0}};
+  for (const Case& c : split) {
+    if (hung) break;
+    EXPECT_TRUE(runCase(p, c, &hung)) << c.name();
+  }
+  p.destroy();
 }
 
 // 100,000 back-to-back small LL all-reduces into two alternating outputs (flags of 100,000+ steps per

@@ -119,8 +119,11 @@ TEST(TunerParse, LoadFromEnvironment) {
   setenv("NCCL_NTHREADS", "256", 1);
   setenv("NCCL_BUFFSIZE", "16777216", 1);
   setenv("BRAID_PIPELINE_STEPS", "4", 1);
+  setenv("BRAID_ONESHOT_SPLIT", "0", 1);
   TunerConfig cfg;
+  EXPECT_TRUE(cfg.oneShotSplit);  // the default
   ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
+  EXPECT_FALSE(cfg.oneShotSplit);
   EXPECT_EQ(cfg.protos.mask[kAR], bit(Proto::LL));
   EXPECT_EQ(cfg.protos.mask[kBC], kAllProtosMask);
   EXPECT_EQ(cfg.algos.mask[kAR], kAllAlgosMask & ~bit(Algo::Tree));
@@ -137,7 +140,7 @@ TEST(TunerParse, LoadFromEnvironment) {
   EXPECT_EQ(loadTunerConfig(&cfg), ncclInvalidArgument);
   EXPECT_NE(pendingError().find("bogus"), std::string::npos);
   clearPendingError();
-  for (const char* v : {"NCCL_PROTO", "NCCL_ALGO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_NTHREADS",
+  for (const char* v : {"BRAID_ONESHOT_SPLIT", "NCCL_PROTO", "NCCL_ALGO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_NTHREADS",
                         "NCCL_BUFFSIZE", "BRAID_PIPELINE_STEPS"})
     unsetenv(v);
   ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
@@ -488,11 +491,12 @@ TEST(TunerDecide, ModestNvlinkExpectations) {
 // ------------------------------------------------------------------------------------------- group estimate
 
 // The Simple step cap: auto cuts 2-rank NVLink segments of one to two connection steps in two; an explicit
-// BRAID_PIPELINE_STEPS keeps its meaning on every path.
+// BRAID_PIPELINE_STEPS keeps its meaning on every path. (Without the split one-shot: TunerStepCap.SplitOneShot.)
 TEST(TunerStepCap, AutoSplitsOneToTwoStepSegmentsOnTwoRankNvlink) {
   TunerConfig cfg;  // NCCL_BUFFSIZE 4 MiB: 512 KiB connection steps
   cfg.buffSize = 4 << 20;
   cfg.pipelineSteps = 0;
+  cfg.oneShotSplit = false;
   const auto nv = TransportClass::P2pNvlink;
   const size_t MB = size_t(1) << 20;
   // All-reduce one-shot, 64 channels: 32 MB is a 512 KiB segment per channel, 48 MB 768 KiB: two steps.
@@ -527,6 +531,31 @@ TEST(TunerStepCap, AutoSplitsOneToTwoStepSegmentsOnTwoRankNvlink) {
   EXPECT_EQ(simpleStepCap(CollType::Broadcast, false, 8 * MB, 4, 64, TransportClass::Shm, cfg), 32u << 10);
   EXPECT_EQ(simpleStepCap(CollType::AllReduce, false, 64, 2, 64, nv, cfg), 16u << 10);
   EXPECT_EQ(simpleStepCap(CollType::AllReduce, false, 512 * MB, 2, 64, nv, cfg), 0u);
+}
+
+// With the split one-shot (the default), a 2-rank NVLink one-shot all-reduce whose channel share is 128 KiB
+// or more goes in four steps; below, and everything else, as without it.
+TEST(TunerStepCap, SplitOneShotRunsFourStepsFrom128KiBShares) {
+  TunerConfig cfg;
+  cfg.buffSize = 4 << 20;
+  ASSERT_TRUE(cfg.oneShotSplit);
+  const auto nv = TransportClass::P2pNvlink;
+  const size_t MB = size_t(1) << 20;
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 8 * MB, 2, 64, nv, cfg), 32u << 10);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 16 * MB, 2, 64, nv, cfg), 64u << 10);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 32 * MB, 2, 64, nv, cfg), 128u << 10);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 64 * MB, 2, 64, nv, cfg), 256u << 10);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 8 * MB + 4, 2, 64, nv, cfg), 32u << 10);  // 4 KiB multiples
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 8 * MB - 64, 2, 64, nv, cfg), 0u);      // share < 128 KiB
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 4 * MB, 2, 32, nv, cfg), 32u << 10);     // 32 channels
+  // Shares of 2 MiB and more: four steps of the connection's 512 KiB or more, the connection's step.
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 128 * MB, 2, 64, nv, cfg), 0u);
+  // Not the one-shot, not 2 ranks, not NVLink, or explicit steps: unchanged.
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, false, 32 * MB, 2, 64, nv, cfg), 0u);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 32 * MB, 2, 64, TransportClass::Shm, cfg), 0u);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 32 * MB, 4, 64, nv, cfg), 0u);
+  cfg.pipelineSteps = 1;
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 32 * MB, 2, 64, nv, cfg), 0u);
 }
 
 TEST(TunerGroup, EstimateGrowsWithBytes) {
