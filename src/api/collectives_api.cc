@@ -70,7 +70,12 @@ ncclResult_t submit(ncclComm* comm, const char* fn, OpDesc op, bool needSend, bo
   // An empty collective moves nothing on any rank (every rank passes the same count), so it is dropped after
   // its arguments are checked, as NCCL does: a 0-count all-to-all cost a kernel launch (4.1 us against NCCL's
   // 0.2, docs/gpu/2026-11-26a). A 0-byte send or receive is kept: it is a synchronisation with its peer.
-  if (op.count == 0 && op.coll != CollType::Send && op.coll != CollType::Recv) return ncclSuccess;
+  // Outside a group the communicator's state is still checked (an error from earlier, finalized, init not
+  // done), as for any call; inside one the group's end checks it.
+  if (op.count == 0 && op.coll != CollType::Send && op.coll != CollType::Recv) {
+    if (!inGroup()) BRAID_CHECK(checkCommUsable(comm));
+    return ncclSuccess;
+  }
   return enqueueOp(comm, op);
 }
 

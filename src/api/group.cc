@@ -38,19 +38,6 @@ struct GroupState {
 };
 thread_local GroupState tGroup;
 
-ncclResult_t checkCommUsable(ncclComm* comm) {
-  BRAID_CHECK(checkInitDone(comm, "collective"));
-  int async = comm->asyncError.load();
-  if (async != ncclSuccess)
-    return recordError(static_cast<ncclResult_t>(async),
-                       "rank %d: communicator has an error from earlier (%s): %s; abort or destroy it", comm->rank,
-                       errorString(static_cast<ncclResult_t>(async)), comm->getLastError().c_str());
-  if (comm->finalized) return recordError(ncclInvalidUsage, "rank %d: communicator was finalized", comm->rank);
-  if (!comm->exec && !comm->devExec)
-    return recordError(ncclInvalidUsage, "rank %d: communicator has no executor", comm->rank);
-  return ncclSuccess;
-}
-
 // Argument errors that only show across a batch's ops, caught before anything of the group runs: they must
 // not become the comm's sticky error, and no rank may have launched part of the group when they fail.
 // Today: the comm's init is done (a nonblocking one may still run), and sends to itself are matched, in
@@ -201,6 +188,20 @@ ncclResult_t flush(std::vector<std::pair<ncclComm*, OpDesc>>& queued) {
 }
 
 }  // namespace
+
+ncclResult_t checkCommUsable(ncclComm* comm) {
+  BRAID_CHECK(checkInitDone(comm, "collective"));
+  int async = comm->asyncError.load();
+  if (async != ncclSuccess)
+    return recordError(static_cast<ncclResult_t>(async),
+                       "rank %d: communicator has an error from earlier (%s): %s; abort or destroy it", comm->rank,
+                       errorString(static_cast<ncclResult_t>(async)), comm->getLastError().c_str());
+  if (comm->finalized) return recordError(ncclInvalidUsage, "rank %d: communicator was finalized", comm->rank);
+  if (!comm->exec && !comm->devExec)
+    return recordError(ncclInvalidUsage, "rank %d: communicator has no executor", comm->rank);
+  return ncclSuccess;
+}
+
 
 bool inGroup() { return tGroup.depth > 0; }
 

@@ -15,6 +15,8 @@ ncclResult_t enqueueOp(ncclComm* comm, const OpDesc& op);
 // Records an argument error raised inside a group: the group's ncclGroupEnd fails and discards its ops.
 void noteGroupError(ncclResult_t res);
 bool inGroup();
+// The communicator can take operations: its init finished, no error from earlier, not finalized.
+ncclResult_t checkCommUsable(ncclComm* comm);
 // A communicator init called inside a group (`comm` is its handle, already returned): `start` launches it at
 // the outermost group end, all such inits together, before the group's ops. Blocking inits are then waited
 // for there (the first failure aborts the group's other inits still running); if the group holds nonblocking

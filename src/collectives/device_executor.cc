@@ -359,22 +359,24 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
   a.divisor = op.op.divisor;
   a.coll = plan.devColl;
   int nCta = plan.nChannels;
-  if (plan.devColl == kDevAllReduceOneShot && plan.proto == Proto::Simple && st_->tuning.oneShotSplit) {
-    // The split one-shot (simpleStepCap) where a channel's share takes two or more FIFO steps (one gains
-    // nothing) and fits its FIFO with a step to spare: then no sending CTA waits for a receiving one, and the
-    // launch needs no two of its CTAs resident at once. In place (input and output overlap), the guard words
-    // keep each receiving CTA from overwriting input its sending CTA has yet to read. A local choice: the
-    // FIFO steps are the same either way.
+  if (plan.devColl == kDevAllReduceOneShot && plan.proto == Proto::Simple && st_->tuning.oneShotSplit &&
+      transport_ == TransportClass::P2pNvlink) {
+    // The split one-shot (simpleStepCap) where the busiest channel's share takes two or more FIFO steps (one
+    // gains nothing) and fewer than the FIFO holds: then no sending CTA waits for a receiving one, and the
+    // launch needs no two of its CTAs resident at once. The steps are the connection's own (NCCL_BUFFSIZE as
+    // this rank set it, which the tuner's agreed size may not be). In place, the guard words keep each
+    // receiving CTA from overwriting input its sending CTA has yet to read; buffers that overlap otherwise
+    // (not valid NCCL usage) run unsplit. A local choice: the FIFO steps are the same either way.
     const size_t bytes = op.count * esize;
     const char* in = static_cast<const char*>(op.sendbuff);
     const char* out = static_cast<const char*>(op.recvbuff);
-    const size_t connStep = static_cast<size_t>(st_->tuning.buffSize) / kStepsPerBuffer;
-    const size_t step = plan.stepCap != 0 ? std::min<size_t>(plan.stepCap, connStep) : connStep;
-    const size_t share = bytes / plan.nChannels;
-    if (share > step && (share + 4096 + step - 1) / step < static_cast<size_t>(kStepsPerBuffer)) {
+    const ConnInfo* c0 = comm_->conns->ringSend(0);
+    const size_t steps = oneShotChannelSteps(op.count, esize, plan.nChannels, plan.stepCap, c0->stepBytes);
+    const bool disjoint = in + bytes <= out || out + bytes <= in;
+    if (steps >= 2 && steps < c0->nSteps && (disjoint || in == out)) {
       a.coll = kDevAllReduceOneShotSplit;
       nCta = 2 * plan.nChannels;
-      if (!(in + bytes <= out || out + bytes <= in)) a.splitGuard = st_->splitGuard;
+      if (in == out) a.splitGuard = st_->splitGuard;
     }
   }
   a.root = op.root;

@@ -46,9 +46,12 @@ ncclResult_t P2pTableStore::put(const void* host, size_t bytes, cudaStream_t s, 
                        "rank %d: creating the p2p table stream", rank_);
     const size_t want = std::max(bytes, 2 * cap_);
     void* p = nullptr;
-    // Stream-ordered on an idle stream: the synchronisation waits for this allocation only.
-    BRAID_CUDA_CHECK(cudaMallocAsync(&p, want, side_), "rank %d: allocating %zu bytes for a p2p launch's lists",
-                     rank_, want);
+    // Stream-ordered on an idle stream: the synchronisation waits for this allocation only. Devices without
+    // memory pools take cudaMalloc.
+    if (cudaMallocAsync(&p, want, side_) != cudaSuccess) {
+      cudaGetLastError();
+      BRAID_CUDA_CHECK(cudaMalloc(&p, want), "rank %d: allocating %zu bytes for a p2p launch's lists", rank_, want);
+    }
     BRAID_CUDA_CHECK(cudaStreamSynchronize(side_), "rank %d: allocating %zu bytes for a p2p launch's lists", rank_,
                      want);
     if (buf_) outgrown_.push_back(buf_);

@@ -54,6 +54,20 @@ BRAID_HD inline size_t chunkElemsFor(uint32_t stepBytes, size_t elemSize) {
   const size_t c = stepBytes / elemSize;
   return c == 0 ? 1 : c;
 }
+BRAID_HD inline size_t alignElemsFor(size_t chunkElems, size_t elemSize);
+
+// FIFO steps of the busiest channel of a one-shot all-reduce of `count` elements of `elemSize` bytes on
+// `nChannels` channels, cut as the kernel cuts it (collKernel: steps of connStepBytes, or of stepCap where that
+// is smaller; channelRange's aligned shares, channel 0 the largest). The executor splits the one-shot only
+// where this is at least 2 and below the connection's nSteps, so no sending CTA waits for FIFO space.
+inline size_t oneShotChannelSteps(size_t count, size_t elemSize, int nChannels, uint32_t stepCap,
+                                  uint32_t connStepBytes) {
+  const uint32_t step = stepCap != 0 && stepCap < connStepBytes ? stepCap : connStepBytes;
+  const size_t chunk = chunkElemsFor(step, elemSize);
+  const size_t share = channelRange(count, nChannels, 0, alignElemsFor(chunk, elemSize)).count;
+  return divUp(share, chunk);
+}
+
 BRAID_HD inline size_t alignElemsFor(size_t chunkElems, size_t elemSize) {
   size_t a = 64 / elemSize;  // one cache line
   if (a == 0) a = 1;

@@ -102,7 +102,11 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   // The split one-shot (SIMPLE): CTAs [0, nChannels) send, [nChannels, 2 nChannels) receive; each stores
   // back only its own direction's counters. In place, the receiving CTA writes a chunk only after the
   // sending one has read it (args.splitGuard, DevPrims::setSplitGuard).
-  const bool split = Proto == kDevProtoSimple && args.coll == kDevAllReduceOneShotSplit;
+  // A kernel that cannot run the split (never asked: the executor splits only the 2-rank one-shot on
+  // SIMPLE kernels that carry it) runs the unsplit schedule on its first nChannels CTAs.
+  const bool split = Proto == kDevProtoSimple && kHasOneShot<T, Fn> && args.nranks == 2 &&
+                     args.coll == kDevAllReduceOneShotSplit;
+  if (!split && static_cast<int>(blockIdx.x) >= args.nChannels) return;
   const bool doSend = !split || static_cast<int>(blockIdx.x) < args.nChannels;
   const bool doRecv = !split || !doSend;
   const int ch = doSend ? blockIdx.x : blockIdx.x - args.nChannels;
@@ -111,6 +115,8 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
     sh.stop = 0;
     sh.hostPollAt = 0;
     if (ring) {
+      // Both, also in the split: the chunk size comes from the send side's stepBytes (which no CTA writes;
+      // the other CTA of a split channel may be storing its counters back meanwhile, which this one ignores).
       sh.send = *args.send[ch];
       sh.recv = *args.recv[ch];
     }
@@ -169,7 +175,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
       args.recv[ch]->llLastClean = sh.recv.llLastClean;
       // This launch's sending CTA has counted up to its last chunk, which this CTA waited for: back to zero
       // for the next split launch (which starts after this kernel ends).
-      if (split && args.splitGuard && !sh.stop) *reinterpret_cast<volatile uint64_t*>(args.splitGuard + ch) = 0;
+      if (split && args.splitGuard && !sh.stop) stReleaseGpu(args.splitGuard + ch, 0);
     }
   }
 }

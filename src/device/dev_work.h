@@ -146,7 +146,8 @@ struct P2pTableArgs {
   const int32_t* ctaFirst;  // device memory: CTA i runs blocks[ctaFirst[i]] .. + its nSeg
   const P2pBlock* blocks;   // device memory
 };
-// The most blocks of one table launch (48 bytes each): a bound on the host's table, not on any device
+static_assert(sizeof(P2pBlock) == 40, "P2pBlock: the table layout (p2p_table.h) and its size estimates");
+// The most blocks of one table launch (40 bytes each): a bound on the host's table, not on any device
 // resource; past it a group is refused with a message to split it.
 constexpr int kMaxP2pTableBlocks = 1 << 20;
 // One fill launch of a table (p2p_table.h): `bytes` (a multiple of 16) of `data` go to `dst`.

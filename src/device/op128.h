@@ -38,6 +38,15 @@ __device__ __forceinline__ void stRelaxedSys(uint64_t* p, uint64_t v) {
 }
 __device__ __forceinline__ void stVolatile32(int32_t* p, int32_t v) { *reinterpret_cast<volatile int32_t*>(p) = v; }
 __device__ __forceinline__ void fenceSys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+// Between CTAs of one GPU (the split one-shot's guard words).
+__device__ __forceinline__ uint64_t ldAcquireGpu(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void stReleaseGpu(uint64_t* p, uint64_t v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
 
 }  // namespace braid
 

@@ -309,7 +309,7 @@ class DevPrims {
     if (tid_ == nworkers_ && !sh_->stop) {
       if (sent) devPostSend(sh_->send, static_cast<uint32_t>(n * sizeof(T)) | lastMark_);
       if (recvd) devPostRecv(sh_->recv);
-      if (sent && guard_ && guardSender_) *reinterpret_cast<volatile uint64_t*>(guard_) = ++guardCount_;
+      if (sent && guard_ && guardSender_) stReleaseGpu(guard_, ++guardCount_);
     }
     return true;
   }
@@ -321,7 +321,7 @@ class DevPrims {
       if (ok && needSend) ok = devWaitSend(st_, sh_->send, sendStep_);
       if (ok && needRecv && guard_ && !guardSender_) {
         const uint64_t want = ++guardCount_;
-        ok = devSpin(st_, sh_->recv, [&] { return *reinterpret_cast<volatile uint64_t*>(guard_) >= want; });
+        ok = devSpin(st_, sh_->recv, [&] { return ldAcquireGpu(guard_) >= want; });
       }
       if (!ok) sh_->stop = 1;
     }

@@ -2,8 +2,8 @@
 // parameters hold (kMaxP2pBlocks blocks, dev_work.h). Such a group still runs as one launch, its lists in
 // device memory (p2p_table.h): hundreds of sends and receives each way, sizes across the LL, mid and large
 // cuts, every byte checked against poisoned outputs (and the byte after each transfer); the same group
-// captured into a CUDA graph and replayed after a larger group has outgrown the table's buffer; small groups
-// (parameter tiers) before and after. Skips with a reason where fewer than 2 GPUs exist.
+// captured into a CUDA graph and replayed after another group of its size rewrote the table's buffer and after a
+// larger group outgrew it; small groups (parameter tiers) before and after. Skips with a reason where fewer than 2 GPUs exist.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -131,8 +131,8 @@ TEST(DeviceP2pGroup, ManyTransfersRunAsOneLaunchOnStreamsAndInGraphs) {
     ASSERT_TRUE(p.init());
     // 240 transfers each way: ~2,000 blocks per direction, three times a launch's parameter block; 400 more
     // blocks' worth in the larger group, which outgrows the table's buffer.
-    BigGroup small(2), big(240), bigger(400);
-    ASSERT_TRUE(small.alloc() && big.alloc() && bigger.alloc());
+    BigGroup small(2), big(240), other(240), bigger(400);
+    ASSERT_TRUE(small.alloc() && big.alloc() && other.alloc() && bigger.alloc());
     ASSERT_NO_FATAL_FAILURE(runRound(p, small, 0, "2 transfers each way, before"));
     ASSERT_NO_FATAL_FAILURE(runRound(p, big, 1, "240 transfers each way"));
     ASSERT_NO_FATAL_FAILURE(runRound(p, big, 2, "240 transfers each way, again"));
@@ -151,18 +151,24 @@ TEST(DeviceP2pGroup, ManyTransfersRunAsOneLaunchOnStreamsAndInGraphs) {
       ASSERT_EQ(cudaStreamEndCapture(p.stream[r], &graph[r]), cudaSuccess);
       ASSERT_EQ(cudaGraphInstantiate(&exec[r], graph[r], 0), cudaSuccess);
     }
-    ASSERT_NO_FATAL_FAILURE(runRound(p, bigger, 4, "400 transfers each way (a larger table)"));
-    for (int round = 5; round < 7; ++round) {
+    // Replays after an eager group of the same size rewrote the buffer with other pointers (each replay must
+    // fill it again), and after a larger one grew it (the graph keeps the outgrown buffer).
+    auto replay = [&](int round, const char* what) {
       ASSERT_TRUE(big.prepare(round));
       for (int r = 0; r < 2; ++r) {
         cudaSetDevice(r);
         ASSERT_EQ(cudaGraphLaunch(exec[r], p.stream[r]), cudaSuccess);
       }
       bool hung = false;
-      ASSERT_TRUE(finishPair(p, "graph replay", &hung)) << "round " << round;
-      ASSERT_NO_FATAL_FAILURE(big.check(round, "graph replay after the table grew"));
-    }
-    ASSERT_NO_FATAL_FAILURE(runRound(p, small, 7, "2 transfers each way, after"));
+      ASSERT_TRUE(finishPair(p, what, &hung)) << "round " << round;
+      ASSERT_NO_FATAL_FAILURE(big.check(round, what));
+    };
+    ASSERT_NO_FATAL_FAILURE(runRound(p, other, 4, "another 240 transfers each way (the same table size)"));
+    ASSERT_NO_FATAL_FAILURE(replay(5, "graph replay after another group used the table"));
+    ASSERT_NO_FATAL_FAILURE(runRound(p, bigger, 6, "400 transfers each way (a larger table)"));
+    ASSERT_NO_FATAL_FAILURE(replay(7, "graph replay after the table grew"));
+    ASSERT_NO_FATAL_FAILURE(replay(8, "graph replay again"));
+    ASSERT_NO_FATAL_FAILURE(runRound(p, small, 9, "2 transfers each way, after"));
     for (int r = 0; r < 2; ++r) {
       cudaSetDevice(r);
       cudaGraphExecDestroy(exec[r]);
@@ -170,6 +176,49 @@ TEST(DeviceP2pGroup, ManyTransfersRunAsOneLaunchOnStreamsAndInGraphs) {
     }
     p.destroy();
   }
+}
+
+// The table's first buffer allocated while both ranks' streams capture in global mode (the strictest: no
+// unsafe call from any thread); the graph then replays twice, inputs changed between.
+TEST(DeviceP2pGroup, TableAllocatedInsideAGlobalModeCapture) {
+  NEED_GPUS(2);
+  Pair p;
+  ASSERT_TRUE(p.init());
+  BigGroup g(300);
+  ASSERT_TRUE(g.alloc());
+  ASSERT_TRUE(g.prepare(0));
+  cudaGraph_t graph[2];
+  cudaGraphExec_t exec[2];
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    ASSERT_EQ(cudaStreamBeginCapture(p.stream[r], cudaStreamCaptureModeGlobal), cudaSuccess);
+  }
+  const bool posted = g.post(p);
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    ASSERT_EQ(cudaStreamEndCapture(p.stream[r], &graph[r]), cudaSuccess);
+  }
+  ASSERT_TRUE(posted) << "the group failed inside the capture";
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    ASSERT_EQ(cudaGraphInstantiate(&exec[r], graph[r], 0), cudaSuccess);
+  }
+  for (int round = 1; round <= 2; ++round) {
+    ASSERT_TRUE(g.prepare(round));
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      ASSERT_EQ(cudaGraphLaunch(exec[r], p.stream[r]), cudaSuccess);
+    }
+    bool hung = false;
+    ASSERT_TRUE(finishPair(p, "global-mode graph replay", &hung)) << "round " << round;
+    ASSERT_NO_FATAL_FAILURE(g.check(round, "global-mode graph replay"));
+  }
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    cudaGraphExecDestroy(exec[r]);
+    cudaGraphDestroy(graph[r]);
+  }
+  p.destroy();
 }
 
 }  // namespace

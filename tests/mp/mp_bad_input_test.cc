@@ -177,6 +177,10 @@ TEST(BadInput, ArgumentsAreRejectedAndCommStillWorks) {
     MP_NCCL_ASSERT_COMM(ncclRecv(nullptr, 0, ncclFloat32, 1 - ctx.rank, comm, nullptr), comm);
     MP_NCCL_ASSERT(ncclGroupEnd());
     checkAllReduceWorks(comm, ctx, 4);
+    // Dropped or not, an empty collective still checks the communicator's state.
+    MP_NCCL_ASSERT(ncclCommFinalize(comm));
+    EXPECT_EQ(ncclAlltoAll(nullptr, nullptr, 0, ncclFloat32, comm, nullptr), ncclInvalidUsage)
+        << "an empty collective on a finalized communicator";
     MP_NCCL_ASSERT(ncclCommDestroy(comm));
   });
   mp::expectAllPassed(r);

@@ -328,6 +328,28 @@ TEST(RingSplit, ChannelsForBytes) {
 // The one-shot all-reduce schedule that 2-rank GPU comms pick for small and mid sizes (ringAllReduceOneShot),
 // run by the host executor where NCCL_ALGO forces it: every type and op, counts up to many FIFO steps, in
 // and out of place, on 1 and 3 channels.
+// The split one-shot's step count (the executor's FIFO-fit check) is the busiest channel's, cut exactly as
+// the kernel cuts: checked against every channel's own count over sizes, types, channels and step caps.
+TEST(RingSplit, OneShotChannelStepsIsTheBusiestChannels) {
+  for (size_t es : {size_t{1}, size_t{2}, size_t{4}, size_t{8}})
+    for (int nch : {1, 3, 48, 64})
+      for (uint32_t cap : {0u, 4096u, 32768u, 131072u, 1u << 20})
+        for (uint32_t connStep : {4096u, 524288u})
+          for (size_t bytes : {size_t{0}, size_t{64}, (size_t{8} << 20) - 64, size_t{8} << 20, (size_t{8} << 20) + 12,
+                               size_t{64} << 20, (size_t{200} << 20) + 7}) {
+            const size_t count = bytes / es;
+            const uint32_t step = cap != 0 && cap < connStep ? cap : connStep;
+            const size_t chunk = chunkElemsFor(step, es);
+            size_t most = 0;
+            for (int c = 0; c < nch; ++c)
+              most = std::max(most, divUp(channelRange(count, nch, c, alignElemsFor(chunk, es)).count, chunk));
+            EXPECT_EQ(oneShotChannelSteps(count, es, nch, cap, connStep), most)
+                << count << " x " << es << " on " << nch << " channels, cap " << cap << ", step " << connStep;
+          }
+  // 8 MB on 64 channels in 32 KiB steps: four per channel, as simpleStepCap intends.
+  EXPECT_EQ(oneShotChannelSteps((size_t{8} << 20) / 4, 4, 64, 32768, 524288), 4u);
+}
+
 TEST(CollOneShot, TwoRanksEveryTypeAndOp) {
   TunerConfig cfg;
   ASSERT_EQ(parseAlgoList("NCCL_ALGO", "allreduce:OneShot", &cfg.algos), ncclSuccess);
