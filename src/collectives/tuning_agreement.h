@@ -25,7 +25,8 @@ struct TuningFacts {
 
 // Agrees `local` (this rank's loadTunerConfig) and `facts` with every rank: per collective the protocols and
 // algorithms all ranks allow (AND; an empty result falls back to Simple / Ring), the largest
-// NCCL_MIN_NCHANNELS, rank 0's NCCL_BUFFSIZE and BRAID_PIPELINE_STEPS, `overridden` from the agreed masks.
+// NCCL_MIN_NCHANNELS, rank 0's NCCL_BUFFSIZE, BRAID_PIPELINE_STEPS and BRAID_ONESHOT_SPLIT, `overridden` from the
+// agreed masks.
 // Warns once when ranks' settings differed. Collective over the communicator's bootstrap.
 ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const TuningFacts& facts, TunerConfig* cfg,
                          TuningFacts* agreed);
