@@ -363,13 +363,7 @@ ncclResult_t loadTunerConfig(TunerConfig* out) {
   cfg.maxChannels = hi > 0 ? static_cast<int>(std::min<int64_t>(hi, kTunerMaxChannels)) : -1;
   int64_t t = params::NThreads();
   cfg.nThreads = t > 0 ? static_cast<int>(std::min<int64_t>(t, 1024)) : -1;
-  int64_t b = params::BuffSize();
-  if (b < 64 * 1024 || b > (int64_t{1} << 31)) {
-    BRAID_WARN("NCCL_BUFFSIZE=%lld is outside [64 KiB, 2 GiB]; the tuner uses %d", static_cast<long long>(b),
-               4 << 20);
-    b = 4 << 20;
-  }
-  cfg.buffSize = b;
+  cfg.buffSize = buffSizeBytes(false);  // the value the FIFOs use (comm init warns when it is not the raw one)
   int64_t ps = params::PipelineSteps();
   if (ps < 0 || ps > 64) {
     BRAID_WARN("BRAID_PIPELINE_STEPS=%lld is outside [0, 64]; using 0 (auto)", static_cast<long long>(ps));

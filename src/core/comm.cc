@@ -23,7 +23,7 @@ ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels)
     int64_t buffBytes;
   };
   std::vector<Offer> all(comm->nranks);
-  all[comm->rank] = {std::max<int64_t>(1, std::min<int64_t>(n, maxChannels)), params::BuffSize()};
+  all[comm->rank] = {std::max<int64_t>(1, std::min<int64_t>(n, maxChannels)), buffSizeBytes(comm->rank == 0)};
   BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Offer)));
   int64_t chans = all[0].channels;
   for (const Offer& o : all) chans = std::min(chans, o.channels);

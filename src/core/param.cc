@@ -30,6 +30,14 @@ int64_t readIntEnv(const char* name, int64_t def) {
   return v;
 }
 
+int64_t buffSizeBytes(bool warn) {
+  const int64_t b = params::BuffSize();
+  if (b >= kBuffSizeMin && b <= kBuffSizeMax) return b;
+  if (warn)
+    BRAID_WARN("NCCL_BUFFSIZE=%lld is outside [64 KiB, 2 GiB]; using %d", static_cast<long long>(b), 4 << 20);
+  return 4 << 20;
+}
+
 std::string readStrEnv(const char* name, const char* def) {
   const char* s = getenv(name);
   return s ? std::string(s) : std::string(def);

@@ -21,6 +21,13 @@ namespace params {
 #undef BRAID_STR_PARAM
 }  // namespace params
 
+// NCCL_BUFFSIZE as every user of it takes it: outside [64 KiB, 2 GiB] the default 4 MiB (the FIFOs and the
+// tuner must agree: a tuner that assumed 4 MiB over FIFOs of the raw 32 KiB planned steps the FIFO lacked).
+// `warn`: say so (once per call; comm init asks, the tuner does not repeat it).
+constexpr int64_t kBuffSizeMin = int64_t{64} << 10;
+constexpr int64_t kBuffSizeMax = int64_t{1} << 31;
+int64_t buffSizeBytes(bool warn);
+
 // One row per parameter, for `braid_info`-style listings and tests.
 struct ParamDesc {
   const char* name;

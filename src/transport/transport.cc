@@ -91,7 +91,7 @@ struct ConnectionManager::Impl {
 
   // Setup, exchange and connect one batch; connectors land in `batch` (connected) on success.
   ncclResult_t run(std::vector<Pending>& batch) {
-    const int64_t want = ctx.buffBytes >= 0 ? ctx.buffBytes : params::BuffSize();
+    const int64_t want = ctx.buffBytes >= 0 ? ctx.buffBytes : buffSizeBytes(false);
     const size_t buffBytes = static_cast<size_t>(std::max<int64_t>(want, 0));
     for (auto& b : batch) {
       BRAID_CHECK(pick(b.peer, &b.transport));

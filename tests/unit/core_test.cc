@@ -34,6 +34,15 @@ TEST(Params, IntParsingAndDefaults) {
   EXPECT_EQ(params::BuffSize(), 4096);
   setenv("NCCL_BUFFSIZE", "12abc", 1);  // malformed: default, with a warning
   EXPECT_EQ(params::BuffSize(), 4 << 20);
+  // What the FIFOs and the tuner use: the raw value inside [64 KiB, 2 GiB], else 4 MiB.
+  for (const char* v : {"0x1000", "65535", "0", "-5", "4294967296"}) {
+    setenv("NCCL_BUFFSIZE", v, 1);
+    EXPECT_EQ(buffSizeBytes(false), 4 << 20) << v;
+  }
+  for (const char* v : {"65536", "1048576", "2147483648"}) {
+    setenv("NCCL_BUFFSIZE", v, 1);
+    EXPECT_EQ(buffSizeBytes(false), strtoll(v, nullptr, 0)) << v;
+  }
   unsetenv("NCCL_BUFFSIZE");
   setenv("NCCL_SOCKET_IFNAME", "^lo,docker", 1);
   EXPECT_EQ(params::SocketIfname(), "^lo,docker");
