@@ -202,7 +202,6 @@ ncclResult_t checkCommUsable(ncclComm* comm) {
   return ncclSuccess;
 }
 
-
 bool inGroup() { return tGroup.depth > 0; }
 
 namespace {

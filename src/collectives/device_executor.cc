@@ -363,8 +363,8 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
       transport_ == TransportClass::P2pNvlink) {
     // The split one-shot (simpleStepCap) where the busiest channel's share takes two or more FIFO steps (one
     // gains nothing) and fewer than the FIFO holds: then no sending CTA waits for a receiving one, and the
-    // launch needs no two of its CTAs resident at once. The steps are the connection's own (NCCL_BUFFSIZE as
-    // this rank set it, which the tuner's agreed size may not be). In place, the guard words keep each
+    // launch needs no two of its CTAs resident at once. The steps are counted on the connection's own FIFO,
+    // the one the kernel waits on. In place, the guard words keep each
     // receiving CTA from overwriting input its sending CTA has yet to read; buffers that overlap otherwise
     // (not valid NCCL usage) run unsplit. A local choice: the FIFO steps are the same either way.
     const size_t bytes = op.count * esize;
