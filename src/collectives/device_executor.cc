@@ -359,7 +359,7 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
   a.divisor = op.op.divisor;
   a.coll = plan.devColl;
   int nCta = plan.nChannels;
-  if (plan.devColl == kDevAllReduceOneShot && plan.proto == Proto::Simple && st_->tuning.oneShotSplit &&
+  if (plan.devColl == kDevAllReduceOneShot && plan.proto == Proto::Simple && oneShotSplitFits(st_->tuning, plan.nChannels) &&
       transport_ == TransportClass::P2pNvlink) {
     // The split one-shot (simpleStepCap) where the busiest channel's share takes two or more FIFO steps (one
     // gains nothing) and fewer than the FIFO holds: then no sending CTA waits for a receiving one, and the

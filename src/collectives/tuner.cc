@@ -371,6 +371,10 @@ ncclResult_t loadTunerConfig(TunerConfig* out) {
   }
   cfg.pipelineSteps = static_cast<int>(ps);
   cfg.oneShotSplit = params::OneShotSplit() != 0;
+  int64_t ctas = -1;
+  for (int64_t v : {params::MaxNChannels(), params::MaxCtas()})
+    if (v > 0) ctas = ctas > 0 ? std::min(ctas, v) : v;
+  cfg.maxCtas = ctas > 0 ? static_cast<int>(std::min<int64_t>(ctas, 1 << 20)) : -1;
   *out = cfg;
   return ncclSuccess;
 }
@@ -492,7 +496,7 @@ uint32_t simpleStepCap(CollType coll, bool oneShot, size_t bytes, int nranks, in
     cap = std::max<size_t>(size_t(16) << 10, (cap + 4095) & ~size_t(4095));
   } else {
     if (nranks != 2 || t != TransportClass::P2pNvlink) return 0;
-    if (coll == CollType::AllReduce && oneShot && cfg.oneShotSplit && bytes / ch >= kSplitMinShareBytes) {
+    if (coll == CollType::AllReduce && oneShot && oneShotSplitFits(cfg, nChannels) && bytes / ch >= kSplitMinShareBytes) {
       // The split one-shot: four steps, the receiving CTA reducing one while the next crosses.
       cap = ((bytes / ch + 3) / 4 + 4095) & ~size_t(4095);
       return cap < connStep ? static_cast<uint32_t>(cap) : 0;

@@ -66,6 +66,10 @@ struct TunerConfig {
   int64_t buffSize = 4 << 20;  // NCCL_BUFFSIZE: SIMPLE's FIFO bytes per connection
   int pipelineSteps = 0;       // BRAID_PIPELINE_STEPS: least FIFO steps per channel share (GPU Simple); 0: auto
   bool oneShotSplit = true;    // BRAID_ONESHOT_SPLIT: the 2-rank one-shot on Simple in sending and receiving CTAs
+  // The CTAs one launch may use, where the user bounded them: the smallest of NCCL_MAX_NCHANNELS, NCCL_MAX_CTAS
+  // and (device comms) config.maxCTAs; -1: unbounded. One CTA per channel everywhere but the split one-shot,
+  // which takes two, so it runs only where twice its channels fit (oneShotSplitFits).
+  int maxCtas = -1;
   TunerConfig();         // everything allowed, nothing set
 };
 // Reads NCCL_ALGO, NCCL_PROTO, NCCL_{MIN,MAX}_NCHANNELS (+ _CTAS aliases), NCCL_NTHREADS, NCCL_BUFFSIZE.
@@ -127,6 +131,13 @@ TuneDecision tune(const TuneRequest& req, const TunerConfig& cfg);
 // 32 MB 108.2 / 116.3, 64 MB 203.6 / 222.4. Four steps without the split lose (8 MB 48.6 us in place), and
 // the split in one step gains nothing at 2-8 MB, so below kSplitMinShareBytes nothing changes.
 constexpr size_t kSplitMinShareBytes = size_t(128) << 10;
+// Whether the split one-shot may run on nChannels channels: switched on, and 2 x nChannels CTAs within
+// cfg.maxCtas. Users bound CTAs to leave SMs to compute that overlaps the collective (NCCL's maxCTAs), so the
+// split never doubles past it (docs/PERFORMANCE.md, fifteenth session: the split's 128 CTAs slow an overlapped
+// stream of compute kernels by 9-10% where NCCL's 24 slow it by 5%). simpleStepCap and the executor both ask.
+inline bool oneShotSplitFits(const TunerConfig& cfg, int nChannels) {
+  return cfg.oneShotSplit && (cfg.maxCtas <= 0 || 2 * static_cast<int64_t>(nChannels) <= cfg.maxCtas);
+}
 uint32_t simpleStepCap(CollType coll, bool oneShot, size_t bytes, int nranks, int nChannels, TransportClass t,
                        const TunerConfig& cfg);
 

@@ -24,6 +24,8 @@ struct Offer {
   uint32_t p2pChannelBytes;
   uint32_t p2pPieces;
   int32_t oneShotSplit;
+  int32_t maxCtas;   // -1: unbounded
+  int32_t reserved;  // keeps buffSize 8-aligned without padding
   int64_t buffSize;
   uint32_t protos[kNumCollTypes];
   uint32_t algos[kNumCollTypes];
@@ -45,6 +47,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.minChannels = local.minChannels;
   mine.pipelineSteps = local.pipelineSteps;
   mine.oneShotSplit = local.oneShotSplit ? 1 : 0;
+  mine.maxCtas = local.maxCtas > 0 ? local.maxCtas : -1;
   mine.buffSize = local.buffSize;
   for (int c = 0; c < kNumCollTypes; ++c) {
     mine.protos[c] = local.protos.mask[c];
@@ -65,6 +68,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   out.buffSize = all[0].buffSize;
   out.pipelineSteps = all[0].pipelineSteps;
   out.oneShotSplit = all[0].oneShotSplit != 0;
+  out.maxCtas = -1;
   bool differ = false;
   for (int c = 0; c < kNumCollTypes; ++c) out.protos.mask[c] = out.algos.mask[c] = ~0u;
   for (const Offer& o : all) {
@@ -72,8 +76,10 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     f.ll128Path &= o.ll128Path;
     f.transport = std::max(f.transport, o.transport);
     out.minChannels = std::max(out.minChannels, o.minChannels);
+    if (o.maxCtas > 0) out.maxCtas = out.maxCtas > 0 ? std::min(out.maxCtas, o.maxCtas) : o.maxCtas;
     differ = differ || o.minChannels != own.minChannels || o.buffSize != own.buffSize ||
-             o.pipelineSteps != own.pipelineSteps || o.oneShotSplit != own.oneShotSplit || o.tunerOn != own.tunerOn ||
+             o.pipelineSteps != own.pipelineSteps || o.oneShotSplit != own.oneShotSplit || o.maxCtas != own.maxCtas ||
+             o.tunerOn != own.tunerOn ||
              o.p2pLlThreshold != own.p2pLlThreshold || o.p2pChannelBytes != own.p2pChannelBytes || o.p2pPieces != own.p2pPieces;
     for (int c = 0; c < kNumCollTypes; ++c) {
       out.protos.mask[c] &= o.protos[c];
@@ -90,10 +96,11 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     out.algos.overridden = out.algos.overridden || out.algos.mask[c] != kAllAlgosMask;
   }
   if (differ)
-    BRAID_WARN("rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / "
-               "BRAID_ONESHOT_SPLIT / BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES "
-               "differ across ranks; every rank uses what all allow (the largest minimum, rank 0's sizes, split, tuner "
-               "switch, threshold, p2p channel bytes and pieces)",
+    BRAID_WARN("rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS / "
+               "config.maxCTAs / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / BRAID_ONESHOT_SPLIT / BRAID_DEVICE_TUNER / "
+               "NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES differ across ranks; every rank uses "
+               "what all allow (the largest minimum, the smallest CTA bound, rank 0's sizes, split, tuner switch, "
+               "threshold, p2p channel bytes and pieces)",
                comm->rank);
   *cfg = out;
   *agreed = f;

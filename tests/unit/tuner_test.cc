@@ -129,6 +129,17 @@ TEST(TunerParse, LoadFromEnvironment) {
   EXPECT_EQ(cfg.algos.mask[kAR], kAllAlgosMask & ~bit(Algo::Tree));
   EXPECT_EQ(cfg.minChannels, 4);
   EXPECT_EQ(cfg.maxChannels, 8);
+  EXPECT_EQ(cfg.maxCtas, 8);  // NCCL_MAX_NCHANNELS bounds CTAs too
+  setenv("NCCL_MAX_CTAS", "6", 1);
+  ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
+  EXPECT_EQ(cfg.maxCtas, 6);  // the smaller of the two
+  unsetenv("NCCL_MAX_NCHANNELS");
+  setenv("NCCL_MAX_CTAS", "24", 1);
+  ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
+  EXPECT_EQ(cfg.maxChannels, 24);
+  EXPECT_EQ(cfg.maxCtas, 24);
+  setenv("NCCL_MAX_NCHANNELS", "8", 1);
+  unsetenv("NCCL_MAX_CTAS");
   EXPECT_EQ(cfg.nThreads, 256);
   EXPECT_EQ(cfg.buffSize, 16 << 20);
   EXPECT_EQ(cfg.pipelineSteps, 4);
@@ -146,6 +157,7 @@ TEST(TunerParse, LoadFromEnvironment) {
   ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
   EXPECT_FALSE(cfg.protos.overridden);
   EXPECT_EQ(cfg.minChannels, -1);
+  EXPECT_EQ(cfg.maxCtas, -1);
   EXPECT_EQ(cfg.buffSize, 4 << 20);
 }
 
@@ -556,6 +568,30 @@ TEST(TunerStepCap, SplitOneShotRunsFourStepsFrom128KiBShares) {
   EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 32 * MB, 4, 64, nv, cfg), 0u);
   cfg.pipelineSteps = 1;
   EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 32 * MB, 2, 64, nv, cfg), 0u);
+}
+
+// A bound on CTAs (NCCL_MAX_CTAS, NCCL_MAX_NCHANNELS, config.maxCTAs) keeps the split, which runs two CTAs
+// per channel, within it: where twice the channels do not fit, the one-shot runs unsplit with its own steps.
+TEST(TunerStepCap, SplitOneShotStaysWithinTheCtaBound) {
+  TunerConfig cfg;
+  cfg.buffSize = 4 << 20;
+  const auto nv = TransportClass::P2pNvlink;
+  const size_t MB = size_t(1) << 20;
+  EXPECT_TRUE(oneShotSplitFits(cfg, 64));  // unbounded
+  cfg.maxCtas = 64;
+  EXPECT_FALSE(oneShotSplitFits(cfg, 64));
+  EXPECT_FALSE(oneShotSplitFits(cfg, 33));
+  EXPECT_TRUE(oneShotSplitFits(cfg, 32));
+  // 64 channels within 64 CTAs: unsplit, so 8 MB (128 KiB shares) in one step and 32 MB in two, as without
+  // the split; 32 channels: split, four steps of a quarter share.
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 8 * MB, 2, 64, nv, cfg), 0u);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 32 * MB, 2, 64, nv, cfg), 256u << 10);
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 8 * MB, 2, 32, nv, cfg), 64u << 10);
+  cfg.maxCtas = 128;
+  EXPECT_TRUE(oneShotSplitFits(cfg, 64));
+  EXPECT_EQ(simpleStepCap(CollType::AllReduce, true, 8 * MB, 2, 64, nv, cfg), 32u << 10);
+  cfg.oneShotSplit = false;
+  EXPECT_FALSE(oneShotSplitFits(cfg, 1));
 }
 
 TEST(TunerGroup, EstimateGrowsWithBytes) {

@@ -1,7 +1,8 @@
 // The tuning agreement (tuning_agreement.h) between real communicators: three ranks as threads of this process
 // (host communicators over the real bootstrap), each offering a different environment; every rank must come
 // out with the same configuration: the protocols and algorithms all allow, the largest minimum channel count,
-// rank 0's sizes, step settings and split switch, the GPU facts ANDed (paths) or maxed (transport class).
+// rank 0's sizes, step settings and split switch, the smallest CTA bound any rank set, the GPU facts ANDed
+// (paths) or maxed (transport class).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -26,6 +27,7 @@ Offered offerOf(int rank) {
   o.cfg.buffSize = (rank == 0 ? 8 : 4) << 20;
   o.cfg.pipelineSteps = rank == 0 ? 3 : 0;
   o.cfg.oneShotSplit = rank != 0;  // rank 0 says no: everyone must run unsplit (the step cap depends on it)
+  o.cfg.maxCtas = rank == 0 ? -1 : (rank == 1 ? 96 : 40);  // the smallest bound any rank set: 40
   // Rank 1 forbids LL128 for all-reduce; rank 2 allows only Ring for broadcast.
   if (rank == 1) o.cfg.protos.mask[static_cast<int>(CollType::AllReduce)] &= ~bit(Proto::LL128);
   if (rank == 2) o.cfg.algos.mask[static_cast<int>(CollType::Broadcast)] = bit(Algo::Ring);
@@ -65,6 +67,7 @@ TEST(TuningAgreement, EveryRankGetsTheSameConfiguration) {
     EXPECT_EQ(c.buffSize, 8 << 20) << r;
     EXPECT_EQ(c.pipelineSteps, 3) << r;
     EXPECT_FALSE(c.oneShotSplit) << r;
+    EXPECT_EQ(c.maxCtas, 40) << r;
     EXPECT_EQ(c.protos.mask[static_cast<int>(CollType::AllReduce)], kAllProtosMask & ~bit(Proto::LL128)) << r;
     EXPECT_EQ(c.algos.mask[static_cast<int>(CollType::Broadcast)], bit(Algo::Ring)) << r;
     EXPECT_TRUE(c.protos.overridden && c.algos.overridden) << r;
