@@ -24,6 +24,8 @@
 #       against, left untracked in the checkout) built into $BASE/build-var (logs in $L); `wait` for it
 #   abc NAME FILE ROUND -- FLAGS...   one round of an interleaved A/B: NAME_perf with NCCL, the base build and
 #       this build, into FILE_nccl_ROUND, FILE_base_ROUND, FILE_new_ROUND (medians: tools/perf_medians.py)
+#   overlap_run LIB SIZE NAR [ENV=V...]   tools/overlap_probe.cu (built into $B/overlap_probe) on both GPUs: NAR
+#       all-reduces of SIZE bytes beside a stream of compute kernels; output appended to $L/overlap.txt and printed
 #   gpu_pack            tars $L into $OUT/<name of $L>.tgz (the device tool brings back few files), removes $L and
 #       prints the call's total time.
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -119,6 +121,15 @@ abc() {
   B=$NEWB; one $name nccl ${file}_nccl_$round "$@"
   B=$BASE/build-var; one $name braid ${file}_base_$round "$@"
   B=$NEWB; one $name braid ${file}_new_$round "$@"
+}
+
+overlap_run() {
+  local lib=$1 size=$2 nar=$3; shift 3
+  local pre=""; [[ $lib == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
+  env $pre "$@" timeout 60 $B/overlap_probe 0 $size $nar > $L/o0.txt 2>&1 &
+  env $pre "$@" timeout 60 $B/overlap_probe 1 $size $nar > $L/o1.txt 2>&1 &
+  wait
+  echo "-- overlap $lib $size x$nar $*" | tee -a $L/overlap.txt; cat $L/o0.txt $L/o1.txt | tee -a $L/overlap.txt
 }
 
 gpu_pack() {

@@ -29,17 +29,9 @@ for c in alltoall sendrecv gather scatter; do
   one $c braid full_${c}_braid -- $F -J $L/full_${c}_braid.json
 done
 timeout 30 /tmp/link_probe 512 2dst > "$L/link_probe_2dst.txt" 2>&1; cat "$L/link_probe_2dst.txt"
-ov() {  # LIB SIZE NAR [ENV=V...]
-  local lib=$1 size=$2 nar=$3; shift 3
-  local pre=""; [[ $lib == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
-  env $pre "$@" timeout 60 $B/overlap_probe 0 $size $nar > $L/o0.txt 2>&1 &
-  env $pre "$@" timeout 60 $B/overlap_probe 1 $size $nar > $L/o1.txt 2>&1 &
-  wait
-  echo "-- overlap $lib $size x$nar $*" | tee -a $L/overlap.txt; cat $L/o0.txt $L/o1.txt | tee -a $L/overlap.txt
-}
 if [[ -x $B/overlap_probe && $(( $(date +%s) - GPU_T0 )) -lt 540 ]]; then
   for s in "16777216 60" "67108864 16"; do
-    ov nccl $s; ov braid $s; ov braid $s BRAID_ONESHOT_SPLIT=0
+    overlap_run nccl $s; overlap_run braid $s; overlap_run braid $s BRAID_ONESHOT_SPLIT=0
   done
 fi
 gpu_pack

@@ -19,15 +19,8 @@ one all_reduce braid ar_default -- $S
 one all_reduce braid ar_ctas128 NCCL_MAX_CTAS=128 -- $S
 one all_reduce braid ar_ctas64 NCCL_MAX_CTAS=64 -- $S
 one all_reduce braid ar_nch32 NCCL_MAX_NCHANNELS=32 -- $S
-ov() {  # LIB SIZE NAR [ENV=V...]
-  local lib=$1 size=$2 nar=$3; shift 3
-  local pre=""; [[ $lib == nccl ]] && pre="LD_PRELOAD=$NCCL_LIB"
-  env $pre "$@" timeout 60 $B/overlap_probe 0 $size $nar > $L/o0.txt 2>&1 &
-  env $pre "$@" timeout 60 $B/overlap_probe 1 $size $nar > $L/o1.txt 2>&1 &
-  wait
-  echo "-- overlap $lib $size x$nar $*" | tee -a $L/overlap.txt; cat $L/o0.txt $L/o1.txt | tee -a $L/overlap.txt
-}
 for s in "16777216 60" "67108864 16"; do
-  ov nccl $s; ov braid $s; ov braid $s NCCL_MAX_CTAS=64; ov braid $s NCCL_MAX_CTAS=32; ov braid $s NCCL_MAX_CTAS=24
+  overlap_run nccl $s; overlap_run braid $s
+  for c in 64 32 24; do overlap_run braid $s NCCL_MAX_CTAS=$c; done
 done
 gpu_pack

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <unistd.h>
 #include <fstream>
+#include "probe_id.h"
 #include <string>
 #include <chrono>
 #define CK(x) do { auto r = (x); if (r != 0) { printf("fail %s:%d %d\n", __FILE__, __LINE__, (int)r); exit(1);} } while (0)
@@ -20,9 +21,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 4 ? argv[4] : "sendrecv";
   if (mode != "sendrecv" && mode != "alltoall" && mode != "gather" && mode != "scatter") { printf("bad mode %s\n", mode.c_str()); return 2; }
   const char* idf = "/tmp/probe_id.bin";
-  ncclUniqueId id;
-  if (rank == 0) { CK(ncclGetUniqueId(&id)); std::ofstream(std::string(idf) + ".tmp", std::ios::binary).write((char*)&id, sizeof id); rename((std::string(idf) + ".tmp").c_str(), idf); }
-  else { while (access(idf, R_OK) != 0) usleep(1000); std::ifstream(idf, std::ios::binary).read((char*)&id, sizeof id); }
+  const ncclUniqueId id = probeUniqueId(rank, idf);
   CK(cudaSetDevice(rank));
   ncclComm_t comm; CK(ncclCommInitRank(&comm, 2, id, rank));
   if (rank == 0) unlink(idf);

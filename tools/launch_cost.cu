@@ -17,6 +17,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "probe_id.h"
 #define CK(x)                                                       \
   do {                                                              \
     auto r = (x);                                                   \
@@ -57,15 +59,7 @@ static double hostPerCall(const std::function<void()>& fn, const std::function<v
 int main(int argc, char** argv) {
   int rank = atoi(argv[1]);
   const char* idf = "/tmp/launch_cost_id.bin";
-  ncclUniqueId id;
-  if (rank == 0) {
-    CK(ncclGetUniqueId(&id));
-    std::ofstream(std::string(idf) + ".tmp", std::ios::binary).write((char*)&id, sizeof id);
-    rename((std::string(idf) + ".tmp").c_str(), idf);
-  } else {
-    while (access(idf, R_OK) != 0) usleep(1000);
-    std::ifstream(idf, std::ios::binary).read((char*)&id, sizeof id);
-  }
+  const ncclUniqueId id = probeUniqueId(rank, idf);
   CK(cudaSetDevice(rank));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

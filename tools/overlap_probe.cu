@@ -10,10 +10,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <string>
-#include <unistd.h>
 #include <vector>
+
+#include "probe_id.h"
 
 #define CK(x) do { auto r_ = (x); if (r_ != 0) { printf("fail %s:%d %d\n", __FILE__, __LINE__, (int)r_); exit(1); } } while (0)
 
@@ -31,16 +30,7 @@ int main(int argc, char** argv) {
   const size_t bytes = strtoull(argv[2], 0, 0);
   const int nar = argc > 3 ? atoi(argv[3]) : 50, ncomp = argc > 4 ? atoi(argv[4]) : 400;
   const char* idf = "/tmp/overlap_id.bin";
-  ncclUniqueId id;
-  if (rank == 0) {
-    CK(ncclGetUniqueId(&id));
-    std::ofstream(std::string(idf) + ".tmp", std::ios::binary).write((char*)&id, sizeof id);
-    rename((std::string(idf) + ".tmp").c_str(), idf);
-  } else {
-    while (access(idf, R_OK) != 0) usleep(1000);
-    usleep(100000);
-    std::ifstream(idf, std::ios::binary).read((char*)&id, sizeof id);
-  }
+  const ncclUniqueId id = probeUniqueId(rank, idf);
   CK(cudaSetDevice(rank));
   ncclComm_t comm;
   CK(ncclCommInitRank(&comm, 2, id, rank));
