@@ -2,7 +2,8 @@
 // in data-parallel training (gradient all-reduces beside the backward pass). Two processes, one GPU each, like
 // iter_probe.cu; LD_PRELOAD of libnccl.so.2 measures NCCL. Not built by CMake; tools/gpu_next38.sh compiles it.
 // Usage: overlap_probe RANK BYTES [NAR (50)] [NCOMP (400)]
-// Compute: NCOMP kernels of 4 blocks per SM x 256 threads of dependent FMAs (~20 us each) on one stream;
+// PROBE_CTA_POLICY=N in the environment: the communicator is made with config.CTAPolicy = N.
+// Compute: NCOMP kernels of 4 blocks per SM x 256 threads of dependent FMAs (~57 us each on H200) on one stream;
 // communication: NAR float sum all-reduces of BYTES on another. Prints, per rank, each alone and both together
 // (median of 5): the compute stream's time, the all-reduce stream's time, and the slowdowns.
 #include <nccl.h>
@@ -33,7 +34,13 @@ int main(int argc, char** argv) {
   const ncclUniqueId id = probeUniqueId(rank, idf);
   CK(cudaSetDevice(rank));
   ncclComm_t comm;
-  CK(ncclCommInitRank(&comm, 2, id, rank));
+  if (const char* pol = getenv("PROBE_CTA_POLICY")) {
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.CTAPolicy = atoi(pol);
+    CK(ncclCommInitRankConfig(&comm, 2, id, rank, &cfg));
+  } else {
+    CK(ncclCommInitRank(&comm, 2, id, rank));
+  }
   if (rank == 0) unlink(idf);
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, rank));

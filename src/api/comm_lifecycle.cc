@@ -79,6 +79,15 @@ ncclResult_t parseConfig(const ncclConfig_t* cfg, const char* fn, CommConfig* ou
   if (out->minChannels != -1 && out->maxChannels != -1 && out->minChannels > out->maxChannels)
     return recordError(ncclInvalidArgument, "%s: config.minCTAs %d > config.maxCTAs %d", fn, out->minChannels,
                        out->maxChannels);
+  if (has(offsetof(ncclConfig_t, CTAPolicy), sizeof(int)) && cfg->CTAPolicy != NCCL_CONFIG_UNDEF_INT) {
+    if ((cfg->CTAPolicy & ~(NCCL_CTA_POLICY_EFFICIENCY | NCCL_CTA_POLICY_ZERO)) != 0)
+      return recordError(ncclInvalidArgument, "%s: config.CTAPolicy 0x%x has unknown bits", fn, cfg->CTAPolicy);
+    out->ctaPolicy = cfg->CTAPolicy;
+    if (out->ctaPolicy != NCCL_CTA_POLICY_DEFAULT) {  // comm.h, kEfficiencyPolicyCtas
+      int cap = std::max(kEfficiencyPolicyCtas, out->minChannels);
+      if (out->maxChannels == -1 || out->maxChannels > cap) out->maxChannels = cap;
+    }
+  }
   if (has(offsetof(ncclConfig_t, commName), sizeof(char*)) && cfg->commName != nullptr) out->name = cfg->commName;
   if (has(offsetof(ncclConfig_t, splitShare), sizeof(int)) && cfg->splitShare != NCCL_CONFIG_UNDEF_INT) {
     if (cfg->splitShare != 0 && cfg->splitShare != 1)
@@ -97,9 +106,6 @@ ncclResult_t parseConfig(const ncclConfig_t* cfg, const char* fn, CommConfig* ou
   if (has(offsetof(ncclConfig_t, cgaClusterSize), sizeof(int)) && cfg->cgaClusterSize != NCCL_CONFIG_UNDEF_INT &&
       cfg->cgaClusterSize < 0)
     return recordError(ncclInvalidArgument, "%s: config.cgaClusterSize must be >= 0, not %d", fn, cfg->cgaClusterSize);
-  if (has(offsetof(ncclConfig_t, CTAPolicy), sizeof(int)) && cfg->CTAPolicy != NCCL_CONFIG_UNDEF_INT &&
-      (cfg->CTAPolicy & ~(NCCL_CTA_POLICY_EFFICIENCY | NCCL_CTA_POLICY_ZERO)) != 0)
-    return recordError(ncclInvalidArgument, "%s: config.CTAPolicy 0x%x has unknown bits", fn, cfg->CTAPolicy);
   if (has(offsetof(ncclConfig_t, nvlsCTAs), sizeof(int)) && cfg->nvlsCTAs != NCCL_CONFIG_UNDEF_INT &&
       cfg->nvlsCTAs <= 0)
     return recordError(ncclInvalidArgument, "%s: config.nvlsCTAs must be positive, not %d", fn, cfg->nvlsCTAs);
@@ -529,10 +535,16 @@ ncclResult_t shareNewId(ncclComm* parent, const std::vector<int>& members, int t
   return parent->bootstrap->recv(members[0], tag, id, sizeof(*id));
 }
 
+// No config: the child takes the parent's (as NCCL): blocking, the CTA bounds and policy, splitShare.
 ncclResult_t inheritConfig(ncclComm* parent, ncclConfig_t* cfg, ncclConfig_t* tmp) {
   if (cfg != nullptr) return ncclSuccess;
   *tmp = NCCL_CONFIG_INITIALIZER;
-  tmp->blocking = parent->config.blocking;
+  const CommConfig& p = parent->config;
+  tmp->blocking = p.blocking;
+  if (p.minChannels > 0) tmp->minCTAs = p.minChannels;
+  if (p.maxChannels > 0) tmp->maxCTAs = p.maxChannels;
+  tmp->CTAPolicy = p.ctaPolicy;
+  tmp->splitShare = p.splitShare;
   return ncclSuccess;
 }
 

@@ -2,7 +2,7 @@
 // (host communicators over the real bootstrap), each offering a different environment; every rank must come
 // out with the same configuration: the protocols and algorithms all allow, the largest minimum channel count,
 // rank 0's sizes, step settings and split switch, the smallest CTA bound any rank set, the GPU facts ANDed
-// (paths) or maxed (transport class).
+// (paths) or maxed (transport class). And the CTA bound a config sets (maxCTAs, CTAPolicy), inherited by splits.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -79,6 +79,64 @@ TEST(TuningAgreement, EveryRankGetsTheSameConfiguration) {
     EXPECT_EQ(f.p2pLlThreshold, 1000u) << r;
     EXPECT_EQ(f.p2pChannelBytes, 16384u) << r;
     EXPECT_EQ(f.p2pPieces, 2u) << r;
+  }
+}
+
+// config.CTAPolicy EFFICIENCY bounds the communicator's CTAs to kEfficiencyPolicyCtas (a smaller maxCTAs or
+// a larger minCTAs wins; ZERO counts as EFFICIENCY), and ncclCommSplit without a config inherits the parent's
+// bounds and policy (NCCL: a NULL config inherits the parent's).
+TEST(CtaPolicy, EfficiencyBoundsCtasAndSplitsInheritIt) {
+  setenv("BRAID_HOST_COMM", "1", 1);
+  auto initOne = [](int policy, int minCtas, int maxCtas, ncclComm_t* comm) {
+    ncclUniqueId id;
+    if (ncclGetUniqueId(&id) != ncclSuccess) return ncclInternalError;
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.CTAPolicy = policy;
+    if (minCtas > 0) cfg.minCTAs = minCtas;
+    if (maxCtas > 0) cfg.maxCTAs = maxCtas;
+    return ncclCommInitRankConfig(comm, 1, id, 0, &cfg);
+  };
+  struct Case {
+    int policy, minCtas, maxCtas, wantMax;
+  };
+  for (const Case& c : {Case{NCCL_CTA_POLICY_DEFAULT, -1, -1, -1}, Case{NCCL_CTA_POLICY_EFFICIENCY, -1, -1, 24},
+                        Case{NCCL_CTA_POLICY_ZERO, -1, -1, 24}, Case{NCCL_CTA_POLICY_EFFICIENCY, -1, 16, 16},
+                        Case{NCCL_CTA_POLICY_EFFICIENCY, -1, 40, 24}, Case{NCCL_CTA_POLICY_EFFICIENCY, 32, -1, 32},
+                        Case{NCCL_CTA_POLICY_DEFAULT, -1, 40, 40}}) {
+    ncclComm_t comm = nullptr;
+    ASSERT_EQ(initOne(c.policy, c.minCtas, c.maxCtas, &comm), ncclSuccess) << c.policy << " " << c.maxCtas;
+    EXPECT_EQ(comm->config.maxChannels, c.wantMax) << c.policy << " " << c.minCtas << " " << c.maxCtas;
+    EXPECT_EQ(comm->config.ctaPolicy, c.policy);
+    ncclCommDestroy(comm);
+  }
+  constexpr int kRanks = 2;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<int> childMax(kRanks, 0), childPolicy(kRanks, 0), childMin(kRanks, 0);
+  std::vector<ncclResult_t> res(kRanks, ncclInternalError);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r)
+    threads.emplace_back([&, r] {
+      ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+      cfg.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
+      cfg.minCTAs = 2;
+      ncclComm_t comm = nullptr, child = nullptr;
+      if ((res[r] = ncclCommInitRankConfig(&comm, kRanks, id, r, &cfg)) != ncclSuccess) return;
+      if ((res[r] = ncclCommSplit(comm, 0, r, &child, nullptr)) == ncclSuccess) {
+        childMax[r] = child->config.maxChannels;
+        childMin[r] = child->config.minChannels;
+        childPolicy[r] = child->config.ctaPolicy;
+        ncclCommDestroy(child);
+      }
+      ncclCommDestroy(comm);
+    });
+  for (auto& t : threads) t.join();
+  unsetenv("BRAID_HOST_COMM");
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(res[r], ncclSuccess) << "rank " << r;
+    EXPECT_EQ(childMax[r], 24) << r;
+    EXPECT_EQ(childMin[r], 2) << r;
+    EXPECT_EQ(childPolicy[r], NCCL_CTA_POLICY_EFFICIENCY) << r;
   }
 }
 
