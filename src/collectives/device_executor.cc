@@ -505,12 +505,13 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     return llSlotsOf(ci) != nullptr && (ci->kind != TransportKind::Net || st_->p2pLlOnNet);
   };
   P2pPlanInput& in = w.in;
-  in.nChannels = st_->nChannels;
+  const P2pCtaBudget budget = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas);
+  in.nChannels = budget.nChannels;
   in.llThreshold = st_->p2pLlThreshold;
   in.channelBytes = st_->p2pChannelBytes;
   in.maxCtas = kMaxP2pCtas;
   in.maxBlocks = kMaxP2pTableBlocks;
-  in.maxCopyCtas = st_->p2pCopyCtas;
+  in.maxCopyCtas = budget.maxCopyCtas;
   w.connPeer.clear();
   size_t nConns = 0, nTransfers = copies.size();
   for (int p = 0; p < n; ++p) {

@@ -74,6 +74,22 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
   return static_cast<int>(std::min(std::max<size_t>(want, 1), cap));
 }
 
+// A CTA bound (TunerConfig::maxCtas: config.maxCTAs or CTAPolicy, NCCL_MAX_CTAS, NCCL_MAX_NCHANNELS; agreed at
+// init) bounds p2p launches' ring channels: a ring transfer takes one CTA per direction and channel, so the
+// ring is cut over 7/16 of the bound, both directions then taking 7/8 of it. The cut depends only on agreed
+// values (never on whether this rank has copies), so both sides still cut alike. Local copies (all-to-all's
+// own share, a gather/scatter root's) may take up to half the bound more, for as long as they copy: with an
+// eighth, a 2-rank all-to-all of 64 MB under a bound of 24 took 247 us, copy-bound, against NCCL's 139
+// (docs/gpu/2026-11-27g). Each connection to another peer adds one CTA per direction.
+struct P2pCtaBudget {
+  int nChannels;    // ring channels to cut over
+  int maxCopyCtas;  // CTAs for local copies
+};
+inline P2pCtaBudget p2pCtaBudget(int nChannels, int copyCtas, int maxCtas) {
+  if (maxCtas <= 0) return {nChannels, copyCtas};
+  return {std::max(1, std::min(nChannels, maxCtas * 7 / 16)), std::max(1, std::min(copyCtas, maxCtas / 2))};
+}
+
 // The bytes of each of a transfer's first `parts` - 1 shares (the last takes the rest): contiguous shares
 // with 64-byte aligned starts. planP2p cuts by it, and the tuner's p2p estimate decides LL by it.
 inline size_t p2pShareBytes(size_t bytes, int parts) {

@@ -309,6 +309,35 @@ TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
   EXPECT_NE(why.find("139 CTAs with its local copies"), std::string::npos) << why;
 }
 
+// A CTA bound (config.maxCTAs, CTAPolicy, NCCL_MAX_CTAS) holds for a 2-rank send/recv launch (the ring on 7/16
+// of it per direction) and local copies add at most half of it; with no bound, the comm's channels and copies.
+TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
+  EXPECT_EQ(p2pCtaBudget(64, 32, -1).nChannels, 64);
+  EXPECT_EQ(p2pCtaBudget(64, 32, -1).maxCopyCtas, 32);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24).nChannels, 10);  // 24 x 7 / 16
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24).maxCopyCtas, 12);
+  EXPECT_EQ(p2pCtaBudget(8, 32, 128).nChannels, 8);   // never more than the comm has
+  EXPECT_EQ(p2pCtaBudget(64, 2, 128).maxCopyCtas, 2);  // nor more copy CTAs than asked
+  EXPECT_EQ(p2pCtaBudget(64, 32, 2).nChannels, 1);     // a bound below 3 cannot hold; one channel
+  const size_t big = size_t(64) << 20;
+  for (int bound : {24, 64, 100}) {
+    const P2pCtaBudget b = p2pCtaBudget(64, 32, bound);
+    P2pPlanInput in = input(b.nChannels);
+    in.maxCopyCtas = b.maxCopyCtas;
+    in.conns.push_back(ringConn(true, 64, {big}, 0));
+    in.conns.push_back(ringConn(false, 64, {big}, 10));
+    P2pPlanLaunch plan;
+    std::string why;
+    ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
+    EXPECT_LE(static_cast<int>(plan.ctas.size()), bound) << bound;
+    checkCoverage(in, checkPlan(in, plan));
+    in.copies.push_back(P2pXfer{fakeBuf(50), big, fakeBuf(51)});  // all-to-all's own share
+    ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
+    EXPECT_LE(static_cast<int>(plan.ctas.size()), bound + bound / 2) << bound;
+    checkCoverage(in, checkPlan(in, plan));
+  }
+}
+
 // How many channels a ring transfer takes (p2pChannelsForBytes), unit u: up to 2u shares of u/8 on at most 8
 // channels; up to 16u shares of u/2 on 8 to 32; above, one per u up to 8, then shares of 2u up to 32 channels,
 // then shares of 4u (at least 256 KiB) up to the comm's channels; inside that last rule the count holds at each
