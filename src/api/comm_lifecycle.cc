@@ -51,11 +51,34 @@ constexpr int kMaxHostChannels = 32;     // CPU threads per host communicator
 constexpr int kTagSplitId = 0x5000;      // + split sequence, over the parent's bootstrap
 constexpr int kTagShrinkId = 0x6000;
 
+// NCCL_CTA_POLICY overrides config.CTAPolicy (as NCCL's environment does); then the policy's bound on CTAs
+// (kEfficiencyPolicyCtas, comm.h).
+void applyCtaPolicy(CommConfig* out) {
+  const int64_t env = params::CtaPolicy();
+  if (env >= 0) {
+    if ((env & ~int64_t{NCCL_CTA_POLICY_EFFICIENCY | NCCL_CTA_POLICY_ZERO}) != 0) {
+      BRAID_WARN("NCCL_CTA_POLICY=%lld has unknown bits (0 default, 1 efficiency, 2 zero); ignored",
+                 static_cast<long long>(env));
+    } else {
+      out->ctaPolicy = static_cast<int>(env);
+    }
+  }
+  if (out->ctaPolicy == NCCL_CTA_POLICY_DEFAULT) return;
+  const int cap = std::max(kEfficiencyPolicyCtas, out->minChannels);
+  if (out->maxChannels != -1 && out->maxChannels <= cap) return;
+  if (out->maxChannels != -1)
+    BRAID_INFO(kSubInit, "CTA policy 0x%x: config.maxCTAs %d lowered to %d", out->ctaPolicy, out->maxChannels, cap);
+  out->maxChannels = cap;
+}
+
 // Reads the config the caller passed, honouring its size (older headers carry fewer fields).
 ncclResult_t parseConfig(const ncclConfig_t* cfg, const char* fn, CommConfig* out) {
   int64_t envBlocking = params::CommBlocking();
   out->blocking = envBlocking == 0 ? 0 : 1;
-  if (cfg == nullptr) return ncclSuccess;
+  if (cfg == nullptr) {
+    applyCtaPolicy(out);
+    return ncclSuccess;
+  }
   if (cfg->magic != 0xcafebeef)
     return recordError(ncclInvalidArgument,
                        "%s: config magic 0x%x is wrong (initialise it with NCCL_CONFIG_INITIALIZER)", fn, cfg->magic);
@@ -83,10 +106,6 @@ ncclResult_t parseConfig(const ncclConfig_t* cfg, const char* fn, CommConfig* ou
     if ((cfg->CTAPolicy & ~(NCCL_CTA_POLICY_EFFICIENCY | NCCL_CTA_POLICY_ZERO)) != 0)
       return recordError(ncclInvalidArgument, "%s: config.CTAPolicy 0x%x has unknown bits", fn, cfg->CTAPolicy);
     out->ctaPolicy = cfg->CTAPolicy;
-    if (out->ctaPolicy != NCCL_CTA_POLICY_DEFAULT) {  // comm.h, kEfficiencyPolicyCtas
-      int cap = std::max(kEfficiencyPolicyCtas, out->minChannels);
-      if (out->maxChannels == -1 || out->maxChannels > cap) out->maxChannels = cap;
-    }
   }
   if (has(offsetof(ncclConfig_t, commName), sizeof(char*)) && cfg->commName != nullptr) out->name = cfg->commName;
   if (has(offsetof(ncclConfig_t, splitShare), sizeof(int)) && cfg->splitShare != NCCL_CONFIG_UNDEF_INT) {
@@ -109,6 +128,7 @@ ncclResult_t parseConfig(const ncclConfig_t* cfg, const char* fn, CommConfig* ou
   if (has(offsetof(ncclConfig_t, nvlsCTAs), sizeof(int)) && cfg->nvlsCTAs != NCCL_CONFIG_UNDEF_INT &&
       cfg->nvlsCTAs <= 0)
     return recordError(ncclInvalidArgument, "%s: config.nvlsCTAs must be positive, not %d", fn, cfg->nvlsCTAs);
+  applyCtaPolicy(out);
   return ncclSuccess;
 }
 

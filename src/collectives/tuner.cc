@@ -358,7 +358,7 @@ ncclResult_t loadTunerConfig(TunerConfig* out) {
   BRAID_CHECK(parseProtoList("NCCL_PROTO", params::Proto(), &cfg.protos));
   // Same precedence as device_comm.cc's channel setup: the larger minimum, the explicit maximum first.
   int64_t lo = std::max<int64_t>(params::MinNChannels(), params::MinCtas());
-  int64_t hi = params::MaxNChannels() > 0 ? params::MaxNChannels() : params::MaxCtas();
+  int64_t hi = envMaxChannels();
   cfg.minChannels = lo > 0 ? static_cast<int>(std::min<int64_t>(lo, kTunerMaxChannels)) : -1;
   cfg.maxChannels = hi > 0 ? static_cast<int>(std::min<int64_t>(hi, kTunerMaxChannels)) : -1;
   int64_t t = params::NThreads();
@@ -371,10 +371,7 @@ ncclResult_t loadTunerConfig(TunerConfig* out) {
   }
   cfg.pipelineSteps = static_cast<int>(ps);
   cfg.oneShotSplit = params::OneShotSplit() != 0;
-  int64_t ctas = -1;
-  for (int64_t v : {params::MaxNChannels(), params::MaxCtas()})
-    if (v > 0) ctas = ctas > 0 ? std::min(ctas, v) : v;
-  cfg.maxCtas = ctas > 0 ? static_cast<int>(std::min<int64_t>(ctas, 1 << 20)) : -1;
+  cfg.maxCtas = hi > 0 ? static_cast<int>(std::min<int64_t>(hi, 1 << 20)) : -1;
   *out = cfg;
   return ncclSuccess;
 }

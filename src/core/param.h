@@ -28,6 +28,14 @@ constexpr int64_t kBuffSizeMin = int64_t{64} << 10;
 constexpr int64_t kBuffSizeMax = int64_t{1} << 31;
 int64_t buffSizeBytes(bool warn);
 
+// The channel bound the environment sets: the smaller of NCCL_MAX_NCHANNELS and NCCL_MAX_CTAS where both are
+// set (NCCL applies both), -1 where neither is. The channel agreement and the tuner both take it.
+inline int64_t envMaxChannels() {
+  const int64_t a = params::MaxNChannels(), b = params::MaxCtas();
+  if (a > 0 && b > 0) return a < b ? a : b;
+  return a > 0 ? a : (b > 0 ? b : -1);
+}
+
 // One row per parameter, for `braid_info`-style listings and tests.
 struct ParamDesc {
   const char* name;

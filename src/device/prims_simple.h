@@ -218,7 +218,9 @@ class DevPrims {
   // has read into *guard; the receiving CTA waits, before each chunk, until the count passes it, so it never
   // overwrites input the sender has yet to read. The poster counts right after the post barrier, when every
   // worker's loads of the step have returned (each fed a store issued before the barrier: devPostRecv's
-  // argument), with a relaxed store before devPostSend's system fence: counting after it (a release store)
+  // argument, which rests on how the hardware completes loads, not on the PTX memory model: a relaxed store
+  // does not order those loads before the receiver's writes in the model), with a relaxed store before
+  // devPostSend's system fence: counting after it (a release store)
   // made the receiving CTA wait out that fence's NVLink round trip at every chunk, 8 MB in place 36.1-36.7 us
   // against 35.7 (docs/gpu/2026-11-27a). Waiting on the sending CTA of the same launch cannot deadlock: that
   // CTA never waits on a receiver (the executor splits only where a channel's share fits its FIFO).

@@ -132,7 +132,12 @@ TEST(TunerParse, LoadFromEnvironment) {
   EXPECT_EQ(cfg.maxCtas, 8);  // NCCL_MAX_NCHANNELS bounds CTAs too
   setenv("NCCL_MAX_CTAS", "6", 1);
   ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
-  EXPECT_EQ(cfg.maxCtas, 6);  // the smaller of the two
+  EXPECT_EQ(cfg.maxCtas, 6);      // the smaller of the two
+  EXPECT_EQ(cfg.maxChannels, 6);  // for channels too (NCCL applies both)
+  setenv("NCCL_MAX_CTAS", "12", 1);
+  ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
+  EXPECT_EQ(cfg.maxChannels, 8);
+  EXPECT_EQ(cfg.maxCtas, 8);
   unsetenv("NCCL_MAX_NCHANNELS");
   setenv("NCCL_MAX_CTAS", "24", 1);
   ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);

@@ -99,6 +99,22 @@ TEST(CtaPolicy, EfficiencyBoundsCtasAndSplitsInheritIt) {
   struct Case {
     int policy, minCtas, maxCtas, wantMax;
   };
+  // NCCL_CTA_POLICY overrides the config's policy; a value with unknown bits is ignored (with a warning).
+  for (const char* env : {"1", "2"}) {
+    setenv("NCCL_CTA_POLICY", env, 1);
+    ncclComm_t comm = nullptr;
+    ASSERT_EQ(initOne(NCCL_CTA_POLICY_DEFAULT, -1, -1, &comm), ncclSuccess);
+    EXPECT_EQ(comm->config.maxChannels, 24) << env;
+    ncclCommDestroy(comm);
+  }
+  setenv("NCCL_CTA_POLICY", "7", 1);
+  {
+    ncclComm_t comm = nullptr;
+    ASSERT_EQ(initOne(NCCL_CTA_POLICY_DEFAULT, -1, -1, &comm), ncclSuccess);
+    EXPECT_EQ(comm->config.maxChannels, -1);
+    ncclCommDestroy(comm);
+  }
+  unsetenv("NCCL_CTA_POLICY");
   for (const Case& c : {Case{NCCL_CTA_POLICY_DEFAULT, -1, -1, -1}, Case{NCCL_CTA_POLICY_EFFICIENCY, -1, -1, 24},
                         Case{NCCL_CTA_POLICY_ZERO, -1, -1, 24}, Case{NCCL_CTA_POLICY_EFFICIENCY, -1, 16, 16},
                         Case{NCCL_CTA_POLICY_EFFICIENCY, -1, 40, 24}, Case{NCCL_CTA_POLICY_EFFICIENCY, 32, -1, 32},
@@ -110,34 +126,39 @@ TEST(CtaPolicy, EfficiencyBoundsCtasAndSplitsInheritIt) {
     ncclCommDestroy(comm);
   }
   constexpr int kRanks = 2;
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  std::vector<int> childMax(kRanks, 0), childPolicy(kRanks, 0), childMin(kRanks, 0);
-  std::vector<ncclResult_t> res(kRanks, ncclInternalError);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < kRanks; ++r)
-    threads.emplace_back([&, r] {
-      ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-      cfg.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
-      cfg.minCTAs = 2;
-      ncclComm_t comm = nullptr, child = nullptr;
-      if ((res[r] = ncclCommInitRankConfig(&comm, kRanks, id, r, &cfg)) != ncclSuccess) return;
-      if ((res[r] = ncclCommSplit(comm, 0, r, &child, nullptr)) == ncclSuccess) {
-        childMax[r] = child->config.maxChannels;
-        childMin[r] = child->config.minChannels;
-        childPolicy[r] = child->config.ctaPolicy;
-        ncclCommDestroy(child);
-      }
-      ncclCommDestroy(comm);
-    });
-  for (auto& t : threads) t.join();
-  unsetenv("BRAID_HOST_COMM");
-  for (int r = 0; r < kRanks; ++r) {
-    ASSERT_EQ(res[r], ncclSuccess) << "rank " << r;
-    EXPECT_EQ(childMax[r], 24) << r;
-    EXPECT_EQ(childMin[r], 2) << r;
-    EXPECT_EQ(childPolicy[r], NCCL_CTA_POLICY_EFFICIENCY) << r;
+  // Splits without a config: under the efficiency policy, and under the default one with maxCTAs 40 (the bound
+  // itself must be inherited, not only recomputed from the policy).
+  for (int policy : {NCCL_CTA_POLICY_EFFICIENCY, NCCL_CTA_POLICY_DEFAULT}) {
+    ncclUniqueId id;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    std::vector<int> childMax(kRanks, 0), childPolicy(kRanks, 0), childMin(kRanks, 0);
+    std::vector<ncclResult_t> res(kRanks, ncclInternalError);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kRanks; ++r)
+      threads.emplace_back([&, r] {
+        ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+        cfg.CTAPolicy = policy;
+        cfg.minCTAs = 2;
+        if (policy == NCCL_CTA_POLICY_DEFAULT) cfg.maxCTAs = 40;
+        ncclComm_t comm = nullptr, child = nullptr;
+        if ((res[r] = ncclCommInitRankConfig(&comm, kRanks, id, r, &cfg)) != ncclSuccess) return;
+        if ((res[r] = ncclCommSplit(comm, 0, r, &child, nullptr)) == ncclSuccess) {
+          childMax[r] = child->config.maxChannels;
+          childMin[r] = child->config.minChannels;
+          childPolicy[r] = child->config.ctaPolicy;
+          ncclCommDestroy(child);
+        }
+        ncclCommDestroy(comm);
+      });
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < kRanks; ++r) {
+      ASSERT_EQ(res[r], ncclSuccess) << "rank " << r;
+      EXPECT_EQ(childMax[r], policy == NCCL_CTA_POLICY_DEFAULT ? 40 : 24) << r;
+      EXPECT_EQ(childMin[r], 2) << r;
+      EXPECT_EQ(childPolicy[r], policy) << r;
+    }
   }
+  unsetenv("BRAID_HOST_COMM");
 }
 
 }  // namespace
