@@ -97,6 +97,39 @@ static double waitStreams(Pair& p, std::initializer_list<int> ranks, double limi
   return waited;
 }
 
+// Both ranks' buffers of `bytes`, filled with r + 1.
+static void allocBoth(uint8_t* buf[2], size_t bytes) {
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&buf[r], bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemset(buf[r], r + 1, bytes), cudaSuccess);
+  }
+}
+// After a send/recv group whose counts differ: the streams of `ranks` finish, and rank 1 reports
+// ncclInvalidUsage with `want` in its message well inside the 3 s timeout (`foundBy` caught it, not the
+// timeout). Then both communicators are aborted and the buffers freed.
+static void expectMismatchReported(Pair& p, uint8_t* buf[2], std::initializer_list<int> ranks, const char* want,
+                                   const char* foundBy, const char* label) {
+  bool done = false;
+  const double waited = waitStreams(p, ranks, 30, &done);
+  EXPECT_TRUE(done) << "kernels still running after " << waited << " s";
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ncclResult_t async = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(p.comm[1], &async), ncclSuccess);
+  EXPECT_EQ(async, ncclInvalidUsage) << "rank 1 took mismatched counts silently";
+  const std::string msg = ncclGetLastError(p.comm[1]);
+  EXPECT_NE(msg.find(want), std::string::npos) << msg;
+  EXPECT_LT(waited, 2.5) << "found by " << foundBy << ", not by the 3 s timeout";
+  printf("%s after %.2f s: %s: %s\n", label, waited, ncclGetErrorString(async), msg.c_str());
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    ncclCommAbort(p.comm[r]);
+    p.comm[r] = nullptr;
+    cudaFree(buf[r]);
+  }
+  p.destroy();
+}
+
 // Send/recv counts that differ across the LL threshold (10 KiB sent as LL, 160 KiB expected as SIMPLE, then
 // the reverse) fail with a message on the receiving rank within the timeout, never a silent stale slot. The
 // cut (p2pChannelsForBytes): 10 KiB is two 5 KiB shares on channels 0-1, LL; 160 KiB eight 20 KiB shares,
@@ -111,11 +144,7 @@ TEST(DeviceColl2Gpu, P2pCountsAcrossLlThresholdFail) {
     ASSERT_TRUE(p.init());
     const size_t small = 10 << 10, big = 160 << 10;
     uint8_t* buf[2];
-    for (int r = 0; r < 2; ++r) {
-      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&buf[r], 2 * big), cudaSuccess);
-      ASSERT_EQ(cudaMemset(buf[r], r + 1, 2 * big), cudaSuccess);
-    }
+    ASSERT_NO_FATAL_FAILURE(allocBoth(buf, 2 * big));
     // Rank 0 sends `a` then `big`; rank 1 receives `b` then `big`.
     const size_t a = flip ? big : small, b = flip ? small : big;
     ASSERT_EQ(ncclGroupStart(), ncclSuccess);
@@ -126,25 +155,9 @@ TEST(DeviceColl2Gpu, P2pCountsAcrossLlThresholdFail) {
     ASSERT_EQ(ncclRecv(buf[1], b, ncclUint8, 0, p.comm[1], p.stream[1]), ncclSuccess);
     ASSERT_EQ(ncclRecv(buf[1] + big, big, ncclUint8, 0, p.comm[1], p.stream[1]), ncclSuccess);
     ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-    bool done = false;
-    const double waited = waitStreams(p, {0, 1}, 30, &done);
-    EXPECT_TRUE(done) << "kernels still running after " << waited << " s";
-    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
-    ncclResult_t async = ncclSuccess;
-    EXPECT_EQ(ncclCommGetAsyncError(p.comm[1], &async), ncclSuccess);
-    EXPECT_EQ(async, ncclInvalidUsage) << "rank 1 took mismatched counts silently";
-    const std::string msg = ncclGetLastError(p.comm[1]);
-    EXPECT_NE(msg.find(flip ? "sent a SIMPLE step where this rank expected an LL one" : "sent an LL step of 5120 bytes"),
-              std::string::npos) << msg;
-    EXPECT_LT(waited, 2.5) << "found by the protocol check, not by the 3 s timeout";
-    printf("%s after %.2f s: %s: %s\n", flip ? "LL<-SIMPLE" : "SIMPLE<-LL", waited, ncclGetErrorString(async), msg.c_str());
-    for (int r = 0; r < 2; ++r) {
-      cudaSetDevice(r);
-      ncclCommAbort(p.comm[r]);
-      p.comm[r] = nullptr;
-      cudaFree(buf[r]);
-    }
-    p.destroy();
+    expectMismatchReported(p, buf, {0, 1},
+                           flip ? "sent a SIMPLE step where this rank expected an LL one" : "sent an LL step of 5120 bytes",
+                           "the protocol check", flip ? "LL<-SIMPLE" : "SIMPLE<-LL");
   }
 }
 
@@ -167,11 +180,7 @@ TEST(DeviceColl2Gpu, P2pCountsWithPrefixStepsFail) {
     Pair p;
     ASSERT_TRUE(p.init());
     uint8_t* buf[2];
-    for (int r = 0; r < 2; ++r) {
-      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&buf[r], big), cudaSuccess);
-      ASSERT_EQ(cudaMemset(buf[r], r + 1, big), cudaSuccess);
-    }
+    ASSERT_NO_FATAL_FAILURE(allocBoth(buf, big));
     const size_t a = flip ? half : big, b = flip ? big : half;
     ASSERT_EQ(ncclGroupStart(), ncclSuccess);
     ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
@@ -179,25 +188,8 @@ TEST(DeviceColl2Gpu, P2pCountsWithPrefixStepsFail) {
     ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
     ASSERT_EQ(ncclRecv(buf[1], b, ncclUint8, 0, p.comm[1], p.stream[1]), ncclSuccess);
     ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-    bool done = false;
-    const double waited = waitStreams(p, {1}, 30, &done);
-    EXPECT_TRUE(done) << "rank 1 still running after " << waited << " s";
-    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
-    ncclResult_t async = ncclSuccess;
-    EXPECT_EQ(ncclCommGetAsyncError(p.comm[1], &async), ncclSuccess);
-    EXPECT_EQ(async, ncclInvalidUsage) << "rank 1 took mismatched counts silently";
-    const std::string msg = ncclGetLastError(p.comm[1]);
-    EXPECT_NE(msg.find("different counts"), std::string::npos) << msg;
-    EXPECT_LT(waited, 2.5) << "found by the last-step mark, not by the 3 s timeout";
-    printf("%s after %.2f s: %s: %s\n", flip ? "recv longer" : "send longer", waited, ncclGetErrorString(async),
-           msg.c_str());
-    for (int r = 0; r < 2; ++r) {
-      cudaSetDevice(r);
-      ncclCommAbort(p.comm[r]);
-      p.comm[r] = nullptr;
-      cudaFree(buf[r]);
-    }
-    p.destroy();
+    expectMismatchReported(p, buf, {1}, "different counts", "the last-step mark",
+                           flip ? "recv longer" : "send longer");
   }
 }
 
