@@ -80,6 +80,7 @@ class DeviceState {
   bool p2pLlOnNet = false;       // NCCL_PROTO forces LL (and no Simple): p2p shares over NET run LL too
   uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES, rank 0's: the unit of p2pChannelsForBytes
   uint32_t p2pPieces = 4;            // BRAID_P2P_PIECES, rank 0's: SIMPLE shares in up to this many steps (>= 128 KiB)
+  int pdl = 0;                       // BRAID_PDL, this rank's (launch attributes only: no cross-rank effect)
   int p2pCopyCtas = 32;              // BRAID_P2P_COPY_CTAS, this rank's (read at init: getenv is no per-call cost)
 
 

@@ -99,6 +99,8 @@ __device__ __forceinline__ void runRing(Prims& prims, const RingArgs& a, int32_t
 template <typename T, typename Fn, bool IsCopy, int Proto>
 __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchArgs args) {
   __shared__ PrimsShared sh;
+  devAwaitPreviousKernel();
+  if (args.pdlTrigger) devLetNextKernelLaunch();
   // The split one-shot (SIMPLE): CTAs [0, nChannels) send, [nChannels, 2 nChannels) receive; each stores
   // back only its own direction's counters. In place, the receiving CTA writes a chunk only after the
   // sending one has read it (args.splitGuard, DevPrims::setSplitGuard).
@@ -117,8 +119,8 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
     if (ring) {
       // Both, also in the split: the chunk size comes from the send side's stepBytes (which no CTA writes;
       // the other CTA of a split channel may be storing its counters back meanwhile, which this one ignores).
-      sh.send = *args.send[ch];
-      sh.recv = *args.recv[ch];
+      sh.send = args.ringConns[ch];
+      sh.recv = args.ringConns[args.ringStride + ch];
     }
   }
   __syncthreads();
@@ -167,12 +169,12 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   __syncthreads();
   if (threadIdx.x == 0 && ring) {
     if (doSend) {
-      args.send[ch]->step = sh.send.step;
-      args.send[ch]->llLastClean = sh.send.llLastClean;
+      args.ringConns[ch].step = sh.send.step;
+      args.ringConns[ch].llLastClean = sh.send.llLastClean;
     }
     if (doRecv) {
-      args.recv[ch]->step = sh.recv.step;
-      args.recv[ch]->llLastClean = sh.recv.llLastClean;
+      args.ringConns[args.ringStride + ch].step = sh.recv.step;
+      args.ringConns[args.ringStride + ch].llLastClean = sh.recv.llLastClean;
       // This launch's sending CTA has counted up to its last chunk, which this CTA waited for: back to zero
       // for the next split launch (which starts after this kernel ends).
       if (split && args.splitGuard && !sh.stop) stReleaseGpu(args.splitGuard + ch, 0);

@@ -98,9 +98,13 @@ __device__ __forceinline__ void p2pCta(const Args& args) {
 
 template <int MaxBlocks>
 __global__ void __launch_bounds__(kDevLaunchMax, 1) p2pKernel(const P2pLaunchArgsOf<MaxBlocks> args) {
+  devAwaitPreviousKernel();
   p2pCta(args);
 }
-__global__ void __launch_bounds__(kDevLaunchMax, 1) p2pTableKernel(const P2pTableArgs args) { p2pCta(args); }
+__global__ void __launch_bounds__(kDevLaunchMax, 1) p2pTableKernel(const P2pTableArgs args) {
+  devAwaitPreviousKernel();  // also orders the table's fill kernel (p2p_table.cc) before it
+  p2pCta(args);
+}
 __global__ void p2pTableFillKernel(const P2pTableChunk c) {
   const uint4* from = reinterpret_cast<const uint4*>(c.data);
   uint4* to = reinterpret_cast<uint4*>(c.dst);

@@ -95,6 +95,23 @@ enum DevColl : int32_t {
   kDevAllReduceOneShotSplit = 6
 };
 
+#if defined(__CUDACC__)
+// First thing in every collective and p2p kernel: wait until the stream's previous kernel has ended and its
+// memory is visible. Launches go as programmatic dependents (BRAID_PDL), so a kernel's CTAs may be resident
+// before then; this keeps everything they do after it (a no-op on a plain launch, and below sm_90).
+__device__ __forceinline__ void devAwaitPreviousKernel() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+// Lets the stream's next kernel launch now (it still waits for this one in devAwaitPreviousKernel).
+__device__ __forceinline__ void devLetNextKernelLaunch() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+#endif
+
 struct CollLaunchArgs {
   const void* sendbuff;
   void* recvbuff;
@@ -113,8 +130,12 @@ struct CollLaunchArgs {
   // (device memory, zero between launches); the receiving CTA writes chunk k only once it reads > k. Null:
   // no guard (out of place, or not split).
   uint64_t* splitGuard;
-  DevConn* send[kMaxDevChannels];
-  DevConn* recv[kMaxDevChannels];
+  // The communicator's ring connections (device memory, fixed for its life): channel c sends over
+  // ringConns[c] and receives over ringConns[ringStride + c]. A base pointer rather than 128 per-channel
+  // pointers: ~100 B of parameters instead of 1.1 KiB per launch (graph replays 0.05-0.2 us faster on 2xH200).
+  DevConn* ringConns;
+  int32_t ringStride;
+  int32_t pdlTrigger;  // 1: each CTA lets the stream's next kernel launch at once (it waits for this one to end)
 };
 
 // One CTA of a p2p launch: sends `bytes` from `buf` over `conn` (or receives into `buf`), as ceil(bytes /

@@ -405,43 +405,67 @@ static bool allEqual(const float* d, size_t n, float v, int rank, const char* wh
   return true;
 }
 
-// User kernel before (writes the input) and after (scales the output) on the same stream, no host sync.
+// Spins ~50 us before writing: a collective that began before this kernel ended would read the old values.
+__global__ void slowSetKernel(float* p, size_t n, float v) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < 100000) {
+  }
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = v;
+}
+
+// Stream order around and between Braid's kernels (launched as programmatic dependents, BRAID_PDL): a slow
+// user kernel writes the input; an all-reduce reads it; a second, in place, reads the first's output; a
+// send/recv group carries that to the peer; a user kernel then bumps what arrived. No host sync in between;
+// every iteration writes new values, and sizes run LL, LL128 and Simple.
 TEST(DeviceColl2Gpu, StreamOrdering) {
   NEED_GPUS(2);
   Pair p;
   ASSERT_TRUE(p.init());
-  const size_t n = (1 << 22) + 1;
-  float *in[2], *out[2];
-  for (int r = 0; r < 2; ++r) {
-    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&in[r], n * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&out[r], n * 4), cudaSuccess);
-  }
-  for (int iter = 0; iter < 5; ++iter) {
+  for (const size_t n : {size_t{1025}, size_t{(1 << 17) + 1}, size_t{(1 << 22) + 1}}) {
+    float *in[2], *out[2];
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&in[r], n * 4), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&out[r], n * 4), cudaSuccess);
+    }
+    for (int iter = 0; iter < 5; ++iter) {
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        slowSetKernel<<<64, 256, 0, p.stream[r]>>>(in[r], n, static_cast<float>(r + 1 + iter));
+      }
+      for (int pass = 0; pass < 2; ++pass) {
+        ncclGroupStart();
+        for (int r = 0; r < 2; ++r) {
+          cudaSetDevice(r);
+          ASSERT_EQ(ncclAllReduce(pass == 0 ? in[r] : out[r], out[r], n, ncclFloat32, ncclSum, p.comm[r], p.stream[r]),
+                    ncclSuccess);
+        }
+        ncclGroupEnd();
+      }
+      ncclGroupStart();
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        ASSERT_EQ(ncclSend(out[r], n, ncclFloat32, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
+        ASSERT_EQ(ncclRecv(in[r], n, ncclFloat32, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
+      }
+      ncclGroupEnd();
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        addKernel<<<64, 256, 0, p.stream[r]>>>(in[r], n, 100.0f);
+      }
+      const float sum = 2.0f * static_cast<float>(3 + 2 * iter);
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        ASSERT_EQ(cudaStreamSynchronize(p.stream[r]), cudaSuccess);
+        EXPECT_TRUE(allEqual(out[r], n, sum, r, "two all-reduces after a slow writer"));
+        EXPECT_TRUE(allEqual(in[r], n, sum + 100.0f, r, "send/recv, then a user kernel"));
+      }
+    }
     for (int r = 0; r < 2; ++r) {
       cudaSetDevice(r);
-      setKernel<<<64, 256, 0, p.stream[r]>>>(in[r], n, static_cast<float>(r + 1 + iter));
+      cudaFree(in[r]);
+      cudaFree(out[r]);
     }
-    ncclGroupStart();
-    for (int r = 0; r < 2; ++r) {
-      cudaSetDevice(r);
-      ASSERT_EQ(ncclAllReduce(in[r], out[r], n, ncclFloat32, ncclSum, p.comm[r], p.stream[r]), ncclSuccess);
-    }
-    ncclGroupEnd();
-    for (int r = 0; r < 2; ++r) {
-      cudaSetDevice(r);
-      addKernel<<<64, 256, 0, p.stream[r]>>>(out[r], n, 100.0f);
-    }
-    for (int r = 0; r < 2; ++r) {
-      cudaSetDevice(r);
-      ASSERT_EQ(cudaStreamSynchronize(p.stream[r]), cudaSuccess);
-      EXPECT_TRUE(allEqual(out[r], n, static_cast<float>(3 + 2 * iter + 100), r, "stream ordering"));
-    }
-  }
-  for (int r = 0; r < 2; ++r) {
-    cudaSetDevice(r);
-    cudaFree(in[r]);
-    cudaFree(out[r]);
   }
   p.destroy();
 }
