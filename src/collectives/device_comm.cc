@@ -12,6 +12,7 @@
 
 #include "collectives/cuda_arch.h"
 #include "collectives/device_state.h"
+#include "collectives/launch_attrs.h"
 #include "collectives/ll_protocol.h"
 #include "collectives/tuner.h"
 #include "collectives/tuning_agreement.h"
@@ -233,7 +234,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->p2pLlThreshold = agreed.p2pLlThreshold;
   st->p2pChannelBytes = agreed.p2pChannelBytes;
   st->p2pPieces = agreed.p2pPieces;
-  st->pdl = major >= 9 ? static_cast<int>(params::Pdl()) & 7 : 0;  // programmatic launches: sm_90+
+  st->pdl = pdlSetting(params::Pdl(), major);
   st->p2pCopyCtas = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(params::P2pCopyCtas(), kMaxP2pCtas)));
 
   // NCCL_PROTO without LL for any collective (e.g. "Simple" or "^LL") keeps send/recv off LL too.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collectives/device_state.h"
+#include "collectives/launch_attrs.h"
 #include "collectives/p2p_plan.h"
 #include "collectives/p2p_table.h"
 #include "collectives/ring_split.h"
@@ -347,11 +348,12 @@ cudaError_t DeviceExecutorImpl::launchKernel(const void* kernel, int nCta, void*
   // kernel's CTAs get resident as the previous kernel drains and start the moment it ends, instead of after a
   // launch (~1 us per collective on 2xH200: 512 KB all-reduce 7.8 -> 6.6 us). Every kernel waits for the
   // previous one first (devAwaitPreviousKernel), so stream order holds whatever ran before.
-  if (!capturing_ && (st_->pdl & 1)) {
+  const LaunchAttrs want = launchAttrsFor(st_->pdl, capturing_);
+  if (want.programmatic) {
     attrs[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attrs[cfg.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
   }
-  if (!capturing_ && (st_->pdl & 4)) {
+  if (want.remoteSyncDomain) {
     attrs[cfg.numAttrs].id = cudaLaunchAttributeMemSyncDomain;
     attrs[cfg.numAttrs++].val.memSyncDomain = cudaLaunchMemSyncDomainRemote;
   }
@@ -426,7 +428,7 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
     a.ringConns = st_->ringSend(0);
     a.ringStride = static_cast<int32_t>(st_->ringRecv(0) - st_->ringSend(0));
   }
-  a.pdlTrigger = (st_->pdl & 3) == 3 && !capturing_ ? 1 : 0;
+  a.pdlTrigger = launchAttrsFor(st_->pdl, capturing_).earlyTrigger ? 1 : 0;
   void* args[] = {&a};
   BRAID_CUDA_CHECK(launchKernel(kernel, nCta, args, s),
                    "rank %d: launching the %s kernel (%zu x %s, %d channels)", st_->rank, collName(op.coll), op.count,
