@@ -234,7 +234,17 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->p2pLlThreshold = agreed.p2pLlThreshold;
   st->p2pChannelBytes = agreed.p2pChannelBytes;
   st->p2pPieces = agreed.p2pPieces;
-  st->pdl = pdlSetting(params::Pdl(), major);
+  // Programmatic launches need kernels that wait for their predecessor: the PTX they came from decides (every
+  // kernel is built with the same architecture list, so one tells).
+  cudaFuncAttributes kattr{};
+  int kernelPtx = 0;
+  if (const void* k = devP2pKernel(kMaxP2pBlocks)) {
+    if (cudaFuncGetAttributes(&kattr, k) == cudaSuccess) kernelPtx = kattr.ptxVersion;
+    else cudaGetLastError();
+  }
+  st->pdl = pdlSetting(params::Pdl(), major, kernelPtx);
+  BRAID_INFO(kSubInit, "rank %d: programmatic dependent launches %s (BRAID_PDL=%lld, sm_%d, kernels from compute_%d)",
+             comm->rank, st->pdl ? "on" : "off", static_cast<long long>(params::Pdl()), major * 10, kernelPtx);
   st->p2pCopyCtas = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(params::P2pCopyCtas(), kMaxP2pCtas)));
 
   // NCCL_PROTO without LL for any collective (e.g. "Simple" or "^LL") keeps send/recv off LL too.

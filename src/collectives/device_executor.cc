@@ -339,34 +339,33 @@ double DeviceExecutorImpl::predictUs(const OpDesc& op) {
 
 cudaError_t DeviceExecutorImpl::launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s) {
   cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attrs[2];
+  cudaLaunchAttribute attr;
   cfg.gridDim = dim3(nCta);
   cfg.blockDim = dim3(st_->nThreads);
   cfg.stream = s;
-  cfg.attrs = attrs;
   // On a stream (not in a capture, where graphs already launch back to back), a programmatic dependent: the
   // kernel's CTAs get resident as the previous kernel drains and start the moment it ends, instead of after a
   // launch (~1 us per collective on 2xH200: 512 KB all-reduce 7.8 -> 6.6 us). Every kernel waits for the
   // previous one first (devAwaitPreviousKernel), so stream order holds whatever ran before.
-  const LaunchAttrs want = launchAttrsFor(st_->pdl, capturing_);
-  if (want.programmatic) {
-    attrs[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[cfg.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (want.remoteSyncDomain) {
-    attrs[cfg.numAttrs].id = cudaLaunchAttributeMemSyncDomain;
-    attrs[cfg.numAttrs++].val.memSyncDomain = cudaLaunchMemSyncDomainRemote;
+  if (launchAttrsFor(st_->pdl, capturing_).programmatic) {
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
   }
   cudaError_t e = cudaLaunchKernelExC(&cfg, kernel, args);
   if (e != cudaSuccess && cfg.numAttrs > 0 && (e == cudaErrorNotSupported || e == cudaErrorInvalidValue)) {
-    // A driver or setup that refuses the attributes (they are hints, not semantics): plain launches from now on.
+    // Maybe the driver or setup refuses the attribute (a hint, not semantics): once more without it, and only
+    // if that launch goes, plain launches from now on. A launch failing for another reason fails as before.
     cudaGetLastError();
-    BRAID_WARN("rank %d: the CUDA driver refused programmatic launch attributes (%s); launching plainly from now "
+    cfg.numAttrs = 0;
+    const cudaError_t plain = cudaLaunchKernelExC(&cfg, kernel, args);
+    if (plain != cudaSuccess) return e;
+    BRAID_WARN("rank %d: the CUDA driver refused programmatic dependent launches (%s); launching plainly from now "
                "on (BRAID_PDL=0 does so from the start)",
                st_->rank, cudaGetErrorString(e));
     st_->pdl = 0;
-    cfg.numAttrs = 0;
-    e = cudaLaunchKernelExC(&cfg, kernel, args);
+    return plain;
   }
   return e;
 }

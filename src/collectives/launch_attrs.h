@@ -4,16 +4,18 @@
 
 namespace braid {
 
-// The communicator's setting from BRAID_PDL and the GPU's compute capability: programmatic launches exist from
-// sm_90 on, and only the three defined bits of a non-negative value count (a negative one: plain launches).
-inline int pdlSetting(long long param, int ccMajor) {
-  return ccMajor >= 9 && param > 0 ? static_cast<int>(param & 7) : 0;
+// The communicator's setting from BRAID_PDL, the GPU's compute capability and the PTX version the loaded
+// kernels came from (cudaFuncAttributes::ptxVersion): programmatic launches exist from sm_90 on, and the
+// kernels' griddepcontrol.wait is compiled only for compute_90 and up, so a build that runs an older PTX on a
+// Hopper GPU (CMAKE_CUDA_ARCHITECTURES=80, JIT-compiled) must launch plainly: its kernels would not wait.
+// Only the two defined bits of a positive value count.
+inline int pdlSetting(long long param, int ccMajor, int kernelPtxVersion) {
+  return ccMajor >= 9 && kernelPtxVersion >= 90 && param > 0 ? static_cast<int>(param & 3) : 0;
 }
 
 struct LaunchAttrs {
-  bool programmatic = false;      // cudaLaunchAttributeProgrammaticStreamSerialization
-  bool earlyTrigger = false;      // CollLaunchArgs::pdlTrigger: each CTA lets the next launch begin at its start
-  bool remoteSyncDomain = false;  // cudaLaunchAttributeMemSyncDomain = remote
+  bool programmatic = false;  // cudaLaunchAttributeProgrammaticStreamSerialization
+  bool earlyTrigger = false;  // CollLaunchArgs::pdlTrigger: each CTA lets the next launch begin at its start
 };
 
 // One launch's attributes. None under a capture: a graph already launches its kernels back to back, and the
@@ -24,7 +26,6 @@ inline LaunchAttrs launchAttrsFor(int pdl, bool capturing) {
   if (capturing) return a;
   a.programmatic = (pdl & 1) != 0;
   a.earlyTrigger = (pdl & 3) == 3;
-  a.remoteSyncDomain = (pdl & 4) != 0;
   return a;
 }
 

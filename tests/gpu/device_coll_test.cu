@@ -406,68 +406,87 @@ static bool allEqual(const float* d, size_t n, float v, int rank, const char* wh
 }
 
 // Spins ~50 us before writing: a collective that began before this kernel ended would read the old values.
-__global__ void slowSetKernel(float* p, size_t n, float v) {
+// With `release`, it first lets a programmatic dependent launch begin at once (as PDL-aware libraries' kernels
+// do), so a Braid kernel launched after it is resident while it spins and only its wait keeps it back.
+__global__ void slowSetKernel(float* p, size_t n, float v, int release) {
+#if __CUDA_ARCH__ >= 900
+  if (release) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   const long long t0 = clock64();
   while (clock64() - t0 < 100000) {
   }
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = v;
 }
 
-// Stream order around and between Braid's kernels (launched as programmatic dependents, BRAID_PDL): a slow
-// user kernel writes the input; an all-reduce reads it; a second, in place, reads the first's output; a
-// send/recv group carries that to the peer; a user kernel then bumps what arrived. No host sync in between;
-// every iteration writes new values, and sizes run LL, LL128 and Simple.
+// Stream order around and between Braid's kernels, launched as programmatic dependents (BRAID_PDL 1, the
+// default, and 3, whose kernels also release their successors early) or plainly (0): a slow user writer that
+// releases its successor at once writes the input; an all-reduce reads it; a second, in place, reads the first's
+// output; a user kernel adds the rank to it; a send/recv group swaps the results (different on each rank);
+// a user kernel bumps what arrived. No host sync in between; every iteration writes new values; sizes run LL,
+// LL128 and Simple by the tuner's default choice.
 TEST(DeviceColl2Gpu, StreamOrdering) {
   NEED_GPUS(2);
-  Pair p;
-  ASSERT_TRUE(p.init());
-  for (const size_t n : {size_t{1025}, size_t{(1 << 17) + 1}, size_t{(1 << 22) + 1}}) {
-    float *in[2], *out[2];
-    for (int r = 0; r < 2; ++r) {
-      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&in[r], n * 4), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&out[r], n * 4), cudaSuccess);
-    }
-    for (int iter = 0; iter < 5; ++iter) {
+  for (const char* pdl : {"1", "3", "0"}) {
+    EnvScope env;
+    env.set("BRAID_PDL", pdl);
+    Pair p;
+    ASSERT_TRUE(p.init());
+    for (const size_t n : {size_t{1025}, size_t{(1 << 17) + 1}, size_t{(1 << 22) + 1}}) {
+      float *in[2], *out[2];
       for (int r = 0; r < 2; ++r) {
-        cudaSetDevice(r);
-        slowSetKernel<<<64, 256, 0, p.stream[r]>>>(in[r], n, static_cast<float>(r + 1 + iter));
+        ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&in[r], n * 4), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&out[r], n * 4), cudaSuccess);
       }
-      for (int pass = 0; pass < 2; ++pass) {
+      for (int iter = 0; iter < 5; ++iter) {
+        for (int r = 0; r < 2; ++r) {
+          cudaSetDevice(r);
+          slowSetKernel<<<64, 256, 0, p.stream[r]>>>(in[r], n, static_cast<float>(r + 1 + iter), 1);
+        }
+        for (int pass = 0; pass < 2; ++pass) {
+          ncclGroupStart();
+          for (int r = 0; r < 2; ++r) {
+            cudaSetDevice(r);
+            ASSERT_EQ(ncclAllReduce(pass == 0 ? in[r] : out[r], out[r], n, ncclFloat32, ncclSum, p.comm[r],
+                                    p.stream[r]),
+                      ncclSuccess);
+          }
+          ncclGroupEnd();
+        }
+        for (int r = 0; r < 2; ++r) {
+          cudaSetDevice(r);
+          addKernel<<<64, 256, 0, p.stream[r]>>>(out[r], n, static_cast<float>(r + 1));
+        }
         ncclGroupStart();
         for (int r = 0; r < 2; ++r) {
           cudaSetDevice(r);
-          ASSERT_EQ(ncclAllReduce(pass == 0 ? in[r] : out[r], out[r], n, ncclFloat32, ncclSum, p.comm[r], p.stream[r]),
-                    ncclSuccess);
+          ASSERT_EQ(ncclSend(out[r], n, ncclFloat32, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
+          ASSERT_EQ(ncclRecv(in[r], n, ncclFloat32, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
         }
         ncclGroupEnd();
+        for (int r = 0; r < 2; ++r) {
+          cudaSetDevice(r);
+          addKernel<<<64, 256, 0, p.stream[r]>>>(in[r], n, 100.0f);
+        }
+        const float sum = 2.0f * static_cast<float>(3 + 2 * iter);
+        for (int r = 0; r < 2; ++r) {
+          cudaSetDevice(r);
+          ASSERT_EQ(cudaStreamSynchronize(p.stream[r]), cudaSuccess);
+          const std::string what = std::string("BRAID_PDL=") + pdl + ", " + std::to_string(n) + " floats, ";
+          EXPECT_TRUE(allEqual(out[r], n, sum + static_cast<float>(r + 1), r,
+                               (what + "two all-reduces after a slow writer").c_str()));
+          EXPECT_TRUE(allEqual(in[r], n, sum + static_cast<float>(2 - r) + 100.0f, r,
+                               (what + "the peer's result by send/recv, then a user kernel").c_str()));
+        }
       }
-      ncclGroupStart();
       for (int r = 0; r < 2; ++r) {
         cudaSetDevice(r);
-        ASSERT_EQ(ncclSend(out[r], n, ncclFloat32, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
-        ASSERT_EQ(ncclRecv(in[r], n, ncclFloat32, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
-      }
-      ncclGroupEnd();
-      for (int r = 0; r < 2; ++r) {
-        cudaSetDevice(r);
-        addKernel<<<64, 256, 0, p.stream[r]>>>(in[r], n, 100.0f);
-      }
-      const float sum = 2.0f * static_cast<float>(3 + 2 * iter);
-      for (int r = 0; r < 2; ++r) {
-        cudaSetDevice(r);
-        ASSERT_EQ(cudaStreamSynchronize(p.stream[r]), cudaSuccess);
-        EXPECT_TRUE(allEqual(out[r], n, sum, r, "two all-reduces after a slow writer"));
-        EXPECT_TRUE(allEqual(in[r], n, sum + 100.0f, r, "send/recv, then a user kernel"));
+        cudaFree(in[r]);
+        cudaFree(out[r]);
       }
     }
-    for (int r = 0; r < 2; ++r) {
-      cudaSetDevice(r);
-      cudaFree(in[r]);
-      cudaFree(out[r]);
-    }
+    p.destroy();
   }
-  p.destroy();
 }
 
 // Capture (all-reduce, then a user kernel bumping the input) once; replay 100 times; each replay must
