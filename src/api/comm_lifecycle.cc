@@ -565,6 +565,8 @@ ncclResult_t inheritConfig(ncclComm* parent, ncclConfig_t* cfg, ncclConfig_t* tm
   if (p.maxChannels > 0) tmp->maxCTAs = p.maxChannels;
   tmp->CTAPolicy = p.ctaPolicy;
   tmp->splitShare = p.splitShare;
+  // The name too (it labels the child's errors and waits); the parent outlives the split, so its string does.
+  if (!p.name.empty()) tmp->commName = p.name.c_str();
   return ncclSuccess;
 }
 

@@ -223,8 +223,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   facts.p2pPieces = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(params::P2pPieces(), 64)));
   TunerConfig local;
   BRAID_CHECK(loadTunerConfig(&local));  // validated in commInit already
-  if (comm->config.maxChannels > 0)      // config.maxCTAs bounds CTAs as NCCL_MAX_CTAS does
-    local.maxCtas = local.maxCtas > 0 ? std::min(local.maxCtas, comm->config.maxChannels) : comm->config.maxChannels;
+  local.maxCtas = foldCtaBound(local.maxCtas, comm->config.maxChannels);  // config.maxCTAs as NCCL_MAX_CTAS
   TuningFacts agreed;
   BRAID_CHECK(agreeTuning(comm, local, facts, &st->tuning, &agreed));
   st->llPath = agreed.llPath != 0;

@@ -135,6 +135,12 @@ constexpr size_t kSplitMinShareBytes = size_t(128) << 10;
 // cfg.maxCtas. Users bound CTAs to leave SMs to compute that overlaps the collective (NCCL's maxCTAs), so the
 // split never doubles past it (docs/PERFORMANCE.md, fifteenth session: the split's 128 CTAs slow an overlapped
 // stream of compute kernels by 9-10% where NCCL's 24 slow it by 5%). simpleStepCap and the executor both ask.
+// A communicator's config.maxCTAs folded into the environment's bound (cfg.maxCtas): the smaller where both
+// are set; either alone where only one is (<= 0: unset). device_comm.cc applies it before the agreement.
+inline int foldCtaBound(int envBound, int configBound) {
+  if (configBound <= 0) return envBound;
+  return envBound > 0 && envBound < configBound ? envBound : configBound;
+}
 inline bool oneShotSplitFits(const TunerConfig& cfg, int nChannels) {
   return cfg.oneShotSplit && (cfg.maxCtas <= 0 || 2 * static_cast<int64_t>(nChannels) <= cfg.maxCtas);
 }

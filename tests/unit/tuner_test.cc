@@ -599,6 +599,15 @@ TEST(TunerStepCap, SplitOneShotStaysWithinTheCtaBound) {
   EXPECT_FALSE(oneShotSplitFits(cfg, 1));
 }
 
+TEST(TunerStepCap, ConfigMaxCtasFoldsIntoTheEnvironmentsBound) {
+  EXPECT_EQ(foldCtaBound(-1, -1), -1);  // neither: unbounded
+  EXPECT_EQ(foldCtaBound(64, -1), 64);  // NCCL_MAX_CTAS alone
+  EXPECT_EQ(foldCtaBound(-1, 40), 40);  // config.maxCTAs alone
+  EXPECT_EQ(foldCtaBound(64, 40), 40);  // both: the smaller
+  EXPECT_EQ(foldCtaBound(24, 40), 24);
+  EXPECT_EQ(foldCtaBound(24, 0), 24);   // 0 is not a bound
+}
+
 TEST(TunerGroup, EstimateGrowsWithBytes) {
   TunerConfig cfg;
   for (TransportClass t : {TransportClass::P2pNvlink, TransportClass::HostShm}) {

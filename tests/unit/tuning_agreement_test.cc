@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -132,6 +133,7 @@ TEST(CtaPolicy, EfficiencyBoundsCtasAndSplitsInheritIt) {
     ncclUniqueId id;
     ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
     std::vector<int> childMax(kRanks, 0), childPolicy(kRanks, 0), childMin(kRanks, 0);
+    std::vector<std::string> childName(kRanks);
     std::vector<ncclResult_t> res(kRanks, ncclInternalError);
     std::vector<std::thread> threads;
     for (int r = 0; r < kRanks; ++r)
@@ -139,6 +141,7 @@ TEST(CtaPolicy, EfficiencyBoundsCtasAndSplitsInheritIt) {
         ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
         cfg.CTAPolicy = policy;
         cfg.minCTAs = 2;
+        cfg.commName = "dp-group";
         if (policy == NCCL_CTA_POLICY_DEFAULT) cfg.maxCTAs = 40;
         ncclComm_t comm = nullptr, child = nullptr;
         if ((res[r] = ncclCommInitRankConfig(&comm, kRanks, id, r, &cfg)) != ncclSuccess) return;
@@ -146,6 +149,7 @@ TEST(CtaPolicy, EfficiencyBoundsCtasAndSplitsInheritIt) {
           childMax[r] = child->config.maxChannels;
           childMin[r] = child->config.minChannels;
           childPolicy[r] = child->config.ctaPolicy;
+          childName[r] = child->config.name;
           ncclCommDestroy(child);
         }
         ncclCommDestroy(comm);
@@ -156,6 +160,7 @@ TEST(CtaPolicy, EfficiencyBoundsCtasAndSplitsInheritIt) {
       EXPECT_EQ(childMax[r], policy == NCCL_CTA_POLICY_DEFAULT ? 40 : 24) << r;
       EXPECT_EQ(childMin[r], 2) << r;
       EXPECT_EQ(childPolicy[r], policy) << r;
+      EXPECT_EQ(childName[r], "dp-group") << r;
     }
   }
   unsetenv("BRAID_HOST_COMM");
