@@ -8,8 +8,8 @@
 #       OLD of FILE replaced by NEW (fails if OLD is not there), built into DIR/build-var (logs in $L/DIR's
 #       name); `wait` for it, then run with B=DIR/build-var
 #   gpu_build_patch NAME PATCH TARGET...   in the background: a copy of the tree in /tmp/braid-NAME with PATCH
-#       (a `git diff` of the working tree) applied, built into /tmp/braid-NAME/build-var; `wait` for it, then
-#       run with B=/tmp/braid-NAME/build-var
+#       (a `git diff` of the working tree) applied, built into /tmp/braid-NAME/build-var (GPU_PATCH_JOBS
+#       parallel jobs, default 8); `wait` for it, then run with B=/tmp/braid-NAME/build-var
 #   gpu_build_inlined TARGET...   gpu_build_variant with kRcOutline forced off (every reducing kernel inlined),
 #       into $INL/build-var
 #   gpu_tests TEST...   runs each test binary of $B (200 s each), output to $L/TEST.txt, prints its verdict lines
@@ -66,7 +66,7 @@ gpu_build_patch() {
   mkdir -p "$dir" && tar --exclude=./build-gpu --exclude=./build -cf - . | tar -C "$dir" -xf -
   patch -d "$dir" -p1 < "$patch" > "$L/patch_$name.log" 2>&1 || { echo "patch $patch failed"; cat "$L/patch_$name.log"; exit 1; }
   (cd "$dir" && cmake -S . -B build-var -G Ninja -DBRAID_GTEST_SOURCE=$PWD/.gtest > "$L/cmake_$name.log" 2>&1 &&
-   ninja -C build-var -j8 "$@" > "$L/build_$name.log" 2>&1; echo "variant $name build rc=$?") &
+   ninja -C build-var -j${GPU_PATCH_JOBS:-8} "$@" > "$L/build_$name.log" 2>&1; echo "variant $name build rc=$?") &
 }
 
 INL=/tmp/braid-inline

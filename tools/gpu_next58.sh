@@ -18,7 +18,7 @@ OUT=${OUT:-$PWD/gpu_next58_out}; L=$OUT/next58; mkdir -p "$L"
 source tools/gpu_common.sh
 T="all_reduce_perf reduce_scatter_perf device_coll_test device_p2p_group_test device_mp_test numeric_device_test \
   matmul_gpu_test device_one_rank_test device_errors_test"
-gpu_build_patch tail2 tools/var_ll128tail2.patch $T
+GPU_PATCH_JOBS=24 gpu_build_patch tail2 tools/var_ll128tail2.patch $T
 gpu_build all_reduce_perf reduce_scatter_perf
 wait
 V=/tmp/braid-tail2/build-var; MAIN=$B
