@@ -24,7 +24,8 @@ if [[ -x build-tail2/bin/device_coll_test && -e build-tail2/lib/libbraid.so.0 &&
   # /work/main/build-tail2 (its RUNPATH), slimmed to lib/ and the binaries below (30 MB), the patch's sha256 in
   # build-tail2/PATCH_SHA256; saves the variant's build here. Made in the seventeenth session:
   #   git archive HEAD | tar -x -C /tmp/tail2 && (cd /tmp/tail2 && patch -p1 < tools/var_ll128tail2.patch)
-  #   cmake -S /tmp/tail2 -B build-tail2 -G Ninja -DBRAID_GTEST_SOURCE=/usr/src/googletest && ninja -C build-tail2 $T
+  #   cmake -S /tmp/tail2 -B build-tail2 -G Ninja -DBRAID_GTEST_SOURCE=/usr/src/googletest
+  #   ninja -C build-tail2 $T
   #   then keep only lib/libbraid.so*, lib/libnccl.so* and bin/$T, and write PATCH_SHA256.
   V=$PWD/build-tail2; echo "the patch: carried build-tail2"
 else
