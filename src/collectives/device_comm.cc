@@ -223,7 +223,8 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   facts.p2pPieces = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(params::P2pPieces(), 64)));
   TunerConfig local;
   BRAID_CHECK(loadTunerConfig(&local));  // validated in commInit already
-  local.maxCtas = foldCtaBound(local.maxCtas, comm->config.maxChannels);  // config.maxCTAs as NCCL_MAX_CTAS
+  // config.maxCTAs bounds CTAs as NCCL_MAX_CTAS does (param.h)
+  local.maxCtas = static_cast<int>(foldBounds(local.maxCtas, comm->config.maxChannels));
   TuningFacts agreed;
   BRAID_CHECK(agreeTuning(comm, local, facts, &st->tuning, &agreed));
   st->llPath = agreed.llPath != 0;

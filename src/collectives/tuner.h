@@ -131,12 +131,6 @@ TuneDecision tune(const TuneRequest& req, const TunerConfig& cfg);
 // 32 MB 108.2 / 116.3, 64 MB 203.6 / 222.4. Four steps without the split lose (8 MB 48.6 us in place), and
 // the split in one step gains nothing at 2-8 MB, so below kSplitMinShareBytes nothing changes.
 constexpr size_t kSplitMinShareBytes = size_t(128) << 10;
-// A communicator's config.maxCTAs folded into the environment's bound (cfg.maxCtas): the smaller where both
-// are set; either alone where only one is (<= 0: unset). device_comm.cc applies it before the agreement.
-inline int foldCtaBound(int envBound, int configBound) {
-  if (configBound <= 0) return envBound;
-  return envBound > 0 && envBound < configBound ? envBound : configBound;
-}
 // Whether the split one-shot may run on nChannels channels: switched on, and 2 x nChannels CTAs within
 // cfg.maxCtas. Users bound CTAs to leave SMs to compute that overlaps the collective (NCCL's maxCTAs), so the
 // split never doubles past it (docs/PERFORMANCE.md, fifteenth session: the split's 128 CTAs slow an overlapped

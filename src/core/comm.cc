@@ -13,9 +13,8 @@ ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels)
   const CommConfig& cfg = comm->config;
   int64_t n = preferred;
   int64_t lo = std::max<int64_t>(params::MinNChannels(), params::MinCtas());
-  int64_t hi = envMaxChannels();
+  const int64_t hi = foldBounds(envMaxChannels(), cfg.maxChannels);
   if (cfg.minChannels > 0) lo = std::max<int64_t>(lo, cfg.minChannels);
-  if (cfg.maxChannels > 0) hi = hi > 0 ? std::min<int64_t>(hi, cfg.maxChannels) : cfg.maxChannels;
   if (lo > 0) n = std::max(n, lo);
   if (hi > 0) n = std::min(n, hi);
   struct Offer {

@@ -31,11 +31,12 @@ struct UserRedOp {
 };
 
 // config.CTAPolicy NCCL_CTA_POLICY_EFFICIENCY ("the fewest CTAs for decent performance", for compute that
-// overlaps communication) bounds a communicator's channels, and so its collective launches' CTAs, to this, as a
-// config.maxCTAs would (a smaller maxCTAs, or a larger minCTAs, wins; p2p launches: p2pCtaBudget). On 2xH200 a 16-64 MB all-reduce on 24 CTAs took NCCL's time
-// and slowed an overlapped stream of compute kernels as much as NCCL (6%), where the default 128 slowed it by
-// 9-10% (docs/PERFORMANCE.md, fifteenth session). NCCL_CTA_POLICY_ZERO (no CTAs where the copy engines can do
-// the work) has no such path here and is taken as EFFICIENCY.
+// overlaps communication) bounds a communicator's channels, and so its collective launches' CTAs, to this, as
+// a config.maxCTAs would (a smaller maxCTAs, or a larger minCTAs, wins; p2p launches: p2pCtaBudget). On
+// 2xH200 a 16-64 MB all-reduce on 24 CTAs took NCCL's time and slowed an overlapped stream of compute kernels
+// as much as NCCL (6%), where the default 128 slowed it by 9-10% (docs/PERFORMANCE.md, fifteenth session).
+// NCCL_CTA_POLICY_ZERO (no CTAs where the copy engines can do the work) has no such path here and is taken as
+// EFFICIENCY.
 constexpr int kEfficiencyPolicyCtas = 24;
 
 struct CommConfig {

@@ -28,13 +28,16 @@ constexpr int64_t kBuffSizeMin = int64_t{64} << 10;
 constexpr int64_t kBuffSizeMax = int64_t{1} << 31;
 int64_t buffSizeBytes(bool warn);
 
-// The channel bound the environment sets: the smaller of NCCL_MAX_NCHANNELS and NCCL_MAX_CTAS where both are
-// set (NCCL applies both), -1 where neither is. The channel agreement and the tuner both take it.
-inline int64_t envMaxChannels() {
-  const int64_t a = params::MaxNChannels(), b = params::MaxCtas();
+// Two optional upper bounds (<= 0: unset) as one: the smaller where both are set, either alone where only one
+// is, -1 where neither is. NCCL applies every bound it is given (NCCL_MAX_NCHANNELS, NCCL_MAX_CTAS,
+// config.maxCTAs), so each place that folds them uses this.
+inline int64_t foldBounds(int64_t a, int64_t b) {
   if (a > 0 && b > 0) return a < b ? a : b;
   return a > 0 ? a : (b > 0 ? b : -1);
 }
+// The channel bound the environment sets (NCCL_MAX_NCHANNELS and NCCL_MAX_CTAS folded). The channel agreement
+// and the tuner both take it.
+inline int64_t envMaxChannels() { return foldBounds(params::MaxNChannels(), params::MaxCtas()); }
 
 // One row per parameter, for `braid_info`-style listings and tests.
 struct ParamDesc {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectives/tuner.h"
+#include "core/param.h"
 #include "core/result.h"
 
 namespace braid {
@@ -600,12 +601,12 @@ TEST(TunerStepCap, SplitOneShotStaysWithinTheCtaBound) {
 }
 
 TEST(TunerStepCap, ConfigMaxCtasFoldsIntoTheEnvironmentsBound) {
-  EXPECT_EQ(foldCtaBound(-1, -1), -1);  // neither: unbounded
-  EXPECT_EQ(foldCtaBound(64, -1), 64);  // NCCL_MAX_CTAS alone
-  EXPECT_EQ(foldCtaBound(-1, 40), 40);  // config.maxCTAs alone
-  EXPECT_EQ(foldCtaBound(64, 40), 40);  // both: the smaller
-  EXPECT_EQ(foldCtaBound(24, 40), 24);
-  EXPECT_EQ(foldCtaBound(24, 0), 24);   // 0 is not a bound
+  EXPECT_EQ(foldBounds(-1, -1), -1);  // neither: unbounded
+  EXPECT_EQ(foldBounds(64, -1), 64);  // NCCL_MAX_CTAS alone
+  EXPECT_EQ(foldBounds(-1, 40), 40);  // config.maxCTAs alone
+  EXPECT_EQ(foldBounds(64, 40), 40);  // both: the smaller
+  EXPECT_EQ(foldBounds(24, 40), 24);
+  EXPECT_EQ(foldBounds(24, 0), 24);   // 0 is not a bound
 }
 
 TEST(TunerGroup, EstimateGrowsWithBytes) {
