@@ -26,6 +26,9 @@
 #       this build, into FILE_nccl_ROUND, FILE_base_ROUND, FILE_new_ROUND (medians: tools/perf_medians.py)
 #   overlap_run LIB SIZE NAR [ENV=V...]   tools/overlap_probe.cu (built into $B/overlap_probe) on both GPUs: NAR
 #       all-reduces of SIZE bytes beside a stream of compute kernels; output appended to $L/overlap.txt and printed
+#   gpu_full_tables GUARD   the full tables: every collective 8 B-512 MB with NCCL and Braid's tuner, then the
+#       five ring collectives with each protocol forced while the call has run at most GUARD seconds (-c 1, -J JSON
+#       for tools/perf_full_table.py and tools/perf/plot); the perf tools must be built
 #   gpu_pack            tars $L into $OUT/<name of $L>.tgz (the device tool brings back few files), removes $L and
 #       prints the call's total time.
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -130,6 +133,21 @@ overlap_run() {
   env $pre "$@" timeout 60 $B/overlap_probe 1 $size $nar > $L/o1.txt 2>&1 &
   wait
   echo "-- overlap $lib $size x$nar $*" | tee -a $L/overlap.txt; cat $L/o0.txt $L/o1.txt | tee -a $L/overlap.txt
+}
+
+gpu_full_tables() {
+  local guard=$1 c p
+  local F="-b 8 -e 512M -f 2 -c 1 -n 20 -w 5"
+  for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter; do
+    one $c nccl full_${c}_nccl -- $F -J $L/full_${c}_nccl.json
+    one $c braid full_${c}_braid -- $F -J $L/full_${c}_braid.json
+  done
+  for c in all_reduce all_gather reduce_scatter broadcast reduce; do
+    for p in LL128 Simple LL; do
+      [[ $(( $(date +%s) - GPU_T0 )) -gt $guard ]] && { echo "skipping $c $p (time)"; continue; }
+      one $c braid full_${c}_$p NCCL_PROTO=$p -- $F -J $L/full_${c}_$p.json
+    done
+  done
 }
 
 gpu_pack() {

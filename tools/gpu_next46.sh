@@ -14,15 +14,5 @@ gpu_tests device_mp_test
 export PERF_TIMEOUT=60
 S="-b 256K -e 32M -f 2 -c 1 -n 30 -w 5"
 for r in 1 2; do one all_reduce nccl ar_nccl_$r -- $S; one all_reduce braid ar_braid_$r -- $S; done
-F="-b 8 -e 512M -f 2 -c 1 -n 20 -w 5"
-for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter; do
-  one $c nccl full_${c}_nccl -- $F -J $L/full_${c}_nccl.json
-  one $c braid full_${c}_braid -- $F -J $L/full_${c}_braid.json
-done
-for c in all_reduce all_gather reduce_scatter broadcast reduce; do
-  for p in LL128 Simple LL; do
-    [[ $(( $(date +%s) - GPU_T0 )) -gt 330 ]] && { echo "skipping $c $p (time)"; continue; }
-    one $c braid full_${c}_$p NCCL_PROTO=$p -- $F -J $L/full_${c}_$p.json
-  done
-done
+gpu_full_tables 330
 gpu_pack

@@ -12,15 +12,5 @@ gpu_build braid braidrun matmul_demo all_reduce_perf all_gather_perf reduce_scat
 gpu_tests device_coll_test device_p2p_group_test device_mp_test numeric_device_test matmul_gpu_test \
   device_one_rank_test device_errors_test
 export PERF_TIMEOUT=60
-F="-b 8 -e 512M -f 2 -c 1 -n 20 -w 5"
-for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter; do
-  one $c nccl full_${c}_nccl -- $F -J $L/full_${c}_nccl.json
-  one $c braid full_${c}_braid -- $F -J $L/full_${c}_braid.json
-done
-for c in all_reduce all_gather reduce_scatter broadcast reduce; do
-  for p in LL128 Simple LL; do
-    [[ $(( $(date +%s) - GPU_T0 )) -gt 480 ]] && { echo "skipping $c $p (time)"; continue; }
-    one $c braid full_${c}_$p NCCL_PROTO=$p -- $F -J $L/full_${c}_$p.json
-  done
-done
+gpu_full_tables 480
 gpu_pack
