@@ -20,7 +20,8 @@
 #include <vector>
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-  fprintf(stderr, "rank %d %s:%d %s: %s\n", rank, __FILE__, __LINE__, #x, cudaGetErrorString(e_)); exit(1); } } while (0)
+  fprintf(stderr, "rank %d %s:%d %s: %s\n", rank, __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+  exit(1); } } while (0)
 #define CU(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { const char* s_ = ""; cuGetErrorString(r_, &s_); \
   fprintf(stderr, "rank %d %s:%d %s: %s\n", rank, __FILE__, __LINE__, #x, s_); exit(1); } } while (0)
 

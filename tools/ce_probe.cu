@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
   }
   int iters = (int)std::max<size_t>(4, (size_t(8) << 30) / bytes);
   struct Row { const char* name; Mover m; };
-  const Row rows[] = {{"copy engine", kCe}, {"SM push", kPush}, {"SM pull", kPull}, {"CE half + SM push half", kCePush}};
+  const Row rows[] = {
+      {"copy engine", kCe}, {"SM push", kPush}, {"SM pull", kPull}, {"CE half + SM push half", kCePush}};
   printf("%zu MiB per transfer, %d CTAs x 512 threads per SM kernel, %d transfers; GB/s per direction\n", mib, ctas,
          iters);
   printf("| mover | one direction | both at once (each way) |\n|---|---|---|\n");

@@ -11,7 +11,8 @@ set -uo pipefail
 OUT=${OUT:-$PWD/gpu_next63_out}; L=$OUT/next63; mkdir -p "$L"
 source tools/gpu_common.sh
 V=$PWD/build-pg
-[[ -x $V/bin/device_coll_test && "$(cat $V/PATCH_SHA256)" == "$(sha256sum tools/var_pieceguard.patch | cut -d' ' -f1)" ]] ||
+[[ -x $V/bin/device_coll_test &&
+   "$(cat $V/PATCH_SHA256)" == "$(sha256sum tools/var_pieceguard.patch | cut -d' ' -f1)" ]] ||
   { echo "build-pg missing or not of this patch"; exit 1; }
 gpu_build all_reduce_perf reduce_scatter_perf
 MAIN=$B

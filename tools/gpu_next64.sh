@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Device call (2 GPUs, ~2.5 min), prepared in the eighteenth session and NOT run there (its device time was
+# spent): tools/var_warpguard.patch, the split one-shot's in-place
+# guard per worker warp (warp w of the receiving CTA waits only for warp w of the sending CTA, which read
+# exactly the elements it will overwrite), and the harness's in-place cases 1 or 3 elements off alignment.
+# Nothing is built on the device: carry build-wg (the patch on main, built here, slimmed to lib/ and bin/) and
+# build-ng (main + tools/var_noguard.patch, minimal kernels: main's code while BRAID_DIAG_NOGUARD is unset).
+# Both were built in the eighteenth session (ignored folders; rebuild them if missing or if the sha differs):
+#   git archive HEAD | tar -x -C /tmp/wg && (cd /tmp/wg && patch -p1 < tools/var_warpguard.patch)
+#   cmake -S /tmp/wg -B build-wg -G Ninja -DBRAID_GTEST_SOURCE=/usr/src/googletest   (3.8 min on 2 cores)
+#   ninja -C build-wg all_reduce_perf device_coll_test device_p2p_group_test device_mp_test numeric_device_test \
+#     device_one_rank_test device_errors_test
+#   keep only bin/ and lib/libbraid.so*, lib/libnccl.so*, then
+#   sha256sum tools/var_warpguard.patch | cut -d' ' -f1 > build-wg/PATCH_SHA256
+#   (build-ng likewise from tools/var_noguard.patch with -DBRAID_KERNELS=minimal -DBRAID_BUILD_TESTS=OFF, target
+#   all_reduce_perf: 1.3 min). run: carry ["build-wg", "build-ng"], `bash tools/gpu_next64.sh`.
+#  1. the gpu tests on the patched build (matmul_gpu_test needs the launcher and demo, not carried);
+#  2. all-reduce 8-16 MB, three interleaved rounds, main (build-ng) against the patch, both columns.
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu_next64_out}; L=$OUT/next64; mkdir -p "$L"
+source tools/gpu_common.sh
+V=$PWD/build-wg
+M=$PWD/build-ng
+[[ -x $V/bin/device_coll_test && -x $M/bin/all_reduce_perf &&
+   "$(cat $V/PATCH_SHA256)" == "$(sha256sum tools/var_warpguard.patch | cut -d' ' -f1)" ]] ||
+  { echo "build-wg / build-ng missing or not of these patches"; exit 1; }
+LD_LIBRARY_PATH=$V/lib B=$V gpu_tests device_coll_test device_errors_test device_p2p_group_test numeric_device_test \
+  device_one_rank_test device_mp_test
+export PERF_TIMEOUT=40
+S="-b 8M -e 16M -f 2 -c 1 -n 40 -w 10"
+for r in 1 2 3; do
+  B=$M one all_reduce braid ar_main_$r LD_LIBRARY_PATH=$M/lib -- $S
+  B=$V one all_reduce braid ar_wg_$r LD_LIBRARY_PATH=$V/lib -- $S
+done
+gpu_pack
