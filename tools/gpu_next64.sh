@@ -5,15 +5,12 @@
 # exactly the elements it will overwrite), and the harness's in-place cases 1 or 3 elements off alignment.
 # Nothing is built on the device: carry build-wg (the patch on main, built here, slimmed to lib/ and bin/) and
 # build-ng (main + tools/var_noguard.patch, minimal kernels: main's code while BRAID_DIAG_NOGUARD is unset).
-# Both were built in the eighteenth session (ignored folders; rebuild them if missing or if the sha differs):
-#   git archive HEAD | tar -x -C /tmp/wg && (cd /tmp/wg && patch -p1 < tools/var_warpguard.patch)
-#   cmake -S /tmp/wg -B build-wg -G Ninja -DBRAID_GTEST_SOURCE=/usr/src/googletest   (3.8 min on 2 cores)
-#   ninja -C build-wg all_reduce_perf device_coll_test device_p2p_group_test device_mp_test numeric_device_test \
-#     device_one_rank_test device_errors_test
-#   keep only bin/ and lib/libbraid.so*, lib/libnccl.so*, then
-#   sha256sum tools/var_warpguard.patch | cut -d' ' -f1 > build-wg/PATCH_SHA256
-#   (build-ng likewise from tools/var_noguard.patch with -DBRAID_KERNELS=minimal -DBRAID_BUILD_TESTS=OFF, target
-#   all_reduce_perf: 1.3 min). run: carry ["build-wg", "build-ng"], `bash tools/gpu_next64.sh`.
+# Both were built in the eighteenth session (ignored folders; rebuild them if missing or if a patch changed):
+#   tools/build_carry.sh build-wg tools/var_warpguard.patch -- all_reduce_perf device_coll_test \
+#     device_p2p_group_test device_mp_test numeric_device_test device_one_rank_test device_errors_test   (~4 min)
+#   tools/build_carry.sh build-ng tools/var_noguard.patch -DBRAID_KERNELS=minimal -DBRAID_BUILD_TESTS=OFF \
+#     -- all_reduce_perf   (~1.3 min)
+# then run: carry ["build-wg", "build-ng"], `bash tools/gpu_next64.sh`.
 #  1. the gpu tests on the patched build (matmul_gpu_test needs the launcher and demo, not carried);
 #  2. all-reduce 8-16 MB, three interleaved rounds, main (build-ng) against the patch, both columns.
 set -uo pipefail
@@ -21,9 +18,8 @@ OUT=${OUT:-$PWD/gpu_next64_out}; L=$OUT/next64; mkdir -p "$L"
 source tools/gpu_common.sh
 V=$PWD/build-wg
 M=$PWD/build-ng
-[[ -x $V/bin/device_coll_test && -x $M/bin/all_reduce_perf &&
-   "$(cat $V/PATCH_SHA256)" == "$(sha256sum tools/var_warpguard.patch | cut -d' ' -f1)" ]] ||
-  { echo "build-wg / build-ng missing or not of these patches"; exit 1; }
+gpu_carried "$V" tools/var_warpguard.patch
+gpu_carried "$M" tools/var_noguard.patch
 LD_LIBRARY_PATH=$V/lib B=$V gpu_tests device_coll_test device_errors_test device_p2p_group_test numeric_device_test \
   device_one_rank_test device_mp_test
 export PERF_TIMEOUT=40
