@@ -17,7 +17,14 @@ src=$(mktemp -d /tmp/carry-src.XXXXXX)
 git archive HEAD | tar -x -C "$src"
 patch -d "$src" -p1 -s < "$patch"
 rm -rf "$dir"
-cmake -S "$src" -B "$dir" -G Ninja -DBRAID_GTEST_SOURCE=/usr/src/googletest "${opts[@]}" > /dev/null
+cmake -S "$src" -B "$dir" -G Ninja -DBRAID_GTEST_SOURCE=/usr/src/googletest "${opts[@]}" > "$dir.cmake.log"
+# The device scripts start the perf tools under mpirun: a build without MPI fails there at once (rc 3, "this build
+# has no MPI support"), after the device time is spent (nineteenth session). Refuse it here instead.
+if [[ " $* " == *_perf\ * ]] && ! grep -q 'perf tools: MPI found' "$dir.cmake.log"; then
+  echo "$0: configure found no MPI, so the *_perf tools would not run under mpirun: apt-get install libopenmpi-dev"
+  exit 1
+fi
+rm -f "$dir.cmake.log"
 ninja -C "$dir" "$@"
 find "$dir" -mindepth 1 -maxdepth 1 ! -name bin ! -name lib -exec rm -rf {} +
 find "$dir/lib" -mindepth 1 ! -name 'libbraid.so*' ! -name 'libnccl.so*' -exec rm -rf {} +

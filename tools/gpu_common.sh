@@ -30,7 +30,7 @@
 #       five ring collectives with each protocol forced while the call has run at most GUARD seconds (-c 1, -J JSON
 #       for tools/perf_full_table.py and tools/perf/plot); the perf tools must be built
 #   gpu_carried DIR PATCH   exits unless DIR (a carried build: tools/build_carry.sh) holds device_coll_test or
-#       all_reduce_perf and was built from PATCH as it is now (DIR/PATCH_SHA256)
+#       a *_perf tool and was built from PATCH as it is now (DIR/PATCH_SHA256)
 #   gpu_pack            tars $L into $OUT/<name of $L>.tgz (the device tool brings back few files), removes $L and
 #       prints the call's total time.
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -154,7 +154,7 @@ gpu_full_tables() {
 
 gpu_carried() {
   local dir=$1 patch=$2
-  [[ -x $dir/bin/device_coll_test || -x $dir/bin/all_reduce_perf ]] || { echo "$dir was not carried"; exit 1; }
+  compgen -G "$dir/bin/*_perf" > /dev/null || [[ -x $dir/bin/device_coll_test ]] || { echo "$dir was not carried"; exit 1; }
   [[ "$(cat "$dir/PATCH_SHA256" 2>/dev/null)" == "$(sha256sum "$patch" | cut -d' ' -f1)" ]] ||
     { echo "$dir was not built from $patch as it is now (tools/build_carry.sh)"; exit 1; }
 }
