@@ -113,8 +113,16 @@ ncclResult_t parseConfig(const ncclConfig_t* cfg, const char* fn, CommConfig* ou
       return recordError(ncclInvalidArgument, "%s: config.splitShare must be 0 or 1, not %d", fn, cfg->splitShare);
     out->splitShare = cfg->splitShare;
   }
-  // Fields Braid accepts but does not act on (no CGA clusters, CollNet or NVLS here) are still checked, so a
-  // wrong value fails here as it would with NCCL instead of being silently taken.
+  // config.cgaClusterSize: thread-block clusters for the ring collectives (launch_attrs.h); NCCL takes sizes
+  // above its limit as the limit, and so does clusterSetting.
+  if (has(offsetof(ncclConfig_t, cgaClusterSize), sizeof(int)) && cfg->cgaClusterSize != NCCL_CONFIG_UNDEF_INT) {
+    if (cfg->cgaClusterSize < 0)
+      return recordError(ncclInvalidArgument, "%s: config.cgaClusterSize must be >= 0, not %d", fn,
+                         cfg->cgaClusterSize);
+    out->cgaClusterSize = cfg->cgaClusterSize;
+  }
+  // Fields Braid accepts but does not act on (no CollNet or NVLS here) are still checked, so a wrong value
+  // fails here as it would with NCCL instead of being silently taken.
   auto flag01 = [&](size_t off, int v, const char* field) -> ncclResult_t {
     if (has(off, sizeof(int)) && v != NCCL_CONFIG_UNDEF_INT && v != 0 && v != 1)
       return recordError(ncclInvalidArgument, "%s: config.%s must be 0 or 1, not %d", fn, field, v);
@@ -122,9 +130,6 @@ ncclResult_t parseConfig(const ncclConfig_t* cfg, const char* fn, CommConfig* ou
   };
   BRAID_CHECK(flag01(offsetof(ncclConfig_t, collnetEnable), cfg->collnetEnable, "collnetEnable"));
   BRAID_CHECK(flag01(offsetof(ncclConfig_t, shrinkShare), cfg->shrinkShare, "shrinkShare"));
-  if (has(offsetof(ncclConfig_t, cgaClusterSize), sizeof(int)) && cfg->cgaClusterSize != NCCL_CONFIG_UNDEF_INT &&
-      cfg->cgaClusterSize < 0)
-    return recordError(ncclInvalidArgument, "%s: config.cgaClusterSize must be >= 0, not %d", fn, cfg->cgaClusterSize);
   if (has(offsetof(ncclConfig_t, nvlsCTAs), sizeof(int)) && cfg->nvlsCTAs != NCCL_CONFIG_UNDEF_INT &&
       cfg->nvlsCTAs <= 0)
     return recordError(ncclInvalidArgument, "%s: config.nvlsCTAs must be positive, not %d", fn, cfg->nvlsCTAs);
@@ -555,7 +560,8 @@ ncclResult_t shareNewId(ncclComm* parent, const std::vector<int>& members, int t
   return parent->bootstrap->recv(members[0], tag, id, sizeof(*id));
 }
 
-// No config: the child takes the parent's (as NCCL): blocking, the CTA bounds and policy, splitShare.
+// No config: the child takes the parent's (as NCCL): blocking, the CTA bounds and policy, splitShare, the
+// cluster size.
 ncclResult_t inheritConfig(ncclComm* parent, ncclConfig_t* cfg, ncclConfig_t* tmp) {
   if (cfg != nullptr) return ncclSuccess;
   *tmp = NCCL_CONFIG_INITIALIZER;
@@ -565,6 +571,7 @@ ncclResult_t inheritConfig(ncclComm* parent, ncclConfig_t* cfg, ncclConfig_t* tm
   if (p.maxChannels > 0) tmp->maxCTAs = p.maxChannels;
   tmp->CTAPolicy = p.ctaPolicy;
   tmp->splitShare = p.splitShare;
+  if (p.cgaClusterSize >= 0) tmp->cgaClusterSize = p.cgaClusterSize;
   // The name too (it labels the child's errors and waits); the parent outlives the split, so its string does.
   if (!p.name.empty()) tmp->commName = p.name.c_str();
   return ncclSuccess;

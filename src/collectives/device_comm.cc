@@ -245,6 +245,12 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->pdl = pdlSetting(params::Pdl(), major, kernelPtx);
   BRAID_INFO(kSubInit, "rank %d: programmatic dependent launches %s (BRAID_PDL=%lld, sm_%d, kernels from compute_%d)",
              comm->rank, st->pdl ? "on" : "off", static_cast<long long>(params::Pdl()), major * 10, kernelPtx);
+  st->cluster = clusterSetting(params::CgaClusterSize(), comm->config.cgaClusterSize, major, kernelPtx);
+  BRAID_INFO(kSubInit,
+             "rank %d: ring collectives on Simple from %zu MiB launch in thread-block clusters of %d (0: none; "
+             "NCCL_CGA_CLUSTER_SIZE=%lld, config.cgaClusterSize %d)",
+             comm->rank, kClusterMinBytes >> 20, st->cluster, static_cast<long long>(params::CgaClusterSize()),
+             comm->config.cgaClusterSize);
   st->p2pCopyCtas = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(params::P2pCopyCtas(), kMaxP2pCtas)));
 
   // NCCL_PROTO without LL for any collective (e.g. "Simple" or "^LL") keeps send/recv off LL too.

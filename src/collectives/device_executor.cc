@@ -62,7 +62,7 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   ncclResult_t checkStatus();
   ncclResult_t launchColl(const OpDesc& op, cudaStream_t s);
   // Every collective and p2p kernel launch, with the launch attributes BRAID_PDL asks for.
-  cudaError_t launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s);
+  cudaError_t launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s, int cluster = 0);
   ncclResult_t launchP2p(const std::vector<const OpDesc*>& ops, cudaStream_t s);
   ncclResult_t p2pConn(int peer, bool send, DevConn** out);
   ncclResult_t event(size_t i, cudaEvent_t* out);
@@ -337,34 +337,46 @@ double DeviceExecutorImpl::predictUs(const OpDesc& op) {
   return planColl(op, lowLatencyKernels(op)).predictedUs;
 }
 
-cudaError_t DeviceExecutorImpl::launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s) {
+cudaError_t DeviceExecutorImpl::launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s, int cluster) {
   cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr;
+  cudaLaunchAttribute attrs[2];
   cfg.gridDim = dim3(nCta);
   cfg.blockDim = dim3(st_->nThreads);
   cfg.stream = s;
+  cfg.attrs = attrs;
   // On a stream (not in a capture, where graphs already launch back to back), a programmatic dependent: the
   // kernel's CTAs get resident as the previous kernel drains and start the moment it ends, instead of after a
   // launch (~1 us per collective on 2xH200: 512 KB all-reduce 7.8 -> 6.6 us). Every kernel waits for the
   // previous one first (devAwaitPreviousKernel), so stream order holds whatever ran before.
-  if (launchAttrsFor(st_->pdl, capturing_).programmatic) {
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+  const bool programmatic = launchAttrsFor(st_->pdl, capturing_).programmatic;
+  if (programmatic) {
+    attrs[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[cfg.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  // Thread-block clusters (collCluster, launch_attrs.h; the caller made nCta a whole number of them).
+  const bool clustered = cluster >= 2 && st_->cluster >= 2;
+  if (clustered) {
+    attrs[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+    attrs[cfg.numAttrs].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attrs[cfg.numAttrs].val.clusterDim.y = 1;
+    attrs[cfg.numAttrs++].val.clusterDim.z = 1;
   }
   cudaError_t e = cudaLaunchKernelExC(&cfg, kernel, args);
-  if (e != cudaSuccess && cfg.numAttrs > 0 && (e == cudaErrorNotSupported || e == cudaErrorInvalidValue)) {
-    // Maybe the driver or setup refuses the attribute (a hint, not semantics): once more without it, and only
-    // if that launch goes, plain launches from now on. A launch failing for another reason fails as before.
+  if (e != cudaSuccess && cfg.numAttrs > 0 &&
+      (e == cudaErrorNotSupported || e == cudaErrorInvalidValue || e == cudaErrorInvalidClusterSize)) {
+    // Maybe the driver or setup refuses an attribute (hints, not semantics: a clustered grid's extra CTAs
+    // return at once): once more without them, and only if that launch goes, plain launches from now on. A
+    // launch failing for another reason fails as before.
     cudaGetLastError();
     cfg.numAttrs = 0;
     const cudaError_t plain = cudaLaunchKernelExC(&cfg, kernel, args);
     if (plain != cudaSuccess) return e;
-    BRAID_WARN("rank %d: the CUDA driver refused programmatic dependent launches (%s); launching plainly from now "
-               "on (BRAID_PDL=0 does so from the start)",
-               st_->rank, cudaGetErrorString(e));
-    st_->pdl = 0;
+    BRAID_WARN("rank %d: the CUDA driver refused %s%s%s (%s); launching plainly from now on (%s)", st_->rank,
+               programmatic ? "programmatic dependent launches" : "", programmatic && clustered ? " with " : "",
+               clustered ? "thread-block clusters" : "", cudaGetErrorString(e),
+               programmatic ? "BRAID_PDL=0 does so from the start" : "NCCL_CGA_CLUSTER_SIZE=0 does so from the start");
+    if (programmatic) st_->pdl = 0;
+    if (clustered) st_->cluster = 0;
     return plain;
   }
   return e;
@@ -428,8 +440,12 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
     a.ringStride = static_cast<int32_t>(st_->ringRecv(0) - st_->ringSend(0));
   }
   a.pdlTrigger = launchAttrsFor(st_->pdl, capturing_).earlyTrigger ? 1 : 0;
+  const bool ringOnSimple = plan.proto == Proto::Simple && st_->nranks > 1 && a.coll != kDevAllReduceOneShot &&
+                            a.coll != kDevAllReduceOneShotSplit;
+  const int cluster = collCluster(st_->cluster, ringOnSimple, opBytes(op, st_->nranks));
+  nCta = clusteredGrid(nCta, cluster);
   void* args[] = {&a};
-  BRAID_CUDA_CHECK(launchKernel(kernel, nCta, args, s),
+  BRAID_CUDA_CHECK(launchKernel(kernel, nCta, args, s, cluster),
                    "rank %d: launching the %s kernel (%zu x %s, %d channels)", st_->rank, collName(op.coll), op.count,
                    dtypeName(op.dtype), a.nChannels);
   return ncclSuccess;

@@ -1,6 +1,8 @@
-// What BRAID_PDL asks of a kernel launch (device_executor.cc applies it): plain functions, so the rule is
-// unit-tested without a GPU (tests/unit/launch_attrs_test.cc).
+// What BRAID_PDL and NCCL_CGA_CLUSTER_SIZE ask of a kernel launch (device_executor.cc applies it): plain
+// functions, so the rules are unit-tested without a GPU (tests/unit/launch_attrs_test.cc).
 #pragma once
+
+#include <cstddef>
 
 namespace braid {
 
@@ -27,6 +29,43 @@ inline LaunchAttrs launchAttrsFor(int pdl, bool capturing) {
   a.programmatic = (pdl & 1) != 0;
   a.earlyTrigger = (pdl & 3) == 3;
   return a;
+}
+
+// Thread-block clusters. The hardware places a cluster's CTAs on one GPC, and how a launch's CTAs spread over
+// the GPCs decides what their stores into the peer GPU carry: on 2xH100 a plain copy into the peer's memory
+// moved 347 GB/s both ways on 32 CTAs and 360 on 64, but 364 and 365 in clusters of 4; one way, 24 CTAs
+// 335 against 349 (tools/cumem_probe.cu, docs/gpu/2026-12-01d). NCCL launches in clusters of 4 on sm_90
+// (NCCL_CGA_CLUSTER_SIZE, config.cgaClusterSize), and that is how it moves 364-369 GB/s of broadcast on 24
+// CTAs. The ring collectives on Simple gained 2-4% from 32 MB up (broadcast 512 MB 1451 us against 1509-1513,
+// NCCL 1474-1483; reduce-scatter 64 MB 118 against 124; ring all-reduce 512 MB 1547-1564 against 1587-1589)
+// and about nothing at 8-16 MB, and 32 channels in clusters moved what 64 do without (docs/gpu/2026-12-01e,
+// ...f). The one-shot all-reduce lost (8 MB 37.9 us against 34.0-34.4) and so did send/recv (256 MB 778
+// against 754), so they launch plainly.
+constexpr int kDefaultCgaCluster = 4;
+constexpr int kMaxCgaCluster = 8;               // the portable cluster size limit
+constexpr size_t kClusterMinBytes = 16u << 20;  // opBytes of the smallest op launched in clusters
+
+// The communicator's cluster size: NCCL_CGA_CLUSTER_SIZE (`env`, -1 unset) overrides config.cgaClusterSize
+// (`config`, -1 unset), as NCCL's environment does; neither set gives kDefaultCgaCluster. Above
+// kMaxCgaCluster: kMaxCgaCluster. Clusters exist from sm_90 on, for kernels compiled for it (as pdlSetting).
+// 0: no clusters (a size of 1 is none either).
+inline int clusterSetting(long long env, int config, int ccMajor, int kernelPtxVersion) {
+  if (ccMajor < 9 || kernelPtxVersion < 90) return 0;
+  long long v = env >= 0 ? env : config >= 0 ? config : kDefaultCgaCluster;
+  if (v > kMaxCgaCluster) v = kMaxCgaCluster;
+  return v >= 2 ? static_cast<int>(v) : 0;
+}
+
+// One collective launch's cluster size (0: none): the ring schedules on Simple (broadcast, reduce,
+// all-gather, reduce-scatter, ring all-reduce; not the one-shot) of at least kClusterMinBytes.
+inline int collCluster(int setting, bool ringOnSimple, size_t opBytes) {
+  return setting >= 2 && ringOnSimple && opBytes >= kClusterMinBytes ? setting : 0;
+}
+
+// A grid of nCta CTAs launched in clusters of `cluster` (0: none) must be a whole number of clusters: the
+// collective kernel's CTAs past its channels return at once.
+inline int clusteredGrid(int nCta, int cluster) {
+  return cluster >= 2 ? (nCta + cluster - 1) / cluster * cluster : nCta;
 }
 
 }  // namespace braid

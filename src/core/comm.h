@@ -46,6 +46,7 @@ struct CommConfig {
   int ctaPolicy = 0;     // config.CTAPolicy (NCCL_CTA_POLICY_*)
   std::string name;
   int splitShare = 0;
+  int cgaClusterSize = -1;  // config.cgaClusterSize (-1: unset); NCCL_CGA_CLUSTER_SIZE overrides it
 };
 
 constexpr uint64_t kCommMagic = 0x427261696443306dull;

@@ -540,7 +540,8 @@ static void graphReplay(size_t n) {
 }
 
 // CUDA graph capture of an all-reduce (with user kernels around it) and 100 replays, with each protocol the
-// tuner may pick: LL (the one-shot at 300,007 floats), LL128 and Simple, and the tuner's own choice.
+// tuner may pick: LL (the one-shot at 300,007 floats), LL128 and Simple, and the tuner's own choice; then the
+// ring all-reduce of 16 MiB + 20 bytes, a launch in thread-block clusters (launch_attrs.h), captured.
 TEST(DeviceColl2Gpu, GraphReplay) {
   NEED_GPUS(2);
   for (const char* proto : {"", "LL", "LL128", "Simple"}) {
@@ -549,6 +550,53 @@ TEST(DeviceColl2Gpu, GraphReplay) {
     if (*proto) env.set("NCCL_PROTO", proto);
     graphReplay(300007);
     graphReplay(1000);
+  }
+  EnvScope env;
+  env.set("NCCL_PROTO", "Simple");
+  env.set("NCCL_ALGO", "allreduce:Ring");
+  graphReplay((size_t(1) << 22) + 5);
+}
+
+// The ring collectives of 16 MiB and more launch in thread-block clusters (NCCL_CGA_CLUSTER_SIZE, default 4;
+// launch_attrs.h), their grid rounded up to whole clusters, the CTAs past the channels returning at once. Here
+// with clusters of 3 (64 channels: a grid of 66) and 8 on 64 channels, and of 4 on 13 channels (a grid of 16);
+// all-reduce forced onto the ring. Every ring collective, in and out of place, roots 0 and 1, a shifted
+// (unaligned) and a half case, every element checked; then the same with clusters off.
+TEST(DeviceColl2Gpu, ClusteredRingCollectives) {
+  NEED_GPUS(2);
+  struct Setting {
+    const char* cluster;
+    const char* maxChannels;
+  };
+  const size_t n = (size_t(1) << 22) + 5;  // floats: 16 MiB + 20 bytes
+  for (const Setting& s : {Setting{"3", nullptr}, Setting{"8", nullptr}, Setting{"4", "13"}, Setting{"0", nullptr}}) {
+    SCOPED_TRACE(std::string("NCCL_CGA_CLUSTER_SIZE=") + s.cluster +
+                 (s.maxChannels ? std::string(" NCCL_MAX_NCHANNELS=") + s.maxChannels : std::string()));
+    EnvScope env;
+    env.set("NCCL_CGA_CLUSTER_SIZE", s.cluster);
+    env.set("NCCL_ALGO", "allreduce:Ring");
+    env.set("NCCL_PROTO", "Simple");
+    if (s.maxChannels) env.set("NCCL_MAX_NCHANNELS", s.maxChannels);
+    Pair p;
+    ASSERT_TRUE(p.init());
+    std::vector<Case> cases;
+    for (Coll c : {kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce})
+      for (bool ip : {false, true})
+        for (int root : {0, 1}) {
+          if (root == 1 && c != kBroadcast && c != kReduce) continue;
+          cases.push_back(Case{c, ncclFloat32, ncclSum, n, ip, root});
+        }
+    Case shifted{kAllReduce, ncclFloat32, ncclSum, n, false, 0};
+    shifted.sendShift = 1;
+    shifted.recvShift = 3;
+    cases.push_back(shifted);
+    cases.push_back(Case{kAllReduce, ncclFloat16, ncclSum, 2 * n + 1, true, 0});
+    bool hung = false;
+    for (const Case& c : cases) {
+      if (hung) break;
+      EXPECT_TRUE(runCase(p, c, &hung)) << c.name();
+    }
+    p.destroy();
   }
 }
 

@@ -1,9 +1,14 @@
 // launchAttrsFor / pdlSetting: which launch attributes BRAID_PDL gives a kernel launch, on which GPUs and kernel
-// builds, and never inside a stream capture.
+// builds, and never inside a stream capture; clusterSetting / collCluster / clusteredGrid: which launches go in
+// thread-block clusters (NCCL_CGA_CLUSTER_SIZE, config.cgaClusterSize) and how their grid is rounded.
 #include <gtest/gtest.h>
 
 #include "collectives/launch_attrs.h"
 
+using braid::clusteredGrid;
+using braid::clusterSetting;
+using braid::collCluster;
+using braid::kClusterMinBytes;
 using braid::LaunchAttrs;
 using braid::launchAttrsFor;
 using braid::pdlSetting;
@@ -41,4 +46,36 @@ TEST(LaunchAttrs, BitsMapToAttributes) {
   const LaunchAttrs two = launchAttrsFor(2, false);
   EXPECT_FALSE(two.programmatic);
   EXPECT_FALSE(two.earlyTrigger);
+}
+
+TEST(Clusters, EnvOverridesConfigOverridesTheDefaultOnHopperKernelsOnly) {
+  EXPECT_EQ(clusterSetting(-1, -1, 9, 90), 4);  // neither set: NCCL's default on sm_90
+  EXPECT_EQ(clusterSetting(-1, 2, 9, 90), 2);   // the config's
+  EXPECT_EQ(clusterSetting(8, 2, 9, 90), 8);    // the environment wins
+  EXPECT_EQ(clusterSetting(0, 4, 9, 90), 0);    // off
+  EXPECT_EQ(clusterSetting(-1, 0, 9, 90), 0);
+  EXPECT_EQ(clusterSetting(1, -1, 9, 90), 0);  // a cluster of one is none
+  EXPECT_EQ(clusterSetting(3, -1, 10, 100), 3);
+  EXPECT_EQ(clusterSetting(16, -1, 9, 90), 8);  // above the portable limit: the limit, as NCCL
+  EXPECT_EQ(clusterSetting(-1, 99, 9, 90), 8);
+  EXPECT_EQ(clusterSetting(-1, -1, 8, 80), 0);  // no clusters before sm_90
+  EXPECT_EQ(clusterSetting(4, 4, 9, 80), 0);    // kernels JIT-compiled from compute_80 PTX on a Hopper GPU
+  EXPECT_EQ(clusterSetting(-1, -1, 9, 0), 0);   // unknown
+}
+
+TEST(Clusters, OnlyRingCollectivesOnSimpleFromTheThreshold) {
+  EXPECT_EQ(collCluster(4, true, kClusterMinBytes), 4);
+  EXPECT_EQ(collCluster(4, true, size_t(512) << 20), 4);
+  EXPECT_EQ(collCluster(4, true, kClusterMinBytes - 1), 0);
+  EXPECT_EQ(collCluster(4, false, size_t(512) << 20), 0);  // the one-shot, LL, LL128
+  EXPECT_EQ(collCluster(0, true, size_t(512) << 20), 0);
+  EXPECT_EQ(collCluster(3, true, size_t(512) << 20), 3);
+}
+
+TEST(Clusters, GridIsAWholeNumberOfClusters) {
+  EXPECT_EQ(clusteredGrid(64, 4), 64);
+  EXPECT_EQ(clusteredGrid(13, 4), 16);
+  EXPECT_EQ(clusteredGrid(64, 3), 66);
+  EXPECT_EQ(clusteredGrid(1, 8), 8);
+  EXPECT_EQ(clusteredGrid(13, 0), 13);  // no clusters: as it was
 }

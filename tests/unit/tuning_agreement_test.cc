@@ -85,7 +85,7 @@ TEST(TuningAgreement, EveryRankGetsTheSameConfiguration) {
 
 // config.CTAPolicy EFFICIENCY bounds the communicator's CTAs to kEfficiencyPolicyCtas (a smaller maxCTAs or
 // a larger minCTAs wins; ZERO counts as EFFICIENCY), and ncclCommSplit without a config inherits the parent's
-// bounds and policy (NCCL: a NULL config inherits the parent's).
+// bounds and policy, and its config.cgaClusterSize (NCCL: a NULL config inherits the parent's).
 TEST(CtaPolicy, EfficiencyBoundsCtasAndSplitsInheritIt) {
   setenv("BRAID_HOST_COMM", "1", 1);
   auto initOne = [](int policy, int minCtas, int maxCtas, ncclComm_t* comm) {
@@ -132,7 +132,7 @@ TEST(CtaPolicy, EfficiencyBoundsCtasAndSplitsInheritIt) {
   for (int policy : {NCCL_CTA_POLICY_EFFICIENCY, NCCL_CTA_POLICY_DEFAULT}) {
     ncclUniqueId id;
     ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-    std::vector<int> childMax(kRanks, 0), childPolicy(kRanks, 0), childMin(kRanks, 0);
+    std::vector<int> childMax(kRanks, 0), childPolicy(kRanks, 0), childMin(kRanks, 0), childCluster(kRanks, 0);
     std::vector<std::string> childName(kRanks);
     std::vector<ncclResult_t> res(kRanks, ncclInternalError);
     std::vector<std::thread> threads;
@@ -142,6 +142,7 @@ TEST(CtaPolicy, EfficiencyBoundsCtasAndSplitsInheritIt) {
         cfg.CTAPolicy = policy;
         cfg.minCTAs = 2;
         cfg.commName = "dp-group";
+        cfg.cgaClusterSize = 2;
         if (policy == NCCL_CTA_POLICY_DEFAULT) cfg.maxCTAs = 40;
         ncclComm_t comm = nullptr, child = nullptr;
         if ((res[r] = ncclCommInitRankConfig(&comm, kRanks, id, r, &cfg)) != ncclSuccess) return;
@@ -150,6 +151,7 @@ TEST(CtaPolicy, EfficiencyBoundsCtasAndSplitsInheritIt) {
           childMin[r] = child->config.minChannels;
           childPolicy[r] = child->config.ctaPolicy;
           childName[r] = child->config.name;
+          childCluster[r] = child->config.cgaClusterSize;
           ncclCommDestroy(child);
         }
         ncclCommDestroy(comm);
@@ -161,6 +163,7 @@ TEST(CtaPolicy, EfficiencyBoundsCtasAndSplitsInheritIt) {
       EXPECT_EQ(childMin[r], 2) << r;
       EXPECT_EQ(childPolicy[r], policy) << r;
       EXPECT_EQ(childName[r], "dp-group") << r;
+      EXPECT_EQ(childCluster[r], 2) << r;
     }
   }
   unsetenv("BRAID_HOST_COMM");
