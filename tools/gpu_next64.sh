@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran in the nineteenth session as call a (docs/gpu/2026-12-01a: every test passed; the timings failed, perf tools built without MPI).
 # Device call (2 GPUs, ~2.5 min), prepared in the eighteenth session and NOT run there (its device time was
 # spent; the nineteenth added NCCL to the rounds): tools/var_warpguard.patch, the split one-shot's in-place
 # guard per worker warp (warp w of the receiving CTA waits only for warp w of the sending CTA, which read

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran in the nineteenth session as call b (docs/gpu/2026-12-01b).
 # Device call (2 GPUs, ~1.5 min), nineteenth session: the perf half of gpu_next64.sh again. Its first run
 # (docs/gpu/2026-12-01a) passed every gpu test on the warp guard but could not time anything: the carried perf
 # tools were built without MPI (build_carry.sh now refuses that). Carry build-ng and build-wgp, both minimal

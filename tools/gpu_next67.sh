@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran in the nineteenth session as call e (docs/gpu/2026-12-01e).
 # Device call (2 GPUs, ~5 min), nineteenth session: thread-block clusters (tools/var_cluster.patch: BRAID_CLUSTER=N
 # launches every kernel whose grid divides by N in clusters of N CTAs, which the hardware places on one GPC).
 # cumem_probe (docs/gpu/2026-12-01d) showed a plain copy into the peer's memory move 369.5 GB/s one way and

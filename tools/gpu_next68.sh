@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran in the nineteenth session as call f (docs/gpu/2026-12-01f).
 # Device call (2 GPUs, ~1.5 min), nineteenth session: the cluster variant of gpu_next67.sh (carry build-cl) on what
 # that call left open: the ring all-reduce at 64-512 MB, all-gather and reduce-scatter at 8-32 MB (where to start
 # clustering), and launches captured in CUDA graphs (-G) with clusters.
