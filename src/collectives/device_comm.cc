@@ -195,6 +195,43 @@ ncclResult_t checkDeviceCode(ncclComm* comm) {
 // connection of every rank has LL slots, the ring's transport class (the slowest of any rank's ring
 // connections, so a ring mixing P2P with SHM or NET plans like its slowest path on every rank), and
 // BRAID_DEVICE_TUNER.
+// How many clusters of `cluster` CTAs of `threads` threads can be resident at once on the current GPU, for the
+// launch of `grid` CTAs that the widest clustered collective makes: the least over every SIMPLE ring kernel of
+// this build (their registers differ by datatype and reduction, and so may their CTAs per SM), one query per
+// distinct kernel. Kernels are loaded at init (BRAID_PRELOAD_KERNELS), so the queries load nothing.
+cudaError_t maxActiveClusters(int cluster, int grid, int threads, int* fit) {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(cluster);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.blockDim = dim3(static_cast<unsigned>(threads));
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  std::vector<const void*> seen;
+  int least = -1;
+  for (CollType c : {CollType::AllReduce, CollType::Reduce, CollType::ReduceScatter, CollType::Broadcast,
+                     CollType::AllGather})
+    for (int t = 0; t < ncclNumTypes; ++t)
+      for (RedKind k : {RedKind::Sum, RedKind::Prod, RedKind::Max, RedKind::Min, RedKind::PreMulSum,
+                        RedKind::SumPostDiv}) {
+        const void* kernel = devCollKernel(c, static_cast<ncclDataType_t>(t), k);
+        if (!kernel || std::find(seen.begin(), seen.end(), kernel) != seen.end()) continue;
+        seen.push_back(kernel);
+        int n = 0;
+        const cudaError_t e = cudaOccupancyMaxActiveClusters(&n, kernel, &cfg);
+        if (e != cudaSuccess) {
+          cudaGetLastError();
+          return e;
+        }
+        if (least < 0 || n < least) least = n;
+      }
+  *fit = least < 0 ? 0 : least;
+  return cudaSuccess;
+}
+
 ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   TuningFacts facts;
   facts.llPath = comm->nranks > 1 && comm->conns ? 1u : 0u;
@@ -246,6 +283,20 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   BRAID_INFO(kSubInit, "rank %d: programmatic dependent launches %s (BRAID_PDL=%lld, sm_%d, kernels from compute_%d)",
              comm->rank, st->pdl ? "on" : "off", static_cast<long long>(params::Pdl()), major * 10, kernelPtx);
   st->cluster = clusterSetting(params::CgaClusterSize(), comm->config.cgaClusterSize, major, kernelPtx);
+  if (st->cluster >= 2) {
+    int fit = 0;
+    const cudaError_t e = maxActiveClusters(st->cluster, clusteredGrid(st->nChannels, st->cluster), st->nThreads, &fit);
+    if (e != cudaSuccess) {
+      BRAID_INFO(kSubInit, "rank %d: cannot ask how many thread-block clusters of %d fit on GPU %d (%s); launching "
+                 "plainly", comm->rank, st->cluster, comm->cudaDev, cudaGetErrorString(e));
+      st->cluster = 0;
+    } else if (clusterIfFits(st->cluster, st->nChannels, fit) == 0) {
+      BRAID_INFO(kSubInit, "rank %d: %d channels in thread-block clusters of %d need %d clusters at once, but GPU %d "
+                 "fits %d; launching plainly", comm->rank, st->nChannels, st->cluster,
+                 clusteredGrid(st->nChannels, st->cluster) / st->cluster, comm->cudaDev, fit);
+      st->cluster = 0;
+    }
+  }
   BRAID_INFO(kSubInit,
              "rank %d: ring collectives on Simple from %zu MiB launch in thread-block clusters of %d (0: none; "
              "NCCL_CGA_CLUSTER_SIZE=%lld, config.cgaClusterSize %d)",

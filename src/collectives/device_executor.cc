@@ -61,7 +61,8 @@ class DeviceExecutorImpl final : public DeviceExecutor {
  private:
   ncclResult_t checkStatus();
   ncclResult_t launchColl(const OpDesc& op, cudaStream_t s);
-  // Every collective and p2p kernel launch, with the launch attributes BRAID_PDL asks for.
+  // Every collective and p2p kernel launch, with the launch attributes BRAID_PDL asks for, in thread-block
+  // clusters of `cluster` CTAs where the caller asks (collCluster; nCta whole clusters) and the comm allows.
   cudaError_t launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s, int cluster = 0);
   ncclResult_t launchP2p(const std::vector<const OpDesc*>& ops, cudaStream_t s);
   ncclResult_t p2pConn(int peer, bool send, DevConn** out);
@@ -361,19 +362,33 @@ cudaError_t DeviceExecutorImpl::launchKernel(const void* kernel, int nCta, void*
     attrs[cfg.numAttrs].val.clusterDim.y = 1;
     attrs[cfg.numAttrs++].val.clusterDim.z = 1;
   }
+  // A grid that is not whole clusters would be a caller's bug (its tail CTAs must return at once): fail loudly
+  // rather than fall back to plain launches below.
+  if (clustered && nCta % cluster != 0) return cudaErrorInvalidConfiguration;
   cudaError_t e = cudaLaunchKernelExC(&cfg, kernel, args);
   if (e != cudaSuccess && cfg.numAttrs > 0 &&
       (e == cudaErrorNotSupported || e == cudaErrorInvalidValue || e == cudaErrorInvalidClusterSize)) {
     // Maybe the driver or setup refuses an attribute (hints, not semantics: a clustered grid's extra CTAs
-    // return at once): once more without them, and only if that launch goes, plain launches from now on. A
-    // launch failing for another reason fails as before.
+    // return at once). Clusters go first (programmatic launches, on since init, were taken before), then
+    // both; whichever launch goes decides what stays off from now on. A launch failing for another reason, or
+    // plainly too, fails as before.
     cudaGetLastError();
+    if (clustered) {
+      cfg.numAttrs -= 1;  // the cluster attribute is the last
+      if (cfg.numAttrs > 0 && cudaLaunchKernelExC(&cfg, kernel, args) == cudaSuccess) {
+        BRAID_WARN("rank %d: the CUDA driver refused thread-block clusters of %d (%s); launching without them from "
+                   "now on (NCCL_CGA_CLUSTER_SIZE=0 does so from the start)",
+                   st_->rank, cluster, cudaGetErrorString(e));
+        st_->cluster = 0;
+        return cudaSuccess;
+      }
+      cudaGetLastError();
+    }
     cfg.numAttrs = 0;
     const cudaError_t plain = cudaLaunchKernelExC(&cfg, kernel, args);
     if (plain != cudaSuccess) return e;
-    BRAID_WARN("rank %d: the CUDA driver refused %s%s%s (%s); launching plainly from now on (%s)", st_->rank,
-               programmatic ? "programmatic dependent launches" : "", programmatic && clustered ? " with " : "",
-               clustered ? "thread-block clusters" : "", cudaGetErrorString(e),
+    BRAID_WARN("rank %d: the CUDA driver refused %s (%s); launching plainly from now on (%s)", st_->rank,
+               programmatic ? "programmatic dependent launches" : "thread-block clusters", cudaGetErrorString(e),
                programmatic ? "BRAID_PDL=0 does so from the start" : "NCCL_CGA_CLUSTER_SIZE=0 does so from the start");
     if (programmatic) st_->pdl = 0;
     if (clustered) st_->cluster = 0;

@@ -62,6 +62,19 @@ inline int collCluster(int setting, bool ringOnSimple, size_t opBytes) {
   return setting >= 2 && ringOnSimple && opBytes >= kClusterMinBytes ? setting : 0;
 }
 
+// The cluster size a communicator keeps (0: none) where at most `maxActiveClusters` clusters of `cluster` CTAs
+// can be resident at once (cudaOccupancyMaxActiveClusters; 0 or less: unknown). Every CTA of a ring launch
+// must be resident together (each channel waits on the peer's same channel, in any order), and a cluster's
+// CTAs must all find room in one GPC at once where a plain CTA takes room on any SM, so clusters stay only
+// where the largest clustered launch, nChannels rounded up to whole clusters, fits whole. (On a GPU that
+// other kernels share, fewer may fit when the launch comes, as for plain CTAs; CUDA graphs keep the cluster
+// size a launch was captured with.)
+inline int clusterIfFits(int cluster, int nChannels, int maxActiveClusters) {
+  if (cluster < 2) return 0;
+  const int needed = (nChannels + cluster - 1) / cluster;
+  return maxActiveClusters >= needed ? cluster : 0;
+}
+
 // A grid of nCta CTAs launched in clusters of `cluster` (0: none) must be a whole number of clusters: the
 // collective kernel's CTAs past its channels return at once.
 inline int clusteredGrid(int nCta, int cluster) {

@@ -105,10 +105,12 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   // back only its own direction's counters. In place, the receiving CTA writes a chunk only after the
   // sending one has read it (args.splitGuard, DevPrims::setSplitGuard).
   // A kernel that cannot run the split (never asked: the executor splits only the 2-rank one-shot on
-  // SIMPLE kernels that carry it) runs the unsplit schedule on its first nChannels CTAs.
+  // SIMPLE kernels that carry it) runs the unsplit schedule on its first nChannels CTAs. CTAs past the
+  // schedule's (a grid rounded up to whole thread-block clusters, launch_attrs.h) return here, before they
+  // touch any connection, so nothing in this kernel may wait for every CTA of a cluster.
   const bool split = Proto == kDevProtoSimple && kHasOneShot<T, Fn> && args.nranks == 2 &&
                      args.coll == kDevAllReduceOneShotSplit;
-  if (!split && static_cast<int>(blockIdx.x) >= args.nChannels) return;
+  if (static_cast<int>(blockIdx.x) >= (split ? 2 : 1) * args.nChannels) return;
   const bool doSend = !split || static_cast<int>(blockIdx.x) < args.nChannels;
   const bool doRecv = !split || !doSend;
   const int ch = doSend ? blockIdx.x : blockIdx.x - args.nChannels;

@@ -561,22 +561,23 @@ TEST(DeviceColl2Gpu, GraphReplay) {
 // launch_attrs.h), their grid rounded up to whole clusters, the CTAs past the channels returning at once. Here
 // with clusters of 3 (64 channels: a grid of 66) and 8 on 64 channels, and of 4 on 13 channels (a grid of 16);
 // all-reduce forced onto the ring. Every ring collective, in and out of place, roots 0 and 1, a shifted
-// (unaligned) and a half case, every element checked; then the same with clusters off.
+// (unaligned) and a half case, every element checked; then the same with clusters off. (That the launches
+// really are clustered, both ranks say at init: cluster_gpu_test.cc.)
 TEST(DeviceColl2Gpu, ClusteredRingCollectives) {
   NEED_GPUS(2);
   struct Setting {
     const char* cluster;
-    const char* maxChannels;
+    const char* channels;
   };
   const size_t n = (size_t(1) << 22) + 5;  // floats: 16 MiB + 20 bytes
-  for (const Setting& s : {Setting{"3", nullptr}, Setting{"8", nullptr}, Setting{"4", "13"}, Setting{"0", nullptr}}) {
-    SCOPED_TRACE(std::string("NCCL_CGA_CLUSTER_SIZE=") + s.cluster +
-                 (s.maxChannels ? std::string(" NCCL_MAX_NCHANNELS=") + s.maxChannels : std::string()));
+  for (const Setting& s : {Setting{"3", "64"}, Setting{"8", "64"}, Setting{"4", "13"}, Setting{"0", "64"}}) {
+    SCOPED_TRACE(std::string("NCCL_CGA_CLUSTER_SIZE=") + s.cluster + " channels " + s.channels);
     EnvScope env;
     env.set("NCCL_CGA_CLUSTER_SIZE", s.cluster);
     env.set("NCCL_ALGO", "allreduce:Ring");
     env.set("NCCL_PROTO", "Simple");
-    if (s.maxChannels) env.set("NCCL_MAX_NCHANNELS", s.maxChannels);
+    env.set("NCCL_MIN_NCHANNELS", s.channels);  // pinned: the grid is what the comment says
+    env.set("NCCL_MAX_NCHANNELS", s.channels);
     Pair p;
     ASSERT_TRUE(p.init());
     std::vector<Case> cases;

@@ -1,39 +1,18 @@
 // The matmul demo on 2 GPUs through GPU communicators (issue 6's gpu test): both modes, float and bf16,
 // uneven sizes, launched by braidrun (one process per GPU, device = BRAID_LOCAL_RANK); the demo verifies C
 // against a single-GPU reference and must print "verified". Skips where fewer than 2 GPUs are visible.
-#include <cuda_runtime.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <string>
+
+#include "gpu_subprocess.h"
 
 namespace {
 
-int gpuCount() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
-  return n;
-}
+using gpu_test::binDir;
+using gpu_test::gpuCount;
 
-std::string binDir() {
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  std::string p = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string("build/bin/x");
-  return p.substr(0, p.rfind('/'));
-}
-
-// Runs a shell command, returns its exit status and output.
-int run(const std::string& cmd, std::string* out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  while (size_t got = fread(buf, 1, sizeof(buf), p)) out->append(buf, got);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+int run(const std::string& cmd, std::string* out) { return gpu_test::runCommand(cmd, out); }
 
 class MatmulGpu : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
 

@@ -6,6 +6,7 @@
 #include "collectives/launch_attrs.h"
 
 using braid::clusteredGrid;
+using braid::clusterIfFits;
 using braid::clusterSetting;
 using braid::collCluster;
 using braid::kClusterMinBytes;
@@ -78,4 +79,17 @@ TEST(Clusters, GridIsAWholeNumberOfClusters) {
   EXPECT_EQ(clusteredGrid(64, 3), 66);
   EXPECT_EQ(clusteredGrid(1, 8), 8);
   EXPECT_EQ(clusteredGrid(13, 0), 13);  // no clusters: as it was
+}
+
+// Every CTA of a ring launch must be resident at once: clusters stay only where the widest clustered launch fits.
+TEST(Clusters, KeptOnlyWhereEveryChannelsClusterFitsAtOnce) {
+  EXPECT_EQ(clusterIfFits(4, 64, 16), 4);   // 16 clusters of 4
+  EXPECT_EQ(clusterIfFits(4, 64, 33), 4);   // H100 SXM fits more
+  EXPECT_EQ(clusterIfFits(4, 64, 15), 0);   // one would wait for another to end
+  EXPECT_EQ(clusterIfFits(4, 13, 4), 4);    // 16 CTAs
+  EXPECT_EQ(clusterIfFits(3, 64, 21), 0);   // 22 clusters of 3 (66 CTAs)
+  EXPECT_EQ(clusterIfFits(3, 64, 22), 3);
+  EXPECT_EQ(clusterIfFits(8, 64, 0), 0);    // unknown: plain
+  EXPECT_EQ(clusterIfFits(8, 64, -1), 0);
+  EXPECT_EQ(clusterIfFits(0, 64, 100), 0);  // no clusters asked
 }
