@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran in the nineteenth session as call h (docs/gpu/2026-12-01h).
 # Device call (2 GPUs, ~4.5 min), nineteenth session: main after the review of the cluster change (the init-time
 # check that every channel's cluster fits, over every Simple ring kernel; clusters dropped before programmatic
 # launches when a driver refuses; the kernel's early return for split grids too; pinned channel counts in
