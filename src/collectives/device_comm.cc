@@ -191,10 +191,6 @@ ncclResult_t checkDeviceCode(ncclComm* comm) {
                      comm->rank, comm->cudaDev, major, minor, archs, major, minor);
 }
 
-// The tuning agreement of a GPU communicator (tuning_agreement.h), with the GPU facts: whether every ring
-// connection of every rank has LL slots, the ring's transport class (the slowest of any rank's ring
-// connections, so a ring mixing P2P with SHM or NET plans like its slowest path on every rank), and
-// BRAID_DEVICE_TUNER.
 // How many clusters of `cluster` CTAs of `threads` threads can be resident at once on the current GPU, for the
 // launch of `grid` CTAs that the widest clustered collective makes: the least over every SIMPLE ring kernel of
 // this build (their registers differ by datatype and reduction, and so may their CTAs per SM), one query per
@@ -232,6 +228,10 @@ cudaError_t maxActiveClusters(int cluster, int grid, int threads, int* fit) {
   return cudaSuccess;
 }
 
+// The tuning agreement of a GPU communicator (tuning_agreement.h), with the GPU facts: whether every ring
+// connection of every rank has LL slots, the ring's transport class (the slowest of any rank's ring
+// connections, so a ring mixing P2P with SHM or NET plans like its slowest path on every rank), and
+// BRAID_DEVICE_TUNER.
 ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   TuningFacts facts;
   facts.llPath = comm->nranks > 1 && comm->conns ? 1u : 0u;
