@@ -298,8 +298,8 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
     }
   }
   BRAID_INFO(kSubInit,
-             "rank %d: ring collectives on Simple from %zu MiB launch in thread-block clusters of %d (0: none; "
-             "NCCL_CGA_CLUSTER_SIZE=%lld, config.cgaClusterSize %d)",
+             "rank %d: ring collectives on Simple over NVLink from %zu MiB launch in thread-block clusters of %d "
+             "(0: none; NCCL_CGA_CLUSTER_SIZE=%lld, config.cgaClusterSize %d)",
              comm->rank, kClusterMinBytes >> 20, st->cluster, static_cast<long long>(params::CgaClusterSize()),
              comm->config.cgaClusterSize);
   st->p2pCopyCtas = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(params::P2pCopyCtas(), kMaxP2pCtas)));

@@ -455,9 +455,12 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
     a.ringStride = static_cast<int32_t>(st_->ringRecv(0) - st_->ringSend(0));
   }
   a.pdlTrigger = launchAttrsFor(st_->pdl, capturing_).earlyTrigger ? 1 : 0;
-  const bool ringOnSimple = plan.proto == Proto::Simple && st_->nranks > 1 && a.coll != kDevAllReduceOneShot &&
-                            a.coll != kDevAllReduceOneShotSplit;
-  const int cluster = collCluster(st_->cluster, ringOnSimple, opBytes(op, st_->nranks));
+  // Clusters where they were measured to pay: the ring schedules on Simple over NVLink (collCluster). A ring
+  // through SHM, sockets or PCIe P2P launches plainly, as it did before clusters.
+  const bool ringOnNvlinkSimple = plan.proto == Proto::Simple && st_->nranks > 1 &&
+                                  transport_ == TransportClass::P2pNvlink && a.coll != kDevAllReduceOneShot &&
+                                  a.coll != kDevAllReduceOneShotSplit;
+  const int cluster = collCluster(st_->cluster, ringOnNvlinkSimple, opBytes(op, st_->nranks));
   nCta = clusteredGrid(nCta, cluster);
   void* args[] = {&a};
   BRAID_CUDA_CHECK(launchKernel(kernel, nCta, args, s, cluster),

@@ -57,9 +57,10 @@ inline int clusterSetting(long long env, int config, int ccMajor, int kernelPtxV
 }
 
 // One collective launch's cluster size (0: none): the ring schedules on Simple (broadcast, reduce,
-// all-gather, reduce-scatter, ring all-reduce; not the one-shot) of at least kClusterMinBytes.
-inline int collCluster(int setting, bool ringOnSimple, size_t opBytes) {
-  return setting >= 2 && ringOnSimple && opBytes >= kClusterMinBytes ? setting : 0;
+// all-gather, reduce-scatter, ring all-reduce; not the one-shot) over NVLink P2P (`eligible`, the caller's
+// test; what clusters change is how SM stores cross NVLink), of at least kClusterMinBytes.
+inline int collCluster(int setting, bool eligible, size_t opBytes) {
+  return setting >= 2 && eligible && opBytes >= kClusterMinBytes ? setting : 0;
 }
 
 // The cluster size a communicator keeps (0: none) where at most `maxActiveClusters` clusters of `cluster` CTAs
