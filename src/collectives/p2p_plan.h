@@ -38,21 +38,23 @@ BRAID_HD inline size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_
 
 // How many ring channels a p2p transfer of `bytes` takes, from the unit u = channelBytes (64 KiB). Up to 2u,
 // shares of u/8 on at most kP2pNarrowChannels channels; up to 16u, shares of u/2 on kP2pNarrowChannels to
-// kP2pKneeChannels channels; above, one channel per u up to kP2pNarrowChannels, then shares of 2u up to
+// kP2pKneeChannels channels; above, one channel per u up to kP2pKneeChannels, then shares of 2u up to
 // kP2pKneeChannels, then shares of 4u (at least kP2pWideShareBytes), at most nChannels; inside that rule the
 // channel count holds at each widening until the larger shares catch up. Between the rules it drops: 16u on
-// 32 channels, 16u + 1 on 9 (as before this cut; 1-2 MiB on the fine rule is unmeasured, and the coarse one
-// is what measured best at 2-16 MB). The fine cut makes more blocks (a 64 KiB transfer 8, was 1; 1 MiB 32, was
-// 8): a group past kMaxP2pBlocks of them runs from a table in device memory, at the cost of its fill launches.
-// Both sides derive it from the transfer's size and rank 0's channelBytes, so they cut alike. Why (2xH200):
-// - up to 2u (docs/gpu/2026-11-25f, two rounds): 8 KiB shares run LL on several CTA pairs: send/recv 32 KB
-//   6.6 us against 9.3 on one 32 KiB share, 64 KB 6.7 against 10.2, all-to-all alike;
+// 32 channels, 16u + 1 on 17. The fine cut makes more blocks (a 64 KiB transfer 8, was 1; 1 MiB 32, was 8): a
+// group past kMaxP2pBlocks of them runs from a table in device memory, at the cost of its fill launches.
+// Both sides derive it from the transfer's size and rank 0's channelBytes, so they cut alike. Why:
+// - up to 2u (2xH200, docs/gpu/2026-11-25f, two rounds): 8 KiB shares run LL on several CTA pairs: send/recv
+//   32 KB 6.6 us against 9.3 on one 32 KiB share, 64 KB 6.7 against 10.2, all-to-all alike;
 // - up to 16u (same call): 32 KiB shares: send/recv 256 KB-1 MB 9.7-11.4 us against 10.3-13.6 on u shares;
-// - above (docs/gpu/2026-11-23b, c, f): 64 channels of 64-128 KiB shares (send/recv 4 MB, all-to-all 8-16 MB)
-//   ran 21-24 us in some processes and 33-36 in others, 32 channels of 128-256 KiB 23-24 every time; send/recv
-//   1-2 MB on 16-32 channels of 64 KiB spread over 12-21 us (mean ~15 and ~19), on 8-16 channels of 128 KiB
-//   14.4 and 17.4 both runs, and gather/scatter at 2-4 MB likewise; from 16 MB on, 64 channels of 256 KiB
-//   beat 32 (send/recv 64 MB 200 against 212 us).
+// - 16u-32u (2xH100, docs/gpu/2026-12-02c, d, three rounds each): one channel per u (17-32 of 64 KiB) instead
+//   of shares of 2u (9-16 of 128 KiB): send/recv 1.25 / 1.5 / 1.75 / 2 MB 12.95 / 13.67 / 14.46 / 15.40 us
+//   against 14.86 / 15.43 / 16.08 / 16.77, all-to-all 2.5-4 MB (1.25-2 MiB a peer) 7-9% faster, gather and
+//   scatter within noise. (On 2xH200, docs/gpu/2026-11-23b, c, f, before programmatic launches, 64 KiB
+//   shares had spread over 12-21 us where 128 KiB ones ran 14.4 and 17.4.)
+// - above (2xH200, docs/gpu/2026-11-23b, c, f): 64 channels of 64-128 KiB shares (send/recv 4 MB, all-to-all
+//   8-16 MB) ran 21-24 us in some processes and 33-36 in others, 32 channels of 128-256 KiB 23-24 every time;
+//   from 16 MB on, 64 channels of 256 KiB beat 32 (send/recv 64 MB 200 against 212 us).
 constexpr int kP2pNarrowChannels = 8;
 constexpr int kP2pKneeChannels = 32;
 constexpr size_t kP2pWideShareBytes = size_t(256) << 10;
@@ -66,7 +68,7 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
     want = std::min<size_t>(kP2pKneeChannels, std::max<size_t>(kP2pNarrowChannels, over(std::max<size_t>(1, unit / 2))));
   } else {
     want = over(unit);
-    if (want > static_cast<size_t>(kP2pNarrowChannels)) want = std::max<size_t>(kP2pNarrowChannels, over(2 * unit));
+    if (want > static_cast<size_t>(kP2pKneeChannels)) want = over(2 * unit);  // 17-32 channels here
     if (want > static_cast<size_t>(kP2pKneeChannels))
       want = std::max<size_t>(kP2pKneeChannels, over(std::max(4 * unit, kP2pWideShareBytes)));
   }

@@ -141,7 +141,7 @@ TEST(P2pPlan, WidenedSharesFollowTheLlThreshold) {
       if (b.buf >= x.buf && b.buf < x.buf + x.bytes) ++perXfer[t].first, perXfer[t].second += b.ll;
     }
   }
-  EXPECT_EQ(perXfer[0], std::make_pair(9, 9));
+  EXPECT_EQ(perXfer[0], std::make_pair(17, 17));
   EXPECT_EQ(perXfer[1], std::make_pair(32, 32));
   EXPECT_EQ(perXfer[2], std::make_pair(32, 0));
   checkCoverage(in, blocks);
@@ -339,9 +339,9 @@ TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
 }
 
 // How many channels a ring transfer takes (p2pChannelsForBytes), unit u: up to 2u shares of u/8 on at most 8
-// channels; up to 16u shares of u/2 on 8 to 32; above, one per u up to 8, then shares of 2u up to 32 channels,
+// channels; up to 16u shares of u/2 on 8 to 32; above, one per u up to 32, then shares of 2u up to 32 channels,
 // then shares of 4u (at least 256 KiB) up to the comm's channels; inside that last rule the count holds at each
-// widening until the larger shares catch up; from 16u to 16u + 1 it drops (32 to 9).
+// widening until the larger shares catch up; from 16u to 16u + 1 it drops (32 to 17).
 TEST(P2pPlan, ChannelSharesWidenAtEightAndThirtyTwo) {
   const size_t k = 1024, m = k * k;
   struct Case {
@@ -354,7 +354,7 @@ TEST(P2pPlan, ChannelSharesWidenAtEightAndThirtyTwo) {
       {8 * k + 1, 64, 64 * k, 2},   {32 * k, 64, 64 * k, 4},      {64 * k, 64, 64 * k, 8},
       {128 * k, 64, 64 * k, 8},     {128 * k + 1, 64, 64 * k, 8}, {256 * k, 64, 64 * k, 8},
       {256 * k + 1, 64, 64 * k, 9}, {512 * k, 64, 64 * k, 16},    {1 * m, 64, 64 * k, 32},
-      {1 * m + 1, 64, 64 * k, 9},   {2 * m, 64, 64 * k, 16},      {2 * m + 1, 64, 64 * k, 17},
+      {1 * m + 1, 64, 64 * k, 17},  {2 * m, 64, 64 * k, 32},      {2 * m + 1, 64, 64 * k, 17},
       {4 * m, 64, 64 * k, 32},      {4 * m + 1, 64, 64 * k, 32},  {8 * m, 64, 64 * k, 32},
       {8 * m + 1, 64, 64 * k, 33},  {16 * m, 64, 64 * k, 64},     {size_t(1) << 30, 64, 64 * k, 64},
       {4 * m, 16, 64 * k, 16},      {64 * k, 4, 64 * k, 4},       {4 * m, 64, 16 * k, 32},

@@ -677,7 +677,7 @@ TEST(TunerP2p, EstimateFollowsTheCut) {
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 8 * k, 1), 2, 0, t, f), fixed(8 * k, Proto::LL, 1));
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Recv, 100 * k, 1), 2, 0, t, f), fixed(100 * k, Proto::LL, 8));
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 1 * m, 1), 2, 0, t, f), fixed(1 * m, Proto::Simple, 32));
-  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 2 * m, 1), 2, 0, t, f), fixed(2 * m, Proto::Simple, 16));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 2 * m, 1), 2, 0, t, f), fixed(2 * m, Proto::Simple, 32));
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, t, f), fixed(4 * m, Proto::Simple, 32));
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 64 * m, 1), 2, 0, t, f), fixed(64 * m, Proto::Simple, 64));
   // Measured on 2xH200 (docs/gpu/2026-11-23g): send/recv 4 MB 23-24 us, 64 MB 200 us. One channel (the
