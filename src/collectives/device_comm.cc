@@ -230,8 +230,8 @@ cudaError_t maxActiveClusters(int cluster, int grid, int threads, int* fit) {
 
 // The tuning agreement of a GPU communicator (tuning_agreement.h), with the GPU facts: whether every ring
 // connection of every rank has LL slots, the ring's transport class (the slowest of any rank's ring
-// connections, so a ring mixing P2P with SHM or NET plans like its slowest path on every rank), and
-// BRAID_DEVICE_TUNER.
+// connections, so a ring mixing P2P with SHM or NET plans like its slowest path on every rank), whether every
+// rank's ring launches in thread-block clusters, and BRAID_DEVICE_TUNER.
 ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   TuningFacts facts;
   facts.llPath = comm->nranks > 1 && comm->conns ? 1u : 0u;
@@ -258,19 +258,6 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   facts.p2pChannelBytes =
       static_cast<uint32_t>(std::max<int64_t>(4096, std::min<int64_t>(params::P2pChannelBytes(), int64_t(1) << 30)));
   facts.p2pPieces = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(params::P2pPieces(), 64)));
-  TunerConfig local;
-  BRAID_CHECK(loadTunerConfig(&local));  // validated in commInit already
-  // config.maxCTAs bounds CTAs as NCCL_MAX_CTAS does (param.h)
-  local.maxCtas = static_cast<int>(foldBounds(local.maxCtas, comm->config.maxChannels));
-  TuningFacts agreed;
-  BRAID_CHECK(agreeTuning(comm, local, facts, &st->tuning, &agreed));
-  st->llPath = agreed.llPath != 0;
-  st->ll128Path = agreed.ll128Path != 0;
-  st->transport = static_cast<TransportClass>(agreed.transport);
-  st->tunerOn = agreed.tunerOn != 0;
-  st->p2pLlThreshold = agreed.p2pLlThreshold;
-  st->p2pChannelBytes = agreed.p2pChannelBytes;
-  st->p2pPieces = agreed.p2pPieces;
   // Programmatic launches need kernels that wait for their predecessor: the PTX they came from decides (every
   // kernel is built with the same architecture list, so one tells).
   cudaFuncAttributes kattr{};
@@ -302,6 +289,24 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
              "(0: none; NCCL_CGA_CLUSTER_SIZE=%lld, config.cgaClusterSize %d)",
              comm->rank, kClusterMinBytes >> 20, st->cluster, static_cast<long long>(params::CgaClusterSize()),
              comm->config.cgaClusterSize);
+  // The clustered ring may replace the unsplit one-shot all-reduce (tuner.h) only where every rank's ring
+  // launches clustered: a fact agreed below.
+  facts.clusterRing = comm->nranks > 1 && st->cluster >= 2 &&
+                      facts.transport == static_cast<int32_t>(TransportClass::P2pNvlink) ? 1u : 0u;
+  TunerConfig local;
+  BRAID_CHECK(loadTunerConfig(&local));  // validated in commInit already
+  // config.maxCTAs bounds CTAs as NCCL_MAX_CTAS does (param.h)
+  local.maxCtas = static_cast<int>(foldBounds(local.maxCtas, comm->config.maxChannels));
+  TuningFacts agreed;
+  BRAID_CHECK(agreeTuning(comm, local, facts, &st->tuning, &agreed));
+  st->llPath = agreed.llPath != 0;
+  st->ll128Path = agreed.ll128Path != 0;
+  st->transport = static_cast<TransportClass>(agreed.transport);
+  st->tunerOn = agreed.tunerOn != 0;
+  st->p2pLlThreshold = agreed.p2pLlThreshold;
+  st->p2pChannelBytes = agreed.p2pChannelBytes;
+  st->p2pPieces = agreed.p2pPieces;
+  st->clusterRing = agreed.clusterRing != 0;
   st->p2pCopyCtas = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(params::P2pCopyCtas(), kMaxP2pCtas)));
 
   // NCCL_PROTO without LL for any collective (e.g. "Simple" or "^LL") keeps send/recv off LL too.

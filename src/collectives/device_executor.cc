@@ -180,6 +180,21 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, uint
     if (modelRowMeasured(transport_, d.proto)) plan.nChannels = std::max(1, std::min(d.nChannels, st_->nChannels));
     plan.predictedUs = d.nChannels == plan.nChannels ? d.predictedUs
                                                      : braid::predictUs(req, d.algo, d.proto, plan.nChannels, d.chunkBytes);
+    // The model cannot tell the unsplit one-shot from the clustered ring (its rows are fitted to plain
+    // launches); where the one-shot would run unsplit and every rank's ring is clustered, the measured ranges
+    // decide (tuner_model.def). Agreed inputs only: both ranks must run the same schedule.
+    if (plan.devColl == kDevAllReduceOneShot && plan.proto == Proto::Simple && st_->clusterRing &&
+        transport_ == TransportClass::P2pNvlink && (cfg.algos.mask[c] & bit(Algo::Ring))) {
+      const ConnInfo* c0 = comm_->conns->ringSend(0);
+      const uint32_t cap = simpleStepCap(op.coll, true, bytes, st_->nranks, plan.nChannels, transport_, cfg);
+      if (!oneShotSplitRuns(cfg, op.count, dtypeSize(op.dtype), plan.nChannels, cap, c0->stepBytes, c0->nSteps) &&
+          clusteredRingOverUnsplitOneShot(bytes, plan.nChannels)) {
+        plan.devColl = devCollCode(op.coll);
+        plan.predictedUs = braid::predictUs(req, Algo::Ring, Proto::Simple, plan.nChannels, d.chunkBytes);
+        BRAID_INFO(kSubTuning, "AllReduce %zu bytes on %d channels: the clustered ring instead of the unsplit "
+                   "one-shot (measured, tuner_model.def), predicted %.2f us", bytes, plan.nChannels, plan.predictedUs);
+      }
+    }
   } else {
     plan.proto = llForced && (protos & bit(Proto::LL))         ? Proto::LL
                  : ll128Forced && (protos & bit(Proto::LL128)) ? Proto::LL128
@@ -424,8 +439,7 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
   a.divisor = op.op.divisor;
   a.coll = plan.devColl;
   int nCta = plan.nChannels;
-  if (plan.devColl == kDevAllReduceOneShot && plan.proto == Proto::Simple && oneShotSplitFits(st_->tuning, plan.nChannels) &&
-      transport_ == TransportClass::P2pNvlink) {
+  if (plan.devColl == kDevAllReduceOneShot && plan.proto == Proto::Simple && transport_ == TransportClass::P2pNvlink) {
     // The split one-shot (simpleStepCap) where the busiest channel's share takes two or more FIFO steps (one
     // gains nothing) and fewer than the FIFO holds: then no sending CTA waits for a receiving one, and the
     // launch needs no two of its CTAs resident at once. The steps are counted on the connection's own FIFO,
@@ -436,9 +450,9 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
     const char* in = static_cast<const char*>(op.sendbuff);
     const char* out = static_cast<const char*>(op.recvbuff);
     const ConnInfo* c0 = comm_->conns->ringSend(0);
-    const size_t steps = oneShotChannelSteps(op.count, esize, plan.nChannels, plan.stepCap, c0->stepBytes);
     const bool disjoint = in + bytes <= out || out + bytes <= in;
-    if (steps >= 2 && steps < c0->nSteps && (disjoint || in == out)) {
+    if (oneShotSplitRuns(st_->tuning, op.count, esize, plan.nChannels, plan.stepCap, c0->stepBytes, c0->nSteps) &&
+        (disjoint || in == out)) {
       a.coll = kDevAllReduceOneShotSplit;
       nCta = 2 * plan.nChannels;
       if (in == out) a.splitGuard = st_->splitGuard;

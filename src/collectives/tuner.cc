@@ -8,7 +8,9 @@
 #include <cmath>
 #include <limits>
 
+#include "collectives/launch_attrs.h"
 #include "collectives/p2p_plan.h"
+#include "collectives/ring_split.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "core/result.h"
@@ -176,7 +178,9 @@ struct ModelTable {
 #define BRAID_TUNER_ROW(T, P, base, step, chunkUs, perCh, bwCh, cap, maxCh, chunkB, meas) \
   rows[static_cast<int>(TransportClass::T)][static_cast<int>(Proto::P)] =              \
       ModelRow{base, step, chunkUs, perCh, bwCh, cap, maxCh, static_cast<size_t>(chunkB), meas};
+#define BRAID_TUNER_CLUSTERED_RING(minCh, from, to)
 #include "collectives/tuner_model.def"
+#undef BRAID_TUNER_CLUSTERED_RING
 #undef BRAID_TUNER_ROW
   }
 };
@@ -184,6 +188,24 @@ struct ModelTable {
 const ModelRow& row(TransportClass t, Proto p) {
   static const ModelTable table;
   return table.rows[static_cast<int>(t)][static_cast<int>(p)];
+}
+
+// tuner_model.def's BRAID_TUNER_CLUSTERED_RING rows, in order.
+struct ClusteredRingRange {
+  int minChannels;
+  size_t fromBytes, toBytes;  // toBytes 0: no end
+};
+const std::vector<ClusteredRingRange>& clusteredRingRanges() {
+  static const std::vector<ClusteredRingRange> ranges = [] {
+    std::vector<ClusteredRingRange> v;
+#define BRAID_TUNER_ROW(...)
+#define BRAID_TUNER_CLUSTERED_RING(minCh, from, to) v.push_back(ClusteredRingRange{minCh, from, to});
+#include "collectives/tuner_model.def"
+#undef BRAID_TUNER_CLUSTERED_RING
+#undef BRAID_TUNER_ROW
+    return v;
+  }();
+  return ranges;
 }
 
 bool isHost(TransportClass t) { return t == TransportClass::HostShm || t == TransportClass::HostSocket; }
@@ -478,6 +500,20 @@ TuneDecision tune(const TuneRequest& r, const TunerConfig& cfg) {
              protoName(d.proto), d.nChannels, d.nThreads, d.chunkBytes, d.predictedUs,
              d.flags ? " (override not fully honoured)" : "");
   return d;
+}
+
+bool oneShotSplitRuns(const TunerConfig& cfg, size_t count, size_t esize, int nChannels, uint32_t stepCap,
+                      uint32_t connStepBytes, uint32_t nSteps) {
+  if (!oneShotSplitFits(cfg, nChannels) || connStepBytes == 0) return false;
+  const size_t steps = oneShotChannelSteps(count, esize, nChannels, stepCap, connStepBytes);
+  return steps >= 2 && steps < nSteps;
+}
+
+bool clusteredRingOverUnsplitOneShot(size_t bytes, int nChannels) {
+  if (bytes < kClusterMinBytes) return false;
+  for (const ClusteredRingRange& r : clusteredRingRanges())
+    if (nChannels >= r.minChannels) return bytes >= r.fromBytes && (r.toBytes == 0 || bytes < r.toBytes);
+  return false;
 }
 
 uint32_t simpleStepCap(CollType coll, bool oneShot, size_t bytes, int nranks, int nChannels, TransportClass t,

@@ -140,6 +140,18 @@ inline bool oneShotSplitFits(const TunerConfig& cfg, int nChannels) {
 }
 uint32_t simpleStepCap(CollType coll, bool oneShot, size_t bytes, int nranks, int nChannels, TransportClass t,
                        const TunerConfig& cfg);
+// Whether the 2-rank one-shot all-reduce of `count` elements of `esize` bytes on nChannels runs split: it may
+// (oneShotSplitFits), and each channel's share takes two or more of Simple's steps (stepCap, simpleStepCap's
+// for the one-shot, or the connection's step of connStepBytes) and fewer than the FIFO's nSteps. The executor
+// runs it unsplit otherwise. Every input is agreed (the FIFO's geometry follows rank 0's NCCL_BUFFSIZE), so all
+// ranks answer alike.
+bool oneShotSplitRuns(const TunerConfig& cfg, size_t count, size_t esize, int nChannels, uint32_t stepCap,
+                      uint32_t connStepBytes, uint32_t nSteps);
+// Where the model picked the 2-rank one-shot all-reduce on Simple over NVLink P2P, the one-shot would run
+// unsplit (oneShotSplitRuns false) and every rank launches its ring collectives in thread-block clusters:
+// whether the clustered ring runs instead, from the measured ranges in tuner_model.def
+// (BRAID_TUNER_CLUSTERED_RING; never below kClusterMinBytes, where the ring launches plainly).
+bool clusteredRingOverUnsplitOneShot(size_t bytes, int nChannels);
 
 size_t opBytes(const OpDesc& op, int nranks);
 TuneRequest makeTuneRequest(const OpDesc& op, int nranks, TransportClass transport);

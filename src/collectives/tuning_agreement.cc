@@ -25,7 +25,7 @@ struct Offer {
   uint32_t p2pPieces;
   int32_t oneShotSplit;
   int32_t maxCtas;   // -1: unbounded
-  int32_t reserved;  // keeps buffSize 8-aligned without padding
+  uint32_t clusterRing;  // also keeps buffSize 8-aligned without padding
   int64_t buffSize;
   uint32_t protos[kNumCollTypes];
   uint32_t algos[kNumCollTypes];
@@ -44,6 +44,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.p2pLlThreshold = facts.p2pLlThreshold;
   mine.p2pChannelBytes = facts.p2pChannelBytes;
   mine.p2pPieces = facts.p2pPieces;
+  mine.clusterRing = facts.clusterRing;
   mine.minChannels = local.minChannels;
   mine.pipelineSteps = local.pipelineSteps;
   mine.oneShotSplit = local.oneShotSplit ? 1 : 0;
@@ -60,6 +61,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   TuningFacts f;
   f.llPath = 1;
   f.ll128Path = 1;
+  f.clusterRing = 1;
   f.transport = 0;
   f.tunerOn = all[0].tunerOn;
   f.p2pLlThreshold = all[0].p2pLlThreshold;
@@ -74,6 +76,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   for (const Offer& o : all) {
     f.llPath &= o.llPath;
     f.ll128Path &= o.ll128Path;
+    f.clusterRing &= o.clusterRing;
     f.transport = std::max(f.transport, o.transport);
     out.minChannels = std::max(out.minChannels, o.minChannels);
     if (o.maxCtas > 0) out.maxCtas = out.maxCtas > 0 ? std::min(out.maxCtas, o.maxCtas) : o.maxCtas;

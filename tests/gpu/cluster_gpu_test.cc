@@ -2,7 +2,10 @@
 // broadcast of 16-64 MB with NCCL_DEBUG=INFO, and both ranks' init lines must say which cluster size they
 // launch with: 3 on 64 pinned channels (a grid of 66, 22 clusters, which must fit on the GPU: no "launching
 // plainly"), none when NCCL_CGA_CLUSTER_SIZE=0. No rank may report a driver refusal, and every element is
-// checked by the perf tool (-c 1: a wrong value exits 1). Skips without 2 GPUs or below sm_90.
+// checked by the perf tool (-c 1: a wrong value exits 1). And the tuner's use of them (tuner_model.def,
+// BRAID_TUNER_CLUSTERED_RING): a checked all-reduce where the one-shot would run unsplit must run as the
+// clustered ring on both ranks, and on neither where one rank launches plainly (the algorithm is agreed at
+// init; ranks running different schedules would hang or corrupt the sums). Skips without 2 GPUs or below sm_90.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -53,6 +56,67 @@ TEST(Clusters2Proc, BothRanksLaunchInClustersOfTheSizeAsked) {
   EXPECT_EQ(count(out, "launching plainly"), 0) << out;
   EXPECT_EQ(count(out, "refused"), 0) << out;
   EXPECT_NE(out.find("Out of bounds values : 0 OK"), std::string::npos) << out;
+}
+
+// Lines of `out` that contain `what` and the rank tag of `rank` (" [rank N]", set inside the API calls).
+int linesOf(const std::string& out, const std::string& what, int rank) {
+  const std::string tag = " [rank " + std::to_string(rank) + "]";
+  int n = 0;
+  size_t start = 0;
+  while (start < out.size()) {
+    size_t end = out.find('\n', start);
+    if (end == std::string::npos) end = out.size();
+    const std::string line = out.substr(start, end - start);
+    if (line.find(what) != std::string::npos && line.find(tag) != std::string::npos) ++n;
+    start = end + 1;
+  }
+  return n;
+}
+
+// A checked all_reduce_perf under braidrun with the TUNING log; `rank1Env` is set for rank 1 only.
+std::string runAllReduce(const std::string& env, const std::string& rank1Env, const std::string& sizes, int* rc) {
+  const std::string dir = binDir();
+  std::string out;
+  *rc = gpu_test::runCommand("NCCL_NVLS_ENABLE=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING " + env + " " + dir +
+                                 "/braidrun -n 2 --timeout 120 -- sh -c 'if [ \"$BRAID_RANK\" = 1 ]; then export " +
+                                 rank1Env + "; fi; exec " + dir + "/all_reduce_perf " + sizes + " -c 1 -n 3 -w 1'",
+                             &out);
+  return out;
+}
+
+const char* kRingLine = "the clustered ring instead of the unsplit one-shot";
+
+// No bound: the split one-shot keeps 16 MB (it beats the ring there), 256 MB fills each channel's FIFO, so the
+// one-shot would run unsplit and the clustered ring runs instead, on both ranks.
+TEST(Clusters2Proc, ClusteredRingReplacesTheUnsplitOneShot) {
+  std::string why;
+  if (!needHopperPair(&why)) GTEST_SKIP() << why;
+  int rc = -1;
+  const std::string out = runAllReduce("", "BRAID_UNUSED=0", "-b 16M -e 256M -f 16", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("Out of bounds values : 0 OK"), std::string::npos) << out;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_GT(linesOf(out, std::string("AllReduce 268435456 bytes on 64 channels: ") + kRingLine, r), 0) << r << out;
+    EXPECT_EQ(linesOf(out, "AllReduce 16777216 bytes on 64 channels: ", r), 0) << r << out;
+  }
+  // A bound of 64 CTAs keeps the split out: 16 MB runs as the clustered ring too.
+  const std::string bounded = runAllReduce("NCCL_MAX_CTAS=64", "BRAID_UNUSED=0", "-b 16M -e 16M", &rc);
+  EXPECT_EQ(rc, 0) << bounded;
+  for (int r = 0; r < 2; ++r)
+    EXPECT_GT(linesOf(bounded, std::string("AllReduce 16777216 bytes on 64 channels: ") + kRingLine, r), 0)
+        << r << bounded;
+}
+
+// Rank 1 launches plainly (NCCL_CGA_CLUSTER_SIZE=0 there only): neither rank may switch, and the sums stay right.
+TEST(Clusters2Proc, OnePlainRankKeepsTheOneShotOnBoth) {
+  std::string why;
+  if (!needHopperPair(&why)) GTEST_SKIP() << why;
+  int rc = -1;
+  const std::string out = runAllReduce("NCCL_MAX_CTAS=64", "NCCL_CGA_CLUSTER_SIZE=0", "-b 16M -e 256M -f 16", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("Out of bounds values : 0 OK"), std::string::npos) << out;
+  EXPECT_EQ(count(out, kRingLine), 0) << out;
+  EXPECT_GT(linesOf(out, "AllReduce 268435456 bytes", 0), 0) << out;  // the TUNING log ran
 }
 
 TEST(Clusters2Proc, NoneWhenTurnedOff) {

@@ -600,6 +600,55 @@ TEST(TunerStepCap, SplitOneShotStaysWithinTheCtaBound) {
   EXPECT_FALSE(oneShotSplitFits(cfg, 1));
 }
 
+// Where the split one-shot runs (the executor's rule, agreed inputs only): 4 MiB FIFOs of eight 512 KiB steps,
+// 64 channels, float sums. Up to 128 MiB each channel's share takes 2-7 steps (simpleStepCap's four, or the
+// connection's own); from 256 MiB it fills the FIFO (8 steps) and the one-shot runs unsplit; under a bound of
+// 64 CTAs never split; one step (below kSplitMinShareBytes a share) is unsplit too.
+TEST(TunerStepCap, SplitRunsWhereSharesTakeTwoToSevenSteps) {
+  TunerConfig cfg;
+  cfg.buffSize = 4 << 20;
+  const auto nv = TransportClass::P2pNvlink;
+  const size_t MB = size_t(1) << 20;
+  const uint32_t step = 512 << 10, nSteps = 8;
+  auto runs = [&](size_t bytes, int nch) {
+    const uint32_t cap = simpleStepCap(CollType::AllReduce, true, bytes, 2, nch, nv, cfg);
+    return oneShotSplitRuns(cfg, bytes / 4, 4, nch, cap, step, nSteps);
+  };
+  EXPECT_FALSE(runs(4 * MB, 64));  // 64 KiB shares: one step
+  for (size_t mb : {8, 16, 32, 64, 128}) EXPECT_TRUE(runs(mb * MB, 64)) << mb;
+  EXPECT_FALSE(runs(256 * MB, 64));
+  EXPECT_FALSE(runs(512 * MB, 64));
+  EXPECT_TRUE(runs(64 * MB, 32));
+  EXPECT_FALSE(runs(256 * MB, 32));  // 8 MiB shares: 16 steps
+  cfg.maxCtas = 64;
+  EXPECT_FALSE(runs(16 * MB, 64));
+  EXPECT_TRUE(runs(16 * MB, 32));
+  cfg.maxCtas = -1;
+  EXPECT_FALSE(oneShotSplitRuns(cfg, 16 * MB / 4, 4, 64, 0, 0, nSteps));  // no FIFO step known
+  cfg.oneShotSplit = false;
+  EXPECT_FALSE(runs(16 * MB, 64));
+}
+
+// The measured ranges where the clustered ring replaces the unsplit one-shot (tuner_model.def): 32 channels and
+// up from 16 MiB on; 24-31 channels from 16 MiB to below 128 MiB; fewer channels never, nor anything below
+// kClusterMinBytes (no clusters there).
+TEST(TunerClusteredRing, MeasuredRangesOnly) {
+  const size_t MB = size_t(1) << 20;
+  for (int nch : {64, 48, 32}) {
+    EXPECT_FALSE(clusteredRingOverUnsplitOneShot(8 * MB, nch)) << nch;
+    EXPECT_FALSE(clusteredRingOverUnsplitOneShot(16 * MB - 1, nch)) << nch;
+    for (size_t mb : {16, 32, 128, 256, 512, 4096}) EXPECT_TRUE(clusteredRingOverUnsplitOneShot(mb * MB, nch)) << nch;
+  }
+  for (int nch : {31, 24}) {
+    EXPECT_FALSE(clusteredRingOverUnsplitOneShot(8 * MB, nch)) << nch;
+    EXPECT_TRUE(clusteredRingOverUnsplitOneShot(16 * MB, nch)) << nch;
+    EXPECT_TRUE(clusteredRingOverUnsplitOneShot(128 * MB - 1, nch)) << nch;
+    EXPECT_FALSE(clusteredRingOverUnsplitOneShot(128 * MB, nch)) << nch;
+    EXPECT_FALSE(clusteredRingOverUnsplitOneShot(512 * MB, nch)) << nch;
+  }
+  for (int nch : {23, 16, 1}) EXPECT_FALSE(clusteredRingOverUnsplitOneShot(64 * MB, nch)) << nch;
+}
+
 TEST(TunerStepCap, ConfigMaxCtasFoldsIntoTheEnvironmentsBound) {
   EXPECT_EQ(foldBounds(-1, -1), -1);  // neither: unbounded
   EXPECT_EQ(foldBounds(64, -1), 64);  // NCCL_MAX_CTAS alone

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,7 +40,31 @@ Offered offerOf(int rank) {
   o.facts.p2pLlThreshold = 1000u * static_cast<uint32_t>(rank + 1);
   o.facts.p2pChannelBytes = 16384u << rank;
   o.facts.p2pPieces = 2u + static_cast<uint32_t>(rank);
+  o.facts.clusterRing = rank == 1 ? 0u : 1u;  // rank 1's ring launches plainly: nobody may count on clusters
   return o;
+}
+
+// Runs agreeTuning on kRanks host communicators (threads of this process), each offering offer(rank).
+std::vector<TuningFacts> agreedFacts(int kRanks, const std::function<Offered(int)>& offer) {
+  setenv("BRAID_HOST_COMM", "1", 1);
+  ncclUniqueId id;
+  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<TunerConfig> got(kRanks);
+  std::vector<TuningFacts> facts(kRanks);
+  std::vector<ncclResult_t> res(kRanks, ncclInternalError);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r)
+    threads.emplace_back([&, r] {
+      ncclComm_t comm = nullptr;
+      if ((res[r] = ncclCommInitRank(&comm, kRanks, id, r)) != ncclSuccess) return;
+      const Offered o = offer(r);
+      res[r] = agreeTuning(comm, o.cfg, o.facts, &got[r], &facts[r]);
+      ncclCommDestroy(comm);
+    });
+  for (auto& t : threads) t.join();
+  unsetenv("BRAID_HOST_COMM");
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(res[r], ncclSuccess) << "rank " << r;
+  return facts;
 }
 
 TEST(TuningAgreement, EveryRankGetsTheSameConfiguration) {
@@ -80,7 +105,19 @@ TEST(TuningAgreement, EveryRankGetsTheSameConfiguration) {
     EXPECT_EQ(f.p2pLlThreshold, 1000u) << r;
     EXPECT_EQ(f.p2pChannelBytes, 16384u) << r;
     EXPECT_EQ(f.p2pPieces, 2u) << r;
+    EXPECT_EQ(f.clusterRing, 0u) << r;
   }
+}
+
+// Where every rank's ring launches in clusters, every rank learns so (the clustered ring may then replace the
+// unsplit one-shot all-reduce on all of them); one plain rank turns it off for all (above).
+TEST(TuningAgreement, ClusteredRingsOnlyWhereEveryRankHasThem) {
+  for (const TuningFacts& f : agreedFacts(2, [](int r) {
+         Offered o = offerOf(r);
+         o.facts.clusterRing = 1;
+         return o;
+       }))
+    EXPECT_EQ(f.clusterRing, 1u);
 }
 
 // config.CTAPolicy EFFICIENCY bounds the communicator's CTAs to kEfficiencyPolicyCtas (a smaller maxCTAs or
