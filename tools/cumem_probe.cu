@@ -16,14 +16,8 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-      exit(1);                                                                                  \
-    }                                                                                           \
-  } while (0)
+#include "probe_copy.cuh"
+
 #define CU(x)                                                                                   \
   do {                                                                                          \
     CUresult r_ = (x);                                                                          \
@@ -35,32 +29,6 @@
     }                                                                                           \
   } while (0)
 
-struct alignas(16) P {
-  uint64_t lo, hi;
-};
-
-// reduce_copy.h's pattern: thread t's u-th pack of an iteration is t + u * nthreads; volatile loads.
-__global__ void __launch_bounds__(1024, 1) copyKernel(const char* src, char* dst, size_t per) {
-  constexpr int U = 8;
-  const int tid = threadIdx.x, nt = blockDim.x;
-  const char* s = src + blockIdx.x * per;
-  char* d = dst + blockIdx.x * per;
-  const size_t iterBytes = static_cast<size_t>(U) * nt * 16;
-  for (size_t base = 0; base + iterBytes <= per; base += iterBytes) {
-    P a[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];"
-                   : "=l"(a[u].lo), "=l"(a[u].hi)
-                   : "l"(s + base + (static_cast<size_t>(u) * nt + tid) * 16)
-                   : "memory");
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      asm volatile("st.global.v2.u64 [%0], {%1,%2};" ::"l"(d + base + (static_cast<size_t>(u) * nt + tid) * 16),
-                   "l"(a[u].lo), "l"(a[u].hi)
-                   : "memory");
-  }
-}
 
 // `bytes` on device `owner`, mapped read-write for both devices.
 static char* cumemAlloc(int owner, size_t bytes) {
@@ -157,7 +125,7 @@ int main(int argc, char** argv) {
           if (rep > 0) t.push_back(worst);
         }
         std::sort(t.begin(), t.end());
-        const size_t iterBytes = size_t(8) * nthreads * 16;
+        const size_t iterBytes = size_t(kProbeUnroll) * nthreads * 16;
         const double moved = static_cast<double>(per / iterBytes * iterBytes) * c;
         const double gbs = moved / (t[t.size() / 2] * 1e-3) / 1e9;
         printf(" %6.1f(%5.1f)", gbs, gbs / c);

@@ -12,7 +12,6 @@
 // combined rows, (nv + host bytes) / the slowest part's time. Not part of the library: a measuring tool
 // (twentieth session). Build: nvcc -O3 -arch=sm_90 -std=c++17 tools/pcie_assist_probe.cu;
 // run: pcie_assist_probe [HOST_MIB (32)] [CTAS (16)].
-#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -21,44 +20,10 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                            \
-  do {                                                                                   \
-    cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                             \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                           \
-    }                                                                                    \
-  } while (0)
-
-struct alignas(16) P {
-  uint64_t lo, hi;
-};
-
-// As cumem_probe.cu: thread t's u-th pack of an iteration is t + u * nthreads; volatile loads.
-__global__ void __launch_bounds__(1024, 1) copyKernel(const char* src, char* dst, size_t per) {
-  constexpr int U = 8;
-  const int tid = threadIdx.x, nt = blockDim.x;
-  const char* s = src + blockIdx.x * per;
-  char* d = dst + blockIdx.x * per;
-  const size_t iterBytes = static_cast<size_t>(U) * nt * 16;
-  for (size_t base = 0; base + iterBytes <= per; base += iterBytes) {
-    P a[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];"
-                   : "=l"(a[u].lo), "=l"(a[u].hi)
-                   : "l"(s + base + (static_cast<size_t>(u) * nt + tid) * 16)
-                   : "memory");
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      asm volatile("st.global.v2.u64 [%0], {%1,%2};" ::"l"(d + base + (static_cast<size_t>(u) * nt + tid) * 16),
-                   "l"(a[u].lo), "l"(a[u].hi)
-                   : "memory");
-  }
-}
+#include "probe_copy.cuh"
 
 constexpr int kThreads = 512;
-constexpr size_t kIter = size_t(8) * kThreads * 16;
+constexpr size_t kIter = size_t(kProbeUnroll) * kThreads * 16;
 
 // Bytes a copyKernel of `ctas` CTAs over `total` bytes moves (whole iterations per CTA).
 size_t launchCopy(const char* src, char* dst, size_t total, int ctas, int cluster, cudaStream_t s) {

@@ -44,51 +44,38 @@ Offered offerOf(int rank) {
   return o;
 }
 
-// Runs agreeTuning on kRanks host communicators (threads of this process), each offering offer(rank).
-std::vector<TuningFacts> agreedFacts(int kRanks, const std::function<Offered(int)>& offer) {
-  setenv("BRAID_HOST_COMM", "1", 1);
+// Runs agreeTuning on nRanks host communicators (threads of this process), each offering offer(rank); what
+// every rank came out with.
+struct AgreedAll {
+  std::vector<TunerConfig> cfg;
+  std::vector<TuningFacts> facts;
+};
+AgreedAll agreeAll(int nRanks, const std::function<Offered(int)>& offer) {
+  setenv("BRAID_HOST_COMM", "1", 1);  // host communicators even where GPUs exist: only the bootstrap matters
   ncclUniqueId id;
   EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  std::vector<TunerConfig> got(kRanks);
-  std::vector<TuningFacts> facts(kRanks);
-  std::vector<ncclResult_t> res(kRanks, ncclInternalError);
+  AgreedAll got{std::vector<TunerConfig>(nRanks), std::vector<TuningFacts>(nRanks)};
+  std::vector<ncclResult_t> res(nRanks, ncclInternalError);
   std::vector<std::thread> threads;
-  for (int r = 0; r < kRanks; ++r)
+  for (int r = 0; r < nRanks; ++r)
     threads.emplace_back([&, r] {
       ncclComm_t comm = nullptr;
-      if ((res[r] = ncclCommInitRank(&comm, kRanks, id, r)) != ncclSuccess) return;
+      if ((res[r] = ncclCommInitRank(&comm, nRanks, id, r)) != ncclSuccess) return;
       const Offered o = offer(r);
-      res[r] = agreeTuning(comm, o.cfg, o.facts, &got[r], &facts[r]);
+      res[r] = agreeTuning(comm, o.cfg, o.facts, &got.cfg[r], &got.facts[r]);
       ncclCommDestroy(comm);
     });
   for (auto& t : threads) t.join();
   unsetenv("BRAID_HOST_COMM");
-  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(res[r], ncclSuccess) << "rank " << r;
-  return facts;
+  for (int r = 0; r < nRanks; ++r) EXPECT_EQ(res[r], ncclSuccess) << "rank " << r;
+  return got;
 }
 
 TEST(TuningAgreement, EveryRankGetsTheSameConfiguration) {
-  setenv("BRAID_HOST_COMM", "1", 1);  // host communicators even where GPUs exist: only the bootstrap matters
   constexpr int kRanks = 3;
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  std::vector<TunerConfig> got(kRanks);
-  std::vector<TuningFacts> facts(kRanks);
-  std::vector<ncclResult_t> res(kRanks, ncclInternalError);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < kRanks; ++r)
-    threads.emplace_back([&, r] {
-      ncclComm_t comm = nullptr;
-      if ((res[r] = ncclCommInitRank(&comm, kRanks, id, r)) != ncclSuccess) return;
-      const Offered o = offerOf(r);
-      res[r] = agreeTuning(comm, o.cfg, o.facts, &got[r], &facts[r]);
-      ncclCommDestroy(comm);
-    });
-  for (auto& t : threads) t.join();
-  unsetenv("BRAID_HOST_COMM");
+  const AgreedAll got = agreeAll(kRanks, offerOf);
   for (int r = 0; r < kRanks; ++r) {
-    ASSERT_EQ(res[r], ncclSuccess) << "rank " << r;
-    const TunerConfig& c = got[r];
+    const TunerConfig& c = got.cfg[r];
     EXPECT_EQ(c.minChannels, 6) << r;
     EXPECT_EQ(c.buffSize, 8 << 20) << r;
     EXPECT_EQ(c.pipelineSteps, 3) << r;
@@ -97,7 +84,7 @@ TEST(TuningAgreement, EveryRankGetsTheSameConfiguration) {
     EXPECT_EQ(c.protos.mask[static_cast<int>(CollType::AllReduce)], kAllProtosMask & ~bit(Proto::LL128)) << r;
     EXPECT_EQ(c.algos.mask[static_cast<int>(CollType::Broadcast)], bit(Algo::Ring)) << r;
     EXPECT_TRUE(c.protos.overridden && c.algos.overridden) << r;
-    const TuningFacts& f = facts[r];
+    const TuningFacts& f = got.facts[r];
     EXPECT_EQ(f.llPath, 0u) << r;
     EXPECT_EQ(f.ll128Path, 1u) << r;
     EXPECT_EQ(f.transport, static_cast<int32_t>(TransportClass::HostShm)) << r;
@@ -112,12 +99,12 @@ TEST(TuningAgreement, EveryRankGetsTheSameConfiguration) {
 // Where every rank's ring launches in clusters, every rank learns so (the clustered ring may then replace the
 // unsplit one-shot all-reduce on all of them); one plain rank turns it off for all (above).
 TEST(TuningAgreement, ClusteredRingsOnlyWhereEveryRankHasThem) {
-  for (const TuningFacts& f : agreedFacts(2, [](int r) {
-         Offered o = offerOf(r);
-         o.facts.clusterRing = 1;
-         return o;
-       }))
-    EXPECT_EQ(f.clusterRing, 1u);
+  const AgreedAll got = agreeAll(2, [](int r) {
+    Offered o = offerOf(r);
+    o.facts.clusterRing = 1;
+    return o;
+  });
+  for (const TuningFacts& f : got.facts) EXPECT_EQ(f.clusterRing, 1u);
 }
 
 // config.CTAPolicy EFFICIENCY bounds the communicator's CTAs to kEfficiencyPolicyCtas (a smaller maxCTAs or
