@@ -317,6 +317,9 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   if (facts.llPath && !agreed.llPath)
     BRAID_INFO(kSubInit, "rank %d: another rank's ring has a connection without LL slots; LL is off for this "
                "communicator", comm->rank);
+  if (facts.clusterRing && !agreed.clusterRing)
+    BRAID_INFO(kSubInit, "rank %d: another rank's ring launches without thread-block clusters; 2-rank all-reduces "
+               "keep the one-shot where it runs unsplit (tuner_model.def)", comm->rank);
   return ncclSuccess;
 }
 
