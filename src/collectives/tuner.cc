@@ -195,18 +195,13 @@ struct ClusteredRingRange {
   int minChannels;
   size_t fromBytes, toBytes;  // toBytes 0: no end
 };
-const std::vector<ClusteredRingRange>& clusteredRingRanges() {
-  static const std::vector<ClusteredRingRange> ranges = [] {
-    std::vector<ClusteredRingRange> v;
+constexpr ClusteredRingRange kClusteredRingRanges[] = {
 #define BRAID_TUNER_ROW(...)
-#define BRAID_TUNER_CLUSTERED_RING(minCh, from, to) v.push_back(ClusteredRingRange{minCh, from, to});
+#define BRAID_TUNER_CLUSTERED_RING(minCh, from, to) ClusteredRingRange{minCh, from, to},
 #include "collectives/tuner_model.def"
 #undef BRAID_TUNER_CLUSTERED_RING
 #undef BRAID_TUNER_ROW
-    return v;
-  }();
-  return ranges;
-}
+};
 
 bool isHost(TransportClass t) { return t == TransportClass::HostShm || t == TransportClass::HostSocket; }
 bool isP2p(TransportClass t) { return t == TransportClass::P2pNvlink || t == TransportClass::P2pPcie; }
@@ -511,7 +506,7 @@ bool oneShotSplitRuns(const TunerConfig& cfg, size_t count, size_t esize, int nC
 
 bool clusteredRingOverUnsplitOneShot(size_t bytes, int nChannels) {
   if (bytes < kClusterMinBytes) return false;
-  for (const ClusteredRingRange& r : clusteredRingRanges())
+  for (const ClusteredRingRange& r : kClusteredRingRanges)
     if (nChannels >= r.minChannels) return bytes >= r.fromBytes && (r.toBytes == 0 || bytes < r.toBytes);
   return false;
 }
