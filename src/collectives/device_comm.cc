@@ -284,11 +284,20 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
       st->cluster = 0;
     }
   }
+  st->clusterUserSet = params::CgaClusterSize() >= 0 || comm->config.cgaClusterSize >= 0;
+  if (st->cluster >= 2 && !st->clusterUserSet && st->nChannels >= kThreeClusterMinChannels) {
+    const int nch = std::min(st->nChannels, kThreeClusterMaxChannels);
+    int fit = 0;
+    st->clusterThreeFits = maxActiveClusters(3, clusteredGrid(nch, 3), st->nThreads, &fit) == cudaSuccess &&
+                           clusterIfFits(3, nch, fit) == 3;
+    cudaGetLastError();
+  }
   BRAID_INFO(kSubInit,
              "rank %d: ring collectives on Simple over NVLink from %zu MiB launch in thread-block clusters of %d "
-             "(0: none; NCCL_CGA_CLUSTER_SIZE=%lld, config.cgaClusterSize %d)",
+             "(0: none; NCCL_CGA_CLUSTER_SIZE=%lld, config.cgaClusterSize %d)%s",
              comm->rank, kClusterMinBytes >> 20, st->cluster, static_cast<long long>(params::CgaClusterSize()),
-             comm->config.cgaClusterSize);
+             comm->config.cgaClusterSize,
+             st->clusterThreeFits ? "; all-gather, reduce-scatter and the ring all-reduce on 24-32 channels in 3" : "");
   // The clustered ring may replace the unsplit one-shot all-reduce (tuner.h) only where every rank's ring
   // launches clustered: a fact agreed below.
   facts.clusterRing = comm->nranks > 1 && st->cluster >= 2 &&

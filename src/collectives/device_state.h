@@ -82,6 +82,8 @@ class DeviceState {
   uint32_t p2pPieces = 4;            // BRAID_P2P_PIECES, rank 0's: SIMPLE shares in up to this many steps (>= 128 KiB)
   int pdl = 0;                       // BRAID_PDL, this rank's (launch attributes only: no cross-rank effect)
   int cluster = 0;                   // clusterSetting: NCCL_CGA_CLUSTER_SIZE / config, this rank's (likewise)
+  bool clusterUserSet = false;       // NCCL_CGA_CLUSTER_SIZE or config.cgaClusterSize chose `cluster`
+  bool clusterThreeFits = false;     // clusters of 3 fit for kThreeClusterMaxChannels channels (clusterForLaunch)
   bool clusterRing = false;          // every rank's ring launches clustered (TuningFacts::clusterRing, agreed)
   int p2pCopyCtas = 32;              // BRAID_P2P_COPY_CTAS, this rank's (read at init: getenv is no per-call cost)
 

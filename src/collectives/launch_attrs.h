@@ -76,6 +76,27 @@ inline int clusterIfFits(int cluster, int nChannels, int maxActiveClusters) {
   return maxActiveClusters >= needed ? cluster : 0;
 }
 
+// The cluster size of one ring launch on nChannels channels, where the communicator's size is `setting`
+// (clusterSetting) and `userSet` says whether NCCL_CGA_CLUSTER_SIZE or config.cgaClusterSize chose it. A size
+// the user chose is kept. Otherwise kDefaultCgaCluster, but for the collectives that load both directions of
+// the link (all-gather, reduce-scatter, the ring all-reduce: `twoWay`) on kThreeClusterMinChannels to
+// kThreeClusterMaxChannels channels, which run in clusters of 3 (`threeFits`: init found 3 fit). 2xH100,
+// docs/gpu/2026-12-02g, h, us, clusters of 3 / 4: on 24 channels all-gather 64 / 256 MB 137.7 / 488.0 against
+// 145.6 / 546.1, reduce-scatter 143.4 / 512.3 against 157.2 / 556.7, ring all-reduce 238.2 / 883.3 against
+// 248.7 / 936.3; on 32 channels all-gather 129.2 / 449.0 against 134.4 / 506.1, reduce-scatter 138.1 / 458.8
+// against 146.5 / 517.2. Broadcast and reduce lose 1-3% in 3 on 24 channels (broadcast 197.1 / 753.6 against
+// 194.1 / 740.7, reduce 213.6 / 734.7 against 207.6 / 731.2), and on 48 channels 4 wins (all-gather 256 MB 427.4
+// against 486.9), so 4 stays for them and elsewhere. Other channel counts (16-23, 33-47) are unmeasured. As
+// landed (docs/gpu/2026-12-03a, NCCL_MAX_CTAS=24 / 32, medians of two rounds, 256 MB, us, 3 / 4): all-gather
+// 487.1 / 546.2 and 456.5 / 504.7, reduce-scatter 515.9 / 558.7 and 482.5 / 522.9, all-reduce 889.0 / 916.8
+// and 808.1 / 865.0; broadcast the same (740.8 / 740.4).
+constexpr int kThreeClusterMinChannels = 24;
+constexpr int kThreeClusterMaxChannels = 32;
+inline int clusterForLaunch(int setting, bool userSet, bool threeFits, int nChannels, bool twoWay) {
+  if (setting < 2 || userSet || !threeFits || !twoWay) return setting;
+  return nChannels >= kThreeClusterMinChannels && nChannels <= kThreeClusterMaxChannels ? 3 : setting;
+}
+
 // A grid of nCta CTAs launched in clusters of `cluster` (0: none) must be a whole number of clusters: the
 // collective kernel's CTAs past its channels return at once.
 inline int clusteredGrid(int nCta, int cluster) {

@@ -6,6 +6,7 @@
 #include "collectives/launch_attrs.h"
 
 using braid::clusteredGrid;
+using braid::clusterForLaunch;
 using braid::clusterIfFits;
 using braid::clusterSetting;
 using braid::collCluster;
@@ -92,4 +93,18 @@ TEST(Clusters, KeptOnlyWhereEveryChannelsClusterFitsAtOnce) {
   EXPECT_EQ(clusterIfFits(8, 64, 0), 0);    // unknown: plain
   EXPECT_EQ(clusterIfFits(8, 64, -1), 0);
   EXPECT_EQ(clusterIfFits(0, 64, 100), 0);  // no clusters asked
+}
+
+// The size of one ring launch: the user's choice stands; otherwise 4, but 3 for the two-way ring collectives on
+// 24-32 channels where init found 3 fit.
+TEST(Clusters, ThreeForTwoWayRingsOnTwentyFourToThirtyTwoChannels) {
+  for (int nch : {24, 28, 32}) {
+    EXPECT_EQ(clusterForLaunch(4, false, true, nch, true), 3) << nch;
+    EXPECT_EQ(clusterForLaunch(4, false, true, nch, false), 4) << nch;  // broadcast, reduce
+    EXPECT_EQ(clusterForLaunch(4, true, true, nch, true), 4) << nch;    // NCCL_CGA_CLUSTER_SIZE=4 set
+    EXPECT_EQ(clusterForLaunch(8, true, true, nch, true), 8) << nch;
+    EXPECT_EQ(clusterForLaunch(4, false, false, nch, true), 4) << nch;  // 3 did not fit
+    EXPECT_EQ(clusterForLaunch(0, false, true, nch, true), 0) << nch;   // no clusters at all
+  }
+  for (int nch : {16, 23, 33, 48, 64}) EXPECT_EQ(clusterForLaunch(4, false, true, nch, true), 4) << nch;
 }
