@@ -478,6 +478,10 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
   const int size = clusterForLaunch(st_->cluster, st_->clusterUserSet, st_->clusterThreeFits, plan.nChannels, twoWay);
   const int cluster = collCluster(size, ringOnNvlinkSimple, opBytes(op, st_->nranks));
   nCta = clusteredGrid(nCta, cluster);
+  // Which size a launch got is a per-launch fact (clusterForLaunch), not an init one: said under TUNING only.
+  if (cluster > 0 && logEnabled(LogLevel::Info, kSubTuning))
+    BRAID_INFO(kSubTuning, "%s %zu bytes on %d channels: launched in thread-block clusters of %d", collName(op.coll),
+               opBytes(op, st_->nranks), plan.nChannels, cluster);
   void* args[] = {&a};
   BRAID_CUDA_CHECK(launchKernel(kernel, nCta, args, s, cluster),
                    "rank %d: launching the %s kernel (%zu x %s, %d channels)", st_->rank, collName(op.coll), op.count,

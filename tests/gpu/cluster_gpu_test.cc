@@ -5,7 +5,9 @@
 // checked by the perf tool (-c 1: a wrong value exits 1). And the tuner's use of them (tuner_model.def,
 // BRAID_TUNER_CLUSTERED_RING): a checked all-reduce where the one-shot would run unsplit must run as the
 // clustered ring on both ranks, and on neither where one rank launches plainly (the algorithm is agreed at
-// init; ranks running different schedules would hang or corrupt the sums). Skips without 2 GPUs or below sm_90.
+// init; ranks running different schedules would hang or corrupt the sums). Under a bound of 24 CTAs all-gather
+// launches in clusters of 3 and broadcast in 4 (clusterForLaunch), as the TUNING log says of each launch. Skips
+// without 2 GPUs or below sm_90.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -124,6 +126,51 @@ TEST(Clusters2Proc, OnePlainRankKeepsTheOneShotOnBoth) {
   EXPECT_NE(out.find("Out of bounds values : 0 OK"), std::string::npos) << out;
   EXPECT_EQ(count(out, kRingLine), 0) << out;
   EXPECT_GT(linesOf(out, "AllReduce 268435456 bytes", 0), 0) << out;  // the TUNING log ran
+}
+
+// `tool` (a perf tool) checked under braidrun with the TUNING log, which says each clustered launch's size.
+std::string runTuned(const std::string& tool, const std::string& env, int* rc) {
+  const std::string dir = binDir();
+  std::string out;
+  *rc = gpu_test::runCommand("NCCL_NVLS_ENABLE=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING " + env + " " + dir +
+                                 "/braidrun -n 2 --timeout 120 -- " + dir + "/" + tool +
+                                 " -b 64M -e 64M -c 1 -n 3 -w 1",
+                             &out);
+  return out;
+}
+
+// Under a bound of 24 CTAs (24 channels) the collectives that load both directions of the link launch in
+// clusters of 3, the one-way ones in 4 (clusterForLaunch); a size the user sets holds for all.
+TEST(Clusters2Proc, ThreeForTwoWayRingsOnTwentyFourChannels) {
+  std::string why;
+  if (!needHopperPair(&why)) GTEST_SKIP() << why;
+  int rc = -1;
+  const char* three = "on 24 channels: launched in thread-block clusters of 3";
+  const char* four = "on 24 channels: launched in thread-block clusters of 4";
+  const std::string ag = runTuned("all_gather_perf", "NCCL_MAX_CTAS=24", &rc);
+  EXPECT_EQ(rc, 0) << ag;
+  EXPECT_NE(ag.find("Out of bounds values : 0 OK"), std::string::npos) << ag;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(linesOf(ag, "on 24-32 channels in 3", r), 1) << r << ag;  // init: clusters of 3 fit
+    EXPECT_GT(linesOf(ag, "AllGather ", r), 0) << r << ag;
+    EXPECT_GT(linesOf(ag, three, r), 0) << r << ag;
+    EXPECT_EQ(linesOf(ag, "launched in thread-block clusters of", r), linesOf(ag, three, r)) << r << ag;
+  }
+  const std::string bc = runTuned("broadcast_perf", "NCCL_MAX_CTAS=24", &rc);
+  EXPECT_EQ(rc, 0) << bc;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_GT(linesOf(bc, "launched in thread-block clusters of 4", r), 0) << r << bc;
+    EXPECT_EQ(linesOf(bc, "launched in thread-block clusters of", r),
+              linesOf(bc, "launched in thread-block clusters of 4", r))
+        << r << bc;
+  }
+  const std::string set = runTuned("all_gather_perf", "NCCL_MAX_CTAS=24 NCCL_CGA_CLUSTER_SIZE=4", &rc);
+  EXPECT_EQ(rc, 0) << set;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(linesOf(set, "on 24-32 channels in 3", r), 0) << r << set;
+    EXPECT_GT(linesOf(set, four, r), 0) << r << set;
+    EXPECT_EQ(linesOf(set, "launched in thread-block clusters of", r), linesOf(set, four, r)) << r << set;
+  }
 }
 
 TEST(Clusters2Proc, NoneWhenTurnedOff) {
