@@ -629,21 +629,16 @@ TEST(TunerStepCap, SplitRunsWhereSharesTakeTwoToSevenSteps) {
   EXPECT_FALSE(runs(16 * MB, 64));
 }
 
-// The measured ranges where the clustered ring replaces the unsplit one-shot (tuner_model.def): 32 channels and
-// up from 16 MiB on; 24-31 channels from 16 MiB to below 128 MiB; fewer channels never, nor anything below
-// kClusterMinBytes (no clusters there).
+// The measured ranges where the clustered ring replaces the unsplit one-shot (tuner_model.def): 8 channels and
+// up from 16 MiB on; fewer channels never, nor anything below kClusterMinBytes (no clusters there).
 TEST(TunerClusteredRing, MeasuredRangesOnly) {
   const size_t MB = size_t(1) << 20;
-  for (int nch : {64, 48, 32}) {
+  for (int nch : {64, 48, 32, 31, 24, 16, 8}) {
     EXPECT_FALSE(clusteredRingOverUnsplitOneShot(8 * MB, nch)) << nch;
     EXPECT_FALSE(clusteredRingOverUnsplitOneShot(16 * MB - 1, nch)) << nch;
     for (size_t mb : {16, 32, 128, 256, 512, 4096}) EXPECT_TRUE(clusteredRingOverUnsplitOneShot(mb * MB, nch)) << nch;
   }
-  for (int nch : {31, 24}) {
-    EXPECT_FALSE(clusteredRingOverUnsplitOneShot(8 * MB, nch)) << nch;
-    for (size_t mb : {16, 128, 512}) EXPECT_TRUE(clusteredRingOverUnsplitOneShot(mb * MB, nch)) << nch;
-  }
-  for (int nch : {23, 16, 1}) EXPECT_FALSE(clusteredRingOverUnsplitOneShot(64 * MB, nch)) << nch;
+  for (int nch : {7, 4, 1}) EXPECT_FALSE(clusteredRingOverUnsplitOneShot(64 * MB, nch)) << nch;
 }
 
 TEST(TunerStepCap, ConfigMaxCtasFoldsIntoTheEnvironmentsBound) {
