@@ -308,6 +308,9 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   local.maxCtas = static_cast<int>(foldBounds(local.maxCtas, comm->config.maxChannels));
   TuningFacts agreed;
   BRAID_CHECK(agreeTuning(comm, local, facts, &st->tuning, &agreed));
+  // The FIFOs' size, agreed in agreeOnChannels (which may raise the default for few channels); agreeTuning
+  // compared the ranks' NCCL_BUFFSIZE to warn of differing environments.
+  st->tuning.buffSize = comm->buffBytes;
   st->llPath = agreed.llPath != 0;
   st->ll128Path = agreed.ll128Path != 0;
   st->transport = static_cast<TransportClass>(agreed.transport);
@@ -381,6 +384,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     }
   }
   int preferredChannels = kDefaultDevChannels;
+  bool bigFifoOk = comm->nranks > 1;  // both ring neighbours GPU P2P (agreedFifoBytes)
   if (comm->nranks > 1) {
     comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
     comm->conns->setTransports(deviceTransports());
@@ -389,6 +393,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
       TransportKind kind;
       BRAID_CHECK(comm->conns->kindFor(peer, &kind));
       if (kind == TransportKind::Net) preferredChannels = kNetDevChannels;
+      bigFifoOk = bigFifoOk && kind == TransportKind::P2p;
     }
   }
   // By default at most half the GPU's SMs (the minimum over ranks, as every channel count): a p2p launch runs
@@ -401,8 +406,10 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, comm->cudaDev) == cudaSuccess && sms >= 2 &&
       sms / 2 < preferredChannels)
     preferredChannels = sms / 2;
-  BRAID_CHECK(agreeOnChannels(comm, preferredChannels, kMaxDevChannels));
-  BRAID_INFO(kSubInit, "rank %d: %d channels (GPU %d has %d SMs)", comm->rank, comm->nChannels, comm->cudaDev, sms);
+  BRAID_CHECK(agreeOnChannels(comm, preferredChannels, kMaxDevChannels, bigFifoOk));
+  BRAID_INFO(kSubInit, "rank %d: %d channels (GPU %d has %d SMs), FIFOs of %lld KiB per connection%s", comm->rank,
+             comm->nChannels, comm->cudaDev, sms, static_cast<long long>(comm->buffBytes >> 10),
+             buffSizeSet() ? "" : " (NCCL_BUFFSIZE unset: agreedFifoBytes)");
   st->nChannels = comm->nChannels;
   if (comm->conns) comm->conns->setBuffBytes(comm->buffBytes);
 

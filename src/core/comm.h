@@ -117,8 +117,23 @@ namespace braid {
 // Sets comm->nChannels: `preferred` bounded by NCCL_MIN/MAX_NCHANNELS (or _CTAS), config.minCTAs/maxCTAs and
 // [1, maxChannels], then the minimum over all ranks (environments may differ per rank; every rank must run
 // the same channels); and comm->buffBytes, rank 0's NCCL_BUFFSIZE (every connection must cut the same
-// steps). Collective over the comm's bootstrap.
-ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels);
+// steps), or where no rank 0 set it, agreedFifoBytes's default for the agreed channels. `bigFifoOk`: this
+// rank's ring neighbours are both GPU P2P (false on host comms). Collective over the comm's bootstrap.
+ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels, bool bigFifoOk = false);
+
+// FIFO bytes per connection where NCCL_BUFFSIZE is unset: 4 MiB (steps of 512 KiB), but kBoundedFifoBytes on
+// at most kBoundedFifoMaxChannels channels where every rank's ring neighbours are GPU P2P (`allBigFifoOk`).
+// Few channels (a CTA bound: NCCL_MAX_CTAS, config.maxCTAs) leave each CTA a larger share, and each FIFO step
+// ends in a system fence that drains the CTA's NVLink stores: 1 MiB steps pay it half as often. 2xH100 under
+// NCCL_MAX_CTAS=8 (docs/gpu/2026-12-03d), 256 MB, us, steps of 512 KiB / 1 MiB (NCCL): all-gather 1259 / 1113
+// (1167), reduce-scatter 1073 / 938 (964), all-reduce 1911 / 1686 (1744); steps of 128 and 256 KiB were slower
+// still (1809, 1432 for all-gather). The FIFOs then take no more memory than 32 channels' default.
+constexpr int64_t kDefaultFifoBytes = int64_t{4} << 20;
+constexpr int64_t kBoundedFifoBytes = int64_t{8} << 20;
+constexpr int kBoundedFifoMaxChannels = 16;
+inline int64_t agreedFifoBytes(int channels, bool allBigFifoOk) {
+  return allBigFifoOk && channels <= kBoundedFifoMaxChannels ? kBoundedFifoBytes : kDefaultFifoBytes;
+}
 
 // Marks an API call as running on `comm` for its lifetime (see ncclComm::activeCalls).
 class CommUse {

@@ -38,6 +38,11 @@ int64_t buffSizeBytes(bool warn) {
   return 4 << 20;
 }
 
+bool buffSizeSet() {
+  const char* s = getenv("NCCL_BUFFSIZE");
+  return s != nullptr && *s != '\0';
+}
+
 std::string readStrEnv(const char* name, const char* def) {
   const char* s = getenv(name);
   return s ? std::string(s) : std::string(def);

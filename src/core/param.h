@@ -27,6 +27,8 @@ namespace params {
 constexpr int64_t kBuffSizeMin = int64_t{64} << 10;
 constexpr int64_t kBuffSizeMax = int64_t{1} << 31;
 int64_t buffSizeBytes(bool warn);
+// Whether NCCL_BUFFSIZE is set (non-empty): only then does its value, or its 4 MiB fallback, hold as given.
+bool buffSizeSet();
 
 // Two optional upper bounds (<= 0: unset) as one: the smaller where both are set, either alone where only one
 // is, -1 where neither is. NCCL applies every bound it is given (NCCL_MAX_NCHANNELS, NCCL_MAX_CTAS,

@@ -16,6 +16,7 @@
 #include <vector>
 #include <sys/wait.h>
 
+#include "core/comm.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "core/peer_info.h"
@@ -24,6 +25,18 @@
 #include "core/wait.h"
 
 using namespace braid;
+
+// The FIFO default where NCCL_BUFFSIZE is unset: 8 MiB (1 MiB steps) on 16 channels or fewer where every rank's
+// ring neighbours are GPU P2P, else 4 MiB; a host comm or a ring with SHM or sockets keeps 4 MiB.
+TEST(Params, FifoDefaultGrowsOnlyForFewP2pChannels) {
+  for (int ch : {1, 4, 8, 12, 16}) {
+    EXPECT_EQ(agreedFifoBytes(ch, true), int64_t{8} << 20) << ch;
+    EXPECT_EQ(agreedFifoBytes(ch, false), int64_t{4} << 20) << ch;
+  }
+  for (int ch : {17, 24, 32, 64}) EXPECT_EQ(agreedFifoBytes(ch, true), int64_t{4} << 20) << ch;
+  // No more FIFO memory than 32 channels of the default.
+  EXPECT_LE(kBoundedFifoMaxChannels * kBoundedFifoBytes, 32 * kDefaultFifoBytes);
+}
 
 TEST(Params, IntParsingAndDefaults) {
   unsetenv("NCCL_BUFFSIZE");
@@ -43,6 +56,12 @@ TEST(Params, IntParsingAndDefaults) {
     setenv("NCCL_BUFFSIZE", v, 1);
     EXPECT_EQ(buffSizeBytes(false), strtoll(v, nullptr, 0)) << v;
   }
+  unsetenv("NCCL_BUFFSIZE");
+  EXPECT_FALSE(buffSizeSet());
+  setenv("NCCL_BUFFSIZE", "", 1);
+  EXPECT_FALSE(buffSizeSet());  // empty: unset, as readIntEnv reads it
+  setenv("NCCL_BUFFSIZE", "4194304", 1);
+  EXPECT_TRUE(buffSizeSet());  // set, even to the default: it holds as given
   unsetenv("NCCL_BUFFSIZE");
   setenv("NCCL_SOCKET_IFNAME", "^lo,docker", 1);
   EXPECT_EQ(params::SocketIfname(), "^lo,docker");
