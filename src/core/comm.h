@@ -121,18 +121,21 @@ namespace braid {
 // rank's ring neighbours are both GPU P2P (false on host comms). Collective over the comm's bootstrap.
 ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels, bool bigFifoOk = false);
 
-// FIFO bytes per connection where NCCL_BUFFSIZE is unset: 4 MiB (steps of 512 KiB), but kBoundedFifoBytes on
-// at most kBoundedFifoMaxChannels channels where every rank's ring neighbours are GPU P2P (`allBigFifoOk`).
-// Few channels (a CTA bound: NCCL_MAX_CTAS, config.maxCTAs) leave each CTA a larger share, and each FIFO step
-// ends in a system fence that drains the CTA's NVLink stores: 1 MiB steps pay it half as often. 2xH100 under
-// NCCL_MAX_CTAS=8 (docs/gpu/2026-12-03d), 256 MB, us, steps of 512 KiB / 1 MiB (NCCL): all-gather 1259 / 1113
-// (1167), reduce-scatter 1073 / 938 (964), all-reduce 1911 / 1686 (1744); steps of 128 and 256 KiB were slower
-// still (1809, 1432 for all-gather). The FIFOs then take no more memory than 32 channels' default.
+// FIFO bytes per connection where NCCL_BUFFSIZE is unset: 4 MiB (steps of 512 KiB), but on few channels where
+// every rank's ring neighbours are GPU P2P (`allBigFifoOk`) 8 MiB on 9-16 channels and 16 MiB on 8 or fewer:
+// never more FIFO memory than 32 channels of the default. Few channels (a CTA bound: NCCL_MAX_CTAS,
+// config.maxCTAs) leave each CTA a larger share, and each FIFO step ends in a system fence that drains the CTA's
+// NVLink stores: larger steps pay it less often. 2xH100, 256 MB, us (docs/gpu/2026-12-03d, e; NCCL beside):
+//   NCCL_MAX_CTAS=8, FIFOs of 4 / 8 / 16 MiB: all-gather 1258 / 1116 / 1070 (1166), reduce-scatter 1073 / 938 /
+//     896 (965), all-reduce 1926 / 1682 / 1616 (1745); 16 MB all-reduce 125.5 / 125.6 / 110.6 (125.8); FIFOs
+//     of 1 and 2 MiB were slower still (all-gather 1809, 1432).
+//   NCCL_MAX_CTAS=16, 4 / 8 MiB: all-gather 653 / 596 (646), all-reduce 1070 / 1026 (1057), send/recv 1214 /
+//     1077, all-to-all 600 / 535 (855).
 constexpr int64_t kDefaultFifoBytes = int64_t{4} << 20;
-constexpr int64_t kBoundedFifoBytes = int64_t{8} << 20;
 constexpr int kBoundedFifoMaxChannels = 16;
 inline int64_t agreedFifoBytes(int channels, bool allBigFifoOk) {
-  return allBigFifoOk && channels <= kBoundedFifoMaxChannels ? kBoundedFifoBytes : kDefaultFifoBytes;
+  if (!allBigFifoOk || channels > kBoundedFifoMaxChannels) return kDefaultFifoBytes;
+  return channels > 8 ? 2 * kDefaultFifoBytes : 4 * kDefaultFifoBytes;
 }
 
 // Marks an API call as running on `comm` for its lifetime (see ncclComm::activeCalls).

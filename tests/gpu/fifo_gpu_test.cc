@@ -1,6 +1,6 @@
 // The FIFO size seen from outside (core/comm.h, agreedFifoBytes): two processes under braidrun run a checked
 // all-reduce and all-gather of 16-64 MB with NCCL_DEBUG=INFO, and both ranks' init lines must name the FIFO size
-// agreed: 8 MiB per connection under a bound of 8 CTAs (NVLink P2P, NCCL_BUFFSIZE unset), 4 MiB where the user
+// agreed: 16 MiB per connection under a bound of 8 CTAs, 8 MiB under 16 (NVLink P2P, NCCL_BUFFSIZE unset), 4 MiB where the user
 // sets it, and 4 MiB unbounded (64 channels). Every element is checked by the perf tools (-c 1). Skips without
 // 2 GPUs.
 #include <gtest/gtest.h>
@@ -30,7 +30,7 @@ std::string run(const std::string& tool, const std::string& env, int* rc) {
   return out;
 }
 
-TEST(Fifo2Proc, EightMiBUnderABoundOfEightCtas) {
+TEST(Fifo2Proc, LargerUnderABoundOfEightOrSixteenCtas) {
   if (gpuCount() < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << gpuCount();
   for (const char* tool : {"all_reduce_perf", "all_gather_perf"}) {
     int rc = -1;
@@ -38,8 +38,13 @@ TEST(Fifo2Proc, EightMiBUnderABoundOfEightCtas) {
     EXPECT_EQ(rc, 0) << out;
     EXPECT_NE(out.find("Out of bounds values : 0 OK"), std::string::npos) << out;
     EXPECT_EQ(count(out, "8 channels (GPU"), 2) << out;
-    EXPECT_EQ(count(out, "FIFOs of 8192 KiB per connection (NCCL_BUFFSIZE unset"), 2) << tool << out;
+    EXPECT_EQ(count(out, "FIFOs of 16384 KiB per connection (NCCL_BUFFSIZE unset"), 2) << tool << out;
   }
+  int rc = -1;
+  const std::string out = run("all_reduce_perf", "NCCL_MAX_CTAS=16", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("Out of bounds values : 0 OK"), std::string::npos) << out;
+  EXPECT_EQ(count(out, "FIFOs of 8192 KiB per connection (NCCL_BUFFSIZE unset"), 2) << out;
 }
 
 TEST(Fifo2Proc, FourMiBWhereSetOrUnbounded) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -26,16 +27,17 @@
 
 using namespace braid;
 
-// The FIFO default where NCCL_BUFFSIZE is unset: 8 MiB (1 MiB steps) on 16 channels or fewer where every rank's
-// ring neighbours are GPU P2P, else 4 MiB; a host comm or a ring with SHM or sockets keeps 4 MiB.
+// The FIFO default where NCCL_BUFFSIZE is unset: 16 MiB on 8 channels or fewer and 8 MiB on 9-16 where every
+// rank's ring neighbours are GPU P2P, else 4 MiB; a host comm or a ring with SHM or sockets keeps 4 MiB.
 TEST(Params, FifoDefaultGrowsOnlyForFewP2pChannels) {
-  for (int ch : {1, 4, 8, 12, 16}) {
-    EXPECT_EQ(agreedFifoBytes(ch, true), int64_t{8} << 20) << ch;
-    EXPECT_EQ(agreedFifoBytes(ch, false), int64_t{4} << 20) << ch;
-  }
+  for (int ch : {1, 4, 8}) EXPECT_EQ(agreedFifoBytes(ch, true), int64_t{16} << 20) << ch;
+  for (int ch : {9, 12, 16}) EXPECT_EQ(agreedFifoBytes(ch, true), int64_t{8} << 20) << ch;
   for (int ch : {17, 24, 32, 64}) EXPECT_EQ(agreedFifoBytes(ch, true), int64_t{4} << 20) << ch;
-  // No more FIFO memory than 32 channels of the default.
-  EXPECT_LE(kBoundedFifoMaxChannels * kBoundedFifoBytes, 32 * kDefaultFifoBytes);
+  for (int ch = 1; ch <= 64; ++ch) {
+    EXPECT_EQ(agreedFifoBytes(ch, false), int64_t{4} << 20) << ch;
+    // Few channels take no more FIFO memory than 32 channels of the default.
+    EXPECT_LE(ch * agreedFifoBytes(ch, true), std::max(32, ch) * kDefaultFifoBytes) << ch;
+  }
 }
 
 TEST(Params, IntParsingAndDefaults) {
