@@ -13,12 +13,7 @@ namespace {
 
 using gpu_test::binDir;
 using gpu_test::gpuCount;
-
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+constexpr auto count = gpu_test::countOf;
 
 std::string run(const std::string& tool, const std::string& env, int* rc) {
   const std::string dir = binDir();
