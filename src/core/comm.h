@@ -123,8 +123,8 @@ ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels,
 
 // FIFO bytes per connection where NCCL_BUFFSIZE is unset: 4 MiB (steps of 512 KiB), but on few channels where
 // every rank's ring neighbours are GPU P2P (`allBigFifoOk`) 8 MiB on 9-16 channels and 16 MiB on 8 or fewer:
-// never more FIFO memory than 32 channels of the default. Few channels (a CTA bound: NCCL_MAX_CTAS,
-// config.maxCTAs) leave each CTA a larger share, and each FIFO step ends in a system fence that drains the CTA's
+// the ring's FIFOs never take more memory than 32 channels of the default (connections to other peers, made for
+// p2p, get the same size). Few channels (a CTA bound: NCCL_MAX_CTAS, config.maxCTAs) leave each CTA a larger share, and each FIFO step ends in a system fence that drains the CTA's
 // NVLink stores: larger steps pay it less often. 2xH100, 256 MB, us (docs/gpu/2026-12-03d, e; NCCL beside):
 //   NCCL_MAX_CTAS=8, FIFOs of 4 / 8 / 16 MiB: all-gather 1258 / 1116 / 1070 (1166), reduce-scatter 1073 / 938 /
 //     896 (965), all-reduce 1926 / 1682 / 1616 (1745); 16 MB all-reduce 125.5 / 125.6 / 110.6 (125.8); FIFOs
