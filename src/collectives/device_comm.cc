@@ -384,7 +384,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     }
   }
   int preferredChannels = kDefaultDevChannels;
-  bool bigFifoOk = comm->nranks > 1;  // both ring neighbours GPU P2P (agreedFifoBytes)
+  bool bigFifoOk = comm->nranks > 1;  // both ring neighbours GPUs joined by NVLink (agreedFifoBytes)
   if (comm->nranks > 1) {
     comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
     comm->conns->setTransports(deviceTransports());
@@ -393,7 +393,8 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
       TransportKind kind;
       BRAID_CHECK(comm->conns->kindFor(peer, &kind));
       if (kind == TransportKind::Net) preferredChannels = kNetDevChannels;
-      bigFifoOk = bigFifoOk && kind == TransportKind::P2p;
+      bigFifoOk = bigFifoOk && kind == TransportKind::P2p &&
+                  p2pNvlinkBetween(comm->self.busId, comm->peers[peer].busId);
     }
   }
   // By default at most half the GPU's SMs (the minimum over ranks, as every channel count): a p2p launch runs
@@ -409,7 +410,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   BRAID_CHECK(agreeOnChannels(comm, preferredChannels, kMaxDevChannels, bigFifoOk));
   BRAID_INFO(kSubInit, "rank %d: %d channels (GPU %d has %d SMs), FIFOs of %lld KiB per connection%s", comm->rank,
              comm->nChannels, comm->cudaDev, sms, static_cast<long long>(comm->buffBytes >> 10),
-             buffSizeSet() ? "" : " (NCCL_BUFFSIZE unset: agreedFifoBytes)");
+             comm->buffBytesDefaulted ? " (NCCL_BUFFSIZE unset on rank 0: agreedFifoBytes)" : "");
   st->nChannels = comm->nChannels;
   if (comm->conns) comm->conns->setBuffBytes(comm->buffBytes);
 

@@ -474,7 +474,8 @@ ncclResult_t DeviceExecutorImpl::launchColl(const OpDesc& op, cudaStream_t s) {
   const bool ringOnNvlinkSimple = plan.proto == Proto::Simple && st_->nranks > 1 &&
                                   transport_ == TransportClass::P2pNvlink && a.coll != kDevAllReduceOneShot &&
                                   a.coll != kDevAllReduceOneShotSplit;
-  const bool twoWay = op.coll == CollType::AllGather || op.coll == CollType::ReduceScatter || op.coll == CollType::AllReduce;
+  const bool twoWay =
+      op.coll == CollType::AllGather || op.coll == CollType::ReduceScatter || op.coll == CollType::AllReduce;
   const int size = clusterForLaunch(st_->cluster, st_->clusterUserSet, st_->clusterThreeFits, plan.nChannels, twoWay);
   const int cluster = collCluster(size, ringOnNvlinkSimple, opBytes(op, st_->nranks));
   nCta = clusteredGrid(nCta, cluster);

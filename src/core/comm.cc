@@ -4,10 +4,25 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/log.h"
 #include "core/param.h"
 #include "core/result.h"
 
 namespace braid {
+
+ChannelAgreement mergeChannelOffers(const ChannelOffer* all, int nranks) {
+  ChannelAgreement out;
+  int64_t chans = all[0].channels;
+  bool allBig = true;
+  for (int r = 0; r < nranks; ++r) {
+    chans = std::min(chans, all[r].channels);
+    allBig = allBig && all[r].bigFifoOk != 0;
+  }
+  out.channels = static_cast<int>(std::max<int64_t>(1, chans));
+  out.buffDefaulted = all[0].buffBytes < 0;
+  out.buffBytes = out.buffDefaulted ? agreedFifoBytes(out.channels, allBig) : all[0].buffBytes;
+  return out;
+}
 
 ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels, bool bigFifoOk) {
   const CommConfig& cfg = comm->config;
@@ -17,25 +32,23 @@ ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels,
   if (cfg.minChannels > 0) lo = std::max<int64_t>(lo, cfg.minChannels);
   if (lo > 0) n = std::max(n, lo);
   if (hi > 0) n = std::min(n, hi);
-  struct Offer {
-    int64_t channels;
-    int64_t buffBytes;  // -1: NCCL_BUFFSIZE unset here (the default applies)
-    int64_t bigFifoOk;
-  };
-  std::vector<Offer> all(comm->nranks);
-  all[comm->rank] = {std::max<int64_t>(1, std::min<int64_t>(n, maxChannels)),
-                     buffSizeSet() ? buffSizeBytes(comm->rank == 0) : -1, bigFifoOk ? 1 : 0};
-  BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Offer)));
-  int64_t chans = all[0].channels;
-  bool allBig = true;
-  for (const Offer& o : all) {
-    chans = std::min(chans, o.channels);
-    allBig = allBig && o.bigFifoOk != 0;
-  }
-  comm->nChannels = static_cast<int>(chans);
-  // FIFO size: rank 0's, as for the tuner's agreed settings (a warning there reports differing environments);
-  // where rank 0 set none, the default for the agreed channels, from agreed facts only.
-  comm->buffBytes = all[0].buffBytes >= 0 ? all[0].buffBytes : agreedFifoBytes(comm->nChannels, allBig);
+  std::vector<ChannelOffer> all(comm->nranks);
+  ChannelOffer& mine = all[comm->rank];
+  mine.channels = std::max<int64_t>(1, std::min<int64_t>(n, maxChannels));
+  mine.buffBytes = buffSizeSet() ? buffSizeBytes(comm->rank == 0) : -1;
+  mine.bigFifoOk = bigFifoOk ? 1 : 0;
+  const ChannelOffer own = mine;
+  BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(ChannelOffer)));
+  const ChannelAgreement got = mergeChannelOffers(all.data(), comm->nranks);
+  comm->nChannels = got.channels;
+  comm->buffBytes = got.buffBytes;
+  comm->buffBytesDefaulted = got.buffDefaulted;
+  // Rank 0's FIFO size holds for all (every connection must cut the same steps): a rank that asked otherwise
+  // hears it here rather than finding out from its timings.
+  if (own.buffBytes >= 0 && own.buffBytes != got.buffBytes)
+    BRAID_WARN("rank %d: NCCL_BUFFSIZE=%lld here, but the FIFOs are %lld bytes: rank 0's %s", comm->rank,
+               static_cast<long long>(own.buffBytes), static_cast<long long>(got.buffBytes),
+               got.buffDefaulted ? "default (it set no NCCL_BUFFSIZE)" : "NCCL_BUFFSIZE");
   return ncclSuccess;
 }
 

@@ -64,6 +64,7 @@ struct ncclComm {
   bool hostComm = true;
   int nChannels = 1;
   int64_t buffBytes = -1;  // FIFO bytes per connection, agreed at init (rank 0's NCCL_BUFFSIZE)
+  bool buffBytesDefaulted = false;  // rank 0 left NCCL_BUFFSIZE unset: buffBytes is agreedFifoBytes's
   uint64_t commHash = 0;
   braid::CommConfig config;
 
@@ -114,18 +115,13 @@ struct ncclComm {
 };
 
 namespace braid {
-// Sets comm->nChannels: `preferred` bounded by NCCL_MIN/MAX_NCHANNELS (or _CTAS), config.minCTAs/maxCTAs and
-// [1, maxChannels], then the minimum over all ranks (environments may differ per rank; every rank must run
-// the same channels); and comm->buffBytes, rank 0's NCCL_BUFFSIZE (every connection must cut the same
-// steps), or where no rank 0 set it, agreedFifoBytes's default for the agreed channels. `bigFifoOk`: this
-// rank's ring neighbours are both GPU P2P (false on host comms). Collective over the comm's bootstrap.
-ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels, bool bigFifoOk = false);
-
 // FIFO bytes per connection where NCCL_BUFFSIZE is unset: 4 MiB (steps of 512 KiB), but on few channels where
-// every rank's ring neighbours are GPU P2P (`allBigFifoOk`) 8 MiB on 9-16 channels and 16 MiB on 8 or fewer:
-// the ring's FIFOs never take more memory than 32 channels of the default (connections to other peers, made for
-// p2p, get the same size). Few channels (a CTA bound: NCCL_MAX_CTAS, config.maxCTAs) leave each CTA a larger share, and each FIFO step ends in a system fence that drains the CTA's
-// NVLink stores: larger steps pay it less often. 2xH100, 256 MB, us (docs/gpu/2026-12-03d, e; NCCL beside):
+// every rank's ring neighbours are GPUs joined by NVLink (`allBigFifoOk`) 8 MiB on 9-16 channels and 16 MiB on
+// 8 or fewer: the ring's FIFOs never take more memory than 32 channels of the default (connections to other
+// peers, made for p2p, get the same size). Few channels (a CTA bound: NCCL_MAX_CTAS, config.maxCTAs) leave
+// each CTA a larger share, and each FIFO step ends in a system fence that drains the CTA's NVLink stores:
+// larger steps pay it less often. PCIe P2P, SHM and sockets keep 4 MiB (unmeasured). 2xH100, 256 MB, us
+// (docs/gpu/2026-12-03d, e; NCCL beside):
 //   NCCL_MAX_CTAS=8, FIFOs of 4 / 8 / 16 MiB: all-gather 1258 / 1116 / 1070 (1166), reduce-scatter 1073 / 938 /
 //     896 (965), all-reduce 1926 / 1682 / 1616 (1745); 16 MB all-reduce 125.5 / 125.6 / 110.6 (125.8); FIFOs
 //     of 1 and 2 MiB were slower still (all-gather 1809, 1432).
@@ -137,6 +133,29 @@ inline int64_t agreedFifoBytes(int channels, bool allBigFifoOk) {
   if (!allBigFifoOk || channels > kBoundedFifoMaxChannels) return kDefaultFifoBytes;
   return channels > 8 ? 2 * kDefaultFifoBytes : 4 * kDefaultFifoBytes;
 }
+
+// What each rank offers in agreeOnChannels (all int64_t: no padding goes over the bootstrap).
+struct ChannelOffer {
+  int64_t channels;   // this rank's channel count, bounded
+  int64_t buffBytes;  // NCCL_BUFFSIZE as the FIFOs would take it; -1: unset here
+  int64_t bigFifoOk;  // 1: both ring neighbours are GPUs joined by NVLink
+};
+struct ChannelAgreement {
+  int channels = 1;
+  int64_t buffBytes = kDefaultFifoBytes;
+  bool buffDefaulted = false;  // rank 0 set no size: agreedFifoBytes's
+};
+// The agreement from every rank's offer (all[0] is rank 0's): the fewest channels; rank 0's FIFO size where it
+// set one, else agreedFifoBytes for those channels with every rank's bigFifoOk. A function of the offers only,
+// so every rank comes out with the same.
+ChannelAgreement mergeChannelOffers(const ChannelOffer* all, int nranks);
+
+// Sets comm->nChannels: `preferred` bounded by NCCL_MIN/MAX_NCHANNELS (or _CTAS), config.minCTAs/maxCTAs and
+// [1, maxChannels], then the minimum over all ranks (environments may differ per rank; every rank must run
+// the same channels); and comm->buffBytes (mergeChannelOffers: every connection must cut the same steps); a
+// rank whose NCCL_BUFFSIZE differs from what was agreed says so. `bigFifoOk`: this rank's ring neighbours are
+// both GPUs joined by NVLink (false on host comms). Collective over the comm's bootstrap.
+ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels, bool bigFifoOk = false);
 
 // Marks an API call as running on `comm` for its lifetime (see ncclComm::activeCalls).
 class CommUse {

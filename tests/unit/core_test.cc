@@ -40,6 +40,46 @@ TEST(Params, FifoDefaultGrowsOnlyForFewP2pChannels) {
   }
 }
 
+// The channel and FIFO agreement from every rank's offer (mergeChannelOffers; rank 0's first): the fewest
+// channels; rank 0's NCCL_BUFFSIZE where it set one, whatever the others set; else the default for the agreed
+// channels, larger only where every rank's ring is NVLink.
+TEST(Params, ChannelOffersMergeAlikeOnEveryRank) {
+  const int64_t MiB = int64_t{1} << 20;
+  {
+    const ChannelOffer all[] = {{64, -1, 1}, {8, -1, 1}};  // rank 1 bounded to 8: 8 channels, 16 MiB
+    const ChannelAgreement got = mergeChannelOffers(all, 2);
+    EXPECT_EQ(got.channels, 8);
+    EXPECT_EQ(got.buffBytes, 16 * MiB);
+    EXPECT_TRUE(got.buffDefaulted);
+  }
+  {
+    const ChannelOffer all[] = {{8, -1, 1}, {8, 4 * MiB, 1}};  // rank 1's own setting does not hold
+    const ChannelAgreement got = mergeChannelOffers(all, 2);
+    EXPECT_EQ(got.buffBytes, 16 * MiB);
+    EXPECT_TRUE(got.buffDefaulted);
+  }
+  {
+    const ChannelOffer all[] = {{8, 2 * MiB, 1}, {8, -1, 1}, {8, 4 * MiB, 1}};  // rank 0's does
+    const ChannelAgreement got = mergeChannelOffers(all, 3);
+    EXPECT_EQ(got.buffBytes, 2 * MiB);
+    EXPECT_FALSE(got.buffDefaulted);
+  }
+  {
+    const ChannelOffer all[] = {{12, -1, 1}, {12, -1, 0}, {16, -1, 1}};  // one rank's ring is not NVLink
+    const ChannelAgreement got = mergeChannelOffers(all, 3);
+    EXPECT_EQ(got.channels, 12);
+    EXPECT_EQ(got.buffBytes, 4 * MiB);
+  }
+  {
+    const ChannelOffer all[] = {{16, -1, 1}, {12, -1, 1}};
+    EXPECT_EQ(mergeChannelOffers(all, 2).buffBytes, 8 * MiB);
+  }
+  {
+    const ChannelOffer one[] = {{0, -1, 0}};  // never fewer than one channel
+    EXPECT_EQ(mergeChannelOffers(one, 1).channels, 1);
+  }
+}
+
 TEST(Params, IntParsingAndDefaults) {
   unsetenv("NCCL_BUFFSIZE");
   EXPECT_EQ(params::BuffSize(), 4 << 20);
