@@ -197,6 +197,7 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
                                               comm->nChannels);
   TunerConfig local, tuning;
   BRAID_CHECK(loadTunerConfig(&local));  // already validated in commInit; read again on this thread
+  local.buffSize = comm->buffBytes;  // the FIFOs' size, agreed in agreeOnChannels (which warns of differences)
   // The ring's class: socket if any of this rank's ring links is; agreed as the slowest over ranks.
   TuningFacts facts, agreedFacts;
   facts.transport = static_cast<int32_t>(TransportClass::HostShm);

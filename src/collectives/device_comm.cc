@@ -306,11 +306,9 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   BRAID_CHECK(loadTunerConfig(&local));  // validated in commInit already
   // config.maxCTAs bounds CTAs as NCCL_MAX_CTAS does (param.h)
   local.maxCtas = static_cast<int>(foldBounds(local.maxCtas, comm->config.maxChannels));
+  local.buffSize = comm->buffBytes;  // the FIFOs' size, agreed in agreeOnChannels (which warns of differences)
   TuningFacts agreed;
   BRAID_CHECK(agreeTuning(comm, local, facts, &st->tuning, &agreed));
-  // The FIFOs' size, agreed in agreeOnChannels (which may raise the default for few channels); agreeTuning
-  // compared the ranks' NCCL_BUFFSIZE to warn of differing environments.
-  st->tuning.buffSize = comm->buffBytes;
   st->llPath = agreed.llPath != 0;
   st->ll128Path = agreed.ll128Path != 0;
   st->transport = static_cast<TransportClass>(agreed.transport);

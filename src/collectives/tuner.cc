@@ -380,7 +380,7 @@ ncclResult_t loadTunerConfig(TunerConfig* out) {
   cfg.maxChannels = hi > 0 ? static_cast<int>(std::min<int64_t>(hi, kTunerMaxChannels)) : -1;
   int64_t t = params::NThreads();
   cfg.nThreads = t > 0 ? static_cast<int>(std::min<int64_t>(t, 1024)) : -1;
-  cfg.buffSize = buffSizeBytes(false);  // the value the FIFOs use (comm init warns when it is not the raw one)
+  cfg.buffSize = buffSizeBytes(false);  // this rank's; a communicator's tuner takes the agreed FIFO size instead
   int64_t ps = params::PipelineSteps();
   if (ps < 0 || ps > 64) {
     BRAID_WARN("BRAID_PIPELINE_STEPS=%lld is outside [0, 64]; using 0 (auto)", static_cast<long long>(ps));
