@@ -302,6 +302,12 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   // launches clustered: a fact agreed below.
   facts.clusterRing = comm->nranks > 1 && st->cluster >= 2 &&
                       facts.transport == static_cast<int32_t>(TransportClass::P2pNvlink) ? 1u : 0u;
+  facts.clusterThree =
+      facts.clusterRing != 0 &&
+              clusterForLaunch(st->cluster, st->clusterUserSet, st->clusterThreeFits, kThreeClusterMinChannels, true) == 3 &&
+              clusterForLaunch(st->cluster, st->clusterUserSet, st->clusterThreeFits, kThreeClusterMaxChannels, true) == 3
+          ? 1u
+          : 0u;
   TunerConfig local;
   BRAID_CHECK(loadTunerConfig(&local));  // validated in commInit already
   // config.maxCTAs bounds CTAs as NCCL_MAX_CTAS does (param.h)
@@ -317,6 +323,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->p2pChannelBytes = agreed.p2pChannelBytes;
   st->p2pPieces = agreed.p2pPieces;
   st->clusterRing = agreed.clusterRing != 0;
+  st->clusterThree = agreed.clusterThree != 0;
   st->p2pCopyCtas = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(params::P2pCopyCtas(), kMaxP2pCtas)));
 
   // NCCL_PROTO without LL for any collective (e.g. "Simple" or "^LL") keeps send/recv off LL too.

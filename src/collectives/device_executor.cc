@@ -188,7 +188,7 @@ DeviceExecutorImpl::CollPlan DeviceExecutorImpl::planColl(const OpDesc& op, uint
       const ConnInfo* c0 = comm_->conns->ringSend(0);
       const uint32_t cap = simpleStepCap(op.coll, true, bytes, st_->nranks, plan.nChannels, transport_, cfg);
       if (!oneShotSplitRuns(cfg, op.count, dtypeSize(op.dtype), plan.nChannels, cap, c0->stepBytes, c0->nSteps) &&
-          clusteredRingOverUnsplitOneShot(bytes, plan.nChannels)) {
+          clusteredRingOverUnsplitOneShot(bytes, plan.nChannels, st_->clusterThree)) {
         plan.devColl = devCollCode(op.coll);
         plan.predictedUs = braid::predictUs(req, Algo::Ring, Proto::Simple, plan.nChannels, d.chunkBytes);
         BRAID_INFO(kSubTuning, "AllReduce %zu bytes on %d channels: the clustered ring instead of the unsplit "

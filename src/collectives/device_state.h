@@ -85,6 +85,7 @@ class DeviceState {
   bool clusterUserSet = false;       // NCCL_CGA_CLUSTER_SIZE or config.cgaClusterSize chose `cluster`
   bool clusterThreeFits = false;     // clusters of 3 fit for kThreeClusterMaxChannels channels (clusterForLaunch)
   bool clusterRing = false;          // every rank's ring launches clustered (TuningFacts::clusterRing, agreed)
+  bool clusterThree = false;         // ... in clusters of 3 on 24-32 channels (TuningFacts::clusterThree, agreed)
   int p2pCopyCtas = 32;              // BRAID_P2P_COPY_CTAS, this rank's (read at init: getenv is no per-call cost)
 
 

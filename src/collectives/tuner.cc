@@ -178,7 +178,7 @@ struct ModelTable {
 #define BRAID_TUNER_ROW(T, P, base, step, chunkUs, perCh, bwCh, cap, maxCh, chunkB, meas) \
   rows[static_cast<int>(TransportClass::T)][static_cast<int>(Proto::P)] =              \
       ModelRow{base, step, chunkUs, perCh, bwCh, cap, maxCh, static_cast<size_t>(chunkB), meas};
-#define BRAID_TUNER_CLUSTERED_RING(minCh, from, to)
+#define BRAID_TUNER_CLUSTERED_RING(minCh, three, from, to)
 #include "collectives/tuner_model.def"
 #undef BRAID_TUNER_CLUSTERED_RING
 #undef BRAID_TUNER_ROW
@@ -193,11 +193,12 @@ const ModelRow& row(TransportClass t, Proto p) {
 // tuner_model.def's BRAID_TUNER_CLUSTERED_RING rows, in order.
 struct ClusteredRingRange {
   int minChannels;
+  bool three;                 // only where every rank's ring launches in clusters of 3
   size_t fromBytes, toBytes;  // toBytes 0: no end
 };
 constexpr ClusteredRingRange kClusteredRingRanges[] = {
 #define BRAID_TUNER_ROW(...)
-#define BRAID_TUNER_CLUSTERED_RING(minCh, from, to) ClusteredRingRange{minCh, from, to},
+#define BRAID_TUNER_CLUSTERED_RING(minCh, three, from, to) ClusteredRingRange{minCh, three, from, to},
 #include "collectives/tuner_model.def"
 #undef BRAID_TUNER_CLUSTERED_RING
 #undef BRAID_TUNER_ROW
@@ -504,10 +505,10 @@ bool oneShotSplitRuns(const TunerConfig& cfg, size_t count, size_t esize, int nC
   return steps >= 2 && steps < nSteps;
 }
 
-bool clusteredRingOverUnsplitOneShot(size_t bytes, int nChannels) {
+bool clusteredRingOverUnsplitOneShot(size_t bytes, int nChannels, bool clusterThree) {
   if (bytes < kClusterMinBytes) return false;
   for (const ClusteredRingRange& r : kClusteredRingRanges)
-    if (nChannels >= r.minChannels) return bytes >= r.fromBytes && (r.toBytes == 0 || bytes < r.toBytes);
+    if (nChannels >= r.minChannels && (clusterThree || !r.three)) return bytes >= r.fromBytes && (r.toBytes == 0 || bytes < r.toBytes);
   return false;
 }
 

@@ -150,8 +150,9 @@ bool oneShotSplitRuns(const TunerConfig& cfg, size_t count, size_t esize, int nC
 // Where the model picked the 2-rank one-shot all-reduce on Simple over NVLink P2P, the one-shot would run
 // unsplit (oneShotSplitRuns false) and every rank launches its ring collectives in thread-block clusters:
 // whether the clustered ring runs instead, from the measured ranges in tuner_model.def
-// (BRAID_TUNER_CLUSTERED_RING; never below kClusterMinBytes, where the ring launches plainly).
-bool clusteredRingOverUnsplitOneShot(size_t bytes, int nChannels);
+// (BRAID_TUNER_CLUSTERED_RING; never below kClusterMinBytes, where the ring launches plainly). clusterThree:
+// every rank launches it in clusters of 3 on 24-32 channels (TuningFacts::clusterThree, agreed).
+bool clusteredRingOverUnsplitOneShot(size_t bytes, int nChannels, bool clusterThree);
 
 size_t opBytes(const OpDesc& op, int nranks);
 TuneRequest makeTuneRequest(const OpDesc& op, int nranks, TransportClass transport);

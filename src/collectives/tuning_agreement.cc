@@ -12,7 +12,7 @@
 namespace braid {
 
 namespace {
-// Plain bytes on the wire (memset first, so padding is defined; none today).
+// Plain bytes on the wire (memset first, so padding is defined: tail padding at most).
 struct Offer {
   uint32_t llPath;
   int32_t transport;
@@ -29,6 +29,7 @@ struct Offer {
   int64_t buffSize;
   uint32_t protos[kNumCollTypes];
   uint32_t algos[kNumCollTypes];
+  uint32_t clusterThree;
 };
 }  // namespace
 
@@ -45,6 +46,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.p2pChannelBytes = facts.p2pChannelBytes;
   mine.p2pPieces = facts.p2pPieces;
   mine.clusterRing = facts.clusterRing;
+  mine.clusterThree = facts.clusterThree;
   mine.minChannels = local.minChannels;
   mine.pipelineSteps = local.pipelineSteps;
   mine.oneShotSplit = local.oneShotSplit ? 1 : 0;
@@ -62,6 +64,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.llPath = 1;
   f.ll128Path = 1;
   f.clusterRing = 1;
+  f.clusterThree = 1;
   f.transport = 0;
   f.tunerOn = all[0].tunerOn;
   f.p2pLlThreshold = all[0].p2pLlThreshold;
@@ -77,6 +80,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     f.llPath &= o.llPath;
     f.ll128Path &= o.ll128Path;
     f.clusterRing &= o.clusterRing;
+    f.clusterThree &= o.clusterThree;
     f.transport = std::max(f.transport, o.transport);
     out.minChannels = std::max(out.minChannels, o.minChannels);
     if (o.maxCtas > 0) out.maxCtas = out.maxCtas > 0 ? std::min(out.maxCtas, o.maxCtas) : o.maxCtas;

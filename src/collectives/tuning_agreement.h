@@ -26,6 +26,10 @@ struct TuningFacts {
   // ring instead of the unsplit one-shot only where every rank's ring is clustered
   // (clusteredRingOverUnsplitOneShot), and both sides must run the same algorithm.
   uint32_t clusterRing = 0;
+  // The rank launches those rings in clusters of 3 on 24-32 channels (clusterForLaunch: the user set no size
+  // and 3 fit, or the user set 3); AND over ranks. Elsewhere 24-31 channels run in clusters of 4, where the
+  // ring loses to the unsplit one-shot from 128 MiB (tuner_model.def).
+  uint32_t clusterThree = 0;
 };
 
 // Agrees `local` (this rank's loadTunerConfig) and `facts` with every rank: per collective the protocols and

@@ -6,8 +6,9 @@
 // BRAID_TUNER_CLUSTERED_RING): a checked all-reduce where the one-shot would run unsplit must run as the
 // clustered ring on both ranks, and on neither where one rank launches plainly (the algorithm is agreed at
 // init; ranks running different schedules would hang or corrupt the sums). Under a bound of 24 CTAs all-gather
-// launches in clusters of 3 and broadcast in 4 (clusterForLaunch), as the TUNING log says of each launch. Skips
-// without 2 GPUs or below sm_90.
+// launches in clusters of 3 and broadcast in 4 (clusterForLaunch), as the TUNING log says of each launch, and
+// the ring all-reduce keeps off 128 MiB and up where a rank launches it in clusters of 4. Skips without 2 GPUs
+// or below sm_90.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -121,6 +122,33 @@ TEST(Clusters2Proc, OnePlainRankKeepsTheOneShotOnBoth) {
   EXPECT_NE(out.find("Out of bounds values : 0 OK"), std::string::npos) << out;
   EXPECT_EQ(count(out, kRingLine), 0) << out;
   EXPECT_GT(linesOf(out, "AllReduce 268435456 bytes", 0), 0) << out;  // the TUNING log ran
+}
+
+// Under a bound of 24 CTAs the clustered ring replaces the unsplit one-shot at every size from 16 MiB where
+// both ranks launch it in clusters of 3; where rank 1's user set 4, from 128 MiB it loses and neither rank
+// switches (TuningFacts::clusterThree, tuner_model.def); sums checked either way.
+TEST(Clusters2Proc, ClustersOfFourKeepTheOneShotFrom128MiBOnTwentyFourChannels) {
+  std::string why;
+  if (!needHopperPair(&why)) GTEST_SKIP() << why;
+  int rc = -1;
+  const std::string env = "NCCL_MIN_NCHANNELS=24 NCCL_MAX_CTAS=24";  // the later assignment wins over 64
+  const std::string mb64 = std::string("AllReduce 67108864 bytes on 24 channels: ") + kRingLine;
+  const std::string mb256 = std::string("AllReduce 268435456 bytes on 24 channels: ") + kRingLine;
+  const std::string three = runAllReduce(env, "BRAID_UNUSED=0", "-b 64M -e 256M -f 4", &rc);
+  EXPECT_EQ(rc, 0) << three;
+  EXPECT_NE(three.find("Out of bounds values : 0 OK"), std::string::npos) << three;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_GT(linesOf(three, mb64, r), 0) << r << three;
+    EXPECT_GT(linesOf(three, mb256, r), 0) << r << three;
+  }
+  const std::string four = runAllReduce(env, "NCCL_CGA_CLUSTER_SIZE=4", "-b 64M -e 256M -f 4", &rc);
+  EXPECT_EQ(rc, 0) << four;
+  EXPECT_NE(four.find("Out of bounds values : 0 OK"), std::string::npos) << four;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_GT(linesOf(four, mb64, r), 0) << r << four;
+    EXPECT_EQ(linesOf(four, "AllReduce 268435456 bytes on 24 channels: the clustered ring", r), 0) << r << four;
+    EXPECT_GT(linesOf(four, "AllReduce 268435456 bytes", r), 0) << r << four;  // the TUNING log ran
+  }
 }
 
 // `tool` (a perf tool) checked under braidrun with the TUNING log, which says each clustered launch's size.

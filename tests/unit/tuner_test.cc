@@ -634,11 +634,28 @@ TEST(TunerStepCap, SplitRunsWhereSharesTakeTwoToSevenSteps) {
 TEST(TunerClusteredRing, MeasuredRangesOnly) {
   const size_t MB = size_t(1) << 20;
   for (int nch : {64, 48, 32, 31, 24, 16, 8}) {
-    EXPECT_FALSE(clusteredRingOverUnsplitOneShot(8 * MB, nch)) << nch;
-    EXPECT_FALSE(clusteredRingOverUnsplitOneShot(16 * MB - 1, nch)) << nch;
-    for (size_t mb : {16, 32, 128, 256, 512, 4096}) EXPECT_TRUE(clusteredRingOverUnsplitOneShot(mb * MB, nch)) << nch;
+    EXPECT_FALSE(clusteredRingOverUnsplitOneShot(8 * MB, nch, true)) << nch;
+    EXPECT_FALSE(clusteredRingOverUnsplitOneShot(16 * MB - 1, nch, true)) << nch;
+    for (size_t mb : {16, 32, 128, 256, 512, 4096})
+      EXPECT_TRUE(clusteredRingOverUnsplitOneShot(mb * MB, nch, true)) << nch;
   }
-  for (int nch : {7, 4, 1}) EXPECT_FALSE(clusteredRingOverUnsplitOneShot(64 * MB, nch)) << nch;
+  for (int nch : {7, 4, 1}) EXPECT_FALSE(clusteredRingOverUnsplitOneShot(64 * MB, nch, true)) << nch;
+}
+
+// On 24-31 channels in clusters of 4 (a rank whose size the user set, or where 3 did not fit) the unsplit
+// one-shot beat the ring from 128 MiB (2xH100, 24 channels, 128 / 256 / 512 MB: 469.75 / 920.45 / 1789.45 us
+// against 486.80 / 934.10 / 1846.15); below that, and on 32 channels and up or 8-23, the ring still runs.
+TEST(TunerClusteredRing, ClustersOfFourKeepTheOneShotFrom128MiBOn24To31Channels) {
+  const size_t MB = size_t(1) << 20;
+  for (int nch : {24, 28, 31}) {
+    for (size_t mb : {16, 32, 64, 127}) EXPECT_TRUE(clusteredRingOverUnsplitOneShot(mb * MB, nch, false)) << nch;
+    EXPECT_TRUE(clusteredRingOverUnsplitOneShot(128 * MB - 1, nch, false)) << nch;
+    for (size_t mb : {128, 256, 512, 4096})
+      EXPECT_FALSE(clusteredRingOverUnsplitOneShot(mb * MB, nch, false)) << nch << " " << mb;
+  }
+  for (int nch : {64, 32, 23, 16, 8})
+    for (size_t mb : {16, 128, 512}) EXPECT_TRUE(clusteredRingOverUnsplitOneShot(mb * MB, nch, false)) << nch;
+  EXPECT_FALSE(clusteredRingOverUnsplitOneShot(8 * MB, 24, false));
 }
 
 TEST(TunerStepCap, ConfigMaxCtasFoldsIntoTheEnvironmentsBound) {

@@ -41,6 +41,7 @@ Offered offerOf(int rank) {
   o.facts.p2pChannelBytes = 16384u << rank;
   o.facts.p2pPieces = 2u + static_cast<uint32_t>(rank);
   o.facts.clusterRing = rank == 1 ? 0u : 1u;  // rank 1's ring launches plainly: nobody may count on clusters
+  o.facts.clusterThree = rank == 1 ? 0u : 1u;
   return o;
 }
 
@@ -93,6 +94,7 @@ TEST(TuningAgreement, EveryRankGetsTheSameConfiguration) {
     EXPECT_EQ(f.p2pChannelBytes, 16384u) << r;
     EXPECT_EQ(f.p2pPieces, 2u) << r;
     EXPECT_EQ(f.clusterRing, 0u) << r;
+    EXPECT_EQ(f.clusterThree, 0u) << r;
   }
 }
 
@@ -105,6 +107,20 @@ TEST(TuningAgreement, ClusteredRingsOnlyWhereEveryRankHasThem) {
     return o;
   });
   for (const TuningFacts& f : got.facts) EXPECT_EQ(f.clusterRing, 1u);
+}
+
+// Clusters of 3 likewise: one rank in clusters of 4 (its user set the size, or 3 did not fit) turns the fact
+// off for every rank, so all keep the unsplit one-shot where clusters of 4 lose (tuner_model.def).
+TEST(TuningAgreement, ClustersOfThreeOnlyWhereEveryRankHasThem) {
+  for (int four : {-1, 0, 1}) {
+    const AgreedAll got = agreeAll(2, [four](int r) {
+      Offered o = offerOf(r);
+      o.facts.clusterRing = 1;
+      o.facts.clusterThree = r == four ? 0u : 1u;
+      return o;
+    });
+    for (const TuningFacts& f : got.facts) EXPECT_EQ(f.clusterThree, four < 0 ? 1u : 0u) << four;
+  }
 }
 
 // config.CTAPolicy EFFICIENCY bounds the communicator's CTAs to kEfficiencyPolicyCtas (a smaller maxCTAs or

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Device call (2 GPUs, ~7 min), twenty-second session. Part 1 verifies main (0c119c0 + ab09835, never run on a
+# GPU: big FIFOs only between NVLink neighbours, the merged channel/FIFO offers, buffSize offered from the
+# agreement) with build-main: fifo_gpu_test, cluster_gpu_test, device_mp_test, device_p2p_group_test, and under
+# NCCL_MAX_CTAS=8 (16 MiB FIFOs) device_coll_test + device_p2p_group_test (~100 s the first). Part 2 is gpu_next86.sh's tools/var_p2phalf.patch
+# (p2p ring transfers cut over half a CTA bound instead of 7/16) with build-main as the base:
+#   tools/build_carry.sh build-ph tools/var_p2phalf.patch -- braidrun sendrecv_perf alltoall_perf gather_perf \
+#     scatter_perf device_coll_test device_p2p_group_test device_mp_test
+# its p2p tests under NCCL_MAX_CTAS=8 (device_coll_test before it lands), then NCCL, main and the variant under 8, 16 and 24, the four p2p collectives.
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu_next87_out}; L=$OUT/next87; mkdir -p "$L"
+source tools/gpu_common.sh
+[[ -x build-main/bin/fifo_gpu_test ]] || { echo "build-main was not carried"; exit 1; }
+gpu_carried build-ph tools/var_p2phalf.patch
+echo "build-main of $(cat build-main/HEAD)"
+nvidia-smi -L
+B=$PWD/build-main; export LD_LIBRARY_PATH=$B/lib
+(L=$L/main; mkdir -p $L; gpu_tests fifo_gpu_test cluster_gpu_test device_mp_test device_p2p_group_test)
+(export NCCL_MAX_CTAS=8; L=$L/main_ctas8; mkdir -p $L; gpu_tests device_coll_test device_p2p_group_test)
+B=$PWD/build-ph; export LD_LIBRARY_PATH=$B/lib
+(export NCCL_MAX_CTAS=8; L=$L/ph_ctas8; mkdir -p $L; gpu_tests device_p2p_group_test device_mp_test)
+export PERF_TIMEOUT=90
+S="-b 1M -e 256M -f 4 -c 1 -n 10 -w 3"
+for b in 8 16 24; do
+  for c in sendrecv gather scatter alltoall; do
+    B=$PWD/build-main; E=LD_LIBRARY_PATH=$B/lib
+    one $c nccl ${c}${b}_nccl_1 $E NCCL_MAX_CTAS=$b -- $S
+    one $c braid ${c}${b}_main_1 $E NCCL_MAX_CTAS=$b -- $S
+    B=$PWD/build-ph; E=LD_LIBRARY_PATH=$B/lib
+    one $c braid ${c}${b}_half_1 $E NCCL_MAX_CTAS=$b -- $S
+  done
+done
+gpu_pack
