@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Device call (2 GPUs, ~7 min), twenty-second session. Part 1 verifies main (0c119c0 + ab09835, never run on a
+# Device call (2 GPUs, ~7 min), twenty-second session. Part 1 verifies main (c96a28e: cluster_gpu_test's new case
+# for TuningFacts::clusterThree; 0c119c0 + ab09835, never run on a
 # GPU: big FIFOs only between NVLink neighbours, the merged channel/FIFO offers, buffSize offered from the
 # agreement) with build-main: fifo_gpu_test, cluster_gpu_test, device_mp_test, device_p2p_group_test, and under
 # NCCL_MAX_CTAS=8 (16 MiB FIFOs) device_coll_test + device_p2p_group_test (~100 s the first). Part 2 is gpu_next86.sh's tools/var_p2phalf.patch
@@ -29,5 +30,12 @@ for b in 8 16 24; do
     B=$PWD/build-ph; E=LD_LIBRARY_PATH=$B/lib
     one $c braid ${c}${b}_half_1 $E NCCL_MAX_CTAS=$b -- $S
   done
+done
+# c96a28e: on 24 channels in clusters of 4 the one-shot keeps 128 MiB and up; the ring forced beside it.
+B=$PWD/build-main; E=LD_LIBRARY_PATH=$B/lib
+for r in 1 2; do
+  one all_reduce nccl ar24c4_nccl_$r $E NCCL_MAX_CTAS=24 -- -b 64M -e 512M -f 2 -c 1 -n 10 -w 3
+  one all_reduce braid ar24c4_new_$r $E NCCL_MAX_CTAS=24 NCCL_CGA_CLUSTER_SIZE=4 -- -b 64M -e 512M -f 2 -c 1 -n 10 -w 3
+  one all_reduce braid ar24c4_ring_$r $E NCCL_MAX_CTAS=24 NCCL_CGA_CLUSTER_SIZE=4 NCCL_ALGO=Ring -- -b 64M -e 512M -f 2 -c 1 -n 10 -w 3
 done
 gpu_pack
