@@ -5,8 +5,8 @@
 # agreement) with build-main: fifo_gpu_test, cluster_gpu_test, device_mp_test, device_p2p_group_test, and under
 # NCCL_MAX_CTAS=8 (16 MiB FIFOs) device_coll_test + device_p2p_group_test (~100 s the first). Part 2 is gpu_next86.sh's tools/var_p2phalf.patch
 # (p2p ring transfers cut over half a CTA bound instead of 7/16) with build-main as the base:
-#   tools/build_carry.sh build-ph tools/var_p2phalf.patch -- braidrun sendrecv_perf alltoall_perf gather_perf \
-#     scatter_perf device_coll_test device_p2p_group_test device_mp_test
+#   tools/build_carry.sh build-ph tools/var_p2phalf.patch -DBRAID_KERNELS=minimal -- braidrun sendrecv_perf \
+#     alltoall_perf gather_perf scatter_perf device_p2p_group_test device_mp_test (minimal: the carry limit)
 # its p2p tests under NCCL_MAX_CTAS=8 (device_coll_test before it lands), then NCCL, main and the variant under 8, 16 and 24, the four p2p collectives.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_next87_out}; L=$OUT/next87; mkdir -p "$L"
