@@ -78,8 +78,11 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 
 // A CTA bound (TunerConfig::maxCtas: config.maxCTAs or CTAPolicy, NCCL_MAX_CTAS, NCCL_MAX_NCHANNELS; agreed at
 // init) bounds p2p launches' ring channels: a ring transfer takes one CTA per direction and channel, so the
-// ring is cut over 7/16 of the bound, both directions then taking 7/8 of it. The cut depends only on agreed
-// values (never on whether this rank has copies), so both sides still cut alike. Local copies (all-to-all's
+// ring is cut over half the bound, both directions then taking all of it. 7/16 before: under a bound of 8 that
+// was 3 channels, each CTA near the ~40 GB/s one CTA copies over NVLink. 2xH200, docs/gpu/2026-12-04a, 256 MB,
+// NCCL / 7/16 / half, us: send/recv under 8 1609 / 2274 / 1753, under 16 879 / 1069 / 911; gather under 8
+// 748 / 1157 / 843; all-to-all under 16 844 / 531 / 468. The cut depends only on agreed values (never on
+// whether this rank has copies), so both sides still cut alike. Local copies (all-to-all's
 // own share, a gather/scatter root's) may take up to half the bound more, for as long as they copy: with an
 // eighth, a 2-rank all-to-all of 64 MB under a bound of 24 took 247 us, copy-bound, against NCCL's 139
 // (docs/gpu/2026-11-27g). Each connection to another peer adds one CTA per direction.
@@ -89,7 +92,7 @@ struct P2pCtaBudget {
 };
 inline P2pCtaBudget p2pCtaBudget(int nChannels, int copyCtas, int maxCtas) {
   if (maxCtas <= 0) return {nChannels, copyCtas};
-  return {std::max(1, std::min(nChannels, maxCtas * 7 / 16)), std::max(1, std::min(copyCtas, maxCtas / 2))};
+  return {std::max(1, std::min(nChannels, maxCtas / 2)), std::max(1, std::min(copyCtas, maxCtas / 2))};
 }
 
 // The bytes of each of a transfer's first `parts` - 1 shares (the last takes the rest): contiguous shares

@@ -309,12 +309,13 @@ TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
   EXPECT_NE(why.find("139 CTAs with its local copies"), std::string::npos) << why;
 }
 
-// A CTA bound (config.maxCTAs, CTAPolicy, NCCL_MAX_CTAS) holds for a 2-rank send/recv launch (the ring on 7/16
+// A CTA bound (config.maxCTAs, CTAPolicy, NCCL_MAX_CTAS) holds for a 2-rank send/recv launch (the ring on half
 // of it per direction) and local copies add at most half of it; with no bound, the comm's channels and copies.
 TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
   EXPECT_EQ(p2pCtaBudget(64, 32, -1).nChannels, 64);
   EXPECT_EQ(p2pCtaBudget(64, 32, -1).maxCopyCtas, 32);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 24).nChannels, 10);  // 24 x 7 / 16
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24).nChannels, 12);  // 24 / 2
+  EXPECT_EQ(p2pCtaBudget(64, 32, 8).nChannels, 4);
   EXPECT_EQ(p2pCtaBudget(64, 32, 24).maxCopyCtas, 12);
   EXPECT_EQ(p2pCtaBudget(8, 32, 128).nChannels, 8);   // never more than the comm has
   EXPECT_EQ(p2pCtaBudget(64, 2, 128).maxCopyCtas, 2);  // nor more copy CTAs than asked
