@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
       {"strided-nc-u8", copyKernel<8, 0, 2>},       {"warpblk-volatile-u8", copyKernel<8, 1, 0>},
       {"warpblk-plain-u8", copyKernel<8, 1, 1>},    {"warpblk-nc-u8", copyKernel<8, 1, 2>},
       {"strided-volatile-u4", copyKernel<4, 0, 0>}, {"warpblk-volatile-u4", copyKernel<4, 1, 0>},
+      {"strided-volatile-u16", copyKernel<16, 0, 0>}, {"warpblk-plain-u16", copyKernel<16, 1, 1>},
       {"strided-volatile-u8-2dst", copyKernel<8, 0, 0, 2>}, {"strided-plain-u8-2dst", copyKernel<8, 0, 1, 2>},
       {"warpblk-plain-u8-2dst", copyKernel<8, 1, 1, 2>},
   };
