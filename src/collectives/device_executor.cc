@@ -344,7 +344,9 @@ double DeviceExecutorImpl::predictUs(const OpDesc& op) {
   if (op.count == 0) return 0;
   if (isP2pColl(op.coll)) {  // p2p launches: the model's time of the cut launchP2p makes
     P2pCutFacts f;
-    f.nChannels = st_->nChannels;
+    const P2pCtaBudget budget = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas);
+    f.nChannels = budget.nChannels;
+    f.llChannels = budget.llChannels;
     f.channelBytes = st_->p2pChannelBytes;
     f.llThreshold = st_->p2pLlThreshold;
     f.llSlots = st_->llPath && (transport_ != TransportClass::NetSocket || st_->p2pLlOnNet);
@@ -599,6 +601,10 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   P2pPlanInput& in = w.in;
   const P2pCtaBudget budget = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas);
   in.nChannels = budget.nChannels;
+  in.llChannels = budget.llChannels;
+  // Paired CTAs (p2p_plan.h) where the budget says, on two warp groups of whole warps with a worker warp and a
+  // poster each (a local choice: the peer sees the same cut either way).
+  in.pairRing = budget.pair && st_->nThreads % 64 == 0 && st_->nThreads >= 128;
   in.llThreshold = st_->p2pLlThreshold;
   in.channelBytes = st_->p2pChannelBytes;
   in.maxCtas = kMaxP2pCtas;
@@ -651,7 +657,9 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   p2pConns.assign(in.conns.size(), nullptr);
   for (size_t ci = 0; ci < in.conns.size(); ++ci)
     if (!in.conns[ci].ring) BRAID_CHECK(p2pConn(w.connPeer[ci], in.conns[ci].isSend, &p2pConns[ci]));
-  // The lists as the kernel reads them: CTA i runs blocks[ctaFirst[i]] .. + blocks[ctaFirst[i]].nSeg.
+  // The lists as the kernel reads them: CTA i runs blocks[ctaFirst[i]] .. + blocks[ctaFirst[i]].nSeg; a
+  // paired CTA's receive group starts right after, its first block's nSeg counting it (the kernel finds the
+  // CTA's end at the next CTA's first block).
   auto fill = [&](auto* ctaFirst, P2pBlock* blocks) {
     int nb = 0, nc = 0;
     for (const P2pPlanCta& cta : l.ctas) {
@@ -669,7 +677,12 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
                  : in.conns[pb.conn].ring ? (pb.isSend ? st_->ringSend(pb.channel) : st_->ringRecv(pb.channel))
                                           : p2pConns[pb.conn];
       }
-      blocks[first].nSeg = nb - first;
+      if (cta.split > 0) {
+        blocks[first].nSeg = cta.split;
+        blocks[first + cta.split].nSeg = cta.count - cta.split;
+      } else {
+        blocks[first].nSeg = nb - first;
+      }
     }
   };
   const int nCta = static_cast<int>(l.ctas.size());

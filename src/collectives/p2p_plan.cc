@@ -50,15 +50,19 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
   // otherwise recompute them for every channel).
   std::vector<int>& nch = out->nch;
   std::vector<int>& connMax = out->connMaxNch;
+  std::vector<int>& connT0 = out->connFirstXfer;
   nch.clear();
   connMax.assign(in.conns.size(), 0);
+  connT0.assign(in.conns.size(), 0);
   int nCtas = 0, nBlocks = 0, maxNch = 0;
+  int ringSend = -1, ringRecv = -1;  // the ring connections (at most one per direction)
   for (size_t ci = 0; ci < in.conns.size(); ++ci) {
     const P2pPlanConn& conn = in.conns[ci];
+    connT0[ci] = static_cast<int>(nch.size());
     if (conn.xs.empty()) continue;
     int m = 1;
     for (const P2pXfer& x : conn.xs) {
-      const int k = conn.ring ? p2pChannelsForBytes(x.bytes, in.nChannels, in.channelBytes) : 1;
+      const int k = conn.ring ? p2pRingChannels(x.bytes, in.nChannels, in.llChannels, in.channelBytes, in.llThreshold) : 1;
       nch.push_back(k);
       m = std::max(m, k);
       nBlocks += k;
@@ -66,6 +70,26 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
     connMax[ci] = m;
     nCtas += m;
     maxNch = std::max(maxNch, m);
+    if (conn.ring) (conn.isSend ? ringSend : ringRecv) = static_cast<int>(ci);
+  }
+  // Paired channels: both ring connections have blocks there and none of them runs LL (the LL primitives
+  // take the whole CTA); each saves a CTA.
+  std::vector<uint8_t>& paired = out->paired;
+  paired.assign(static_cast<size_t>(maxNch), 0);
+  if (in.pairRing && ringSend >= 0 && ringRecv >= 0) {
+    auto simpleOn = [&](int ci, int c) {
+      const P2pPlanConn& conn = in.conns[ci];
+      const bool llConn = static_cast<size_t>(c) < conn.ll.size() && conn.ll[c] != 0;
+      for (size_t t = 0; t < conn.xs.size(); ++t) {
+        const int parts = nch[connT0[ci] + t];
+        if (parts <= c) continue;
+        const size_t bytes = shareOf(conn.xs[t], c, parts).bytes;
+        if (llConn && bytes > 0 && bytes <= in.llThreshold) return false;
+      }
+      return true;
+    };
+    for (int c = 0; c < std::min(connMax[ringSend], connMax[ringRecv]); ++c)
+      if (simpleOn(ringSend, c) && simpleOn(ringRecv, c)) paired[c] = 1, --nCtas;
   }
   if (nCtas > in.maxCtas) return fail(why, "CTAs", nCtas, in.maxCtas);
   if (nBlocks > in.maxBlocks) return fail(why, "blocks (channels x transfers)", nBlocks, in.maxBlocks);
@@ -83,7 +107,7 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
     if (in.maxCtas - nCtas < 1) return fail(why, "CTAs with its local copies", nCtas + 1, in.maxCtas);
     if (k < 1) return fail(why, "blocks with its local copies", nBlocks + nCopies, in.maxBlocks);
     for (int c = 0; c < k; ++c) {
-      out->ctas.push_back(P2pPlanCta{true, static_cast<int>(out->all.size()), nCopies});
+      out->ctas.push_back(P2pPlanCta{true, static_cast<int>(out->all.size()), nCopies, 0});
       for (const P2pXfer& x : in.copies) {
         if (!copied(x)) continue;
         P2pPlanBlock b = shareOf(x, c, k);
@@ -96,23 +120,32 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
     }
   }
 
+  // Connection ci's blocks on channel c, appended to `cta`.
+  auto addBlocks = [&](size_t ci, int c, P2pPlanCta* cta) {
+    const P2pPlanConn& conn = in.conns[ci];
+    const bool ll = static_cast<size_t>(c) < conn.ll.size() && conn.ll[c] != 0;
+    for (size_t t = 0; t < conn.xs.size(); ++t) {
+      const int parts = nch[connT0[ci] + t];
+      if (parts <= c) continue;
+      P2pPlanBlock b = shareOf(conn.xs[t], c, parts);
+      b.conn = static_cast<int>(ci);
+      b.channel = c;
+      b.isSend = conn.isSend;
+      b.ll = ll && b.bytes > 0 && b.bytes <= in.llThreshold;
+      out->all.push_back(b);
+      ++cta->count;
+    }
+  };
   for (int c = 0; c < maxNch; ++c) {
-    size_t t0 = 0;  // the connection's first transfer in nch
-    for (size_t ci = 0; ci < in.conns.size(); t0 += in.conns[ci].xs.size(), ++ci) {
+    for (size_t ci = 0; ci < in.conns.size(); ++ci) {
       const P2pPlanConn& conn = in.conns[ci];
       if (conn.xs.empty() || connMax[ci] <= c) continue;
-      const bool ll = static_cast<size_t>(c) < conn.ll.size() && conn.ll[c] != 0;
-      P2pPlanCta cta{false, static_cast<int>(out->all.size()), 0};
-      for (size_t t = 0; t < conn.xs.size(); ++t) {
-        const int parts = nch[t0 + t];
-        if (parts <= c) continue;
-        P2pPlanBlock b = shareOf(conn.xs[t], c, parts);
-        b.conn = static_cast<int>(ci);
-        b.channel = c;
-        b.isSend = conn.isSend;
-        b.ll = ll && b.bytes > 0 && b.bytes <= in.llThreshold;
-        out->all.push_back(b);
-        ++cta.count;
+      if (paired[c] && static_cast<int>(ci) == ringRecv) continue;  // in the ring send's CTA
+      P2pPlanCta cta{false, static_cast<int>(out->all.size()), 0, 0};
+      addBlocks(ci, c, &cta);
+      if (paired[c] && static_cast<int>(ci) == ringSend) {
+        cta.split = cta.count;
+        addBlocks(static_cast<size_t>(ringRecv), c, &cta);
       }
       out->ctas.push_back(cta);
     }

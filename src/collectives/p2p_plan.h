@@ -9,7 +9,8 @@
 // into several launches can wait on work its peer posts only in a later group (a deadlock, shown by the
 // progress model in tests/unit/p2p_plan_test.cc). Blocks past the kernel parameters' room go to device memory
 // (p2p_table.h), so the number of transfers is bounded only by kMaxP2pTableBlocks; a batch needing more CTAs
-// than a launch has (one per connection direction and channel, plus the copy CTAs) is refused.
+// than a launch has (one per connection direction and channel, or per ring channel where its send and receive
+// are paired under a CTA bound, plus the copy CTAs) is refused.
 #pragma once
 
 #include <algorithm>
@@ -77,22 +78,36 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 }
 
 // A CTA bound (TunerConfig::maxCtas: config.maxCTAs or CTAPolicy, NCCL_MAX_CTAS, NCCL_MAX_NCHANNELS; agreed at
-// init) bounds p2p launches' ring channels: a ring transfer takes one CTA per direction and channel, so the
-// ring is cut over half the bound, both directions then taking all of it. 7/16 before: under a bound of 8 that
-// was 3 channels, each CTA near the ~40 GB/s one CTA copies over NVLink. 2xH200, docs/gpu/2026-12-04a, 256 MB,
-// NCCL / 7/16 / half, us: send/recv under 8 1609 / 2274 / 1753, under 16 879 / 1069 / 911; gather under 8
-// 748 / 1157 / 843; all-to-all under 16 844 / 531 / 468. The cut depends only on agreed values (never on
-// whether this rank has copies), so both sides still cut alike. Local copies (all-to-all's
-// own share, a gather/scatter root's) may take up to half the bound more, for as long as they copy: with an
-// eighth, a 2-rank all-to-all of 64 MB under a bound of 24 took 247 us, copy-bound, against NCCL's 139
-// (docs/gpu/2026-11-27g). Each connection to another peer adds one CTA per direction.
+// init) bounds p2p launches' ring channels. One SM stores ~40 GB/s over NVLink whatever its threads
+// (docs/gpu/2026-12-04d, tools/link_probe.cu), so under a small bound the CTAs that send set the rate. There
+// (kP2pPairMaxCtas or fewer) a ring channel's send and receive blocks share one CTA, on two warp groups
+// (P2pPlanInput::pairRing), and the ring is cut over the whole bound: both directions then send from every CTA,
+// and a one-way transfer (gather, scatter, a lone send) from the bound's worth of SMs. Transfers whose shares on
+// the whole bound would run LL (small ones) are cut over half of it instead (llChannels): LL blocks run on
+// whole CTAs, a send and a receive CTA per channel. Under larger bounds, half the bound's SMs already fill the
+// link and sharing an SM between the directions only slows each: every transfer is cut over half the bound, a
+// CTA per direction. 2xH200, docs/gpu/2026-12-04e, 256 MB, NCCL / half / paired, us: send/recv under 8 1619.8 /
+// 1752.5 / 1597.9, under 16 885.9 / 910.8 / 871.3, under 24 884.5 / 846.7 / 957.7 (paired loses); gather under 8
+// 748.0 / 841.1 / 649.9; scatter under 16 538.0 / 438.3 / 370.6. (Before the half cut, 7/16: send/recv under 8
+// 2274, gather 1157, docs/gpu/2026-12-04a.) The cut depends only on agreed values (the bound, the LL threshold,
+// the transfer's size; never on whether this rank pairs, has copies or other transfers), so both sides still
+// cut alike. Local
+// copies (all-to-all's own share, a gather/scatter root's) may take up to half the bound more, for as long as
+// they copy: with an eighth, a 2-rank all-to-all of 64 MB under a bound of 24 took 247 us, copy-bound, against
+// NCCL's 139 (docs/gpu/2026-11-27g). Each connection to another peer adds one CTA per direction.
+constexpr int kP2pPairMaxCtas = 16;
 struct P2pCtaBudget {
   int nChannels;    // ring channels to cut over
+  int llChannels;   // ... for a transfer whose shares on nChannels would run LL
   int maxCopyCtas;  // CTAs for local copies
+  bool pair;        // a ring channel's send and receive share a CTA (where the executor's threads allow)
 };
 inline P2pCtaBudget p2pCtaBudget(int nChannels, int copyCtas, int maxCtas) {
-  if (maxCtas <= 0) return {nChannels, copyCtas};
-  return {std::max(1, std::min(nChannels, maxCtas / 2)), std::max(1, std::min(copyCtas, maxCtas / 2))};
+  if (maxCtas <= 0) return {nChannels, nChannels, copyCtas, false};
+  const int half = std::max(1, std::min(nChannels, maxCtas / 2));
+  const int copies = std::max(1, std::min(copyCtas, maxCtas / 2));
+  if (maxCtas > kP2pPairMaxCtas) return {half, half, copies, false};
+  return {std::max(1, std::min(nChannels, maxCtas)), half, copies, true};
 }
 
 // The bytes of each of a transfer's first `parts` - 1 shares (the last takes the rest): contiguous shares
@@ -100,6 +115,14 @@ inline P2pCtaBudget p2pCtaBudget(int nChannels, int copyCtas, int maxCtas) {
 inline size_t p2pShareBytes(size_t bytes, int parts) {
   if (parts <= 1) return bytes;
   return ((bytes + static_cast<size_t>(parts) - 1) / static_cast<size_t>(parts) + 63) & ~size_t{63};
+}
+
+// The channels of a ring transfer of `bytes` (p2pCtaBudget): p2pChannelsForBytes over nChannels, or over
+// llChannels where its shares on nChannels would be small enough for LL (llThreshold).
+inline int p2pRingChannels(size_t bytes, int nChannels, int llChannels, size_t channelBytes, size_t llThreshold) {
+  const int k = p2pChannelsForBytes(bytes, nChannels, channelBytes);
+  if (llChannels <= 0 || llChannels >= nChannels || p2pShareBytes(bytes, k) > llThreshold) return k;
+  return p2pChannelsForBytes(bytes, llChannels, channelBytes);
 }
 
 struct P2pXfer {
@@ -120,6 +143,8 @@ struct P2pPlanInput {
   std::vector<P2pPlanConn> conns;
   std::vector<P2pXfer> copies;  // local copies (a rank's own share, sends to itself)
   int nChannels = 1;            // the ring's channels
+  int llChannels = 0;           // ... for transfers whose shares on nChannels would run LL (0: nChannels)
+  bool pairRing = false;        // a ring channel's send and receive blocks share one CTA where none is LL
   size_t llThreshold = 0;       // shares of at most this many bytes run LL where the connection has LL slots
   size_t channelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES: the unit of p2pChannelsForBytes
   int maxCtas = 192;            // CTAs of the launch
@@ -138,11 +163,14 @@ struct P2pPlanBlock {
   bool ll;
 };
 
-// One CTA runs blocks[first] .. blocks[first + count - 1] of its launch, in order.
+// One CTA runs blocks[first] .. blocks[first + count - 1] of its launch, in order; a paired CTA (split > 0)
+// runs the first `split` (the ring send connection's, on the lower half of its threads) and the rest (the
+// ring receive connection's, on the upper half) at once.
 struct P2pPlanCta {
   bool copy = false;
   int first = 0;
   int count = 0;
+  int split = 0;
 };
 
 // A CTA's blocks, for range-for.
@@ -164,6 +192,8 @@ struct P2pPlanLaunch {
   int blocks = 0;                  // all.size()
   std::vector<int> nch;            // planP2p's scratch: each transfer's channels, connection after connection
   std::vector<int> connMaxNch;     // planP2p's scratch: each connection's most channels
+  std::vector<int> connFirstXfer;  // planP2p's scratch: each connection's first transfer in nch
+  std::vector<uint8_t> paired;     // planP2p's scratch: channels whose ring send and receive share a CTA
   P2pPlanBlockRange blocksOf(const P2pPlanCta& c) const {
     return {all.data() + c.first, all.data() + c.first + c.count};
   }

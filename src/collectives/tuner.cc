@@ -592,7 +592,8 @@ double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass trans
   const int next = (rank + 1) % n, prev = (rank - 1 + n) % n;
   // One transfer of `bytes`: over the ring's channels (the neighbour, or the rank itself) or one connection.
   auto transfer = [&](bool ring) {
-    const int nch = ring ? p2pChannelsForBytes(bytes, facts.nChannels, facts.channelBytes) : 1;
+    const int nch =
+        ring ? p2pRingChannels(bytes, facts.nChannels, facts.llChannels, facts.channelBytes, facts.llThreshold) : 1;
     // LL as planP2p decides it for the transfer's full shares (the last, shorter one may differ).
     const bool ll = facts.llSlots && p2pShareBytes(bytes, nch) <= facts.llThreshold &&
                     row(transport, Proto::LL).bwPerChGBs > 0;

@@ -185,13 +185,14 @@ double groupTimeUs(const std::vector<TimedOp>& ops);
 
 // What a GPU communicator's p2p cut depends on (agreed at init, device_state.h).
 struct P2pCutFacts {
-  int nChannels = 1;            // the ring's channels
+  int nChannels = 1;            // the ring's channels (within a CTA bound: p2pCtaBudget)
+  int llChannels = 0;           // ... for transfers whose shares would run LL (0: nChannels)
   size_t channelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES
   size_t llThreshold = 0;       // NCCL_P2P_LL_THRESHOLD: shares up to this run LL where the path has LL slots
   bool llSlots = false;         // the path's connections have LL slots (P2P, SHM; NET only when LL is forced)
 };
 // The cost model's time of one GPU point-to-point op on `rank` as planP2p cuts it (p2p_plan.h): the ring
-// neighbour's transfer over p2pChannelsForBytes channels, any other peer's over one connection, each share
+// neighbour's transfer over p2pRingChannels channels, any other peer's over one connection, each share
 // LL or SIMPLE by its size; an op's transfers to several peers run side by side, so the slowest sets it.
 double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass transport, const P2pCutFacts& facts);
 

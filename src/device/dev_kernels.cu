@@ -10,9 +10,12 @@ namespace braid {
 // One transfer of a p2p CTA on its connection, in FIFO-step pieces. Its primitives start from the step
 // counters in `sh` and leave them there (SIMPLE's poster advances sh's counters as it publishes; LL's are
 // written back), so SIMPLE and LL transfers alternate on one connection in either order.
-__device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, DevStatus* st, uint32_t pieces) {
-  DevPrims<uint8_t, FuncCopy> prims(&sh, reinterpret_cast<const uint8_t*>(b.buf), reinterpret_cast<uint8_t*>(b.buf),
-                                    FuncCopy{}, st);
+// Bar, tidBase, nthreads: the warp group that runs it (DevPrims; the whole CTA: 1, 0, blockDim.x).
+template <int Bar = 1>
+__device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, DevStatus* st, uint32_t pieces,
+                               int tidBase, int nthreads) {
+  DevPrims<uint8_t, FuncCopy, Bar> prims(&sh, reinterpret_cast<const uint8_t*>(b.buf),
+                                         reinterpret_cast<uint8_t*>(b.buf), FuncCopy{}, st, tidBase, nthreads);
   const size_t step = p2pSimpleStepBytes(isSend ? sh.send.stepBytes : sh.recv.stepBytes, b.bytes, pieces);
   for (size_t o = 0; o < b.bytes; o += step) {
     const size_t n = minSize(step, b.bytes - o);
@@ -46,10 +49,42 @@ __device__ void p2pBlockLl(PrimsShared& sh, const P2pBlock& b, bool isSend, DevS
   }
 }
 
+// A paired CTA's half (p2p_plan.h): warp group G (0: threads below blockDim.x / 2, the send blocks; 1: the
+// rest, the receive blocks) runs blocks[from] .. + count in order on its own connection state, named
+// barriers (DevPrims' Bar 1 or 3; 5 + G between blocks) and thread; only SIMPLE blocks come here (the planner
+// pairs no channel with an LL block). Each group's FIFO steps wait only on the peer's matching group or CTA,
+// so the two run side by side as two CTAs would, from one SM.
+template <int G, class Args>
+__device__ __forceinline__ void p2pGroup(const Args& args, PrimsShared& sh, int from, int count) {
+  const int half = static_cast<int>(blockDim.x) / 2;
+  const int base = G * half;
+  const P2pBlock& b0 = args.blocks[from];
+  const bool isSend = b0.isSend != 0;
+  if (static_cast<int>(threadIdx.x) == base) {
+    sh.stop = 0;
+    sh.hostPollAt = 0;
+    sh.send = DevConn{};
+    sh.recv = DevConn{};
+    if (isSend) {
+      sh.send = *b0.conn;
+    } else {
+      sh.recv = *b0.conn;
+    }
+  }
+  asm volatile("barrier.sync %0, %1;" ::"n"(5 + G), "r"(half) : "memory");
+  for (int i = from; i < from + count; ++i) {
+    p2pBlockSimple<1 + 2 * G>(sh, args.blocks[i], isSend, args.status, args.pieces, base, half);
+    asm volatile("barrier.sync %0, %1;" ::"n"(5 + G), "r"(half) : "memory");  // the next starts from sh's counters
+  }
+  if (static_cast<int>(threadIdx.x) == base) b0.conn->step = isSend ? sh.send.step : sh.recv.step;
+}
+
 // One CTA per connection: its consecutive blocks run in order, each as ceil(bytes / stepBytes) steps of
 // SIMPLE, or of LL where the executor marked it (small transfers on connections with LL slots). CTAs
 // whose blocks have no connection copy locally (a rank's own share of a gather/scatter/all-to-all, sends
-// to itself), so those copies overlap the transfers instead of preceding them on the stream.
+// to itself), so those copies overlap the transfers instead of preceding them on the stream. A paired CTA
+// (its first block's nSeg ends before the next CTA's first block) runs a ring channel's send and receive
+// blocks on two warp groups (p2pGroup).
 // Args: P2pLaunchArgsOf (the lists in the kernel's parameters) or P2pTableArgs (in device memory); both index
 // ctaFirst[] and blocks[] alike.
 template <class Args>
@@ -58,6 +93,16 @@ __device__ __forceinline__ void p2pCta(const Args& args) {
   const int first = args.ctaFirst[blockIdx.x];
   const P2pBlock& b0 = args.blocks[first];
   DevConn* conn = b0.conn;
+  const int end = blockIdx.x + 1 < gridDim.x ? static_cast<int>(args.ctaFirst[blockIdx.x + 1]) : args.nBlocks;
+  if (conn != nullptr && first + b0.nSeg < end) {
+    __shared__ PrimsShared shRecv;
+    if (static_cast<int>(threadIdx.x) < static_cast<int>(blockDim.x) / 2) {
+      p2pGroup<0>(args, sh, first, b0.nSeg);
+    } else {
+      p2pGroup<1>(args, shRecv, first + b0.nSeg, end - first - b0.nSeg);
+    }
+    return;
+  }
   if (conn == nullptr) {
     for (int i = first; i < first + b0.nSeg; ++i) {
       const P2pBlock& b = args.blocks[i];
@@ -85,7 +130,7 @@ __device__ __forceinline__ void p2pCta(const Args& args) {
     if (b.ll) {
       p2pBlockLl(sh, b, isSend, args.status);
     } else {
-      p2pBlockSimple(sh, b, isSend, args.status, args.pieces);
+      p2pBlockSimple(sh, b, isSend, args.status, args.pieces, 0, static_cast<int>(blockDim.x));
     }
     __syncthreads();  // the next block's primitives start from the counters in sh
   }

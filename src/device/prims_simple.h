@@ -37,14 +37,17 @@ struct PrimsShared {
   unsigned long long hostPollAt;  // clock reading at the last claim of this CTA's turn to read the host words
 };
 
-// Named barriers: 0 is __syncthreads, 1 the workers' hand-off after a wait, 2 workers <-> poster. Not the
-// .aligned form (bar.sync): thread 0 reaches barrier 1 after spinning alone while its warp's other lanes
-// are already there, which .aligned leaves undefined (it hung).
+// Named barriers: 0 is __syncthreads, Bar (1) the workers' hand-off after a wait, Bar + 1 (2) workers <->
+// poster; a p2p CTA that runs two warp groups at once (dev_kernels.cu) gives its upper group Bar 3 (3, 4) and
+// meets each group alone on barrier 5 + group. Not the .aligned form (bar.sync): thread 0 reaches barrier Bar
+// after spinning alone while its warp's other lanes are already there, which .aligned leaves undefined (it hung).
+template <int Bar = 1>
 __device__ __forceinline__ void barWorkers(int nworkers) {
-  asm volatile("barrier.sync 1, %0;" ::"r"(nworkers) : "memory");
+  asm volatile("barrier.sync %0, %1;" ::"n"(Bar), "r"(nworkers) : "memory");
 }
+template <int Bar = 1>
 __device__ __forceinline__ void barSyncPost(int nthreads) {
-  asm volatile("barrier.sync 2, %0;" ::"r"(nthreads) : "memory");
+  asm volatile("barrier.sync %0, %1;" ::"n"(Bar + 1), "r"(nthreads) : "memory");
 }
 
 // Marks the launch failed (first error wins) so the host reports it at the next call.
@@ -202,15 +205,19 @@ __device__ __forceinline__ char* devSlot(const DevConn& c, uint64_t step) {
   return c.buff + (step % c.nSteps) * static_cast<size_t>(c.stepBytes);
 }
 
-template <typename T, typename Fn>
+template <typename T, typename Fn, int Bar = 1>
 class DevPrims {
  public:
   // Threads 0..blockDim.x-33 move data; the last warp posts. Construct after `sh` holds the connections (a
   // __syncthreads later): the step counters start from them (p2p kernels build one per transfer, after a
   // barrier, so SIMPLE and LL transfers can alternate on a connection).
   __device__ DevPrims(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)
-      : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(threadIdx.x), nthreads_(blockDim.x),
-        nworkers_(blockDim.x - 32), sendStep_(sh->send.step), recvStep_(sh->recv.step) {}
+      : DevPrims(sh, in, out, fn, st, 0, static_cast<int>(blockDim.x)) {}
+  // A warp group of the CTA: threads tidBase .. tidBase + nthreads - 1 (whole warps, at least two), on named
+  // barriers Bar and Bar + 1 of their own.
+  __device__ DevPrims(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st, int tidBase, int nthreads)
+      : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(static_cast<int>(threadIdx.x) - tidBase),
+        nthreads_(nthreads), nworkers_(nthreads - 32), sendStep_(sh->send.step), recvStep_(sh->recv.step) {}
   // P2p transfers: the next call is (or is not) the transfer's last step; its sizes[] word carries
   // kDevStepLastMark and the receiver expects it there (dev_work.h). Every thread of the CTA sets it alike.
   __device__ void setLastStep(bool last) { lastMark_ = last ? kDevStepLastMark : 0u; }
@@ -295,7 +302,7 @@ class DevPrims {
     } else if (in_ + inOff != out_ + outOff) {
       rc<RcMode<1, 1, false, false, false>>(in_ + inOff, nullptr, out_ + outOff, nullptr, n);
     }
-    barWorkers(nworkers_);  // a later step may read what this one wrote on other threads
+    barWorkers<Bar>(nworkers_);  // a later step may read what this one wrote on other threads
   }
 
  private:
@@ -310,7 +317,7 @@ class DevPrims {
   // Poster warp: true when this thread is in it (it then waited for the workers and published the step).
   __device__ __forceinline__ bool poster(bool sent, bool recvd, size_t n) {
     if (tid_ < nworkers_) return false;
-    barSyncPost(nthreads_);
+    barSyncPost<Bar>(nthreads_);
     if (tid_ == nworkers_ && !sh_->stop) {
       if (sent && guard_ && guardSender_) stRelaxedSys(guard_, ++guardCount_);
       if (sent) devPostSend(sh_->send, static_cast<uint32_t>(n * sizeof(T)) | lastMark_);
@@ -332,10 +339,10 @@ class DevPrims {
     }
     if (needRecv) ++recvStep_;
     if (needSend) ++sendStep_;
-    barWorkers(nworkers_);
+    barWorkers<Bar>(nworkers_);
     return !sh_->stop;
   }
-  __device__ __forceinline__ void done(bool, bool) { barSyncPost(nthreads_); }
+  __device__ __forceinline__ void done(bool, bool) { barSyncPost<Bar>(nthreads_); }
 
   PrimsShared* sh_;
   const T* in_;

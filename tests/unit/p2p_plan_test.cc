@@ -46,21 +46,34 @@ std::vector<P2pPlanBlock> checkPlan(const P2pPlanInput& in, const P2pPlanLaunch&
   EXPECT_LE(l.blocks, in.maxBlocks);
   int blocks = 0;
   bool seenTransfer = false;
-  std::set<std::tuple<int, bool, int>> ctaKeys;  // (conn, isSend, channel): one CTA each
+  std::set<std::tuple<int, bool, int>> ctaKeys;  // (conn, isSend, channel): one CTA (or paired half) each
   for (const P2pPlanCta& cta : l.ctas) {
     EXPECT_FALSE(l.blocksOf(cta).empty());
     if (cta.copy) EXPECT_FALSE(seenTransfer) << "copy CTAs come first";
     seenTransfer = seenTransfer || !cta.copy;
-    const P2pPlanBlock& b0 = l.blocksOf(cta).front();
-    if (!cta.copy) EXPECT_TRUE(ctaKeys.insert({b0.conn, b0.isSend, b0.channel}).second) << "one CTA per connection and channel";
-    for (const P2pPlanBlock& b : l.blocksOf(cta)) {
-      EXPECT_EQ(b.conn < 0, cta.copy);
-      // The kernel takes the connection and direction of a CTA from its first block.
-      EXPECT_EQ(b.conn, b0.conn);
-      EXPECT_EQ(b.isSend, b0.isSend);
-      EXPECT_EQ(b.channel, b0.channel);
-      all.push_back(b);
+    EXPECT_TRUE(cta.split == 0 || (in.pairRing && !cta.copy && cta.split < cta.count)) << cta.split;
+    // A paired CTA: the ring send's blocks, then the ring receive's on the same channel, all SIMPLE (the
+    // kernel's warp groups take each half's connection and direction from its first block).
+    const P2pPlanBlock* begin = l.all.data() + cta.first;
+    const P2pPlanBlock* halves[2][2] = {{begin, begin + (cta.split > 0 ? cta.split : cta.count)},
+                                        {begin + cta.split, begin + cta.count}};
+    for (int h = 0; h < (cta.split > 0 ? 2 : 1); ++h) {
+      const P2pPlanBlock& b0 = *halves[h][0];
+      if (!cta.copy) EXPECT_TRUE(ctaKeys.insert({b0.conn, b0.isSend, b0.channel}).second) << "one CTA per connection and channel";
+      if (cta.split > 0) {
+        EXPECT_TRUE(in.conns[b0.conn].ring);
+        EXPECT_EQ(b0.isSend, h == 0);
+        EXPECT_EQ(b0.channel, begin->channel);
+      }
+      for (const P2pPlanBlock* b = halves[h][0]; b != halves[h][1]; ++b) {
+        EXPECT_EQ(b->conn < 0, cta.copy);
+        EXPECT_EQ(b->conn, b0.conn);
+        EXPECT_EQ(b->isSend, b0.isSend);
+        EXPECT_EQ(b->channel, b0.channel);
+        if (cta.split > 0) EXPECT_FALSE(b->ll) << "LL blocks take a whole CTA";
+      }
     }
+    for (const P2pPlanBlock& b : l.blocksOf(cta)) all.push_back(b);
     EXPECT_EQ(cta.first, blocks) << "CTAs' blocks are contiguous, in CTA order";
     blocks += static_cast<int>(l.blocksOf(cta).size());
   }
@@ -191,19 +204,27 @@ TEST(P2pPlan, SeveralLargeTransfersFitOneLaunch) {
 
 // The two sides of a connection cut each transfer alike however they group: the sender posts everything
 // in one group, the receiver in random smaller groups. Per channel, the sequence of (offset in transfer,
-// bytes, LL) must be identical, or shares would land in the wrong places or the protocols disagree.
+// bytes, LL) must be identical, or shares would land in the wrong places or the protocols disagree. Under a
+// CTA bound (every third trial: 8 channels, LL-sized transfers on 4) the sender pairs its channels with
+// receives of its own and the receiver does not: pairing is this rank's choice and must not change the cut.
 TEST(P2pPlan, BothSidesCutAlikeWhateverTheGrouping) {
   const size_t pool[] = {0, 1, 3, 16384, 16385, 64 << 10, (64 << 10) + 1, (512 << 10) + 5, (size_t(1) << 20) + 3,
                          size_t(8) << 20, (size_t(64) << 20) + 64};
   std::mt19937 rng(7);
-  for (int trial = 0; trial < 200; ++trial) {
-    const int nChannels = trial % 3 == 0 ? 16 : 64;
+  for (int trial = 0; trial < 300; ++trial) {
+    const bool bounded = trial % 3 == 2;
+    const int nChannels = bounded ? 8 : trial % 3 == 0 ? 16 : 64;
     const int count = 1 + static_cast<int>(rng() % 10);  // up to 10 x 64 channels: the 640 blocks
-    std::vector<size_t> sizes;
+    std::vector<size_t> sizes, back;
     for (int i = 0; i < count; ++i) sizes.push_back(pool[rng() % (sizeof(pool) / sizeof(pool[0]))]);
+    for (int i = 0; i < count; ++i) back.push_back(pool[rng() % (sizeof(pool) / sizeof(pool[0]))]);
+    auto bound = [&](P2pPlanInput* in) {
+      if (bounded) in->llChannels = 4;
+    };
     using Seq = std::map<int, std::vector<std::tuple<size_t, size_t, size_t, bool>>>;  // channel -> (xfer, off, bytes, ll)
     auto record = [&](const P2pPlanInput& in, const P2pPlanLaunch& plan, size_t firstXfer, Seq* seq) {
       for (const P2pPlanBlock& b : checkPlan(in, plan)) {
+        if (b.conn != 0) continue;  // the sender's own receives (bounded trials)
         const auto& xs = in.conns[b.conn].xs;
         size_t t = 0;
         while (!(b.buf >= xs[t].buf && b.buf <= xs[t].buf + xs[t].bytes)) ++t;
@@ -213,7 +234,10 @@ TEST(P2pPlan, BothSidesCutAlikeWhateverTheGrouping) {
     Seq sent, received;
     {
       P2pPlanInput in = input(nChannels);
+      bound(&in);
+      in.pairRing = bounded;
       in.conns.push_back(ringConn(true, nChannels, sizes, 0));
+      if (bounded) in.conns.push_back(ringConn(false, nChannels, back, 200));
       P2pPlanLaunch plan;
       std::string why;
       ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
@@ -223,6 +247,7 @@ TEST(P2pPlan, BothSidesCutAlikeWhateverTheGrouping) {
       const size_t take = 1 + rng() % (sizes.size() - at);
       std::vector<size_t> part(sizes.begin() + at, sizes.begin() + at + take);
       P2pPlanInput in = input(nChannels);
+      bound(&in);
       in.conns.push_back(ringConn(false, nChannels, part, 100 + at));
       P2pPlanLaunch plan;
       std::string why;
@@ -309,21 +334,36 @@ TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
   EXPECT_NE(why.find("139 CTAs with its local copies"), std::string::npos) << why;
 }
 
-// A CTA bound (config.maxCTAs, CTAPolicy, NCCL_MAX_CTAS) holds for a 2-rank send/recv launch (the ring on half
-// of it per direction) and local copies add at most half of it; with no bound, the comm's channels and copies.
+// A CTA bound (config.maxCTAs, CTAPolicy, NCCL_MAX_CTAS) holds for a 2-rank send/recv launch (up to
+// kP2pPairMaxCtas the ring on all of it, each channel's send and receive paired in one CTA, LL-sized transfers
+// on half of it, a CTA per direction; above, everything on half, a CTA per direction) and local copies add at
+// most half of it; with no bound, the comm's channels and copies.
 TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
   EXPECT_EQ(p2pCtaBudget(64, 32, -1).nChannels, 64);
+  EXPECT_EQ(p2pCtaBudget(64, 32, -1).llChannels, 64);
   EXPECT_EQ(p2pCtaBudget(64, 32, -1).maxCopyCtas, 32);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 24).nChannels, 12);  // 24 / 2
-  EXPECT_EQ(p2pCtaBudget(64, 32, 8).nChannels, 4);
+  EXPECT_FALSE(p2pCtaBudget(64, 32, -1).pair);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24).nChannels, 12);  // above kP2pPairMaxCtas: half, a CTA per direction
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24).llChannels, 12);
+  EXPECT_FALSE(p2pCtaBudget(64, 32, 24).pair);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 16).nChannels, 16);  // up to it: all of it, paired
+  EXPECT_EQ(p2pCtaBudget(64, 32, 16).llChannels, 8);
+  EXPECT_TRUE(p2pCtaBudget(64, 32, 16).pair);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 8).nChannels, 8);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 8).llChannels, 4);
   EXPECT_EQ(p2pCtaBudget(64, 32, 24).maxCopyCtas, 12);
   EXPECT_EQ(p2pCtaBudget(8, 32, 128).nChannels, 8);   // never more than the comm has
+  EXPECT_EQ(p2pCtaBudget(8, 32, 128).llChannels, 8);
+  EXPECT_EQ(p2pCtaBudget(4, 32, 16).nChannels, 4);
+  EXPECT_EQ(p2pCtaBudget(4, 32, 16).llChannels, 4);
   EXPECT_EQ(p2pCtaBudget(64, 2, 128).maxCopyCtas, 2);  // nor more copy CTAs than asked
-  EXPECT_EQ(p2pCtaBudget(64, 32, 2).nChannels, 1);     // a bound below 3 cannot hold; one channel
+  EXPECT_EQ(p2pCtaBudget(64, 32, 1).llChannels, 1);    // a bound below 2 cannot hold; one channel
   const size_t big = size_t(64) << 20;
-  for (int bound : {24, 64, 100}) {
+  for (int bound : {8, 16, 24, 64, 100}) {
     const P2pCtaBudget b = p2pCtaBudget(64, 32, bound);
     P2pPlanInput in = input(b.nChannels);
+    in.llChannels = b.llChannels;
+    in.pairRing = b.pair;
     in.maxCopyCtas = b.maxCopyCtas;
     in.conns.push_back(ringConn(true, 64, {big}, 0));
     in.conns.push_back(ringConn(false, 64, {big}, 10));
@@ -337,6 +377,63 @@ TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
     EXPECT_LE(static_cast<int>(plan.ctas.size()), bound + bound / 2) << bound;
     checkCoverage(in, checkPlan(in, plan));
   }
+}
+
+// Under a bound of 8 (p2pCtaBudget: 8 channels, LL-sized transfers on 4): send/recv of 256 MB pairs each
+// channel's send and receive in one CTA, the send first; a one-way transfer (a gather's sender) takes all 8
+// channels on CTAs of its own; transfers whose shares on 8 channels run LL (64 KB: 8 KiB shares) are cut over
+// 4, a CTA per direction, and a channel where either side has an LL block is not paired.
+TEST(P2pPlan, PairedRingChannelsUnderABound) {
+  const P2pCtaBudget b = p2pCtaBudget(64, 32, 8);
+  auto plan = [&](const std::vector<size_t>& sends, const std::vector<size_t>& recvs, P2pPlanLaunch* l) {
+    P2pPlanInput in = input(b.nChannels);
+    in.llChannels = b.llChannels;
+    in.pairRing = true;
+    if (!sends.empty()) in.conns.push_back(ringConn(true, 64, sends, 0));
+    if (!recvs.empty()) in.conns.push_back(ringConn(false, 64, recvs, 10));
+    std::string why;
+    EXPECT_TRUE(planP2p(in, l, &why)) << why;
+    checkCoverage(in, checkPlan(in, *l));
+  };
+  const size_t big = size_t(256) << 20;
+  P2pPlanLaunch l;
+  plan({big}, {big}, &l);
+  ASSERT_EQ(l.ctas.size(), 8u);
+  for (int c = 0; c < 8; ++c) {
+    const P2pPlanCta& cta = l.ctas[c];
+    ASSERT_EQ(cta.count, 2);
+    EXPECT_EQ(cta.split, 1);
+    EXPECT_TRUE(l.all[cta.first].isSend);
+    EXPECT_FALSE(l.all[cta.first + 1].isSend);
+    EXPECT_EQ(l.all[cta.first].channel, c);
+    EXPECT_EQ(l.all[cta.first + 1].channel, c);
+    EXPECT_EQ(l.all[cta.first].bytes, big / 8);
+  }
+  plan({big}, {}, &l);  // one way: 8 CTAs, none paired
+  ASSERT_EQ(l.ctas.size(), 8u);
+  for (const P2pPlanCta& cta : l.ctas) EXPECT_EQ(cta.split, 0);
+  plan({}, {size_t(1) << 20, big}, &l);  // receives only, in order per channel
+  ASSERT_EQ(l.ctas.size(), 8u);
+  for (const P2pPlanCta& cta : l.ctas) EXPECT_EQ(cta.count, 2);
+  plan({64 << 10}, {64 << 10}, &l);  // LL-sized: 4 channels of 16 KiB, a CTA per direction
+  ASSERT_EQ(l.ctas.size(), 8u);
+  for (const P2pPlanCta& cta : l.ctas) {
+    EXPECT_EQ(cta.split, 0);
+    EXPECT_TRUE(l.all[cta.first].ll);
+    EXPECT_EQ(l.all[cta.first].bytes, size_t(16) << 10);
+  }
+  // 64 KB on 4 channels beside 256 MB on 8: channels 0-3 hold an LL block each way and stay apart (two CTAs
+  // each), channels 4-7 pair.
+  plan({64 << 10, big}, {64 << 10, big}, &l);
+  EXPECT_EQ(l.ctas.size(), 4u * 2 + 4);
+  int pairedCtas = 0;
+  for (const P2pPlanCta& cta : l.ctas) pairedCtas += cta.split > 0 && l.all[cta.first].channel >= 4;
+  EXPECT_EQ(pairedCtas, 4);
+  // Unbounded, nothing pairs (the executor sets pairRing only under a bound) and the cut is as before.
+  EXPECT_EQ(p2pRingChannels(big, 64, 64, 65536, 16384), p2pChannelsForBytes(big, 64, 65536));
+  EXPECT_EQ(p2pRingChannels(64 << 10, 8, 4, 65536, 16384), 4);
+  EXPECT_EQ(p2pRingChannels(64 << 10, 8, 4, 65536, 4096), 8);  // 8 KiB shares above a 4 KiB threshold
+  EXPECT_EQ(p2pRingChannels(1 << 20, 8, 4, 65536, 16384), 8);  // 128 KiB shares: SIMPLE, the whole bound
 }
 
 // How many channels a ring transfer takes (p2pChannelsForBytes), unit u: up to 2u shares of u/8 on at most 8
@@ -469,14 +566,19 @@ struct SimBlock {
   int channel;
   size_t bytes;
 };
+// A CTA runs one list of blocks in order, or a paired CTA two lists side by side (its warp groups).
 struct SimCta {
-  std::vector<SimBlock> blocks;
-  size_t at = 0, done = 0;
+  std::vector<SimBlock> blocks[2];
+  size_t at[2] = {0, 0}, done[2] = {0, 0};
+  bool finished() const { return at[0] == blocks[0].size() && at[1] == blocks[1].size(); }
 };
 using SimLaunch = std::vector<SimCta>;
 
-SimLaunch simLaunch(const std::vector<size_t>& sends, const std::vector<size_t>& recvs, int nChannels) {
+// bounded: under a CTA bound (p2pCtaBudget: the ring on all nChannels paired, LL-sized transfers on half).
+SimLaunch simLaunch(const std::vector<size_t>& sends, const std::vector<size_t>& recvs, int nChannels,
+                    bool bounded = false) {
   P2pPlanInput in = input(nChannels);
+  if (bounded) in.llChannels = std::max(1, nChannels / 2), in.pairRing = true;
   if (!sends.empty()) in.conns.push_back(ringConn(true, nChannels, sends, 0));
   if (!recvs.empty()) in.conns.push_back(ringConn(false, nChannels, recvs, 100));
   P2pPlanLaunch plan;
@@ -485,7 +587,8 @@ SimLaunch simLaunch(const std::vector<size_t>& sends, const std::vector<size_t>&
   SimLaunch l;
   for (const P2pPlanCta& c : plan.ctas) {
     SimCta cta;
-    for (const P2pPlanBlock& b : plan.blocksOf(c)) cta.blocks.push_back({b.isSend, b.channel, b.bytes});
+    int i = 0;
+    for (const P2pPlanBlock& b : plan.blocksOf(c)) cta.blocks[c.split > 0 && i++ >= c.split].push_back({b.isSend, b.channel, b.bytes});
     l.push_back(cta);
   }
   return l;
@@ -502,20 +605,22 @@ bool simRun(std::vector<SimLaunch> ranks[2], size_t fifoBytes, size_t resident =
       SimLaunch& l = ranks[r][cur[r]];
       size_t running = 0, finished = 0;
       for (SimCta& c : l) {
-        if (c.at == c.blocks.size()) {
+        if (c.finished()) {
           ++finished;
           continue;
         }
         if (running++ == resident) break;  // launched in order; not yet on an SM
-        while (c.at < c.blocks.size()) {
-          const SimBlock& b = c.blocks[c.at];
-          size_t& f = inFlight[{b.send ? r : 1 - r, b.channel}];
-          const size_t n = std::min(b.bytes - c.done, b.send ? fifoBytes - f : f);
-          if (n == 0 && c.done < b.bytes) break;
-          f = b.send ? f + n : f - n;
-          c.done += n;
-          if (c.done == b.bytes) c.at++, c.done = 0;
-          moved = true;
+        for (int g = 0; g < 2; ++g) {
+          while (c.at[g] < c.blocks[g].size()) {
+            const SimBlock& b = c.blocks[g][c.at[g]];
+            size_t& f = inFlight[{b.send ? r : 1 - r, b.channel}];
+            const size_t n = std::min(b.bytes - c.done[g], b.send ? fifoBytes - f : f);
+            if (n == 0 && c.done[g] < b.bytes) break;
+            f = b.send ? f + n : f - n;
+            c.done[g] += n;
+            if (c.done[g] == b.bytes) c.at[g]++, c.done[g] = 0;
+            moved = true;
+          }
         }
       }
       if (finished == l.size()) cur[r]++, moved = true;
@@ -586,6 +691,29 @@ TEST(P2pPlan, AnyGroupingOnEitherSideFinishes) {
     EXPECT_TRUE(simRun(ranks, fifo)) << "trial " << trial << ": " << k << " pairs, all CTAs resident";
     if (sameWindows && ranks[1].size() == ranks[0].size())
       EXPECT_TRUE(simRun(few, fifo, resident)) << "trial " << trial << ": " << k << " pairs, " << resident << " resident";
+  }
+}
+
+// Under a bound (8 channels, paired; channels holding an LL block keep a send and a receive CTA, channel by
+// channel): random pairs grouped alike on both ranks finish with every CTA resident and with as few as 2.
+TEST(P2pPlan, AnyGroupingUnderABoundFinishes) {
+  const size_t fifo = size_t(16) << 20;
+  const size_t pool[] = {5, 16384, 65536, (size_t(1) << 20) + 3, size_t(8) << 20, size_t(256) << 20};
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 200; ++trial) {
+    const size_t k = 1 + rng() % 5;
+    std::vector<size_t> a, b;
+    for (size_t i = 0; i < k; ++i) a.push_back(pool[rng() % 6]), b.push_back(pool[rng() % 6]);
+    std::vector<SimLaunch> ranks[2];
+    for (size_t at = 0; at < k;) {
+      const size_t take = 1 + rng() % (k - at);
+      ranks[0].push_back(simLaunch({a.begin() + at, a.begin() + at + take}, {b.begin() + at, b.begin() + at + take}, 8, true));
+      ranks[1].push_back(simLaunch({b.begin() + at, b.begin() + at + take}, {a.begin() + at, a.begin() + at + take}, 8, true));
+      at += take;
+    }
+    std::vector<SimLaunch> few[2] = {ranks[0], ranks[1]};
+    EXPECT_TRUE(simRun(ranks, fifo)) << "trial " << trial;
+    EXPECT_TRUE(simRun(few, fifo, 2 + rng() % 8)) << "trial " << trial << ", few resident";
   }
 }
 
