@@ -344,7 +344,7 @@ double DeviceExecutorImpl::predictUs(const OpDesc& op) {
   if (op.count == 0) return 0;
   if (isP2pColl(op.coll)) {  // p2p launches: the model's time of the cut launchP2p makes
     P2pCutFacts f;
-    const P2pCtaBudget budget = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas);
+    const P2pCtaBudget budget = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas, st_->p2pPair);
     f.nChannels = budget.nChannels;
     f.llChannels = budget.llChannels;
     f.channelBytes = st_->p2pChannelBytes;
@@ -599,12 +599,11 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     return llSlotsOf(ci) != nullptr && (ci->kind != TransportKind::Net || st_->p2pLlOnNet);
   };
   P2pPlanInput& in = w.in;
-  const P2pCtaBudget budget = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas);
+  const P2pCtaBudget budget = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas, st_->p2pPair);
   in.nChannels = budget.nChannels;
   in.llChannels = budget.llChannels;
-  // Paired CTAs (p2p_plan.h) where the budget says, on two warp groups of whole warps with a worker warp and a
-  // poster each (a local choice: the peer sees the same cut either way).
-  in.pairRing = budget.pair && st_->nThreads % 64 == 0 && st_->nThreads >= 128;
+  // Paired CTAs (p2p_plan.h) where the budget says: every rank's threads can (agreed at init).
+  in.pairRing = budget.pair;
   in.llThreshold = st_->p2pLlThreshold;
   in.channelBytes = st_->p2pChannelBytes;
   in.maxCtas = kMaxP2pCtas;

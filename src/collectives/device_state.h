@@ -79,6 +79,7 @@ class DeviceState {
   uint32_t p2pLlThreshold = 0;  // NCCL_P2P_LL_THRESHOLD, rank 0's: p2p transfers up to this run LL
   bool p2pLlOnNet = false;       // NCCL_PROTO forces LL (and no Simple): p2p shares over NET run LL too
   uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES, rank 0's: the unit of p2pChannelsForBytes
+  bool p2pPair = false;               // every rank can pair p2p CTAs (TuningFacts::p2pPair, agreed; p2pCtaBudget)
   uint32_t p2pPieces = 4;            // BRAID_P2P_PIECES, rank 0's: SIMPLE shares in up to this many steps (>= 128 KiB)
   int pdl = 0;                       // BRAID_PDL, this rank's (launch attributes only: no cross-rank effect)
   int cluster = 0;                   // clusterSetting: NCCL_CGA_CLUSTER_SIZE / config, this rank's (likewise)

@@ -84,7 +84,9 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 // (P2pPlanInput::pairRing), and the ring is cut over the whole bound: both directions then send from every CTA,
 // and a one-way transfer (gather, scatter, a lone send) from the bound's worth of SMs. Transfers whose shares on
 // the whole bound would run LL (small ones) are cut over half of it instead (llChannels): LL blocks run on
-// whole CTAs, a send and a receive CTA per channel. Under larger bounds, half the bound's SMs already fill the
+// whole CTAs, a send and a receive CTA per channel (so a group mixing those with large transfers takes up to
+// llChannels CTAs past the bound). Every rank must be able to pair (TuningFacts::p2pPair: NCCL_NTHREADS a
+// multiple of 64 from 128), else every rank keeps half the bound. Under larger bounds, half the bound's SMs already fill the
 // link and sharing an SM between the directions only slows each: every transfer is cut over half the bound, a
 // CTA per direction. 2xH200, docs/gpu/2026-12-04e, 256 MB, NCCL / half / paired, us: send/recv under 8 1619.8 /
 // 1752.5 / 1597.9, under 16 885.9 / 910.8 / 871.3, under 24 884.5 / 846.7 / 957.7 (paired loses); gather under 8
@@ -96,17 +98,22 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 // they copy: with an eighth, a 2-rank all-to-all of 64 MB under a bound of 24 took 247 us, copy-bound, against
 // NCCL's 139 (docs/gpu/2026-11-27g). Each connection to another peer adds one CTA per direction.
 constexpr int kP2pPairMaxCtas = 16;
+// Whether CTAs of nThreads threads can pair: two warp groups of a worker warp and a poster each, of equal whole
+// warps (the kernel splits at blockDim.x / 2).
+inline bool p2pCanPair(int nThreads) { return nThreads >= 128 && nThreads % 64 == 0; }
 struct P2pCtaBudget {
   int nChannels;    // ring channels to cut over
   int llChannels;   // ... for a transfer whose shares on nChannels would run LL
   int maxCopyCtas;  // CTAs for local copies
-  bool pair;        // a ring channel's send and receive share a CTA (where the executor's threads allow)
+  bool pair;        // a ring channel's send and receive share a CTA
 };
-inline P2pCtaBudget p2pCtaBudget(int nChannels, int copyCtas, int maxCtas) {
+// canPair: every rank's CTAs can (TuningFacts::p2pPair, agreed); where one cannot, every rank keeps half the
+// bound, a CTA per direction, so the bound holds.
+inline P2pCtaBudget p2pCtaBudget(int nChannels, int copyCtas, int maxCtas, bool canPair) {
   if (maxCtas <= 0) return {nChannels, nChannels, copyCtas, false};
   const int half = std::max(1, std::min(nChannels, maxCtas / 2));
   const int copies = std::max(1, std::min(copyCtas, maxCtas / 2));
-  if (maxCtas > kP2pPairMaxCtas) return {half, half, copies, false};
+  if (maxCtas > kP2pPairMaxCtas || !canPair) return {half, half, copies, false};
   return {std::max(1, std::min(nChannels, maxCtas)), half, copies, true};
 }
 

@@ -30,6 +30,7 @@ struct Offer {
   uint32_t protos[kNumCollTypes];
   uint32_t algos[kNumCollTypes];
   uint32_t clusterThree;
+  uint32_t p2pPair;
 };
 }  // namespace
 
@@ -47,6 +48,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.p2pPieces = facts.p2pPieces;
   mine.clusterRing = facts.clusterRing;
   mine.clusterThree = facts.clusterThree;
+  mine.p2pPair = facts.p2pPair;
   mine.minChannels = local.minChannels;
   mine.pipelineSteps = local.pipelineSteps;
   mine.oneShotSplit = local.oneShotSplit ? 1 : 0;
@@ -65,6 +67,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.ll128Path = 1;
   f.clusterRing = 1;
   f.clusterThree = 1;
+  f.p2pPair = 1;
   f.transport = 0;
   f.tunerOn = all[0].tunerOn;
   f.p2pLlThreshold = all[0].p2pLlThreshold;
@@ -81,6 +84,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     f.ll128Path &= o.ll128Path;
     f.clusterRing &= o.clusterRing;
     f.clusterThree &= o.clusterThree;
+    f.p2pPair &= o.p2pPair;
     f.transport = std::max(f.transport, o.transport);
     out.minChannels = std::max(out.minChannels, o.minChannels);
     if (o.maxCtas > 0) out.maxCtas = out.maxCtas > 0 ? std::min(out.maxCtas, o.maxCtas) : o.maxCtas;

@@ -30,6 +30,10 @@ struct TuningFacts {
   // and 3 fit, or the user set 3); AND over ranks. Elsewhere 24-31 channels run in clusters of 4, where the
   // ring loses to the unsplit one-shot from 128 MiB (tuner_model.def).
   uint32_t clusterThree = 0;
+  // The rank's CTAs can run a p2p channel's send and receive on two warp groups (NCCL_NTHREADS a multiple of
+  // 64, at least 128); AND over ranks: under a small CTA bound the p2p cut counts on pairing (p2pCtaBudget),
+  // and both sides must cut alike.
+  uint32_t p2pPair = 0;
 };
 
 // Agrees `local` (this rank's loadTunerConfig) and `facts` with every rank: per collective the protocols and

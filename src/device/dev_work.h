@@ -147,14 +147,15 @@ struct P2pBlock {
   const char* src;    // local copies only
   int16_t isSend;
   int16_t ll;    // 1: this transfer runs LL (the executor decides from its size, as the peer does)
-  int32_t nSeg;  // first entry of a CTA: how many consecutive entries it runs; 0 on the following ones
+  int32_t nSeg;  // first entry of a CTA: how many consecutive entries it runs (a paired CTA: its send group's,
+                 // and the receive group's first entry counts that group); 0 on the others
 };
 template <int MaxBlocks>
 struct P2pLaunchArgsOf {
   DevStatus* status;
   int32_t nBlocks;
   uint32_t pieces;              // SIMPLE blocks go in up to this many FIFO steps (p2pSimpleStepBytes)
-  int16_t ctaFirst[MaxBlocks];  // CTA i runs blocks[ctaFirst[i]] .. + its nSeg
+  int16_t ctaFirst[MaxBlocks];  // CTA i runs blocks[ctaFirst[i]] .. up to CTA i + 1's first
   P2pBlock blocks[MaxBlocks];
 };
 using P2pLaunchArgs = P2pLaunchArgsOf<kMaxP2pBlocks>;
@@ -164,7 +165,7 @@ struct P2pTableArgs {
   DevStatus* status;
   int32_t nBlocks;
   uint32_t pieces;
-  const int32_t* ctaFirst;  // device memory: CTA i runs blocks[ctaFirst[i]] .. + its nSeg
+  const int32_t* ctaFirst;  // device memory: CTA i runs blocks[ctaFirst[i]] .. up to CTA i + 1's first
   const P2pBlock* blocks;   // device memory
 };
 static_assert(sizeof(P2pBlock) == 40, "P2pBlock: the table layout (p2p_table.h) and its size estimates");

@@ -208,7 +208,8 @@ __device__ __forceinline__ char* devSlot(const DevConn& c, uint64_t step) {
 template <typename T, typename Fn, int Bar = 1>
 class DevPrims {
  public:
-  // Threads 0..blockDim.x-33 move data; the last warp posts. Construct after `sh` holds the connections (a
+  // Threads 0..blockDim.x-33 move data; the last warp posts (of a warp group: its last warp, second
+  // constructor). Construct after `sh` holds the connections (a
   // __syncthreads later): the step counters start from them (p2p kernels build one per transfer, after a
   // barrier, so SIMPLE and LL transfers can alternate on a connection).
   __device__ DevPrims(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st)

@@ -339,43 +339,52 @@ TEST(P2pPlan, LocalCopiesGoFirstOrTheBatchIsRefused) {
 // on half of it, a CTA per direction; above, everything on half, a CTA per direction) and local copies add at
 // most half of it; with no bound, the comm's channels and copies.
 TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
-  EXPECT_EQ(p2pCtaBudget(64, 32, -1).nChannels, 64);
-  EXPECT_EQ(p2pCtaBudget(64, 32, -1).llChannels, 64);
-  EXPECT_EQ(p2pCtaBudget(64, 32, -1).maxCopyCtas, 32);
-  EXPECT_FALSE(p2pCtaBudget(64, 32, -1).pair);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 24).nChannels, 12);  // above kP2pPairMaxCtas: half, a CTA per direction
-  EXPECT_EQ(p2pCtaBudget(64, 32, 24).llChannels, 12);
-  EXPECT_FALSE(p2pCtaBudget(64, 32, 24).pair);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 16).nChannels, 16);  // up to it: all of it, paired
-  EXPECT_EQ(p2pCtaBudget(64, 32, 16).llChannels, 8);
-  EXPECT_TRUE(p2pCtaBudget(64, 32, 16).pair);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 8).nChannels, 8);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 8).llChannels, 4);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 24).maxCopyCtas, 12);
-  EXPECT_EQ(p2pCtaBudget(8, 32, 128).nChannels, 8);   // never more than the comm has
-  EXPECT_EQ(p2pCtaBudget(8, 32, 128).llChannels, 8);
-  EXPECT_EQ(p2pCtaBudget(4, 32, 16).nChannels, 4);
-  EXPECT_EQ(p2pCtaBudget(4, 32, 16).llChannels, 4);
-  EXPECT_EQ(p2pCtaBudget(64, 2, 128).maxCopyCtas, 2);  // nor more copy CTAs than asked
-  EXPECT_EQ(p2pCtaBudget(64, 32, 1).llChannels, 1);    // a bound below 2 cannot hold; one channel
+  EXPECT_EQ(p2pCtaBudget(64, 32, -1, true).nChannels, 64);
+  EXPECT_EQ(p2pCtaBudget(64, 32, -1, true).llChannels, 64);
+  EXPECT_EQ(p2pCtaBudget(64, 32, -1, true).maxCopyCtas, 32);
+  EXPECT_FALSE(p2pCtaBudget(64, 32, -1, true).pair);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).nChannels, 12);  // above kP2pPairMaxCtas: half, a CTA per direction
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).llChannels, 12);
+  EXPECT_FALSE(p2pCtaBudget(64, 32, 24, true).pair);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 16, true).nChannels, 16);  // up to it: all of it, paired
+  EXPECT_EQ(p2pCtaBudget(64, 32, 16, true).llChannels, 8);
+  EXPECT_TRUE(p2pCtaBudget(64, 32, 16, true).pair);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 8, true).nChannels, 8);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 8, true).llChannels, 4);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).maxCopyCtas, 12);
+  EXPECT_EQ(p2pCtaBudget(8, 32, 128, true).nChannels, 8);   // never more than the comm has
+  EXPECT_EQ(p2pCtaBudget(8, 32, 128, true).llChannels, 8);
+  EXPECT_EQ(p2pCtaBudget(4, 32, 16, true).nChannels, 4);
+  EXPECT_EQ(p2pCtaBudget(4, 32, 16, true).llChannels, 4);
+  EXPECT_EQ(p2pCtaBudget(64, 2, 128, true).maxCopyCtas, 2);  // nor more copy CTAs than asked
+  EXPECT_EQ(p2pCtaBudget(64, 32, 1, true).llChannels, 1);    // a bound below 2 cannot hold; one channel
+  // A rank whose threads cannot pair (agreed: every rank then) keeps half the bound, a CTA per direction.
+  EXPECT_EQ(p2pCtaBudget(64, 32, 8, false).nChannels, 4);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 8, false).llChannels, 4);
+  EXPECT_FALSE(p2pCtaBudget(64, 32, 8, false).pair);
+  for (int t : {64, 96, 160, 224}) EXPECT_FALSE(p2pCanPair(t)) << t;
+  for (int t : {128, 192, 256, 512}) EXPECT_TRUE(p2pCanPair(t)) << t;
   const size_t big = size_t(64) << 20;
   for (int bound : {8, 16, 24, 64, 100}) {
-    const P2pCtaBudget b = p2pCtaBudget(64, 32, bound);
-    P2pPlanInput in = input(b.nChannels);
-    in.llChannels = b.llChannels;
-    in.pairRing = b.pair;
-    in.maxCopyCtas = b.maxCopyCtas;
-    in.conns.push_back(ringConn(true, 64, {big}, 0));
-    in.conns.push_back(ringConn(false, 64, {big}, 10));
-    P2pPlanLaunch plan;
-    std::string why;
-    ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
-    EXPECT_LE(static_cast<int>(plan.ctas.size()), bound) << bound;
-    checkCoverage(in, checkPlan(in, plan));
-    in.copies.push_back(P2pXfer{fakeBuf(50), big, fakeBuf(51)});  // all-to-all's own share
-    ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
-    EXPECT_LE(static_cast<int>(plan.ctas.size()), bound + bound / 2) << bound;
-    checkCoverage(in, checkPlan(in, plan));
+    for (bool canPair : {true, false}) {
+      SCOPED_TRACE(canPair ? "can pair" : "cannot pair");
+      const P2pCtaBudget b = p2pCtaBudget(64, 32, bound, canPair);
+      P2pPlanInput in = input(b.nChannels);
+      in.llChannels = b.llChannels;
+      in.pairRing = b.pair;
+      in.maxCopyCtas = b.maxCopyCtas;
+      in.conns.push_back(ringConn(true, 64, {big}, 0));
+      in.conns.push_back(ringConn(false, 64, {big}, 10));
+      P2pPlanLaunch plan;
+      std::string why;
+      ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
+      EXPECT_LE(static_cast<int>(plan.ctas.size()), bound) << bound;
+      checkCoverage(in, checkPlan(in, plan));
+      in.copies.push_back(P2pXfer{fakeBuf(50), big, fakeBuf(51)});  // all-to-all's own share
+      ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
+      EXPECT_LE(static_cast<int>(plan.ctas.size()), bound + bound / 2) << bound;
+      checkCoverage(in, checkPlan(in, plan));
+    }
   }
 }
 
@@ -384,7 +393,7 @@ TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
 // channels on CTAs of its own; transfers whose shares on 8 channels run LL (64 KB: 8 KiB shares) are cut over
 // 4, a CTA per direction, and a channel where either side has an LL block is not paired.
 TEST(P2pPlan, PairedRingChannelsUnderABound) {
-  const P2pCtaBudget b = p2pCtaBudget(64, 32, 8);
+  const P2pCtaBudget b = p2pCtaBudget(64, 32, 8, true);
   auto plan = [&](const std::vector<size_t>& sends, const std::vector<size_t>& recvs, P2pPlanLaunch* l) {
     P2pPlanInput in = input(b.nChannels);
     in.llChannels = b.llChannels;

@@ -109,6 +109,19 @@ TEST(TuningAgreement, ClusteredRingsOnlyWhereEveryRankHasThem) {
   for (const TuningFacts& f : got.facts) EXPECT_EQ(f.clusterRing, 1u);
 }
 
+// P2p pairing likewise (TuningFacts::p2pPair): one rank whose NCCL_NTHREADS cannot pair keeps every rank on half
+// a small CTA bound, so both sides cut p2p transfers alike and the bound holds.
+TEST(TuningAgreement, P2pPairingOnlyWhereEveryRankCan) {
+  for (int cannot : {-1, 0, 1}) {
+    const AgreedAll got = agreeAll(2, [cannot](int r) {
+      Offered o = offerOf(r);
+      o.facts.p2pPair = r == cannot ? 0u : 1u;
+      return o;
+    });
+    for (const TuningFacts& f : got.facts) EXPECT_EQ(f.p2pPair, cannot < 0 ? 1u : 0u) << cannot;
+  }
+}
+
 // Clusters of 3 likewise: one rank in clusters of 4 (its user set the size, or 3 did not fit) turns the fact
 // off for every rank, so all keep the unsplit one-shot where clusters of 4 lose (tuner_model.def).
 TEST(TuningAgreement, ClustersOfThreeOnlyWhereEveryRankHasThem) {
