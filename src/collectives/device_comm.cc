@@ -304,12 +304,11 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   // launches clustered: a fact agreed below.
   facts.clusterRing = comm->nranks > 1 && st->cluster >= 2 &&
                       facts.transport == static_cast<int32_t>(TransportClass::P2pNvlink) ? 1u : 0u;
-  facts.clusterThree =
-      facts.clusterRing != 0 &&
-              clusterForLaunch(st->cluster, st->clusterUserSet, st->clusterThreeFits, kThreeClusterMinChannels, true) == 3 &&
-              clusterForLaunch(st->cluster, st->clusterUserSet, st->clusterThreeFits, kThreeClusterMaxChannels, true) == 3
-          ? 1u
-          : 0u;
+  // (clusterForLaunch answers alike for every channel count in its range: asking at one tells.)
+  facts.clusterThree = facts.clusterRing != 0 && clusterForLaunch(st->cluster, st->clusterUserSet, st->clusterThreeFits,
+                                                                  kThreeClusterMinChannels, true) == 3
+                           ? 1u
+                           : 0u;
   TunerConfig local;
   BRAID_CHECK(loadTunerConfig(&local));  // validated in commInit already
   // config.maxCTAs bounds CTAs as NCCL_MAX_CTAS does (param.h)

@@ -25,6 +25,12 @@ P2pPlanBlock shareOf(const P2pXfer& x, int part, int parts) {
   return b;
 }
 
+// Whether a share of `bytes` on connection `conn`'s channel c runs LL: small enough, and LL slots there.
+bool shareRunsLl(const P2pPlanConn& conn, int c, size_t bytes, size_t llThreshold) {
+  const bool llConn = static_cast<size_t>(c) < conn.ll.size() && conn.ll[c] != 0;
+  return llConn && bytes > 0 && bytes <= llThreshold;
+}
+
 bool fail(std::string* why, const char* what, int have, int limit) {
   if (why) {
     char msg[256];
@@ -79,12 +85,9 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
   if (in.pairRing && ringSend >= 0 && ringRecv >= 0) {
     auto simpleOn = [&](int ci, int c) {
       const P2pPlanConn& conn = in.conns[ci];
-      const bool llConn = static_cast<size_t>(c) < conn.ll.size() && conn.ll[c] != 0;
       for (size_t t = 0; t < conn.xs.size(); ++t) {
         const int parts = nch[connT0[ci] + t];
-        if (parts <= c) continue;
-        const size_t bytes = shareOf(conn.xs[t], c, parts).bytes;
-        if (llConn && bytes > 0 && bytes <= in.llThreshold) return false;
+        if (parts > c && shareRunsLl(conn, c, shareOf(conn.xs[t], c, parts).bytes, in.llThreshold)) return false;
       }
       return true;
     };
@@ -123,7 +126,6 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
   // Connection ci's blocks on channel c, appended to `cta`.
   auto addBlocks = [&](size_t ci, int c, P2pPlanCta* cta) {
     const P2pPlanConn& conn = in.conns[ci];
-    const bool ll = static_cast<size_t>(c) < conn.ll.size() && conn.ll[c] != 0;
     for (size_t t = 0; t < conn.xs.size(); ++t) {
       const int parts = nch[connT0[ci] + t];
       if (parts <= c) continue;
@@ -131,7 +133,7 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
       b.conn = static_cast<int>(ci);
       b.channel = c;
       b.isSend = conn.isSend;
-      b.ll = ll && b.bytes > 0 && b.bytes <= in.llThreshold;
+      b.ll = shareRunsLl(conn, c, b.bytes, in.llThreshold);
       out->all.push_back(b);
       ++cta->count;
     }

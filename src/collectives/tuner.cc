@@ -508,7 +508,8 @@ bool oneShotSplitRuns(const TunerConfig& cfg, size_t count, size_t esize, int nC
 bool clusteredRingOverUnsplitOneShot(size_t bytes, int nChannels, bool clusterThree) {
   if (bytes < kClusterMinBytes) return false;
   for (const ClusteredRingRange& r : kClusteredRingRanges)
-    if (nChannels >= r.minChannels && (clusterThree || !r.three)) return bytes >= r.fromBytes && (r.toBytes == 0 || bytes < r.toBytes);
+    if (nChannels >= r.minChannels && (clusterThree || !r.three))
+      return bytes >= r.fromBytes && (r.toBytes == 0 || bytes < r.toBytes);
   return false;
 }
 
