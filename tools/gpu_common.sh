@@ -31,12 +31,18 @@
 #       for tools/perf_full_table.py and tools/perf/plot); the perf tools must be built
 #   gpu_carried DIR PATCH   exits unless DIR (a carried build: tools/build_carry.sh) holds device_coll_test or
 #       a *_perf tool and was built from PATCH as it is now (DIR/PATCH_SHA256)
+#   gpu_unpack          restores the builds tools/pack_carry.sh packed into build-pack/ (carried as [build-pack])
 #   gpu_pack            tars $L into $OUT/<name of $L>.tgz (the device tool brings back few files), removes $L and
 #       prints the call's total time.
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 B=build-gpu
 NCCL_LIB=/usr/lib/x86_64-linux-gnu/libnccl.so.2
 GPU_T0=$(date +%s)
+
+gpu_unpack() {
+  local f
+  for f in build-pack/*.tgz; do [[ -e $f ]] && tar -xzf "$f" && echo "unpacked $f"; done
+}
 
 gpu_build() {
   cmake -S . -B $B -G Ninja -DBRAID_GTEST_SOURCE=$PWD/.gtest > "$L/cmake.log" 2>&1 || { tail -20 "$L/cmake.log"; exit 1; }
