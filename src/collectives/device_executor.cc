@@ -347,6 +347,8 @@ double DeviceExecutorImpl::predictUs(const OpDesc& op) {
     const P2pCtaBudget budget = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas, st_->p2pPair);
     f.nChannels = budget.nChannels;
     f.llChannels = budget.llChannels;
+    f.oneWayChannels = budget.oneWayChannels;
+    f.oneWayMax = budget.oneWayMax;
     f.channelBytes = st_->p2pChannelBytes;
     f.llThreshold = st_->p2pLlThreshold;
     f.llSlots = st_->llPath && (transport_ != TransportClass::NetSocket || st_->p2pLlOnNet);
@@ -524,10 +526,14 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     const size_t bytes = op->count * dtypeSize(op->dtype);
     const char* sb = static_cast<const char*>(op->sendbuff);
     char* rb = static_cast<char*>(op->recvbuff);
+    // A gather's or scatter's transfers run one way between each pair and both ends know it (p2p_plan.h).
+    const bool oneWay = op->coll == CollType::Gather || op->coll == CollType::Scatter;
     auto snd = [&](int p, const char* b) {
-      (p == me ? w.selfSends : w.sends[p]).push_back(P2pXfer{const_cast<char*>(b), bytes});
+      (p == me ? w.selfSends : w.sends[p]).push_back(P2pXfer{const_cast<char*>(b), bytes, nullptr, oneWay});
     };
-    auto rcv = [&](int p, char* b) { (p == me ? w.selfRecvs : w.recvs[p]).push_back(P2pXfer{b, bytes}); };
+    auto rcv = [&](int p, char* b) {
+      (p == me ? w.selfRecvs : w.recvs[p]).push_back(P2pXfer{b, bytes, nullptr, oneWay});
+    };
     switch (op->coll) {
       case CollType::Send: snd(op->peer, sb); break;
       case CollType::Recv: rcv(op->peer, rb); break;
@@ -602,8 +608,11 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   const P2pCtaBudget budget = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas, st_->p2pPair);
   in.nChannels = budget.nChannels;
   in.llChannels = budget.llChannels;
+  in.oneWayChannels = budget.oneWayChannels;
+  in.oneWayMax = budget.oneWayMax;
   // Paired CTAs (p2p_plan.h) where the budget says: every rank's threads can (agreed at init).
   in.pairRing = budget.pair;
+  in.pairWithin = budget.pairWithin;
   in.llThreshold = st_->p2pLlThreshold;
   in.channelBytes = st_->p2pChannelBytes;
   in.maxCtas = kMaxP2pCtas;

@@ -68,7 +68,8 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
     if (conn.xs.empty()) continue;
     int m = 1;
     for (const P2pXfer& x : conn.xs) {
-      const int k = conn.ring ? p2pRingChannels(x.bytes, in.nChannels, in.llChannels, in.channelBytes, in.llThreshold) : 1;
+      const int over = p2pCutChannels(x.bytes, x.oneWay, in.nChannels, in.oneWayChannels, in.oneWayMax);
+      const int k = conn.ring ? p2pRingChannels(x.bytes, over, in.llChannels, in.channelBytes, in.llThreshold) : 1;
       nch.push_back(k);
       m = std::max(m, k);
       nBlocks += k;
@@ -79,10 +80,14 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
     if (conn.ring) (conn.isSend ? ringSend : ringRecv) = static_cast<int>(ci);
   }
   // Paired channels: both ring connections have blocks there and none of them runs LL (the LL primitives
-  // take the whole CTA); each saves a CTA.
+  // take the whole CTA); each saves a CTA. With pairWithin instead of pairRing, only the lowest channels that
+  // bring the ring's CTAs within it (a gather's whole-bound cut beside transfers the other way).
   std::vector<uint8_t>& paired = out->paired;
   paired.assign(static_cast<size_t>(maxNch), 0);
-  if (in.pairRing && ringSend >= 0 && ringRecv >= 0) {
+  int excess = 0;  // with pairWithin: the ring's CTAs past it
+  if (!in.pairRing && in.pairWithin > 0 && ringSend >= 0 && ringRecv >= 0)
+    excess = connMax[ringSend] + connMax[ringRecv] - in.pairWithin;
+  if ((in.pairRing || excess > 0) && ringSend >= 0 && ringRecv >= 0) {
     auto simpleOn = [&](int ci, int c) {
       const P2pPlanConn& conn = in.conns[ci];
       for (size_t t = 0; t < conn.xs.size(); ++t) {
@@ -91,8 +96,8 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
       }
       return true;
     };
-    for (int c = 0; c < std::min(connMax[ringSend], connMax[ringRecv]); ++c)
-      if (simpleOn(ringSend, c) && simpleOn(ringRecv, c)) paired[c] = 1, --nCtas;
+    for (int c = 0; c < std::min(connMax[ringSend], connMax[ringRecv]) && (in.pairRing || excess > 0); ++c)
+      if (simpleOn(ringSend, c) && simpleOn(ringRecv, c)) paired[c] = 1, --nCtas, --excess;
   }
   if (nCtas > in.maxCtas) return fail(why, "CTAs", nCtas, in.maxCtas);
   if (nBlocks > in.maxBlocks) return fail(why, "blocks (channels x transfers)", nBlocks, in.maxBlocks);

@@ -77,44 +77,61 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
   return static_cast<int>(std::min(std::max<size_t>(want, 1), cap));
 }
 
-// A CTA bound (TunerConfig::maxCtas: config.maxCTAs or CTAPolicy, NCCL_MAX_CTAS, NCCL_MAX_NCHANNELS; agreed at
-// init) bounds p2p launches' ring channels. One SM stores ~40 GB/s over NVLink whatever its threads
-// (docs/gpu/2026-12-04d, tools/link_probe.cu), so under a small bound the CTAs that send set the rate. There
-// (kP2pPairMaxCtas or fewer) a ring channel's send and receive blocks share one CTA, on two warp groups
-// (P2pPlanInput::pairRing), and the ring is cut over the whole bound: both directions then send from every CTA,
-// and a one-way transfer (gather, scatter, a lone send) from the bound's worth of SMs. Transfers whose shares on
-// the whole bound would run LL (small ones) are cut over half of it instead (llChannels): LL blocks run on
-// whole CTAs, a send and a receive CTA per channel (so a group mixing those with large transfers takes up to
-// llChannels CTAs past the bound). Every rank must be able to pair (TuningFacts::p2pPair: NCCL_NTHREADS a
-// multiple of 64 from 128), else every rank keeps half the bound. Under larger bounds, half the bound's SMs already fill the
-// link and sharing an SM between the directions only slows each: every transfer is cut over half the bound, a
-// CTA per direction. 2xH200, docs/gpu/2026-12-04e, 256 MB, NCCL / half / paired, us: send/recv under 8 1619.8 /
-// 1752.5 / 1597.9, under 16 885.9 / 910.8 / 871.3, under 24 884.5 / 846.7 / 957.7 (paired loses); gather under 8
-// 748.0 / 841.1 / 649.9; scatter under 16 538.0 / 438.3 / 370.6. (Before the half cut, 7/16: send/recv under 8
-// 2274, gather 1157, docs/gpu/2026-12-04a.) The cut depends only on agreed values (the bound, the LL threshold,
-// the transfer's size; never on whether this rank pairs, has copies or other transfers), so both sides still
-// cut alike. Local
-// copies (all-to-all's own share, a gather/scatter root's) may take up to half the bound more, for as long as
-// they copy: with an eighth, a 2-rank all-to-all of 64 MB under a bound of 24 took 247 us, copy-bound, against
-// NCCL's 139 (docs/gpu/2026-11-27g). Each connection to another peer adds one CTA per direction.
+// A CTA bound (TunerConfig::maxCtas: config.maxCTAs or CTAPolicy, NCCL_MAX_CTAS, NCCL_MAX_NCHANNELS; agreed at init)
+// bounds p2p launches' ring channels. One SM stores ~40 GB/s over NVLink whatever its threads (docs/gpu/2026-12-04d,
+// tools/link_probe.cu), so under a small bound the CTAs that send set the rate. There (kP2pPairMaxCtas or fewer) a ring
+// channel's send and receive blocks share one CTA, on two warp groups (P2pPlanInput::pairRing), and the ring is cut
+// over the whole bound: both directions then send from every CTA, and a one-way transfer (gather, scatter, a lone send)
+// from the bound's worth of SMs. Transfers whose shares on the whole bound would run LL (small ones) are cut over half
+// of it instead (llChannels): LL blocks run on whole CTAs, a send and a receive CTA per channel (so a group mixing
+// those with large transfers takes up to llChannels CTAs past the bound; tools/var_llgroups.patch put LL on the warp
+// groups too and lost 1.5 us at 32 KB, docs/gpu/2026-12-05a). Every rank must be able to pair (TuningFacts::p2pPair:
+// NCCL_NTHREADS a multiple of 64 from 128), else every rank keeps half the bound. 2xH200, docs/gpu/2026-12-04e, 256 MB,
+// NCCL / half / paired, us: send/recv under 8 1619.8 / 1752.5 / 1597.9, under 16 885.9 / 910.8 / 871.3, under 24 884.5
+// / 846.7 / 957.7 (paired loses); gather under 8 748.0 / 841.1 / 649.9; scatter under 16 538.0 / 438.3 / 370.6. (Before
+// the half cut, 7/16: send/recv under 8 2274, gather 1157, docs/gpu/2026-12-04a.)
+// Under larger bounds, half the bound's SMs already fill the link and sharing an SM between the directions only slows
+// each: every transfer is cut over half the bound, a CTA per direction, except a gather's or a scatter's
+// (P2pXfer::oneWay: both ends know the pair runs one way), cut over the whole bound (oneWayChannels): from
+// kP2pOneWayWideCtas at any size, below it up to kP2pOneWayNarrowBytes. Ring channels then pair only as far as a group
+// mixing those with transfers the other way needs to keep within the bound (P2pPlanInput::pairWithin). 2xH200,
+// docs/gpu/2026-12-05c, three rounds (two under 32), gather / scatter, NCCL / half / whole, us: under 32, 256 MB 381.2
+// / 417.4 / 393.3 and 387.1 / 376.7 / 370.6, 512 MB 746.9 / 826.8 / 767.3 and 754.1 / 748.0 / 731.5 (whole wins at
+// every size from 16 MB); under 24, 16 MB 34.0 / 36.6 / 34.2 and 35.2 / 37.2 / 32.2 (and 4 MB, docs/gpu/2026-12-05b),
+// but 24 channels ran 128 MB gathers at 229.5 against half's 207.4 and 512 MB scatters at 798.2 against 759.9, with a
+// spread half never showed (why was not found; 32 channels do not).
+// The cut depends only on agreed values (the bound, the LL threshold, the transfer's size and whether it is a gather's
+// or scatter's; never on whether this rank pairs, has copies or other transfers), so both sides still cut alike. Local
+// copies (all-to-all's own share, a gather/scatter root's) may take up to half the bound more, for as long as they
+// copy: with an eighth, a 2-rank all-to-all of 64 MB under a bound of 24 took 247 us, copy-bound, against NCCL's 139
+// (docs/gpu/2026-11-27g). Each connection to another peer adds one CTA per direction.
 constexpr int kP2pPairMaxCtas = 16;
+constexpr int kP2pOneWayWideCtas = 32;
+constexpr size_t kP2pOneWayNarrowBytes = size_t(8) << 20;
 // Whether CTAs of nThreads threads can pair: two warp groups of a worker warp and a poster each, of equal whole
 // warps (the kernel splits at blockDim.x / 2).
 inline bool p2pCanPair(int nThreads) { return nThreads >= 128 && nThreads % 64 == 0; }
 struct P2pCtaBudget {
-  int nChannels;    // ring channels to cut over
-  int llChannels;   // ... for a transfer whose shares on nChannels would run LL
-  int maxCopyCtas;  // CTAs for local copies
-  bool pair;        // a ring channel's send and receive share a CTA
+  int nChannels;       // ring channels to cut over
+  int llChannels;      // ... for a transfer whose shares on nChannels would run LL
+  int oneWayChannels;  // ... for a gather's or scatter's transfer (P2pXfer::oneWay) ...
+  size_t oneWayMax;    // ... of at most this many bytes
+  int maxCopyCtas;     // CTAs for local copies
+  bool pair;           // a ring channel's send and receive share a CTA
+  int pairWithin;      // else: pair only as many channels as keep the ring's CTAs within this (0: none)
 };
 // canPair: every rank's CTAs can (TuningFacts::p2pPair, agreed); where one cannot, every rank keeps half the
 // bound, a CTA per direction, so the bound holds.
 inline P2pCtaBudget p2pCtaBudget(int nChannels, int copyCtas, int maxCtas, bool canPair) {
-  if (maxCtas <= 0) return {nChannels, nChannels, copyCtas, false};
+  constexpr size_t kAny = ~size_t{0};
+  if (maxCtas <= 0) return {nChannels, nChannels, nChannels, kAny, copyCtas, false, 0};
   const int half = std::max(1, std::min(nChannels, maxCtas / 2));
+  const int whole = std::max(1, std::min(nChannels, maxCtas));
   const int copies = std::max(1, std::min(copyCtas, maxCtas / 2));
-  if (maxCtas > kP2pPairMaxCtas || !canPair) return {half, half, copies, false};
-  return {std::max(1, std::min(nChannels, maxCtas)), half, copies, true};
+  if (!canPair) return {half, half, half, kAny, copies, false, 0};
+  if (maxCtas > kP2pPairMaxCtas)
+    return {half, half, whole, maxCtas >= kP2pOneWayWideCtas ? kAny : kP2pOneWayNarrowBytes, copies, false, maxCtas};
+  return {whole, half, whole, kAny, copies, true, 0};
 }
 
 // The bytes of each of a transfer's first `parts` - 1 shares (the last takes the rest): contiguous shares
@@ -122,6 +139,12 @@ inline P2pCtaBudget p2pCtaBudget(int nChannels, int copyCtas, int maxCtas, bool 
 inline size_t p2pShareBytes(size_t bytes, int parts) {
   if (parts <= 1) return bytes;
   return ((bytes + static_cast<size_t>(parts) - 1) / static_cast<size_t>(parts) + 63) & ~size_t{63};
+}
+
+// The channels a ring transfer is cut over (p2pCtaBudget): oneWayChannels for a gather's or scatter's of at
+// most oneWayMax bytes, else nChannels (planP2p and the cost model alike).
+inline int p2pCutChannels(size_t bytes, bool oneWay, int nChannels, int oneWayChannels, size_t oneWayMax) {
+  return oneWay && oneWayChannels > 0 && bytes <= oneWayMax ? oneWayChannels : nChannels;
 }
 
 // The channels of a ring transfer of `bytes` (p2pCtaBudget): p2pChannelsForBytes over nChannels, or over
@@ -136,6 +159,7 @@ struct P2pXfer {
   char* buf;
   size_t bytes;
   const char* src = nullptr;  // local copies: the source
+  bool oneWay = false;        // a gather's or scatter's: its peer's end is one too (oneWayChannels)
 };
 
 // The transfers of one connection direction, in posting order.
@@ -151,7 +175,10 @@ struct P2pPlanInput {
   std::vector<P2pXfer> copies;  // local copies (a rank's own share, sends to itself)
   int nChannels = 1;            // the ring's channels
   int llChannels = 0;           // ... for transfers whose shares on nChannels would run LL (0: nChannels)
+  int oneWayChannels = 0;       // ... for P2pXfer::oneWay transfers (0: nChannels) ...
+  size_t oneWayMax = ~size_t{0};  // ... of at most this many bytes
   bool pairRing = false;        // a ring channel's send and receive blocks share one CTA where none is LL
+  int pairWithin = 0;           // else: so many of those channels as bring the ring's CTAs within this (0: none)
   size_t llThreshold = 0;       // shares of at most this many bytes run LL where the connection has LL slots
   size_t channelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES: the unit of p2pChannelsForBytes
   int maxCtas = 192;            // CTAs of the launch

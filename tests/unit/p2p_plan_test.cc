@@ -51,7 +51,7 @@ std::vector<P2pPlanBlock> checkPlan(const P2pPlanInput& in, const P2pPlanLaunch&
     EXPECT_FALSE(l.blocksOf(cta).empty());
     if (cta.copy) EXPECT_FALSE(seenTransfer) << "copy CTAs come first";
     seenTransfer = seenTransfer || !cta.copy;
-    EXPECT_TRUE(cta.split == 0 || (in.pairRing && !cta.copy && cta.split < cta.count)) << cta.split;
+    EXPECT_TRUE(cta.split == 0 || ((in.pairRing || in.pairWithin > 0) && !cta.copy && cta.split < cta.count)) << cta.split;
     // A paired CTA: the ring send's blocks, then the ring receive's on the same channel, all SIMPLE (the
     // kernel's warp groups take each half's connection and direction from its first block).
     const P2pPlanBlock* begin = l.all.data() + cta.first;
@@ -362,6 +362,19 @@ TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
   EXPECT_EQ(p2pCtaBudget(64, 32, 8, false).nChannels, 4);
   EXPECT_EQ(p2pCtaBudget(64, 32, 8, false).llChannels, 4);
   EXPECT_FALSE(p2pCtaBudget(64, 32, 8, false).pair);
+  // A gather's or scatter's transfers: the whole bound above kP2pPairMaxCtas too, pairing only to fit.
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).oneWayChannels, 24);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).oneWayMax, kP2pOneWayNarrowBytes);  // below 32: up to 8 MiB
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).pairWithin, 24);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 32, true).oneWayChannels, 32);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 32, true).oneWayMax, ~size_t{0});
+  EXPECT_EQ(p2pCtaBudget(64, 32, 32, true).pairWithin, 32);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 16, true).oneWayChannels, 16);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 16, true).pairWithin, 0);  // pairs every channel anyway
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24, false).oneWayChannels, 12);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24, false).pairWithin, 0);
+  EXPECT_EQ(p2pCtaBudget(64, 32, -1, true).oneWayChannels, 64);
+  EXPECT_EQ(p2pCtaBudget(16, 32, 128, true).oneWayChannels, 16);
   for (int t : {64, 96, 160, 224}) EXPECT_FALSE(p2pCanPair(t)) << t;
   for (int t : {128, 192, 256, 512}) EXPECT_TRUE(p2pCanPair(t)) << t;
   const size_t big = size_t(64) << 20;
@@ -373,6 +386,9 @@ TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
       in.llChannels = b.llChannels;
       in.pairRing = b.pair;
       in.maxCopyCtas = b.maxCopyCtas;
+      in.oneWayChannels = b.oneWayChannels;
+      in.oneWayMax = b.oneWayMax;
+      in.pairWithin = b.pairWithin;
       in.conns.push_back(ringConn(true, 64, {big}, 0));
       in.conns.push_back(ringConn(false, 64, {big}, 10));
       P2pPlanLaunch plan;
@@ -380,6 +396,16 @@ TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
       ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
       EXPECT_LE(static_cast<int>(plan.ctas.size()), bound) << bound;
       checkCoverage(in, checkPlan(in, plan));
+      // A gather's send (the whole bound's channels) beside a receive the other way, and the gather alone.
+      in.conns[0].xs[0].oneWay = true;
+      ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
+      EXPECT_LE(static_cast<int>(plan.ctas.size()), bound) << bound;
+      checkCoverage(in, checkPlan(in, plan));
+      in.conns.pop_back();
+      ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
+      const bool narrow = bound > kP2pPairMaxCtas && bound < kP2pOneWayWideCtas;  // 64 MB: past 8 MiB there
+      EXPECT_EQ(static_cast<int>(plan.ctas.size()), canPair && !narrow ? std::min(bound, 64) : bound / 2) << bound;
+      in.conns.push_back(ringConn(false, 64, {big}, 10));
       in.copies.push_back(P2pXfer{fakeBuf(50), big, fakeBuf(51)});  // all-to-all's own share
       ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
       EXPECT_LE(static_cast<int>(plan.ctas.size()), bound + bound / 2) << bound;
@@ -443,6 +469,69 @@ TEST(P2pPlan, PairedRingChannelsUnderABound) {
   EXPECT_EQ(p2pRingChannels(64 << 10, 8, 4, 65536, 16384), 4);
   EXPECT_EQ(p2pRingChannels(64 << 10, 8, 4, 65536, 4096), 8);  // 8 KiB shares above a 4 KiB threshold
   EXPECT_EQ(p2pRingChannels(1 << 20, 8, 4, 65536, 16384), 8);  // 128 KiB shares: SIMPLE, the whole bound
+}
+
+// Under a bound of 32 (above kP2pPairMaxCtas): a gather's or scatter's ring transfer is cut over all 32
+// channels on both ranks alike (the sender's and the receiver's shares match); a send/recv stays on 16 a
+// direction; a group holding a gather's 32-channel send and a 16-channel receive pairs its 16 lowest channels
+// and so takes 32 CTAs, not 48; LL-sized one-way transfers keep the cut over half. Under 24, only one-way
+// transfers of up to 8 MiB take the whole bound.
+TEST(P2pPlan, OneWayTransfersTakeTheWholeBound) {
+  auto plan = [&](int bound, std::vector<P2pPlanConn> conns, P2pPlanLaunch* l) {
+    const P2pCtaBudget b = p2pCtaBudget(64, 32, bound, true);
+    P2pPlanInput in = input(b.nChannels);
+    in.llChannels = b.llChannels;
+    in.oneWayChannels = b.oneWayChannels;
+    in.oneWayMax = b.oneWayMax;
+    in.pairRing = b.pair;
+    in.pairWithin = b.pairWithin;
+    in.conns = std::move(conns);
+    std::string why;
+    EXPECT_TRUE(planP2p(in, l, &why)) << why;
+    checkCoverage(in, checkPlan(in, *l));
+  };
+  auto oneWay = [](P2pPlanConn c) {
+    for (P2pXfer& x : c.xs) x.oneWay = true;
+    return c;
+  };
+  auto shares = [](const P2pPlanLaunch& l) {
+    std::vector<std::tuple<int, size_t, size_t, bool>> v;  // channel, offset, bytes, ll
+    for (const P2pPlanBlock& blk : l.all) v.emplace_back(blk.channel, blk.buf - fakeBuf(0), blk.bytes, blk.ll);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const size_t big = size_t(128) << 20;
+  P2pPlanLaunch sender, receiver;
+  plan(32, {oneWay(ringConn(true, 64, {big}, 0))}, &sender);
+  plan(32, {oneWay(ringConn(false, 64, {big}, 0))}, &receiver);
+  ASSERT_EQ(sender.ctas.size(), 32u);
+  ASSERT_EQ(receiver.ctas.size(), 32u);
+  for (const P2pPlanCta& cta : sender.ctas) EXPECT_EQ(cta.split, 0);
+  EXPECT_EQ(shares(sender), shares(receiver));
+  plan(32, {ringConn(true, 64, {big}, 0)}, &sender);  // a send of send/recv: half
+  EXPECT_EQ(sender.ctas.size(), 16u);
+  plan(32, {oneWay(ringConn(true, 64, {big}, 0)), ringConn(false, 64, {big}, 10)}, &sender);
+  ASSERT_EQ(sender.ctas.size(), 32u);
+  int paired = 0;
+  for (const P2pPlanCta& cta : sender.ctas) {
+    if (cta.split == 0) continue;
+    ++paired;
+    EXPECT_LT(sender.all[cta.first].channel, 16);
+  }
+  EXPECT_EQ(paired, 16);
+  // 64 KB: LL-sized shares, so the cut over half the bound that a send/recv of it gets (8 KiB on 8 channels).
+  plan(32, {oneWay(ringConn(true, 64, {64 << 10}, 0))}, &sender);
+  EXPECT_EQ(sender.ctas.size(), static_cast<size_t>(p2pRingChannels(64 << 10, 16, 16, 65536, 16384)));
+  for (const P2pPlanBlock& blk : sender.all) EXPECT_TRUE(blk.ll);
+  // Under 24: 8 MiB on 24 channels, both ends alike; 8 MiB + 64 and 128 MiB on 12.
+  plan(24, {oneWay(ringConn(true, 64, {size_t(8) << 20}, 0))}, &sender);
+  plan(24, {oneWay(ringConn(false, 64, {size_t(8) << 20}, 0))}, &receiver);
+  EXPECT_EQ(sender.ctas.size(), 24u);
+  EXPECT_EQ(shares(sender), shares(receiver));
+  plan(24, {oneWay(ringConn(true, 64, {(size_t(8) << 20) + 64}, 0))}, &sender);
+  EXPECT_EQ(sender.ctas.size(), 12u);
+  plan(24, {oneWay(ringConn(true, 64, {big}, 0))}, &sender);
+  EXPECT_EQ(sender.ctas.size(), 12u);
 }
 
 // How many channels a ring transfer takes (p2pChannelsForBytes), unit u: up to 2u shares of u/8 on at most 8
