@@ -605,19 +605,12 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     return llSlotsOf(ci) != nullptr && (ci->kind != TransportKind::Net || st_->p2pLlOnNet);
   };
   P2pPlanInput& in = w.in;
-  const P2pCtaBudget budget = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas, st_->p2pPair);
-  in.nChannels = budget.nChannels;
-  in.llChannels = budget.llChannels;
-  in.oneWayChannels = budget.oneWayChannels;
-  in.oneWayMax = budget.oneWayMax;
-  // Paired CTAs (p2p_plan.h) where the budget says: every rank's threads can (agreed at init).
-  in.pairRing = budget.pair;
-  in.pairWithin = budget.pairWithin;
+  // The cut and paired CTAs (p2p_plan.h) as the budget says: every rank's threads can pair (agreed at init).
+  applyBudget(p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas, st_->p2pPair), &in);
   in.llThreshold = st_->p2pLlThreshold;
   in.channelBytes = st_->p2pChannelBytes;
   in.maxCtas = kMaxP2pCtas;
   in.maxBlocks = kMaxP2pTableBlocks;
-  in.maxCopyCtas = budget.maxCopyCtas;
   w.connPeer.clear();
   size_t nConns = 0, nTransfers = copies.size();
   for (int p = 0; p < n; ++p) {

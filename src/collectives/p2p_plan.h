@@ -187,6 +187,17 @@ struct P2pPlanInput {
                                 // the peer never sees how a rank copies its own share)
 };
 
+// A CTA budget's cut on a plan's input (the executor's, and the tests').
+inline void applyBudget(const P2pCtaBudget& b, P2pPlanInput* in) {
+  in->nChannels = b.nChannels;
+  in->llChannels = b.llChannels;
+  in->oneWayChannels = b.oneWayChannels;
+  in->oneWayMax = b.oneWayMax;
+  in->pairRing = b.pair;
+  in->pairWithin = b.pairWithin;
+  in->maxCopyCtas = b.maxCopyCtas;
+}
+
 struct P2pPlanBlock {
   int conn;      // index into P2pPlanInput::conns; -1: a local copy
   int channel;   // the ring channel (0 for p2p connections and copies)

@@ -383,12 +383,7 @@ TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
       SCOPED_TRACE(canPair ? "can pair" : "cannot pair");
       const P2pCtaBudget b = p2pCtaBudget(64, 32, bound, canPair);
       P2pPlanInput in = input(b.nChannels);
-      in.llChannels = b.llChannels;
-      in.pairRing = b.pair;
-      in.maxCopyCtas = b.maxCopyCtas;
-      in.oneWayChannels = b.oneWayChannels;
-      in.oneWayMax = b.oneWayMax;
-      in.pairWithin = b.pairWithin;
+      applyBudget(b, &in);
       in.conns.push_back(ringConn(true, 64, {big}, 0));
       in.conns.push_back(ringConn(false, 64, {big}, 10));
       P2pPlanLaunch plan;
@@ -480,11 +475,7 @@ TEST(P2pPlan, OneWayTransfersTakeTheWholeBound) {
   auto plan = [&](int bound, std::vector<P2pPlanConn> conns, P2pPlanLaunch* l) {
     const P2pCtaBudget b = p2pCtaBudget(64, 32, bound, true);
     P2pPlanInput in = input(b.nChannels);
-    in.llChannels = b.llChannels;
-    in.oneWayChannels = b.oneWayChannels;
-    in.oneWayMax = b.oneWayMax;
-    in.pairRing = b.pair;
-    in.pairWithin = b.pairWithin;
+    applyBudget(b, &in);
     in.conns = std::move(conns);
     std::string why;
     EXPECT_TRUE(planP2p(in, l, &why)) << why;
