@@ -344,11 +344,7 @@ double DeviceExecutorImpl::predictUs(const OpDesc& op) {
   if (op.count == 0) return 0;
   if (isP2pColl(op.coll)) {  // p2p launches: the model's time of the cut launchP2p makes
     P2pCutFacts f;
-    const P2pCtaBudget budget = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas, st_->p2pPair);
-    f.nChannels = budget.nChannels;
-    f.llChannels = budget.llChannels;
-    f.oneWayChannels = budget.oneWayChannels;
-    f.oneWayMax = budget.oneWayMax;
+    f.cut = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas, st_->p2pPair);
     f.channelBytes = st_->p2pChannelBytes;
     f.llThreshold = st_->p2pLlThreshold;
     f.llSlots = st_->llPath && (transport_ != TransportClass::NetSocket || st_->p2pLlOnNet);

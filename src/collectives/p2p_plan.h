@@ -112,13 +112,13 @@ constexpr size_t kP2pOneWayNarrowBytes = size_t(8) << 20;
 // warps (the kernel splits at blockDim.x / 2).
 inline bool p2pCanPair(int nThreads) { return nThreads >= 128 && nThreads % 64 == 0; }
 struct P2pCtaBudget {
-  int nChannels;       // ring channels to cut over
-  int llChannels;      // ... for a transfer whose shares on nChannels would run LL
-  int oneWayChannels;  // ... for a gather's or scatter's transfer (P2pXfer::oneWay) ...
-  size_t oneWayMax;    // ... of at most this many bytes
-  int maxCopyCtas;     // CTAs for local copies
-  bool pair;           // a ring channel's send and receive share a CTA
-  int pairWithin;      // else: pair only as many channels as keep the ring's CTAs within this (0: none)
+  int nChannels = 1;              // ring channels to cut over
+  int llChannels = 0;             // ... for a transfer whose shares on nChannels would run LL (0: nChannels)
+  int oneWayChannels = 0;         // ... for a gather's or scatter's transfer (P2pXfer::oneWay; 0: nChannels) ...
+  size_t oneWayMax = ~size_t{0};  // ... of at most this many bytes
+  int maxCopyCtas = 1;            // CTAs for local copies
+  bool pair = false;              // a ring channel's send and receive share a CTA
+  int pairWithin = 0;             // else: pair only as many channels as keep the ring's CTAs within this (0: none)
 };
 // canPair: every rank's CTAs can (TuningFacts::p2pPair, agreed); where one cannot, every rank keeps half the
 // bound, a CTA per direction, so the bound holds.

@@ -593,9 +593,10 @@ double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass trans
   const int next = (rank + 1) % n, prev = (rank - 1 + n) % n;
   // One transfer of `bytes`: over the ring's channels (the neighbour, or the rank itself) or one connection.
   const bool oneWay = op.coll == CollType::Gather || op.coll == CollType::Scatter;
-  const int over = p2pCutChannels(bytes, oneWay, facts.nChannels, facts.oneWayChannels, facts.oneWayMax);
+  const P2pCtaBudget& cut = facts.cut;
+  const int over = p2pCutChannels(bytes, oneWay, cut.nChannels, cut.oneWayChannels, cut.oneWayMax);
   auto transfer = [&](bool ring) {
-    const int nch = ring ? p2pRingChannels(bytes, over, facts.llChannels, facts.channelBytes, facts.llThreshold) : 1;
+    const int nch = ring ? p2pRingChannels(bytes, over, cut.llChannels, facts.channelBytes, facts.llThreshold) : 1;
     // LL as planP2p decides it for the transfer's full shares (the last, shorter one may differ).
     const bool ll = facts.llSlots && p2pShareBytes(bytes, nch) <= facts.llThreshold &&
                     row(transport, Proto::LL).bwPerChGBs > 0;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/op_desc.h"
+#include "collectives/p2p_plan.h"  // P2pCtaBudget
 #include "nccl.h"
 
 namespace braid {
@@ -185,10 +186,7 @@ double groupTimeUs(const std::vector<TimedOp>& ops);
 
 // What a GPU communicator's p2p cut depends on (agreed at init, device_state.h).
 struct P2pCutFacts {
-  int nChannels = 1;            // the ring's channels (within a CTA bound: p2pCtaBudget)
-  int llChannels = 0;           // ... for transfers whose shares would run LL (0: nChannels)
-  int oneWayChannels = 0;       // ... for a gather's or scatter's transfers (0: nChannels) ...
-  size_t oneWayMax = ~size_t{0};  // ... of at most this many bytes
+  P2pCtaBudget cut;             // the ring's channels per transfer (p2pCtaBudget; its CTA fields unused here)
   size_t channelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES
   size_t llThreshold = 0;       // NCCL_P2P_LL_THRESHOLD: shares up to this run LL where the path has LL slots
   bool llSlots = false;         // the path's connections have LL slots (P2P, SHM; NET only when LL is forced)

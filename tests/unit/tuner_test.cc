@@ -710,7 +710,7 @@ TEST(TunerGroup, TimeAddsCollectivesTakesSlowestP2pAndSlowestComm) {
 TEST(TunerP2p, EstimateFollowsTheCut) {
   const TransportClass t = TransportClass::P2pNvlink;
   P2pCutFacts f;
-  f.nChannels = 64;
+  f.cut.nChannels = 64;
   f.channelBytes = 65536;
   f.llThreshold = 16384;
   f.llSlots = true;
@@ -774,13 +774,13 @@ TEST(TunerP2p, EstimateFollowsTheCut) {
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Scatter, 4 * m, 0), 4, 2, t, f), toFar);
   // Under a bound of 24 (p2pCtaBudget): a send/recv's transfer on 12 channels, a gather's or scatter's on 24.
   P2pCutFacts b24 = f;
-  b24.nChannels = b24.llChannels = 12;
-  b24.oneWayChannels = 24;
+  b24.cut.nChannels = b24.cut.llChannels = 12;
+  b24.cut.oneWayChannels = 24;
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 64 * m, 1), 2, 0, t, b24), fixed(64 * m, Proto::Simple, 12));
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 64 * m, 0), 2, 1, t, b24), fixed(64 * m, Proto::Simple, 24));
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Scatter, 64 * m, 0), 2, 0, t, b24), fixed(64 * m, Proto::Simple, 24));
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 8 * k, 0), 2, 1, t, b24), fixed(8 * k, Proto::LL, 1));
-  b24.oneWayMax = 8 * m;  // as p2pCtaBudget sets it below 32 CTAs: larger one-way transfers on 12
+  b24.cut.oneWayMax = 8 * m;  // as p2pCtaBudget sets it below 32 CTAs: larger one-way transfers on 12
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 8 * m, 0), 2, 1, t, b24), fixed(8 * m, Proto::Simple, 24));
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 64 * m, 0), 2, 1, t, b24), fixed(64 * m, Proto::Simple, 12));
   // Nothing to move, or not a p2p op: 0.
