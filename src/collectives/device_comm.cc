@@ -259,7 +259,6 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   facts.p2pChannelBytes =
       static_cast<uint32_t>(std::max<int64_t>(4096, std::min<int64_t>(params::P2pChannelBytes(), int64_t(1) << 30)));
   facts.p2pPieces = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(params::P2pPieces(), 64)));
-  facts.p2pGatherStep = gatherStepSetting(params::P2pGatherStep());
   facts.p2pPair = p2pCanPair(st->nThreads) ? 1u : 0u;
   // Programmatic launches need kernels that wait for their predecessor: the PTX they came from decides (every
   // kernel is built with the same architecture list, so one tells).
@@ -324,7 +323,6 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->p2pLlThreshold = agreed.p2pLlThreshold;
   st->p2pChannelBytes = agreed.p2pChannelBytes;
   st->p2pPieces = agreed.p2pPieces;
-  st->p2pGatherStep = agreed.p2pGatherStep;
   st->p2pPair = agreed.p2pPair != 0;
   st->clusterRing = agreed.clusterRing != 0;
   st->clusterThree = agreed.clusterThree != 0;

@@ -524,13 +524,11 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     char* rb = static_cast<char*>(op->recvbuff);
     // A gather's or scatter's transfers run one way between each pair and both ends know it (p2p_plan.h).
     const bool oneWay = op->coll == CollType::Gather || op->coll == CollType::Scatter;
-    // A gather's FIFO steps into the root are capped (kP2pGatherStepBytes), alike on both ends.
-    const uint32_t cap = op->coll == CollType::Gather ? st_->p2pGatherStep : 0;
     auto snd = [&](int p, const char* b) {
-      (p == me ? w.selfSends : w.sends[p]).push_back(P2pXfer{const_cast<char*>(b), bytes, nullptr, oneWay, cap});
+      (p == me ? w.selfSends : w.sends[p]).push_back(P2pXfer{const_cast<char*>(b), bytes, nullptr, oneWay});
     };
     auto rcv = [&](int p, char* b) {
-      (p == me ? w.selfRecvs : w.recvs[p]).push_back(P2pXfer{b, bytes, nullptr, oneWay, cap});
+      (p == me ? w.selfRecvs : w.recvs[p]).push_back(P2pXfer{b, bytes, nullptr, oneWay});
     };
     switch (op->coll) {
       case CollType::Send: snd(op->peer, sb); break;
@@ -671,7 +669,6 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
         b.src = pb.src;
         b.isSend = pb.isSend;
         b.ll = pb.ll;
-        b.capPages = static_cast<uint16_t>(pb.stepCap / kP2pCapPageBytes);
         b.nSeg = 0;
         b.conn = pb.conn < 0                 ? nullptr
                  : in.conns[pb.conn].ring ? (pb.isSend ? st_->ringSend(pb.channel) : st_->ringRecv(pb.channel))

@@ -81,7 +81,6 @@ class DeviceState {
   uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES, rank 0's: the unit of p2pChannelsForBytes
   bool p2pPair = false;               // every rank can pair p2p CTAs (TuningFacts::p2pPair, agreed; p2pCtaBudget)
   uint32_t p2pPieces = 4;            // BRAID_P2P_PIECES, rank 0's: SIMPLE shares in up to this many steps (>= 128 KiB)
-  uint32_t p2pGatherStep = 0;        // BRAID_P2P_GATHER_STEP, rank 0's: a gather's SIMPLE steps at most (0: none)
   int pdl = 0;                       // BRAID_PDL, this rank's (launch attributes only: no cross-rank effect)
   int cluster = 0;                   // clusterSetting: NCCL_CGA_CLUSTER_SIZE / config, this rank's (likewise)
   bool clusterUserSet = false;       // NCCL_CGA_CLUSTER_SIZE or config.cgaClusterSize chose `cluster`

@@ -135,7 +135,6 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
       const int parts = nch[connT0[ci] + t];
       if (parts <= c) continue;
       P2pPlanBlock b = shareOf(conn.xs[t], c, parts);
-      b.stepCap = p2pPlannedStepCap(conn.xs[t], in.nChannels, in.oneWayChannels, in.oneWayMax);
       b.conn = static_cast<int>(ci);
       b.channel = c;
       b.isSend = conn.isSend;

@@ -23,42 +23,18 @@
 
 namespace braid {
 
-// The FIFO step of a SIMPLE p2p share. Both sides derive it from the block's bytes, the connection's step (the
-// same on both) and the transfer's step cap (P2pXfer::stepCap, from the collective both ends run), so they cut
-// the transfer alike: in `pieces` steps of whole 4 KiB, none below kP2pMinPieceBytes nor above the connection's
-// step or the cap, so the receiver copies one piece out while the next crosses the link. Each step costs ~1.5 us
-// of handshake (2xH200, docs/gpu/2026-11-22zb: 32 KB send/recv 10.7 / 11.6 / 14.1 us at 1 / 2 / 4 pieces), which
-// pieces of 128 KiB and up pay back (16-64 MB send/recv, shares of 256 KiB-1 MiB: 4-9% faster at 4 pieces); a
-// share under two pieces keeps one step.
+// The FIFO step of a SIMPLE p2p share. Both sides derive it from the block's bytes and the connection's step
+// (the same on both), so they cut the transfer alike: in `pieces` steps of whole 4 KiB, none below
+// kP2pMinPieceBytes nor above the connection's step, so the receiver copies one piece out while the next
+// crosses the link. Each step costs ~1.5 us of handshake (2xH200, docs/gpu/2026-11-22zb: 32 KB send/recv
+// 10.7 / 11.6 / 14.1 us at 1 / 2 / 4 pieces), which pieces of 128 KiB and up pay back (16-64 MB send/recv,
+// shares of 256 KiB-1 MiB: 4-9% faster at 4 pieces); a share under two pieces keeps one step.
 constexpr size_t kP2pMinPieceBytes = size_t(128) << 10;
-BRAID_HD inline size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_t pieces, size_t cap = 0) {
-  const size_t step = cap != 0 && cap < connStep ? cap : connStep;
-  if (pieces <= 1 || bytes < 2 * kP2pMinPieceBytes) return step;
+BRAID_HD inline size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_t pieces) {
+  if (pieces <= 1 || bytes < 2 * kP2pMinPieceBytes) return connStep;
   size_t piece = ((bytes + pieces - 1) / pieces + 4095) & ~size_t{4095};
   if (piece < kP2pMinPieceBytes) piece = kP2pMinPieceBytes;
-  return piece < step ? piece : step;
-}
-
-// A gather's transfers into the root go in FIFO steps of at most this much (BRAID_P2P_GATHER_STEP, agreed)
-// where a CTA bound cuts them over half of it (p2pPlannedStepCap): there 12 receiving CTAs carry the link beside
-// the root's copy of its own share, and the connection's 512 KiB steps (4 MiB FIFOs) starve them. 2xH200, two
-// rounds each, us (docs/gpu/2026-12-06b: NCCL / main / 256 KiB cap): under a bound of 24, 64 / 128 / 256 / 512 MB
-// 115.5-113.8 / 213.5-208.6 / 380.3-382.5 / 748.1-746.9, 113.9-114.8 / 209.4-208.0 / 409.0-409.2 / 803.8-803.4,
-// 106.2-106.0 / 201.8-202.3 / 395.4-397.1 / 769.0-769.8 (2 MiB FIFOs, docs/gpu/2026-12-06a, alike). Elsewhere the
-// cap loses, so it stays off: under 32 (32 channels, whole) 512 MB 768.3-768.1 against 775.1-777.0; under 16 (16
-// paired channels, 1 MiB steps) 791.5-792.8 against 843.9-847.2 (512 KiB: 827.9-828.6); under 8 1341.7-1344.7
-// against 1370.0-1371.9; unbounded within 1% (743.8-747.6 against 747.5-749.0). Scatters gained nothing from
-// smaller steps under 24 (docs/gpu/2026-12-06a: their receiver copies nothing else), so they keep the connection's.
-constexpr size_t kP2pGatherStepBytes = size_t(256) << 10;
-// P2pBlock::capPages' unit (dev_work.h): caps of 4 KiB to kP2pMaxStepCap fit its 16 bits.
-constexpr size_t kP2pCapPageBytes = 4096;
-constexpr size_t kP2pMaxStepCap = size_t(64) << 20;
-// BRAID_P2P_GATHER_STEP as every rank offers it: 0 (no cap) stays, anything else rounded down to whole 4 KiB
-// within [4 KiB, 64 MiB].
-inline uint32_t gatherStepSetting(long long v) {
-  if (v <= 0) return 0;
-  const size_t b = std::min(std::max(static_cast<size_t>(v), kP2pCapPageBytes), kP2pMaxStepCap);
-  return static_cast<uint32_t>(b / kP2pCapPageBytes * kP2pCapPageBytes);
+  return piece < connStep ? piece : connStep;
 }
 
 // How many ring channels a p2p transfer of `bytes` takes, from the unit u = channelBytes (64 KiB). Up to 2u,
@@ -184,17 +160,7 @@ struct P2pXfer {
   size_t bytes;
   const char* src = nullptr;  // local copies: the source
   bool oneWay = false;        // a gather's or scatter's: its peer's end is one too (oneWayChannels)
-  uint32_t stepCap = 0;       // a gather's: p2pGatherStep, its SIMPLE FIFO steps at most where p2pPlannedStepCap
-                              // says (0: the connection's); both ends set it alike, from the collective
 };
-
-// A transfer's FIFO step cap as planned (P2pPlanBlock::stepCap): its own (a gather's, P2pXfer::stepCap) where
-// the bound cuts it over fewer channels than a one-way transfer's whole bound (a bound of 17-31 and more than
-// kP2pOneWayNarrowBytes: p2pCtaBudget), else 0, the connection's step. From agreed values only, as the cut.
-inline uint32_t p2pPlannedStepCap(const P2pXfer& x, int nChannels, int oneWayChannels, size_t oneWayMax) {
-  const bool half = p2pCutChannels(x.bytes, x.oneWay, nChannels, oneWayChannels, oneWayMax) < oneWayChannels;
-  return half ? x.stepCap : 0;
-}
 
 // The transfers of one connection direction, in posting order.
 struct P2pPlanConn {
@@ -240,7 +206,6 @@ struct P2pPlanBlock {
   size_t bytes;
   bool isSend;
   bool ll;
-  uint32_t stepCap;  // SIMPLE FIFO steps at most (p2pPlannedStepCap; 0: the connection's)
 };
 
 // One CTA runs blocks[first] .. blocks[first + count - 1] of its launch, in order; a paired CTA (split > 0)

@@ -31,7 +31,6 @@ struct Offer {
   uint32_t algos[kNumCollTypes];
   uint32_t clusterThree;
   uint32_t p2pPair;
-  uint32_t p2pGatherStep;
 };
 }  // namespace
 
@@ -47,7 +46,6 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.p2pLlThreshold = facts.p2pLlThreshold;
   mine.p2pChannelBytes = facts.p2pChannelBytes;
   mine.p2pPieces = facts.p2pPieces;
-  mine.p2pGatherStep = facts.p2pGatherStep;
   mine.clusterRing = facts.clusterRing;
   mine.clusterThree = facts.clusterThree;
   mine.p2pPair = facts.p2pPair;
@@ -75,7 +73,6 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.p2pLlThreshold = all[0].p2pLlThreshold;
   f.p2pChannelBytes = all[0].p2pChannelBytes;
   f.p2pPieces = all[0].p2pPieces;
-  f.p2pGatherStep = all[0].p2pGatherStep;
   out.buffSize = all[0].buffSize;
   out.pipelineSteps = all[0].pipelineSteps;
   out.oneShotSplit = all[0].oneShotSplit != 0;
@@ -94,8 +91,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     differ = differ || o.minChannels != own.minChannels || o.buffSize != own.buffSize ||
              o.pipelineSteps != own.pipelineSteps || o.oneShotSplit != own.oneShotSplit || o.maxCtas != own.maxCtas ||
              o.tunerOn != own.tunerOn ||
-             o.p2pLlThreshold != own.p2pLlThreshold || o.p2pChannelBytes != own.p2pChannelBytes || o.p2pPieces != own.p2pPieces ||
-             o.p2pGatherStep != own.p2pGatherStep;
+             o.p2pLlThreshold != own.p2pLlThreshold || o.p2pChannelBytes != own.p2pChannelBytes || o.p2pPieces != own.p2pPieces;
     for (int c = 0; c < kNumCollTypes; ++c) {
       out.protos.mask[c] &= o.protos[c];
       out.algos.mask[c] &= o.algos[c];
@@ -113,9 +109,9 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   if (differ)
     BRAID_WARN("rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS / "
                "config.maxCTAs / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / BRAID_ONESHOT_SPLIT / BRAID_DEVICE_TUNER / "
-               "NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES / BRAID_P2P_GATHER_STEP differ across "
-               "ranks; every rank uses what all allow (the largest minimum, the smallest CTA bound, rank 0's sizes, "
-               "split, tuner switch, threshold, p2p channel bytes, pieces and gather step)",
+               "NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES differ across ranks; every rank uses "
+               "what all allow (the largest minimum, the smallest CTA bound, rank 0's sizes, split, tuner switch, "
+               "threshold, p2p channel bytes and pieces)",
                comm->rank);
   *cfg = out;
   *agreed = f;

@@ -16,8 +16,7 @@ __device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, 
                                int tidBase, int nthreads) {
   DevPrims<uint8_t, FuncCopy, Bar> prims(&sh, reinterpret_cast<const uint8_t*>(b.buf),
                                          reinterpret_cast<uint8_t*>(b.buf), FuncCopy{}, st, tidBase, nthreads);
-  const size_t step = p2pSimpleStepBytes(isSend ? sh.send.stepBytes : sh.recv.stepBytes, b.bytes, pieces,
-                                         size_t{b.capPages} * kP2pCapPageBytes);
+  const size_t step = p2pSimpleStepBytes(isSend ? sh.send.stepBytes : sh.recv.stepBytes, b.bytes, pieces);
   for (size_t o = 0; o < b.bytes; o += step) {
     const size_t n = minSize(step, b.bytes - o);
     prims.setLastStep(o + n == b.bytes);

@@ -145,9 +145,8 @@ struct P2pBlock {
   size_t bytes;
   DevConn* conn;      // nullptr: a local copy of `bytes` from src to buf (no connection, no FIFO)
   const char* src;    // local copies only
-  int8_t isSend;
-  int8_t ll;          // 1: this transfer runs LL (the executor decides from its size, as the peer does)
-  uint16_t capPages;  // SIMPLE: FIFO steps of at most capPages x kP2pCapPageBytes (p2p_plan.h; 0: the connection's)
+  int16_t isSend;
+  int16_t ll;    // 1: this transfer runs LL (the executor decides from its size, as the peer does)
   int32_t nSeg;  // first entry of a CTA: how many consecutive entries it runs (a paired CTA: its send group's,
                  // and the receive group's first entry counts that group); 0 on the others
 };

@@ -4,8 +4,7 @@
 // cuts, every byte checked against poisoned outputs (and the byte after each transfer); the same group
 // captured into a CUDA graph and replayed after another group of its size rewrote the table's buffer and after a
 // larger group outgrew it; small groups (parameter tiers) before and after; gather and scatter grouped with
-// transfers the other way under CTA bounds; a gather's capped FIFO steps beside plain transfers on the same
-// connections. Skips with a reason where fewer than 2 GPUs exist.
+// transfers the other way under CTA bounds. Skips with a reason where fewer than 2 GPUs exist.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -223,12 +222,70 @@ TEST(DeviceP2pGroup, TableAllocatedInsideAGlobalModeCapture) {
   p.destroy();
 }
 
-// Buffers of a gather or scatter of n bytes per rank (root 0) and a transfer of m bytes in one group.
-struct RootedBuffers {
-  size_t n, m;
-  uint8_t *in[2] = {}, *out[2] = {}, *xin[2] = {}, *xout[2] = {};
-  RootedBuffers(size_t n_, size_t m_) : n(n_), m(m_) {}
-  ~RootedBuffers() {
+// A gather (root 0) beside a send the other way, then a scatter (root 0) beside a send the other way, each in
+// one group, under CTA bounds of 24 and 32 (a gather's or scatter's transfer of up to 8 MiB cut over the whole
+// bound, the send over half, so half the channels pair to keep the bound: p2p_plan.h), 8 (every ring channel
+// paired) and none. Every byte checked against poisoned outputs, and the byte after each.
+TEST(DeviceP2pGroup, RootedCollectivesBesideTransfersTheOtherWay) {
+  NEED_GPUS(2);
+  const size_t n = (size_t(8) << 20) - 3, m = (size_t(2) << 20) + 5;
+  for (const char* bound : {"24", "32", "8", ""}) {
+    SCOPED_TRACE(std::string("NCCL_MAX_CTAS=") + bound);
+    EnvScope env;
+    if (*bound) env.set("NCCL_MAX_CTAS", bound);
+    Pair p;
+    ASSERT_TRUE(p.init());
+    uint8_t *in[2], *out[2], *xin[2], *xout[2];
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&in[r], 2 * n), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&out[r], 2 * n + 1), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&xin[r], m), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&xout[r], m + 1), cudaSuccess);
+    }
+    for (int round = 0; round < 2; ++round) {
+      const bool gather = round == 0;
+      const std::string what = gather ? "gather + send 0 -> 1" : "scatter + send 1 -> 0";
+      const int xs = gather ? 0 : 1;  // the sender of the transfer the other way
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        fillPattern<<<64, 256>>>(in[r], 2 * n, seedOf(r, round, 0));
+        fillPattern<<<64, 256>>>(xin[r], m, seedOf(r, round, 1));
+        ASSERT_EQ(cudaMemset(out[r], 0xa5, 2 * n + 1), cudaSuccess);
+        ASSERT_EQ(cudaMemset(xout[r], 0xa5, m + 1), cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      }
+      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+      for (int r = 0; r < 2; ++r) {
+        ncclResult_t a = gather ? ncclGather(in[r], out[r], n, ncclUint8, 0, p.comm[r], p.stream[r])
+                                : ncclScatter(in[r], out[r], n, ncclUint8, 0, p.comm[r], p.stream[r]);
+        ASSERT_EQ(a, ncclSuccess) << what;
+        ncclResult_t b = r == xs ? ncclSend(xin[r], m, ncclUint8, 1 - r, p.comm[r], p.stream[r])
+                                 : ncclRecv(xout[r], m, ncclUint8, 1 - r, p.comm[r], p.stream[r]);
+        ASSERT_EQ(b, ncclSuccess) << what;
+      }
+      ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << what;
+      bool hung = false;
+      ASSERT_TRUE(finishPair(p, what, &hung));
+      std::vector<uint8_t> h(2 * n + 1);
+      // `bytes` of the pattern `seed` from `from` on; the byte after still poison where nothing follows.
+      auto expect = [&](int r, const uint8_t* dev, size_t bytes, uint32_t seed, size_t from, const char* which,
+                        bool last = true) {
+        cudaSetDevice(r);
+        ASSERT_EQ(cudaMemcpy(h.data(), dev, bytes + 1, cudaMemcpyDeviceToHost), cudaSuccess);
+        for (size_t i = 0; i < bytes; ++i)
+          ASSERT_EQ(h[i], patternByte(seed, from + i)) << what << ": rank " << r << " " << which << " byte " << i;
+        if (last) ASSERT_EQ(h[bytes], 0xa5) << what << ": rank " << r << " " << which << " wrote past its end";
+      };
+      if (gather) {  // root 0 holds rank 0's input, then rank 1's
+        ASSERT_NO_FATAL_FAILURE(expect(0, out[0], n, seedOf(0, round, 0), 0, "gather's own share", false));
+        ASSERT_NO_FATAL_FAILURE(expect(0, out[0] + n, n, seedOf(1, round, 0), 0, "gather's share from rank 1"));
+      } else {  // each rank gets its share of root 0's input
+        ASSERT_NO_FATAL_FAILURE(expect(0, out[0], n, seedOf(0, round, 0), 0, "scatter's own share"));
+        ASSERT_NO_FATAL_FAILURE(expect(1, out[1], n, seedOf(0, round, 0), n, "scatter's share"));
+      }
+      ASSERT_NO_FATAL_FAILURE(expect(1 - xs, xout[1 - xs], m, seedOf(xs, round, 1), 0, "received transfer"));
+    }
     for (int r = 0; r < 2; ++r) {
       cudaSetDevice(r);
       cudaFree(in[r]);
@@ -236,108 +293,7 @@ struct RootedBuffers {
       cudaFree(xin[r]);
       cudaFree(xout[r]);
     }
-  }
-  bool alloc() {
-    for (int r = 0; r < 2; ++r) {
-      GT_CUDA(cudaSetDevice(r));
-      GT_CUDA(cudaMalloc(&in[r], 2 * n));
-      GT_CUDA(cudaMalloc(&out[r], 2 * n + 1));
-      GT_CUDA(cudaMalloc(&xin[r], m));
-      GT_CUDA(cudaMalloc(&xout[r], m + 1));
-    }
-    return true;
-  }
-};
-
-// One group on both ranks: a gather (or scatter) of root 0, then a send from rank xs to the other. Every byte
-// checked against poisoned outputs, and the byte after each.
-void rootedWithTransfer(Pair& p, RootedBuffers& b, bool gather, int xs, int round) {
-  const size_t n = b.n, m = b.m;
-  const std::string what = std::string(gather ? "gather" : "scatter") + " + send " + std::to_string(xs) + " -> " +
-                           std::to_string(1 - xs);
-  for (int r = 0; r < 2; ++r) {
-    cudaSetDevice(r);
-    fillPattern<<<64, 256>>>(b.in[r], 2 * n, seedOf(r, round, 0));
-    fillPattern<<<64, 256>>>(b.xin[r], m, seedOf(r, round, 1));
-    ASSERT_EQ(cudaMemset(b.out[r], 0xa5, 2 * n + 1), cudaSuccess);
-    ASSERT_EQ(cudaMemset(b.xout[r], 0xa5, m + 1), cudaSuccess);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  }
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r) {
-    ncclResult_t a = gather ? ncclGather(b.in[r], b.out[r], n, ncclUint8, 0, p.comm[r], p.stream[r])
-                            : ncclScatter(b.in[r], b.out[r], n, ncclUint8, 0, p.comm[r], p.stream[r]);
-    ASSERT_EQ(a, ncclSuccess) << what;
-    ncclResult_t c = r == xs ? ncclSend(b.xin[r], m, ncclUint8, 1 - r, p.comm[r], p.stream[r])
-                             : ncclRecv(b.xout[r], m, ncclUint8, 1 - r, p.comm[r], p.stream[r]);
-    ASSERT_EQ(c, ncclSuccess) << what;
-  }
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << what;
-  bool hung = false;
-  ASSERT_TRUE(finishPair(p, what, &hung));
-  std::vector<uint8_t> h(2 * n + 1);
-  // `bytes` of the pattern `seed` from `from` on; the byte after still poison where nothing follows.
-  auto expect = [&](int r, const uint8_t* dev, size_t bytes, uint32_t seed, size_t from, const char* which,
-                    bool last = true) {
-    cudaSetDevice(r);
-    ASSERT_EQ(cudaMemcpy(h.data(), dev, bytes + 1, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (size_t i = 0; i < bytes; ++i)
-      ASSERT_EQ(h[i], patternByte(seed, from + i)) << what << ": rank " << r << " " << which << " byte " << i;
-    if (last) ASSERT_EQ(h[bytes], 0xa5) << what << ": rank " << r << " " << which << " wrote past its end";
-  };
-  if (gather) {  // root 0 holds rank 0's input, then rank 1's
-    ASSERT_NO_FATAL_FAILURE(expect(0, b.out[0], n, seedOf(0, round, 0), 0, "gather's own share", false));
-    ASSERT_NO_FATAL_FAILURE(expect(0, b.out[0] + n, n, seedOf(1, round, 0), 0, "gather's share from rank 1"));
-  } else {  // each rank gets its share of root 0's input
-    ASSERT_NO_FATAL_FAILURE(expect(0, b.out[0], n, seedOf(0, round, 0), 0, "scatter's own share"));
-    ASSERT_NO_FATAL_FAILURE(expect(1, b.out[1], n, seedOf(0, round, 0), n, "scatter's share"));
-  }
-  ASSERT_NO_FATAL_FAILURE(expect(1 - xs, b.xout[1 - xs], m, seedOf(xs, round, 1), 0, "received transfer"));
-}
-
-// A gather (root 0) beside a send the other way, then a scatter (root 0) beside a send the other way, each in
-// one group, under CTA bounds of 24 and 32 (a gather's or scatter's transfer of up to 8 MiB cut over the whole
-// bound, the send over half, so half the channels pair to keep the bound: p2p_plan.h), 8 (every ring channel
-// paired) and none.
-TEST(DeviceP2pGroup, RootedCollectivesBesideTransfersTheOtherWay) {
-  NEED_GPUS(2);
-  for (const char* bound : {"24", "32", "8", ""}) {
-    SCOPED_TRACE(std::string("NCCL_MAX_CTAS=") + bound);
-    EnvScope env;
-    if (*bound) env.set("NCCL_MAX_CTAS", bound);
-    Pair p;
-    ASSERT_TRUE(p.init());
-    RootedBuffers b((size_t(8) << 20) - 3, (size_t(2) << 20) + 5);
-    ASSERT_TRUE(b.alloc());
-    ASSERT_NO_FATAL_FAILURE(rootedWithTransfer(p, b, true, 0, 0));
-    ASSERT_NO_FATAL_FAILURE(rootedWithTransfer(p, b, false, 1, 1));
     p.destroy();
-  }
-}
-
-// A gather's transfer into the root goes in capped FIFO steps where a CTA bound of 17-31 cuts it over half
-// (BRAID_P2P_GATHER_STEP, kP2pGatherStepBytes) and a plain send the same way on the same connections does not: one
-// group carrying both, so each connection's blocks alternate step sizes and both ends must cut each alike. 24 MiB
-// + 5 per rank (shares of 2 MiB on 12 or 10 channels), a 3 MiB + 7 send; the default cap, none, an odd one
-// (132 KiB) and 4 KiB; then a scatter beside the same send (uncapped both); twice per setting, so the second
-// starts mid-FIFO. Unbounded too (no cap planned).
-TEST(DeviceP2pGroup, GatherStepsBesideTransfersTheSameWay) {
-  NEED_GPUS(2);
-  for (const char* bound : {"24", "20", ""}) {
-    for (const char* cap : {"", "0", "135168", "4096"}) {
-      if (!*bound && *cap) continue;
-      SCOPED_TRACE(std::string("NCCL_MAX_CTAS=") + bound + " BRAID_P2P_GATHER_STEP=" + cap);
-      EnvScope env;
-      if (*bound) env.set("NCCL_MAX_CTAS", bound);
-      if (*cap) env.set("BRAID_P2P_GATHER_STEP", cap);
-      Pair p;
-      ASSERT_TRUE(p.init());
-      RootedBuffers b((size_t(24) << 20) + 5, (size_t(3) << 20) + 7);
-      ASSERT_TRUE(b.alloc());
-      for (int round = 0; round < 2; ++round) ASSERT_NO_FATAL_FAILURE(rootedWithTransfer(p, b, true, 1, round));
-      ASSERT_NO_FATAL_FAILURE(rootedWithTransfer(p, b, false, 0, 2));
-      p.destroy();
-    }
   }
 }
 

@@ -579,60 +579,6 @@ TEST(P2pPlan, SimpleSharesCutIntoPieces) {
     EXPECT_EQ(p2pSimpleStepBytes(kStep, b, 1), kStep) << b;            // pieces 1: as before
     EXPECT_EQ(p2pSimpleStepBytes(64 << 10, b, 4), size_t{64} << 10) << b;  // small NCCL_BUFFSIZE steps
   }
-  // A step cap (a gather's, kP2pGatherStepBytes) binds only below the connection's step and the piece.
-  const size_t kCap = kP2pGatherStepBytes;
-  EXPECT_EQ(p2pSimpleStepBytes(kStep, size_t{64} << 20, 4, kCap), kCap);
-  EXPECT_EQ(p2pSimpleStepBytes(kStep, size_t{64} << 20, 1, kCap), kCap);
-  EXPECT_EQ(p2pSimpleStepBytes(kStep, size_t{512} << 10, 4, kCap), size_t{128} << 10);  // the piece is smaller
-  EXPECT_EQ(p2pSimpleStepBytes(kStep, size_t{64} << 10, 4, kCap), kCap);  // one step either way
-  EXPECT_EQ(p2pSimpleStepBytes(size_t{128} << 10, size_t{64} << 20, 4, kCap), size_t{128} << 10);
-  EXPECT_EQ(p2pSimpleStepBytes(size_t{2} << 20, size_t{64} << 20, 4, kCap), kCap);  // 16 MiB FIFOs (<= 8 channels)
-  EXPECT_EQ(p2pSimpleStepBytes(kStep, size_t{64} << 20, 4, 0), kStep);
-  // BRAID_P2P_GATHER_STEP as offered: 0 keeps no cap; else whole 4 KiB within [4 KiB, 64 MiB].
-  EXPECT_EQ(gatherStepSetting(0), 0u);
-  EXPECT_EQ(gatherStepSetting(-5), 0u);
-  EXPECT_EQ(gatherStepSetting(1), 4096u);
-  EXPECT_EQ(gatherStepSetting(262144 + 4095), 262144u);
-  EXPECT_EQ(gatherStepSetting(1LL << 40), 64u << 20);
-  EXPECT_LE(kP2pMaxStepCap / kP2pCapPageBytes, 65535u);  // P2pBlock::capPages holds every cap
-}
-
-// A gather's step cap (P2pXfer::stepCap) reaches its shares' blocks where a bound of 17-31 cuts it over half
-// (more than kP2pOneWayNarrowBytes), and no other transfer's, so a connection carrying a gather's transfer and a
-// plain one in a group cuts each as the peer does; on the whole bound, or unbounded, no cap.
-TEST(P2pPlan, StepCapOnlyWhereAGatherRunsOnHalfTheBound) {
-  auto capped = [](int bound, size_t gatherBytes) {
-    const P2pCtaBudget bud = p2pCtaBudget(64, 32, bound, true);
-    P2pPlanInput in = input(bud.nChannels);
-    applyBudget(bud, &in);
-    P2pPlanConn c = ringConn(false, 64, {gatherBytes, size_t(3) << 20}, 0);
-    c.xs[0].oneWay = true;
-    c.xs[0].stepCap = kP2pGatherStepBytes;
-    in.conns = {c};
-    P2pPlanLaunch l;
-    std::string why;
-    EXPECT_TRUE(planP2p(in, &l, &why)) << why;
-    checkCoverage(in, checkPlan(in, l));
-    size_t withCap = 0, plain = 0;
-    for (const P2pPlanBlock& b : l.all) {
-      const bool gather = b.buf >= fakeBuf(0) && b.buf < fakeBuf(1);
-      if (!gather) EXPECT_EQ(b.stepCap, 0u) << bound << " channel " << b.channel;
-      (b.stepCap == kP2pGatherStepBytes ? withCap : plain) += b.bytes;
-      if (b.stepCap != 0) EXPECT_EQ(b.stepCap, kP2pGatherStepBytes);
-    }
-    EXPECT_EQ(withCap + plain, gatherBytes + (size_t(3) << 20));
-    return withCap;
-  };
-  const size_t big = size_t(64) << 20, eight = size_t(8) << 20;
-  EXPECT_EQ(capped(24, big), big);
-  EXPECT_EQ(capped(20, eight + 64), eight + 64);
-  EXPECT_EQ(capped(24, eight), 0u);  // on the whole bound
-  EXPECT_EQ(capped(32, big), 0u);
-  EXPECT_EQ(capped(16, big), 0u);
-  EXPECT_EQ(capped(8, big), 0u);
-  EXPECT_EQ(capped(0, big), 0u);
-  P2pXfer scatter{fakeBuf(0), big, nullptr, true, 0};
-  EXPECT_EQ(p2pPlannedStepCap(scatter, 12, 24, eight), 0u);
 }
 
 // The executor reuses one launch across calls: a plan into a used launch equals a fresh one, whatever the

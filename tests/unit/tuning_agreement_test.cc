@@ -40,7 +40,6 @@ Offered offerOf(int rank) {
   o.facts.p2pLlThreshold = 1000u * static_cast<uint32_t>(rank + 1);
   o.facts.p2pChannelBytes = 16384u << rank;
   o.facts.p2pPieces = 2u + static_cast<uint32_t>(rank);
-  o.facts.p2pGatherStep = rank == 0 ? 131072u : 4096u * static_cast<uint32_t>(rank);
   o.facts.clusterRing = rank == 1 ? 0u : 1u;  // rank 1's ring launches plainly: nobody may count on clusters
   o.facts.clusterThree = rank == 1 ? 0u : 1u;
   return o;
@@ -94,7 +93,6 @@ TEST(TuningAgreement, EveryRankGetsTheSameConfiguration) {
     EXPECT_EQ(f.p2pLlThreshold, 1000u) << r;
     EXPECT_EQ(f.p2pChannelBytes, 16384u) << r;
     EXPECT_EQ(f.p2pPieces, 2u) << r;
-    EXPECT_EQ(f.p2pGatherStep, 131072u) << r;
     EXPECT_EQ(f.clusterRing, 0u) << r;
     EXPECT_EQ(f.clusterThree, 0u) << r;
   }
