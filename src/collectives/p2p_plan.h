@@ -99,14 +99,22 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 // / 417.4 / 393.3 and 387.1 / 376.7 / 370.6, 512 MB 746.9 / 826.8 / 767.3 and 754.1 / 748.0 / 731.5 (whole wins at
 // every size from 16 MB); under 24, 16 MB 34.0 / 36.6 / 34.2 and 35.2 / 37.2 / 32.2 (and 4 MB, docs/gpu/2026-12-05b),
 // but 24 channels ran 128 MB gathers at 229.5 against half's 207.4 and 512 MB scatters at 798.2 against 759.9, with a
-// spread half never showed (why was not found; 32 channels do not).
+// spread half never showed (why was not found; 32 channels do not; 2 and 8 MiB FIFOs alike, docs/gpu/2026-12-05g).
+// Above 24 the whole bound wins again. Two rounds, medians, NCCL / half / whole, us, 256 / 512 MB: under 28 on 2xH200
+// (docs/gpu/2026-12-06d) gather 383.1 / 421.2 / 399.0 and 746.4 / 834.2 / 783.3, scatter 388.6 / 415.6 / 377.8 and
+// 756.9 / 823.3 / 734.1 (half spread 760-886); under 28 on 2xH100 (docs/gpu/2026-12-06e) gather 385.2 / 426.9 / 403.4
+// and 750.2 / 841.5 / 791.3, scatter 393.9 / 385.6 / 375.7 and 759.2 / 762.7 / 745.4; under 26 (2xH100) gather 384.4
+// / 419.3 / 402.3 and 750.0 / 828.1 / 794.6, but scatter 394.7 / 386.3 / 392.8 and 759.8 / 757.7 / 783.6 (the one loss
+// above 24, 3%, beside the gather's 4% gain). So kP2pOneWayWideCtas is 25, just above 24, the bound where the whole
+// cut loses both. (Under 20 on 2xH200 it would gain 1-3%, gather 512 MB 747.3 / 841.8 / 816.8, scatter 755.4 /
+// 847.1 / 841.3: not taken, since a threshold below 25 takes in 24; both cuts trail NCCL there, 0.89-0.91x.)
 // The cut depends only on agreed values (the bound, the LL threshold, the transfer's size and whether it is a gather's
 // or scatter's; never on whether this rank pairs, has copies or other transfers), so both sides still cut alike. Local
 // copies (all-to-all's own share, a gather/scatter root's) may take up to half the bound more, for as long as they
 // copy: with an eighth, a 2-rank all-to-all of 64 MB under a bound of 24 took 247 us, copy-bound, against NCCL's 139
 // (docs/gpu/2026-11-27g). Each connection to another peer adds one CTA per direction.
 constexpr int kP2pPairMaxCtas = 16;
-constexpr int kP2pOneWayWideCtas = 32;
+constexpr int kP2pOneWayWideCtas = 25;
 constexpr size_t kP2pOneWayNarrowBytes = size_t(8) << 20;
 // Whether CTAs of nThreads threads can pair: two warp groups of a worker warp and a poster each, of equal whole
 // warps (the kernel splits at blockDim.x / 2).

@@ -364,7 +364,9 @@ TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
   EXPECT_FALSE(p2pCtaBudget(64, 32, 8, false).pair);
   // A gather's or scatter's transfers: the whole bound above kP2pPairMaxCtas too, pairing only to fit.
   EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).oneWayChannels, 24);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).oneWayMax, kP2pOneWayNarrowBytes);  // below 32: up to 8 MiB
+  EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).oneWayMax, kP2pOneWayNarrowBytes);  // below 25: up to 8 MiB
+  EXPECT_EQ(p2pCtaBudget(64, 32, 28, true).oneWayChannels, 28);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 28, true).oneWayMax, ~size_t{0});  // from 25: any size
   EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).pairWithin, 24);
   EXPECT_EQ(p2pCtaBudget(64, 32, 32, true).oneWayChannels, 32);
   EXPECT_EQ(p2pCtaBudget(64, 32, 32, true).oneWayMax, ~size_t{0});
@@ -523,6 +525,11 @@ TEST(P2pPlan, OneWayTransfersTakeTheWholeBound) {
   EXPECT_EQ(sender.ctas.size(), 12u);
   plan(24, {oneWay(ringConn(true, 64, {big}, 0))}, &sender);
   EXPECT_EQ(sender.ctas.size(), 12u);
+  // Under 28: 128 MiB on all 28, both ends alike.
+  plan(28, {oneWay(ringConn(true, 64, {big}, 0))}, &sender);
+  plan(28, {oneWay(ringConn(false, 64, {big}, 0))}, &receiver);
+  EXPECT_EQ(sender.ctas.size(), 28u);
+  EXPECT_EQ(shares(sender), shares(receiver));
 }
 
 // How many channels a ring transfer takes (p2pChannelsForBytes), unit u: up to 2u shares of u/8 on at most 8
