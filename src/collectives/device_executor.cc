@@ -522,8 +522,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     const size_t bytes = op->count * dtypeSize(op->dtype);
     const char* sb = static_cast<const char*>(op->sendbuff);
     char* rb = static_cast<char*>(op->recvbuff);
-    // A gather's or scatter's transfers run one way between each pair and both ends know it (p2p_plan.h).
-    const bool oneWay = op->coll == CollType::Gather || op->coll == CollType::Scatter;
+    const bool oneWay = isOneWayColl(op->coll);
     auto snd = [&](int p, const char* b) {
       (p == me ? w.selfSends : w.sends[p]).push_back(P2pXfer{const_cast<char*>(b), bytes, nullptr, oneWay});
     };

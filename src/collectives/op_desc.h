@@ -28,6 +28,9 @@ constexpr bool isP2pColl(CollType c) {
   return c == CollType::Send || c == CollType::Recv || c == CollType::AllToAll || c == CollType::Gather ||
          c == CollType::Scatter;
 }
+// p2p collectives whose transfers run one way between each pair of ranks, which both ends know from the
+// collective alone (P2pXfer::oneWay: the launch and the cost model cut them alike, p2p_plan.h).
+constexpr bool isOneWayColl(CollType c) { return c == CollType::Gather || c == CollType::Scatter; }
 
 // The reduction as executed: user ops are resolved by the API layer (Avg becomes PreMulSum by 1/n for
 // floating types and SumPostDiv by n for integers; user PreMulSum ops carry their scalar).

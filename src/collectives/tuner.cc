@@ -592,7 +592,7 @@ double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass trans
   const int n = std::max(1, nranks);
   const int next = (rank + 1) % n, prev = (rank - 1 + n) % n;
   // One transfer of `bytes`: over the ring's channels (the neighbour, or the rank itself) or one connection.
-  const bool oneWay = op.coll == CollType::Gather || op.coll == CollType::Scatter;
+  const bool oneWay = isOneWayColl(op.coll);
   const P2pCtaBudget& cut = facts.cut;
   const int over = p2pCutChannels(bytes, oneWay, cut.nChannels, cut.oneWayChannels, cut.oneWayMax);
   auto transfer = [&](bool ring) {
