@@ -116,8 +116,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   const int ch = doSend ? blockIdx.x : blockIdx.x - args.nChannels;
   const bool ring = args.nranks > 1;
   if (threadIdx.x == 0) {
-    sh.stop = 0;
-    sh.hostPollAt = 0;
+    sh.reset();
     if (ring) {
       // Both, also in the split: the chunk size comes from the send side's stepBytes (which no CTA writes;
       // the other CTA of a split channel may be storing its counters back meanwhile, which this one ignores).

@@ -60,23 +60,13 @@ __device__ __forceinline__ void p2pGroup(const Args& args, PrimsShared& sh, int 
   const int base = G * half;
   const P2pBlock& b0 = args.blocks[from];
   const bool isSend = b0.isSend != 0;
-  if (static_cast<int>(threadIdx.x) == base) {
-    sh.stop = 0;
-    sh.hostPollAt = 0;
-    sh.send = DevConn{};
-    sh.recv = DevConn{};
-    if (isSend) {
-      sh.send = *b0.conn;
-    } else {
-      sh.recv = *b0.conn;
-    }
-  }
+  if (static_cast<int>(threadIdx.x) == base) sh.loadOneWay(*b0.conn, isSend);
   asm volatile("barrier.sync %0, %1;" ::"n"(5 + G), "r"(half) : "memory");
   for (int i = from; i < from + count; ++i) {
     p2pBlockSimple<1 + 2 * G>(sh, args.blocks[i], isSend, args.status, args.pieces, base, half);
     asm volatile("barrier.sync %0, %1;" ::"n"(5 + G), "r"(half) : "memory");  // the next starts from sh's counters
   }
-  if (static_cast<int>(threadIdx.x) == base) b0.conn->step = isSend ? sh.send.step : sh.recv.step;
+  if (static_cast<int>(threadIdx.x) == base) sh.storeOneWay(b0.conn, isSend);
 }
 
 // One CTA per connection: its consecutive blocks run in order, each as ceil(bytes / stepBytes) steps of
@@ -113,17 +103,7 @@ __device__ __forceinline__ void p2pCta(const Args& args) {
     return;
   }
   const bool isSend = b0.isSend != 0;
-  if (threadIdx.x == 0) {
-    sh.stop = 0;
-    sh.hostPollAt = 0;
-    sh.send = DevConn{};
-    sh.recv = DevConn{};
-    if (isSend) {
-      sh.send = *conn;
-    } else {
-      sh.recv = *conn;
-    }
-  }
+  if (threadIdx.x == 0) sh.loadOneWay(*conn, isSend);
   __syncthreads();
   for (int i = first; i < first + b0.nSeg; ++i) {
     const P2pBlock& b = args.blocks[i];
@@ -134,11 +114,7 @@ __device__ __forceinline__ void p2pCta(const Args& args) {
     }
     __syncthreads();  // the next block's primitives start from the counters in sh
   }
-  if (threadIdx.x == 0) {
-    const DevConn& c = isSend ? sh.send : sh.recv;
-    conn->step = c.step;
-    conn->llLastClean = c.llLastClean;
-  }
+  if (threadIdx.x == 0) sh.storeOneWay(conn, isSend);
 }
 
 template <int MaxBlocks>

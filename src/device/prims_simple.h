@@ -35,6 +35,25 @@ struct PrimsShared {
   DevConn recv;
   int stop;      // set by thread 0; read by the workers after their barrier, by the poster after its
   unsigned long long hostPollAt;  // clock reading at the last claim of this CTA's turn to read the host words
+
+  // One thread, before the barrier that starts the CTA's (or p2p warp group's) primitives: nothing stopped,
+  // no host-word claim yet.
+  __device__ __forceinline__ void reset() {
+    stop = 0;
+    hostPollAt = 0;
+  }
+  // ... for transfers on one connection direction (p2p): its counters on that side, the other side empty.
+  __device__ __forceinline__ void loadOneWay(const DevConn& c, bool isSend) {
+    reset();
+    send = isSend ? c : DevConn{};
+    recv = isSend ? DevConn{} : c;
+  }
+  // One thread, after the barrier that ends them: the counters that persist across launches, back to `c`.
+  __device__ __forceinline__ void storeOneWay(DevConn* c, bool isSend) const {
+    const DevConn& mine = isSend ? send : recv;
+    c->step = mine.step;
+    c->llLastClean = mine.llLastClean;
+  }
 };
 
 // Named barriers: 0 is __syncthreads, Bar (1) the workers' hand-off after a wait, Bar + 1 (2) workers <->
