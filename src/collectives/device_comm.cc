@@ -46,6 +46,7 @@ DeviceState::~DeviceState() {
   for (auto& kv : p2pRecv) cudaFree(kv.second);
   if (ringConns) cudaFree(ringConns);
   if (splitGuard) cudaFree(splitGuard);
+  if (p2pClaims) cudaFree(p2pClaims);
   if (statusHost) cudaFreeHost(statusHost);
   cudaGetLastError();
 }
@@ -260,6 +261,8 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
       static_cast<uint32_t>(std::max<int64_t>(4096, std::min<int64_t>(params::P2pChannelBytes(), int64_t(1) << 30)));
   facts.p2pPieces = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(params::P2pPieces(), 64)));
   facts.p2pPair = p2pCanPair(st->nThreads) ? 1u : 0u;
+  facts.p2pBalanceBytes =
+      static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(params::P2pBalanceBytes(), 1 << 30)));
   // Programmatic launches need kernels that wait for their predecessor: the PTX they came from decides (every
   // kernel is built with the same architecture list, so one tells).
   cudaFuncAttributes kattr{};
@@ -323,6 +326,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->p2pLlThreshold = agreed.p2pLlThreshold;
   st->p2pChannelBytes = agreed.p2pChannelBytes;
   st->p2pPieces = agreed.p2pPieces;
+  st->p2pBalanceBytes = agreed.p2pBalanceBytes;
   st->p2pPair = agreed.p2pPair != 0;
   st->clusterRing = agreed.clusterRing != 0;
   st->clusterThree = agreed.clusterThree != 0;
@@ -444,6 +448,10 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
                      "rank %d: cudaMalloc of the split one-shot's guard words", comm->rank);
     BRAID_CUDA_CHECK(cudaMemset(st->splitGuard, 0, sizeof(uint64_t) * st->nChannels),
                      "rank %d: zeroing the split one-shot's guard words", comm->rank);
+    BRAID_CUDA_CHECK(cudaMalloc(&st->p2pClaims, sizeof(uint32_t) * 2 * kP2pMaxBalanced),
+                     "rank %d: cudaMalloc of the balanced transfers' claim words", comm->rank);
+    BRAID_CUDA_CHECK(cudaMemset(st->p2pClaims, 0, sizeof(uint32_t) * 2 * kP2pMaxBalanced),
+                     "rank %d: zeroing the balanced transfers' claim words", comm->rank);
     for (int c = 0; c < st->nChannels; ++c) {
       BRAID_CHECK(st->upload(*comm->conns->ringSend(c), true, st->ringSend(c)));
       BRAID_CHECK(st->upload(*comm->conns->ringRecv(c), false, st->ringRecv(c)));

@@ -112,6 +112,7 @@ class DeviceExecutorImpl final : public DeviceExecutor {
     P2pPlanLaunch plan;
     std::vector<unsigned char> table;  // a launch past the parameter tiers: its lists, as P2pTableStore takes them
     std::vector<uint8_t> ringLl[2];  // [send, recv] per channel: p2p may run LL there (fixed after init)
+    std::vector<uint8_t> ringBal[2];  // ... the connection is GPU P2P: transfers may run balanced there
     bool ringLlKnown = false;
   } p2p_;
 };
@@ -254,6 +255,20 @@ ncclResult_t DeviceExecutorImpl::checkStatus() {
       return recordError(ncclRemoteError, "rank %d: a kernel waiting on rank %d stopped: %s", st_->rank, s->errorPeer,
                          st_->goneMessage().c_str());
     case kDevSizeMismatch:
+      // Balanced p2p steps (dev_work.h: kDevStepBalMark) on either side: a word the receiver did not expect.
+      if ((s->errorBytes | s->expectBytes) & kDevStepBalMark) {
+        const uint32_t got = s->errorBytes, want = s->expectBytes;
+        const char* how = !(got & kDevStepBalMark) ? "sent a step of fixed size where this rank expected a balanced one"
+                          : !(want & kDevStepBalMark)
+                              ? "sent a balanced step where this rank expected one of fixed size"
+                          : (got & kDevStepLastMark) ? "closed a balanced transfer whose size differs from this rank's"
+                                                     : "sent a chunk past this rank's balanced transfer";
+        return recordError(
+            ncclInvalidUsage,
+            "rank %d: rank %d %s (sizes word 0x%08x, this rank's 0x%08x): the ranks called send/recv (or "
+            "gather, scatter, all-to-all) with different counts or types",
+            st_->rank, s->errorPeer, how, got, want);
+      }
       // Across the p2p LL threshold the two sides of a step ran different protocols (dev_work.h).
       if (s->expectBytes == kDevLlStepMark)
         return recordError(ncclInvalidUsage,
@@ -603,6 +618,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   // The cut and paired CTAs (p2p_plan.h) as the budget says: every rank's threads can pair (agreed at init).
   applyBudget(p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas, st_->p2pPair), &in);
   in.llThreshold = st_->p2pLlThreshold;
+  in.balanceMinShare = st_->p2pBalanceBytes;
   in.channelBytes = st_->p2pChannelBytes;
   in.maxCtas = kMaxP2pCtas;
   in.maxBlocks = kMaxP2pTableBlocks;
@@ -621,13 +637,17 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
       if (c.ring) {
         // Filled on the first ring transfer only: a 1-rank comm has no connections at all (comm_->conns null).
         if (!w.ringLlKnown) {
+          auto gpuP2p = [](const ConnInfo* ci) { return ci != nullptr && ci->kind == TransportKind::P2p; };
           for (int ch = 0; ch < st_->nChannels; ++ch) {
             w.ringLl[0].push_back(llOn(comm_->conns->ringSend(ch)));
             w.ringLl[1].push_back(llOn(comm_->conns->ringRecv(ch)));
+            w.ringBal[0].push_back(gpuP2p(comm_->conns->ringSend(ch)));
+            w.ringBal[1].push_back(gpuP2p(comm_->conns->ringRecv(ch)));
           }
           w.ringLlKnown = true;
         }
         c.ll = w.ringLl[dir];
+        c.bal = w.ringBal[dir];
       } else {
         c.ll.assign(1, llOn(isSend ? comm_->conns->p2pSend(p) : comm_->conns->p2pRecv(p)));
       }
@@ -667,7 +687,11 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
         b.bytes = pb.bytes;
         b.src = pb.src;
         b.isSend = pb.isSend;
-        b.ll = pb.ll;
+        b.ll = pb.balParts > 0 ? static_cast<int16_t>(-pb.balParts) : static_cast<int16_t>(pb.ll);
+        // A balanced send's claim pair, or (no slot; odd, so never a pair's address) its channel for a fixed deal.
+        if (pb.balParts > 0 && pb.isSend)
+          b.src = pb.balSlot >= 0 ? reinterpret_cast<const char*>(st_->p2pClaims + 2 * pb.balSlot)
+                                  : reinterpret_cast<const char*>((static_cast<uintptr_t>(pb.channel) << 1) | 1u);
         b.nSeg = 0;
         b.conn = pb.conn < 0                 ? nullptr
                  : in.conns[pb.conn].ring ? (pb.isSend ? st_->ringSend(pb.channel) : st_->ringRecv(pb.channel))

@@ -64,6 +64,9 @@ class DeviceState {
   DevStatus* statusDev = nullptr;   // the same, as the kernels see it
   DevConn* ringConns = nullptr;     // device memory: [0, nChannels) send, [nChannels, 2 nChannels) recv
   uint64_t* splitGuard = nullptr;   // device memory, one zeroed word per channel: CollLaunchArgs::splitGuard
+  // Device memory, kP2pMaxBalanced zeroed pairs: a balanced send's claim counter and finished-CTA count (p2p_plan.h;
+  // the last CTA of the transfer zeroes both again, so every launch and graph replay finds them zero).
+  uint32_t* p2pClaims = nullptr;
   std::map<int, DevConn*> p2pSend, p2pRecv;  // non-neighbour peers, connected lazily
   std::vector<void*> registered;    // host FIFO bases registered with cudaHostRegister
   // Agreed by every rank at init (agreeOnSelection), because neighbours that chose differently would wait on
@@ -81,6 +84,7 @@ class DeviceState {
   uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES, rank 0's: the unit of p2pChannelsForBytes
   bool p2pPair = false;               // every rank can pair p2p CTAs (TuningFacts::p2pPair, agreed; p2pCtaBudget)
   uint32_t p2pPieces = 4;            // BRAID_P2P_PIECES, rank 0's: SIMPLE shares in up to this many steps (>= 128 KiB)
+  uint32_t p2pBalanceBytes = 0;      // BRAID_P2P_BALANCE_BYTES, rank 0's: ring transfers balanced from this share size
   int pdl = 0;                       // BRAID_PDL, this rank's (launch attributes only: no cross-rank effect)
   int cluster = 0;                   // clusterSetting: NCCL_CGA_CLUSTER_SIZE / config, this rank's (likewise)
   bool clusterUserSet = false;       // NCCL_CGA_CLUSTER_SIZE or config.cgaClusterSize chose `cluster`

@@ -79,6 +79,25 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
     maxNch = std::max(maxNch, m);
     if (conn.ring) (conn.isSend ? ringSend : ringRecv) = static_cast<int>(ci);
   }
+  // Balanced transfers (p2pBalanced): a claim slot for each of the ring send's first kP2pMaxBalanced, -1 for the
+  // rest and for receives (a local choice: the receiver takes chunks in any order), -2 for transfers not balanced.
+  std::vector<int>& bal = out->bal;
+  bal.assign(nch.size(), -2);
+  if (in.balanceMinShare > 0) {
+    for (size_t ci = 0; ci < in.conns.size(); ++ci) {
+      const P2pPlanConn& conn = in.conns[ci];
+      if (!conn.ring) continue;
+      int slot = 0;
+      for (size_t t = 0; t < conn.xs.size(); ++t) {
+        const int parts = nch[connT0[ci] + t];
+        if (!p2pBalanced(conn.xs[t].bytes, parts, in.balanceMinShare)) continue;
+        bool ok = static_cast<int>(conn.bal.size()) >= parts;
+        for (int c = 0; ok && c < parts; ++c)
+          ok = conn.bal[c] != 0 && !shareRunsLl(conn, c, shareOf(conn.xs[t], c, parts).bytes, in.llThreshold);
+        if (ok) bal[connT0[ci] + t] = conn.isSend && slot < kP2pMaxBalanced ? slot++ : -1;
+      }
+    }
+  }
   // Paired channels: both ring connections have blocks there and none of them runs LL (the LL primitives
   // take the whole CTA); each saves a CTA. With pairWithin instead of pairRing, only the lowest channels that
   // bring the ring's CTAs within it (a gather's whole-bound cut beside transfers the other way).
@@ -134,11 +153,13 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
     for (size_t t = 0; t < conn.xs.size(); ++t) {
       const int parts = nch[connT0[ci] + t];
       if (parts <= c) continue;
-      P2pPlanBlock b = shareOf(conn.xs[t], c, parts);
+      const int slot = bal[connT0[ci] + t];
+      P2pPlanBlock b = slot >= -1 ? shareOf(conn.xs[t], 0, 1) : shareOf(conn.xs[t], c, parts);
       b.conn = static_cast<int>(ci);
       b.channel = c;
       b.isSend = conn.isSend;
-      b.ll = shareRunsLl(conn, c, b.bytes, in.llThreshold);
+      b.ll = slot < -1 && shareRunsLl(conn, c, b.bytes, in.llThreshold);
+      if (slot >= -1) b.balParts = parts, b.balSlot = slot;
       out->all.push_back(b);
       ++cta->count;
     }

@@ -144,7 +144,7 @@ inline P2pCtaBudget p2pCtaBudget(int nChannels, int copyCtas, int maxCtas, bool 
 
 // The bytes of each of a transfer's first `parts` - 1 shares (the last takes the rest): contiguous shares
 // with 64-byte aligned starts. planP2p cuts by it, and the tuner's p2p estimate decides LL by it.
-inline size_t p2pShareBytes(size_t bytes, int parts) {
+BRAID_HD inline size_t p2pShareBytes(size_t bytes, int parts) {
   if (parts <= 1) return bytes;
   return ((bytes + static_cast<size_t>(parts) - 1) / static_cast<size_t>(parts) + 63) & ~size_t{63};
 }
@@ -163,6 +163,26 @@ inline int p2pRingChannels(size_t bytes, int nChannels, int llChannels, size_t c
   return p2pChannelsForBytes(bytes, llChannels, channelBytes);
 }
 
+// Balanced transfers. A ring transfer's CTAs move data at rates that differ by up to ~20% from one CTA to the next,
+// and differently from one launch to the next (2xH200, docs/gpu/2026-12-07b, tools/var_p2p_timeline.patch: a 512 MB
+// gather on 12 CTAs, 21.3 MiB each, 30-36.5 GB/s per sending CTA, the last ending 130-140 us after the first; on 32
+// CTAs 11-16 GB/s, 230 us apart), so with a fixed share each the fast ones idle while the slow ones finish, and on
+// few CTAs the link idles with them. A balanced transfer has no fixed shares: its sending CTAs claim FIFO-step
+// chunks of the whole transfer from one counter (P2pBlock::src), each step's sizes[] word tells the receiving CTA
+// which chunk it carries, and each sending CTA closes with an empty step (dev_work.h: kDevStepBalMark). Both sides
+// decide it from agreed values alike: the transfer is on the ring's connections, cut over `parts` >= 2 channels
+// whose connections are all GPU P2P (the host proxies of SHM and NET read sizes[] as byte counts), its shares are
+// at least minShare bytes (BRAID_P2P_BALANCE_BYTES, rank 0's; 0: never) and run SIMPLE. The receiver takes chunks in
+// any order, so how the sender deals them out is its own choice: its launch's first kP2pMaxBalanced balanced sends
+// claim (DeviceState::p2pClaims holds that many counter pairs, each zeroed again by the last CTA that used it), and
+// any past those deal chunk c + k * parts to the CTA of channel c, as fixed as shares but in the same format (a cap
+// that depended on how many balanced transfers a launch holds would tell the two sides apart when they group
+// differently).
+constexpr int kP2pMaxBalanced = 64;
+inline bool p2pBalanced(size_t bytes, int parts, size_t minShare) {
+  return parts >= 2 && minShare > 0 && p2pShareBytes(bytes, parts) >= minShare;
+}
+
 struct P2pXfer {
   char* buf;
   size_t bytes;
@@ -175,6 +195,7 @@ struct P2pPlanConn {
   bool ring = false;        // the ring neighbour: split over channels; otherwise one p2p connection
   bool isSend = false;
   std::vector<uint8_t> ll;  // per channel (ring) or [0]: whether the connection has LL slots
+  std::vector<uint8_t> bal;  // per channel (ring): whether the connection is GPU P2P (balanced transfers, p2pBalanced)
   std::vector<P2pXfer> xs;
 };
 
@@ -188,6 +209,7 @@ struct P2pPlanInput {
   bool pairRing = false;        // a ring channel's send and receive blocks share one CTA where none is LL
   int pairWithin = 0;           // else: so many of those channels as bring the ring's CTAs within this (0: none)
   size_t llThreshold = 0;       // shares of at most this many bytes run LL where the connection has LL slots
+  size_t balanceMinShare = 0;   // ring transfers with shares of at least this many bytes run balanced (0: none)
   size_t channelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES: the unit of p2pChannelsForBytes
   int maxCtas = 192;            // CTAs of the launch
   int maxBlocks = 192;          // blocks (CTAs x their transfers) of the launch (the executor: kMaxP2pTableBlocks)
@@ -214,6 +236,8 @@ struct P2pPlanBlock {
   size_t bytes;
   bool isSend;
   bool ll;
+  int balParts = 0;  // > 0: a balanced transfer over so many channels (buf, bytes: the whole transfer)
+  int balSlot = -1;  // ... a send's claim pair (0 .. kP2pMaxBalanced - 1, in the launch's order); -1: none
 };
 
 // One CTA runs blocks[first] .. blocks[first + count - 1] of its launch, in order; a paired CTA (split > 0)
@@ -247,6 +271,7 @@ struct P2pPlanLaunch {
   std::vector<int> connMaxNch;     // planP2p's scratch: each connection's most channels
   std::vector<int> connFirstXfer;  // planP2p's scratch: each connection's first transfer in nch
   std::vector<uint8_t> paired;     // planP2p's scratch: channels whose ring send and receive share a CTA
+  std::vector<int> bal;            // planP2p's scratch: each transfer's claim slot, -1 (balanced, none), -2 (not)
   P2pPlanBlockRange blocksOf(const P2pPlanCta& c) const {
     return {all.data() + c.first, all.data() + c.first + c.count};
   }

@@ -31,6 +31,7 @@ struct Offer {
   uint32_t algos[kNumCollTypes];
   uint32_t clusterThree;
   uint32_t p2pPair;
+  uint32_t p2pBalanceBytes;
 };
 }  // namespace
 
@@ -46,6 +47,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.p2pLlThreshold = facts.p2pLlThreshold;
   mine.p2pChannelBytes = facts.p2pChannelBytes;
   mine.p2pPieces = facts.p2pPieces;
+  mine.p2pBalanceBytes = facts.p2pBalanceBytes;
   mine.clusterRing = facts.clusterRing;
   mine.clusterThree = facts.clusterThree;
   mine.p2pPair = facts.p2pPair;
@@ -73,6 +75,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.p2pLlThreshold = all[0].p2pLlThreshold;
   f.p2pChannelBytes = all[0].p2pChannelBytes;
   f.p2pPieces = all[0].p2pPieces;
+  f.p2pBalanceBytes = all[0].p2pBalanceBytes;
   out.buffSize = all[0].buffSize;
   out.pipelineSteps = all[0].pipelineSteps;
   out.oneShotSplit = all[0].oneShotSplit != 0;
@@ -90,8 +93,9 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     if (o.maxCtas > 0) out.maxCtas = out.maxCtas > 0 ? std::min(out.maxCtas, o.maxCtas) : o.maxCtas;
     differ = differ || o.minChannels != own.minChannels || o.buffSize != own.buffSize ||
              o.pipelineSteps != own.pipelineSteps || o.oneShotSplit != own.oneShotSplit || o.maxCtas != own.maxCtas ||
-             o.tunerOn != own.tunerOn ||
-             o.p2pLlThreshold != own.p2pLlThreshold || o.p2pChannelBytes != own.p2pChannelBytes || o.p2pPieces != own.p2pPieces;
+             o.tunerOn != own.tunerOn || o.p2pLlThreshold != own.p2pLlThreshold ||
+             o.p2pChannelBytes != own.p2pChannelBytes || o.p2pPieces != own.p2pPieces ||
+             o.p2pBalanceBytes != own.p2pBalanceBytes;
     for (int c = 0; c < kNumCollTypes; ++c) {
       out.protos.mask[c] &= o.protos[c];
       out.algos.mask[c] &= o.algos[c];

@@ -11,11 +11,45 @@ namespace braid {
 // counters in `sh` and leave them there (SIMPLE's poster advances sh's counters as it publishes; LL's are
 // written back), so SIMPLE and LL transfers alternate on one connection in either order.
 // Bar, tidBase, nthreads: the warp group that runs it (DevPrims; the whole CTA: 1, 0, blockDim.x).
+// A balanced transfer (b.ll < 0, p2p_plan.h's p2pBalanced; b.buf, b.bytes: the whole transfer) instead: the
+// sending CTAs of its -b.ll channels claim its chunks from one counter (b.src) until none is left, each step's
+// sizes[] word naming its chunk, and close with an empty step; each receiving CTA copies whatever chunks its
+// connection brings until that close. The chunk is the step the share would have had, so the FIFO and the
+// handshakes per byte stay as they were. Thread 0 claims one chunk ahead (the atomic's round trip overlaps a
+// step), so a CTA holds at most one chunk it has not started.
 template <int Bar = 1>
 __device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, DevStatus* st, uint32_t pieces,
                                int tidBase, int nthreads) {
   DevPrims<uint8_t, FuncCopy, Bar> prims(&sh, reinterpret_cast<const uint8_t*>(b.buf),
                                          reinterpret_cast<uint8_t*>(b.buf), FuncCopy{}, st, tidBase, nthreads);
+  if (b.ll < 0) {
+    const int parts = -b.ll;
+    const size_t chunk =
+        p2pSimpleStepBytes(isSend ? sh.send.stepBytes : sh.recv.stepBytes, p2pShareBytes(b.bytes, parts), pieces);
+    const uint32_t nChunks = static_cast<uint32_t>((b.bytes + chunk - 1) / chunk);
+    const uint32_t endWord = kDevStepBalMark | kDevStepLastMark | devBalFold(b.bytes);
+    if (!isSend) {
+      while (prims.recvChunk(chunk, b.bytes, nChunks, endWord)) {
+      }
+      return;
+    }
+    // No claim pair (b.src odd: 2 * channel + 1): chunks channel, channel + parts, ... (p2p_plan.h).
+    const uintptr_t fixed = reinterpret_cast<uintptr_t>(b.src);
+    unsigned int* claim = (fixed & 1) ? nullptr : reinterpret_cast<unsigned int*>(const_cast<char*>(b.src));
+    while (prims.sendChunk(claim, static_cast<uint32_t>(fixed >> 1), static_cast<uint32_t>(parts), chunk, b.bytes,
+                           nChunks, endWord)) {
+    }
+    // The last of the transfer's CTAs to finish zeroes its counters for the next launch. Thread 0 took this CTA's
+    // chunks; a fence first, so its takes are done before its count; the kernel's end publishes the zeroes.
+    if (claim && static_cast<int>(threadIdx.x) == tidBase) {
+      __threadfence();
+      if (atomicAdd(claim + 1, 1u) == static_cast<unsigned int>(parts - 1)) {
+        claim[0] = 0;
+        claim[1] = 0;
+      }
+    }
+    return;
+  }
   const size_t step = p2pSimpleStepBytes(isSend ? sh.send.stepBytes : sh.recv.stepBytes, b.bytes, pieces);
   for (size_t o = 0; o < b.bytes; o += step) {
     const size_t n = minSize(step, b.bytes - o);
@@ -107,7 +141,7 @@ __device__ __forceinline__ void p2pCta(const Args& args) {
   __syncthreads();
   for (int i = first; i < first + b0.nSeg; ++i) {
     const P2pBlock& b = args.blocks[i];
-    if (b.ll) {
+    if (b.ll > 0) {
       p2pBlockLl(sh, b, isSend, args.status);
     } else {
       p2pBlockSimple(sh, b, isSend, args.status, args.pieces, 0, static_cast<int>(blockDim.x));

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "collectives/numeric_types.h"  // BRAID_HDI
+
 namespace braid {
 
 constexpr int kMaxDevChannels = 64;  // NCCL_MAX_NCHANNELS may raise the default up to this
@@ -66,6 +68,16 @@ constexpr uint32_t kDevLlStepMark = 0x80000000u;
 // which the NET proxies carry), and the receiver expects the mark on exactly its own last step: a send longer
 // or shorter than its receive is reported even when the shorter side's steps are a prefix of the longer's.
 constexpr uint32_t kDevStepLastMark = 1u << 30;
+// A balanced p2p transfer's steps (P2pBlock::ll < 0, p2p_plan.h's p2pBalanced) carry no byte count: sizes[] holds
+// kDevStepBalMark | the chunk's index (0 .. kDevBalIndexMask), or, on each sending CTA's closing step (no data),
+// kDevStepBalMark | kDevStepLastMark | devBalFold(the sender's bytes), which the receiver compares with its own. A
+// receiver of the other kind (counts that differ across the balance threshold) then sees a word it does not
+// expect and reports kDevSizeMismatch, as with differing step sizes.
+constexpr uint32_t kDevStepBalMark = 1u << 29;
+constexpr uint32_t kDevBalIndexMask = kDevStepBalMark - 1;
+BRAID_HDI inline uint32_t devBalFold(size_t bytes) {
+  return static_cast<uint32_t>((bytes ^ (bytes >> 29) ^ (bytes >> 58)) & kDevBalIndexMask);
+}
 // The first 16 bytes are read by the kernels in one load (prims_simple.h: devReadHostWords).
 struct alignas(16) DevStatus {
   uint32_t abort;
@@ -144,9 +156,11 @@ struct P2pBlock {
   char* buf;
   size_t bytes;
   DevConn* conn;      // nullptr: a local copy of `bytes` from src to buf (no connection, no FIFO)
-  const char* src;    // local copies only
+  const char* src;    // local copies: the source; a balanced send: its two claim words (DeviceState::p2pClaims),
+                      // or 2 * channel + 1 where it has none (chunks channel + k * parts, p2p_plan.h)
   int16_t isSend;
-  int16_t ll;    // 1: this transfer runs LL (the executor decides from its size, as the peer does)
+  int16_t ll;    // 1: this transfer runs LL (the executor decides from its size, as the peer does); -parts: a
+                 // balanced transfer over `parts` channels (buf, bytes: the whole transfer; p2p_plan.h)
   int32_t nSeg;  // first entry of a CTA: how many consecutive entries it runs (a paired CTA: its send group's,
                  // and the receive group's first entry counts that group); 0 on the others
 };

@@ -35,6 +35,7 @@ struct PrimsShared {
   DevConn recv;
   int stop;      // set by thread 0; read by the workers after their barrier, by the poster after its
   unsigned long long hostPollAt;  // clock reading at the last claim of this CTA's turn to read the host words
+  uint32_t bal[2];  // balanced p2p (dev_kernels.cu): the chunk claimed / the sizes word received, by step parity
 
   // One thread, before the barrier that starts the CTA's (or p2p warp group's) primitives: nothing stopped,
   // no host-word claim yet.
@@ -241,6 +242,96 @@ class DevPrims {
   // P2p transfers: the next call is (or is not) the transfer's last step; its sizes[] word carries
   // kDevStepLastMark and the receiver expects it there (dev_work.h). Every thread of the CTA sets it alike.
   __device__ void setLastStep(bool last) { lastMark_ = last ? kDevStepLastMark : 0u; }
+  // A balanced p2p send's step (dev_work.h: kDevStepBalMark): the chunk of `total` bytes (cut in `chunk`-byte chunks,
+  // nChunks of them) that thread 0 took one step earlier, its index posted in sizes[]; once no chunk is left, the
+  // empty closing step, endWord posted. Thread 0 takes the chunks: from *claim where there is one (the sending CTAs
+  // of the transfer share it), else first, first + stride, ...; it takes the next one while this step waits and
+  // copies (the atomic's round trip overlaps the step). The poster learns the chunk from bal[] after the post barrier,
+  // so the step costs no barrier more than a send (a barrier of every thread per step waited for the poster's fence
+  // of the step before: ~5% slower on 10-12 CTAs, docs/gpu/2026-12-07c). Returns false (every thread alike) after
+  // the closing step.
+  __device__ bool sendChunk(unsigned int* claim, uint32_t first, uint32_t stride, size_t chunk, size_t total,
+                            uint32_t nChunks, uint32_t endWord) {
+    const uint32_t k = balSteps_++;
+    const int par = static_cast<int>(k & 1);
+    if (tid_ >= nworkers_) {
+      // Poster: bal[par] was written before the workers' barrier of this step; the next write of this parity comes
+      // after the next post barrier, which this thread has yet to reach.
+      barSyncPost<Bar>(nthreads_);
+      const uint32_t idx = sh_->bal[par];
+      if (tid_ == nworkers_ && !sh_->stop) devPostSend(sh_->send, idx < nChunks ? (kDevStepBalMark | idx) : endWord);
+      return idx < nChunks;
+    }
+    if (tid_ == 0) {
+      auto take = [&](uint32_t i) { return claim ? atomicAdd(claim, 1u) : first + i * stride; };
+      if (k == 0) balNext_ = take(0);
+      const uint32_t idx = sh_->stop ? nChunks : balNext_;
+      sh_->bal[par] = idx;
+      if (idx < nChunks) balNext_ = take(k + 1);
+      if (!sh_->stop && !devWaitSend(st_, sh_->send, sendStep_)) {
+        sh_->stop = 1;
+        sh_->bal[par] = nChunks;  // close now (the poster skips its post once stopped)
+      }
+    }
+    ++sendStep_;
+    barWorkers<Bar>(nworkers_);
+    const uint32_t idx = sh_->bal[par];
+    if (idx < nChunks && !sh_->stop) {
+      const size_t off = static_cast<size_t>(idx) * chunk;
+      rc<RcMode<1, 1, false, false, false>>(in_ + off, nullptr, sendSlot(), nullptr,
+                                            chunk < total - off ? chunk : total - off);
+    }
+    done(true, false);
+    return idx < nChunks;
+  }
+  // A balanced p2p receive's step: whatever chunk of `total` bytes (cut in `chunk`-byte chunks, nChunks of them)
+  // the sender's CTA on this connection claimed, copied to out + its offset; or its closing step, which must carry
+  // endWord. Returns false (every thread of the CTA alike) once the sender's CTA has closed, or on a stop.
+  __device__ bool recvChunk(size_t chunk, size_t total, uint32_t nChunks, uint32_t endWord) {
+    const int par = static_cast<int>(balSteps_++ & 1);
+    constexpr uint32_t kStop = kDevStepBalMark | kDevStepLastMark | kDevBalIndexMask;  // never a close: fold < mask
+    if (tid_ >= nworkers_) {
+      // Poster: bal[par] was written before the workers reached the post barrier; the next write of this parity
+      // is two steps on, after a post barrier this thread has yet to reach.
+      barSyncPost<Bar>(nthreads_);
+      const uint32_t w = sh_->bal[par];
+      if (tid_ == nworkers_ && w != kStop) devPostRecv(sh_->recv);
+      return (w & kDevStepLastMark) == 0;
+    }
+    if (tid_ == 0) {
+      uint32_t w = kStop;
+      if (!sh_->stop) {
+        bool ok = devSpin(st_, sh_->recv, [&] { return ldAcquireSys(sh_->recv.tail) > recvStep_; });
+        if (ok) {
+          w = static_cast<uint32_t>(
+              *reinterpret_cast<volatile int32_t*>(sh_->recv.sizes + recvStep_ % sh_->recv.nSteps));
+          const bool close = (w & kDevStepLastMark) != 0;
+          const uint32_t want = close ? endWord : (kDevStepBalMark | nChunks);
+          if ((w & (kDevStepBalMark | kDevLlStepMark)) != kDevStepBalMark ||
+              (close ? w != endWord : (w & kDevBalIndexMask) >= nChunks)) {
+            devSetError(st_, kDevSizeMismatch, sh_->recv.peer, w, want);
+            ok = false;
+          }
+        }
+        if (!ok) {
+          sh_->stop = 1;
+          w = kStop;
+        }
+      }
+      sh_->bal[par] = w;
+    }
+    ++recvStep_;
+    barWorkers<Bar>(nworkers_);
+    const uint32_t w = sh_->bal[par];
+    const bool data = (w & kDevStepLastMark) == 0;
+    if (data) {
+      const size_t off = static_cast<size_t>(w & kDevBalIndexMask) * chunk;
+      rc<RcMode<1, 1, false, false, false>>(recvSlot(), nullptr, out_ + off, nullptr,
+                                            chunk < total - off ? chunk : total - off);
+    }
+    done(false, true);
+    return data;
+  }
   // The split one-shot in place (kDevAllReduceOneShotSplit): the sending CTA (isSender) counts the chunks it
   // has read into *guard; the receiving CTA waits, before each chunk, until the count passes it, so it never
   // overwrites input the sender has yet to read. The poster counts right after the post barrier, when every
@@ -375,6 +466,8 @@ class DevPrims {
   uint64_t sendStep_;  // steps started on each connection (this thread's count)
   uint64_t recvStep_;
   uint32_t lastMark_ = 0;  // kDevStepLastMark on the last step of a p2p transfer (setLastStep), else 0
+  uint32_t balSteps_ = 0;  // sendChunk's / recvChunk's steps (this thread's count: the parity of PrimsShared::bal)
+  uint32_t balNext_ = 0;   // sendChunk, thread 0: the chunk taken for the next step
   uint64_t* guard_ = nullptr;  // setSplitGuard
   bool guardSender_ = false;
   uint64_t guardCount_ = 0;    // the poster's (sender) or thread 0's (receiver) count of guarded chunks

@@ -193,6 +193,32 @@ TEST(DeviceColl2Gpu, P2pCountsWithPrefixStepsFail) {
   }
 }
 
+// Balanced transfers (p2p_plan.h: p2pBalanced) whose counts differ, 64 MiB against 64 MiB + 4096 (both balanced):
+// the receiver meets a chunk past its own count or a closing step whose size fold is not its own, and says so at once
+// instead of leaving output unwritten.
+TEST(DeviceColl2Gpu, P2pBalancedCountsFail) {
+  NEED_GPUS(2);
+  EnvScope env;
+  env.set("BRAID_DEVICE_TIMEOUT", "3");
+  env.set("BRAID_P2P_BALANCE_BYTES", "65536");
+  const size_t big = (size_t(64) << 20) + 4096, base = size_t(64) << 20;
+  for (int flip = 0; flip < 2; ++flip) {
+    SCOPED_TRACE(flip ? "receive longer than the send" : "send longer than the receive");
+    Pair p;
+    ASSERT_TRUE(p.init());
+    uint8_t* buf[2];
+    ASSERT_NO_FATAL_FAILURE(allocBoth(buf, big));
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    ASSERT_EQ(ncclSend(buf[0], flip ? base : big, ncclUint8, 1, p.comm[0], p.stream[0]), ncclSuccess);
+    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+    ASSERT_EQ(ncclRecv(buf[1], flip ? big : base, ncclUint8, 0, p.comm[1], p.stream[1]), ncclSuccess);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+    expectMismatchReported(p, buf, {1}, "different counts", "the balanced step check",
+                           flip ? "balanced recv longer" : "balanced send longer");
+  }
+}
+
 TEST(DeviceColl2Gpu, MismatchedCountsFailWithinTimeout) {
   NEED_GPUS(2);
   EnvScope env;

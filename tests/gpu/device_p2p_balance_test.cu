@@ -1,0 +1,179 @@
+// GPU test, one process driving 2 GPUs: balanced point-to-point transfers (p2p_plan.h: p2pBalanced), whose sending
+// CTAs claim chunks of the whole transfer instead of a fixed share each. Every byte of each transfer checked against
+// poisoned outputs (and the byte after it), each way at once: one 64 MiB + 5 transfer (the default threshold); a group
+// of 80 transfers each way under BRAID_P2P_BALANCE_BYTES=65536, past the launch's kP2pMaxBalanced claim slots, so the
+// rest deal their chunks fixed; both under CTA bounds of 24 (half the bound each way) and 8 (each ring channel's send
+// and receive on two warp groups of one CTA), and over SHM (never balanced). Each case runs twice on the streams and
+// then three times as a replayed CUDA graph, new inputs each time: a claim counter left non-zero by one launch would
+// leave the next one's output unwritten. Skips with a reason where fewer than 2 GPUs exist.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpu_harness.h"
+
+using namespace gpu_test;
+
+namespace {
+
+__host__ __device__ inline uint8_t patternByte(uint32_t seed, size_t i) {
+  const uint32_t x = static_cast<uint32_t>(i) * 2654435761u + seed * 40503u + static_cast<uint32_t>(i >> 16);
+  return static_cast<uint8_t>(x >> 13);
+}
+
+__global__ void fillPattern(uint8_t* p, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = patternByte(seed, i);
+}
+
+uint32_t seedOf(int rank, int round, int k) { return static_cast<uint32_t>(rank * 1000003 + round * 7919 + k * 31); }
+
+// Transfers of the given sizes each way between the two ranks, in one group; each has its own 64-byte aligned slot
+// with at least one spare byte after it.
+class Transfers {
+ public:
+  explicit Transfers(std::vector<size_t> sizes) : sizes_(std::move(sizes)) {
+    for (size_t b : sizes_) {
+      off_.push_back(total_);
+      total_ += (b + 64) & ~size_t{63};
+    }
+  }
+  ~Transfers() {
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      cudaFree(in_[r]);
+      cudaFree(out_[r]);
+    }
+  }
+  bool alloc() {
+    for (int r = 0; r < 2; ++r) {
+      GT_CUDA(cudaSetDevice(r));
+      GT_CUDA(cudaMalloc(&in_[r], total_));
+      GT_CUDA(cudaMalloc(&out_[r], total_));
+    }
+    return true;
+  }
+  bool prepare(int round) {
+    for (int r = 0; r < 2; ++r) {
+      GT_CUDA(cudaSetDevice(r));
+      for (size_t k = 0; k < sizes_.size(); ++k)
+        fillPattern<<<64, 256>>>(in_[r] + off_[k], sizes_[k], seedOf(r, round, static_cast<int>(k)));
+      GT_CUDA(cudaMemset(out_[r], 0xa5, total_));
+      GT_CUDA(cudaDeviceSynchronize());
+    }
+    return true;
+  }
+  bool post(Pair& p) {
+    GT_NCCL(ncclGroupStart());
+    for (int r = 0; r < 2; ++r) {
+      for (size_t k = 0; k < sizes_.size(); ++k) {
+        GT_NCCL(ncclSend(in_[r] + off_[k], sizes_[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]));
+        GT_NCCL(ncclRecv(out_[r] + off_[k], sizes_[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]));
+      }
+    }
+    GT_NCCL(ncclGroupEnd());
+    return true;
+  }
+  void check(int round, const std::string& what) {
+    std::vector<uint8_t> h(total_);
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      ASSERT_EQ(cudaMemcpy(h.data(), out_[r], total_, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (size_t k = 0; k < sizes_.size(); ++k) {
+        const uint8_t* got = h.data() + off_[k];
+        const uint32_t seed = seedOf(1 - r, round, static_cast<int>(k));
+        std::vector<uint8_t> want(sizes_[k]);
+        for (size_t i = 0; i < sizes_[k]; ++i) want[i] = patternByte(seed, i);
+        if (std::memcmp(got, want.data(), sizes_[k]) != 0) {  // every byte compared; the first wrong one named
+          size_t i = 0;
+          while (got[i] == want[i]) ++i;
+          FAIL() << what << ": rank " << r << " transfer " << k << " (" << sizes_[k] << " bytes), byte " << i << " is "
+                 << int(got[i]) << ", not " << int(want[i]);
+        }
+        ASSERT_EQ(got[sizes_[k]], 0xa5) << what << ": rank " << r << " transfer " << k << " wrote past its end";
+      }
+    }
+  }
+
+ private:
+  std::vector<size_t> sizes_, off_;
+  size_t total_ = 0;
+  uint8_t* in_[2] = {nullptr, nullptr};
+  uint8_t* out_[2] = {nullptr, nullptr};
+};
+
+void runCase(Transfers& t, const std::string& what) {
+  Pair p;
+  ASSERT_TRUE(p.init());
+  ASSERT_TRUE(t.alloc());
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(t.prepare(round));
+    ASSERT_TRUE(t.post(p)) << what;
+    bool hung = false;
+    ASSERT_TRUE(finishPair(p, what, &hung)) << "round " << round;
+    ASSERT_NO_FATAL_FAILURE(t.check(round, what + ", on the streams"));
+  }
+  cudaGraph_t graph[2];
+  cudaGraphExec_t exec[2];
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    ASSERT_EQ(cudaStreamBeginCapture(p.stream[r], cudaStreamCaptureModeRelaxed), cudaSuccess);
+  }
+  const bool posted = t.post(p);
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    ASSERT_EQ(cudaStreamEndCapture(p.stream[r], &graph[r]), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&exec[r], graph[r], 0), cudaSuccess);
+  }
+  ASSERT_TRUE(posted) << what << ": the group failed inside the capture";
+  for (int round = 2; round < 5; ++round) {
+    ASSERT_TRUE(t.prepare(round));
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      ASSERT_EQ(cudaGraphLaunch(exec[r], p.stream[r]), cudaSuccess);
+    }
+    bool hung = false;
+    ASSERT_TRUE(finishPair(p, what + ", graph replay", &hung)) << "round " << round;
+    ASSERT_NO_FATAL_FAILURE(t.check(round, what + ", graph replay"));
+  }
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    cudaGraphExecDestroy(exec[r]);
+    cudaGraphDestroy(graph[r]);
+  }
+  p.destroy();
+}
+
+TEST(DeviceP2pBalance, EveryByteOnStreamsAndInGraphs) {
+  NEED_GPUS(2);
+  std::vector<size_t> many;
+  for (int k = 0; k < 80; ++k) many.push_back((size_t(2) << 20) + 3 + 4096 * static_cast<size_t>(k % 7));
+  struct Case {
+    const char* bound;
+    const char* env;  // NAME=VALUE or ""
+  };
+  for (const Case& c : {Case{"", ""}, Case{"24", ""}, Case{"8", ""}, Case{"", "NCCL_P2P_DISABLE=1"}}) {
+    const std::string label = std::string("NCCL_MAX_CTAS=") + c.bound + " " + c.env;
+    SCOPED_TRACE(label);
+    EnvScope env;
+    if (*c.bound) env.set("NCCL_MAX_CTAS", c.bound);
+    if (*c.env) {
+      const std::string kv = c.env;
+      env.set(kv.substr(0, kv.find('=')).c_str(), kv.substr(kv.find('=') + 1).c_str());
+    }
+    {
+      Transfers one({(size_t(64) << 20) + 5});
+      ASSERT_NO_FATAL_FAILURE(runCase(one, label + " one 64 MiB + 5 transfer each way"));
+    }
+    {
+      EnvScope low;
+      low.set("BRAID_P2P_BALANCE_BYTES", "65536");
+      Transfers group(many);
+      ASSERT_NO_FATAL_FAILURE(runCase(group, label + " 80 transfers of ~2 MiB each way (past the claim slots)"));
+    }
+  }
+}
+
+}  // namespace
