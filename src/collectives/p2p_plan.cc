@@ -68,7 +68,7 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
     if (conn.xs.empty()) continue;
     int m = 1;
     for (const P2pXfer& x : conn.xs) {
-      const int over = p2pCutChannels(x.bytes, x.oneWay, in.nChannels, in.oneWayChannels, in.oneWayMax);
+      const int over = p2pCutChannels(x.oneWay, in.nChannels, in.oneWayChannels);
       const int k = conn.ring ? p2pRingChannels(x.bytes, over, in.llChannels, in.channelBytes, in.llThreshold) : 1;
       nch.push_back(k);
       m = std::max(m, k);

@@ -92,38 +92,30 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 // the half cut, 7/16: send/recv under 8 2274, gather 1157, docs/gpu/2026-12-04a.)
 // Under larger bounds, half the bound's SMs already fill the link and sharing an SM between the directions only slows
 // each: every transfer is cut over half the bound, a CTA per direction, except a gather's or a scatter's
-// (P2pXfer::oneWay: both ends know the pair runs one way), cut over the whole bound (oneWayChannels): from
-// kP2pOneWayWideCtas at any size, below it up to kP2pOneWayNarrowBytes. Ring channels then pair only as far as a group
-// mixing those with transfers the other way needs to keep within the bound (P2pPlanInput::pairWithin). 2xH200,
-// docs/gpu/2026-12-05c, three rounds (two under 32), gather / scatter, NCCL / half / whole, us: under 32, 256 MB 381.2
-// / 417.4 / 393.3 and 387.1 / 376.7 / 370.6, 512 MB 746.9 / 826.8 / 767.3 and 754.1 / 748.0 / 731.5 (whole wins at
-// every size from 16 MB); under 24, 16 MB 34.0 / 36.6 / 34.2 and 35.2 / 37.2 / 32.2 (and 4 MB, docs/gpu/2026-12-05b),
-// but 24 channels ran 128 MB gathers at 229.5 against half's 207.4 and 512 MB scatters at 798.2 against 759.9, with a
-// spread half never showed (why was not found; 32 channels do not; 2 and 8 MiB FIFOs alike, docs/gpu/2026-12-05g).
-// Above 24 the whole bound wins again. Two rounds, medians, NCCL / half / whole, us, 256 / 512 MB: under 28 on 2xH200
-// (docs/gpu/2026-12-06d) gather 383.1 / 421.2 / 399.0 and 746.4 / 834.2 / 783.3, scatter 388.6 / 415.6 / 377.8 and
-// 756.9 / 823.3 / 734.1 (half spread 760-886); under 28 on 2xH100 (docs/gpu/2026-12-06e) gather 385.2 / 426.9 / 403.4
-// and 750.2 / 841.5 / 791.3, scatter 393.9 / 385.6 / 375.7 and 759.2 / 762.7 / 745.4; under 26 (2xH100) gather 384.4
-// / 419.3 / 402.3 and 750.0 / 828.1 / 794.6, but scatter 394.7 / 386.3 / 392.8 and 759.8 / 757.7 / 783.6 (the one loss
-// above 24, 3%, beside the gather's 4% gain). So kP2pOneWayWideCtas is 25, just above 24, the bound where the whole
-// cut loses both. (Under 20 on 2xH200 it would gain 1-3%, gather 512 MB 747.3 / 841.8 / 816.8, scatter 755.4 /
-// 847.1 / 841.3: not taken, since a threshold below 25 takes in 24; both cuts trail NCCL there, 0.89-0.91x.)
+// (P2pXfer::oneWay: both ends know the pair runs one way), cut over the whole bound (oneWayChannels) at any size. Ring
+// channels then pair only as far as a group mixing those with transfers the other way needs to keep within the bound
+// (P2pPlanInput::pairWithin). Before balanced transfers (p2pBalanced) the whole cut lost under 24 and below at large
+// sizes, its slowest CTAs setting the time (so it took 25 CTAs, or 8 MiB at most below that; tools/gpu_next101-105.sh
+// and their docs/gpu folders hold that data); with them it wins at every bound above kP2pPairMaxCtas measured. 2xH200,
+// docs/gpu/2026-12-07d, one round, gather / scatter, NCCL / half (balanced) / whole (balanced), us, 128 / 256 / 512 MB:
+// under 20, 228.7 / 216.7 / 195.3, 384.2 / 412.3 / 375.3, 748.2 / 805.6 / 733.3 and 204.4 / 216.3 / 191.4, 389.7 /
+// 414.8 / 373.2, 752.6 / 814.4 / 731.8; under 24, 221.5 / 199.8 / 223.5, 383.3 / 379.4 / 375.1, 743.9 / 739.9 / 736.0
+// and 203.4 / 202.6 / 193.7, 387.4 / 381.6 / 375.8, 759.4 / 741.7 / 733.8 (the 128 MB gather under 24 the one loss,
+// 1.0x NCCL; 24 channels showed a spread there before, docs/gpu/2026-12-05g); under 28 and 32 the whole cut already
+// won before (docs/gpu/2026-12-05c, 2026-12-06d, e).
 // The cut depends only on agreed values (the bound, the LL threshold, the transfer's size and whether it is a gather's
 // or scatter's; never on whether this rank pairs, has copies or other transfers), so both sides still cut alike. Local
 // copies (all-to-all's own share, a gather/scatter root's) may take up to half the bound more, for as long as they
 // copy: with an eighth, a 2-rank all-to-all of 64 MB under a bound of 24 took 247 us, copy-bound, against NCCL's 139
 // (docs/gpu/2026-11-27g). Each connection to another peer adds one CTA per direction.
 constexpr int kP2pPairMaxCtas = 16;
-constexpr int kP2pOneWayWideCtas = 25;
-constexpr size_t kP2pOneWayNarrowBytes = size_t(8) << 20;
 // Whether CTAs of nThreads threads can pair: two warp groups of a worker warp and a poster each, of equal whole
 // warps (the kernel splits at blockDim.x / 2).
 inline bool p2pCanPair(int nThreads) { return nThreads >= 128 && nThreads % 64 == 0; }
 struct P2pCtaBudget {
   int nChannels = 1;              // ring channels to cut over
   int llChannels = 0;             // ... for a transfer whose shares on nChannels would run LL (0: nChannels)
-  int oneWayChannels = 0;         // ... for a gather's or scatter's transfer (P2pXfer::oneWay; 0: nChannels) ...
-  size_t oneWayMax = ~size_t{0};  // ... of at most this many bytes
+  int oneWayChannels = 0;         // ... for a gather's or scatter's transfer (P2pXfer::oneWay; 0: nChannels)
   int maxCopyCtas = 1;            // CTAs for local copies
   bool pair = false;              // a ring channel's send and receive share a CTA
   int pairWithin = 0;             // else: pair only as many channels as keep the ring's CTAs within this (0: none)
@@ -131,15 +123,13 @@ struct P2pCtaBudget {
 // canPair: every rank's CTAs can (TuningFacts::p2pPair, agreed); where one cannot, every rank keeps half the
 // bound, a CTA per direction, so the bound holds.
 inline P2pCtaBudget p2pCtaBudget(int nChannels, int copyCtas, int maxCtas, bool canPair) {
-  constexpr size_t kAny = ~size_t{0};
-  if (maxCtas <= 0) return {nChannels, nChannels, nChannels, kAny, copyCtas, false, 0};
+  if (maxCtas <= 0) return {nChannels, nChannels, nChannels, copyCtas, false, 0};
   const int half = std::max(1, std::min(nChannels, maxCtas / 2));
   const int whole = std::max(1, std::min(nChannels, maxCtas));
   const int copies = std::max(1, std::min(copyCtas, maxCtas / 2));
-  if (!canPair) return {half, half, half, kAny, copies, false, 0};
-  if (maxCtas > kP2pPairMaxCtas)
-    return {half, half, whole, maxCtas >= kP2pOneWayWideCtas ? kAny : kP2pOneWayNarrowBytes, copies, false, maxCtas};
-  return {whole, half, whole, kAny, copies, true, 0};
+  if (!canPair) return {half, half, half, copies, false, 0};
+  if (maxCtas > kP2pPairMaxCtas) return {half, half, whole, copies, false, maxCtas};
+  return {whole, half, whole, copies, true, 0};
 }
 
 // The bytes of each of a transfer's first `parts` - 1 shares (the last takes the rest): contiguous shares
@@ -149,10 +139,10 @@ BRAID_HD inline size_t p2pShareBytes(size_t bytes, int parts) {
   return ((bytes + static_cast<size_t>(parts) - 1) / static_cast<size_t>(parts) + 63) & ~size_t{63};
 }
 
-// The channels a ring transfer is cut over (p2pCtaBudget): oneWayChannels for a gather's or scatter's of at
-// most oneWayMax bytes, else nChannels (planP2p and the cost model alike).
-inline int p2pCutChannels(size_t bytes, bool oneWay, int nChannels, int oneWayChannels, size_t oneWayMax) {
-  return oneWay && oneWayChannels > 0 && bytes <= oneWayMax ? oneWayChannels : nChannels;
+// The channels a ring transfer is cut over (p2pCtaBudget): oneWayChannels for a gather's or scatter's, else
+// nChannels (planP2p and the cost model alike).
+inline int p2pCutChannels(bool oneWay, int nChannels, int oneWayChannels) {
+  return oneWay && oneWayChannels > 0 ? oneWayChannels : nChannels;
 }
 
 // The channels of a ring transfer of `bytes` (p2pCtaBudget): p2pChannelsForBytes over nChannels, or over
@@ -204,8 +194,7 @@ struct P2pPlanInput {
   std::vector<P2pXfer> copies;  // local copies (a rank's own share, sends to itself)
   int nChannels = 1;            // the ring's channels
   int llChannels = 0;           // ... for transfers whose shares on nChannels would run LL (0: nChannels)
-  int oneWayChannels = 0;       // ... for P2pXfer::oneWay transfers (0: nChannels) ...
-  size_t oneWayMax = ~size_t{0};  // ... of at most this many bytes
+  int oneWayChannels = 0;       // ... for P2pXfer::oneWay transfers (0: nChannels)
   bool pairRing = false;        // a ring channel's send and receive blocks share one CTA where none is LL
   int pairWithin = 0;           // else: so many of those channels as bring the ring's CTAs within this (0: none)
   size_t llThreshold = 0;       // shares of at most this many bytes run LL where the connection has LL slots
@@ -222,7 +211,6 @@ inline void applyBudget(const P2pCtaBudget& b, P2pPlanInput* in) {
   in->nChannels = b.nChannels;
   in->llChannels = b.llChannels;
   in->oneWayChannels = b.oneWayChannels;
-  in->oneWayMax = b.oneWayMax;
   in->pairRing = b.pair;
   in->pairWithin = b.pairWithin;
   in->maxCopyCtas = b.maxCopyCtas;

@@ -594,7 +594,7 @@ double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass trans
   // One transfer of `bytes`: over the ring's channels (the neighbour, or the rank itself) or one connection.
   const bool oneWay = isOneWayColl(op.coll);
   const P2pCtaBudget& cut = facts.cut;
-  const int over = p2pCutChannels(bytes, oneWay, cut.nChannels, cut.oneWayChannels, cut.oneWayMax);
+  const int over = p2pCutChannels(oneWay, cut.nChannels, cut.oneWayChannels);
   auto transfer = [&](bool ring) {
     const int nch = ring ? p2pRingChannels(bytes, over, cut.llChannels, facts.channelBytes, facts.llThreshold) : 1;
     // LL as planP2p decides it for the transfer's full shares (the last, shorter one may differ).

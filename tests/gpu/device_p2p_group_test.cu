@@ -223,10 +223,10 @@ TEST(DeviceP2pGroup, TableAllocatedInsideAGlobalModeCapture) {
 }
 
 // A gather (root 0) beside a send the other way, then a scatter (root 0) beside a send the other way, each in
-// one group, under CTA bounds of 24 and 32 (a gather's or scatter's transfer of up to 8 MiB cut over the whole
-// bound, the send over half, so half the channels pair to keep the bound: p2p_plan.h), 8 (every ring channel
-// paired) and none; and past 8 MiB under 28 (the whole bound from kP2pOneWayWideCtas) and 24 (half). Every byte
-// checked against poisoned outputs, and the byte after each.
+// one group, under CTA bounds of 24 and 32 (a gather's or scatter's transfer cut over the whole bound, the send
+// over half, so half the channels pair to keep the bound: p2p_plan.h), 8 (every ring channel paired) and none; and
+// 24 MiB + 5 under 28 and 24 (balanced under 24: shares of 1 MiB and more, p2pBalanced). Every byte checked against
+// poisoned outputs, and the byte after each.
 TEST(DeviceP2pGroup, RootedCollectivesBesideTransfersTheOtherWay) {
   NEED_GPUS(2);
   const size_t m = (size_t(2) << 20) + 5;
@@ -234,7 +234,7 @@ TEST(DeviceP2pGroup, RootedCollectivesBesideTransfersTheOtherWay) {
     const char* bound;
     size_t n;
   };
-  const size_t eight = (size_t(8) << 20) - 3, past = (size_t(24) << 20) + 5;  // past 8 MiB: half under 24, whole 28
+  const size_t eight = (size_t(8) << 20) - 3, past = (size_t(24) << 20) + 5;  // balanced under 24
   for (const Case& k : {Case{"24", eight}, Case{"32", eight}, Case{"8", eight}, Case{"", eight}, Case{"28", past},
                         Case{"24", past}}) {
     const char* bound = k.bound;

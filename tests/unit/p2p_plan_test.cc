@@ -363,13 +363,12 @@ TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
   EXPECT_EQ(p2pCtaBudget(64, 32, 8, false).llChannels, 4);
   EXPECT_FALSE(p2pCtaBudget(64, 32, 8, false).pair);
   // A gather's or scatter's transfers: the whole bound above kP2pPairMaxCtas too, pairing only to fit.
+  EXPECT_EQ(p2pCtaBudget(64, 32, 17, true).oneWayChannels, 17);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 17, true).nChannels, 8);
   EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).oneWayChannels, 24);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).oneWayMax, kP2pOneWayNarrowBytes);  // below 25: up to 8 MiB
   EXPECT_EQ(p2pCtaBudget(64, 32, 28, true).oneWayChannels, 28);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 28, true).oneWayMax, ~size_t{0});  // from 25: any size
   EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).pairWithin, 24);
   EXPECT_EQ(p2pCtaBudget(64, 32, 32, true).oneWayChannels, 32);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 32, true).oneWayMax, ~size_t{0});
   EXPECT_EQ(p2pCtaBudget(64, 32, 32, true).pairWithin, 32);
   EXPECT_EQ(p2pCtaBudget(64, 32, 16, true).oneWayChannels, 16);
   EXPECT_EQ(p2pCtaBudget(64, 32, 16, true).pairWithin, 0);  // pairs every channel anyway
@@ -400,8 +399,7 @@ TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
       checkCoverage(in, checkPlan(in, plan));
       in.conns.pop_back();
       ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
-      const bool narrow = bound > kP2pPairMaxCtas && bound < kP2pOneWayWideCtas;  // 64 MB: past 8 MiB there
-      EXPECT_EQ(static_cast<int>(plan.ctas.size()), canPair && !narrow ? std::min(bound, 64) : bound / 2) << bound;
+      EXPECT_EQ(static_cast<int>(plan.ctas.size()), canPair ? std::min(bound, 64) : bound / 2) << bound;
       in.conns.push_back(ringConn(false, 64, {big}, 10));
       in.copies.push_back(P2pXfer{fakeBuf(50), big, fakeBuf(51)});  // all-to-all's own share
       ASSERT_TRUE(planP2p(in, &plan, &why)) << why;
@@ -471,8 +469,8 @@ TEST(P2pPlan, PairedRingChannelsUnderABound) {
 // Under a bound of 32 (above kP2pPairMaxCtas): a gather's or scatter's ring transfer is cut over all 32
 // channels on both ranks alike (the sender's and the receiver's shares match); a send/recv stays on 16 a
 // direction; a group holding a gather's 32-channel send and a 16-channel receive pairs its 16 lowest channels
-// and so takes 32 CTAs, not 48; LL-sized one-way transfers keep the cut over half. Under 24, only one-way
-// transfers of up to 8 MiB take the whole bound.
+// and so takes 32 CTAs, not 48; LL-sized one-way transfers keep the cut over half. Under 24 and 28 alike, at any
+// size.
 TEST(P2pPlan, OneWayTransfersTakeTheWholeBound) {
   auto plan = [&](int bound, std::vector<P2pPlanConn> conns, P2pPlanLaunch* l) {
     const P2pCtaBudget b = p2pCtaBudget(64, 32, bound, true);
@@ -516,20 +514,15 @@ TEST(P2pPlan, OneWayTransfersTakeTheWholeBound) {
   plan(32, {oneWay(ringConn(true, 64, {64 << 10}, 0))}, &sender);
   EXPECT_EQ(sender.ctas.size(), static_cast<size_t>(p2pRingChannels(64 << 10, 16, 16, 65536, 16384)));
   for (const P2pPlanBlock& blk : sender.all) EXPECT_TRUE(blk.ll);
-  // Under 24: 8 MiB on 24 channels, both ends alike; 8 MiB + 64 and 128 MiB on 12.
-  plan(24, {oneWay(ringConn(true, 64, {size_t(8) << 20}, 0))}, &sender);
-  plan(24, {oneWay(ringConn(false, 64, {size_t(8) << 20}, 0))}, &receiver);
-  EXPECT_EQ(sender.ctas.size(), 24u);
-  EXPECT_EQ(shares(sender), shares(receiver));
-  plan(24, {oneWay(ringConn(true, 64, {(size_t(8) << 20) + 64}, 0))}, &sender);
-  EXPECT_EQ(sender.ctas.size(), 12u);
-  plan(24, {oneWay(ringConn(true, 64, {big}, 0))}, &sender);
-  EXPECT_EQ(sender.ctas.size(), 12u);
-  // Under 28: 128 MiB on all 28, both ends alike.
-  plan(28, {oneWay(ringConn(true, 64, {big}, 0))}, &sender);
-  plan(28, {oneWay(ringConn(false, 64, {big}, 0))}, &receiver);
-  EXPECT_EQ(sender.ctas.size(), 28u);
-  EXPECT_EQ(shares(sender), shares(receiver));
+  // Under 24 and 28: 8 MiB, 8 MiB + 64 and 128 MiB on all the bound's channels, both ends alike.
+  for (int bound : {24, 28}) {
+    for (size_t n : {size_t(8) << 20, (size_t(8) << 20) + 64, big}) {
+      plan(bound, {oneWay(ringConn(true, 64, {n}, 0))}, &sender);
+      plan(bound, {oneWay(ringConn(false, 64, {n}, 0))}, &receiver);
+      EXPECT_EQ(sender.ctas.size(), static_cast<size_t>(bound)) << bound << " " << n;
+      EXPECT_EQ(shares(sender), shares(receiver)) << bound << " " << n;
+    }
+  }
 }
 
 // How many channels a ring transfer takes (p2pChannelsForBytes), unit u: up to 2u shares of u/8 on at most 8
