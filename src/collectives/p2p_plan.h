@@ -100,9 +100,10 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 // docs/gpu/2026-12-07d, one round, gather / scatter, NCCL / half (balanced) / whole (balanced), us, 128 / 256 / 512 MB:
 // under 20, 228.7 / 216.7 / 195.3, 384.2 / 412.3 / 375.3, 748.2 / 805.6 / 733.3 and 204.4 / 216.3 / 191.4, 389.7 /
 // 414.8 / 373.2, 752.6 / 814.4 / 731.8; under 24, 221.5 / 199.8 / 223.5, 383.3 / 379.4 / 375.1, 743.9 / 739.9 / 736.0
-// and 203.4 / 202.6 / 193.7, 387.4 / 381.6 / 375.8, 759.4 / 741.7 / 733.8 (the 128 MB gather under 24 the one loss,
-// 1.0x NCCL; 24 channels showed a spread there before, docs/gpu/2026-12-05g); under 28 and 32 the whole cut already
-// won before (docs/gpu/2026-12-05c, 2026-12-06d, e).
+// and 203.4 / 202.6 / 193.7, 387.4 / 381.6 / 375.8, 759.4 / 741.7 / 733.8. Two more rounds under 24 at 32-256 MB
+// (docs/gpu/2026-12-07e): the whole cut ahead or level but for gathers of 32 MB (65.27 and 61.00 against half's 61.44
+// and 63.48, NCCL 59.5) and one 128 MB gather (209.0 against 198.8). Under 17, 128-512 MB, gathers and scatters at
+// 1.01-1.05x NCCL. Under 28 and 32 the whole cut already won before (docs/gpu/2026-12-05c, 2026-12-06d, e).
 // The cut depends only on agreed values (the bound, the LL threshold, the transfer's size and whether it is a gather's
 // or scatter's; never on whether this rank pairs, has copies or other transfers), so both sides still cut alike. Local
 // copies (all-to-all's own share, a gather/scatter root's) may take up to half the bound more, for as long as they
