@@ -170,8 +170,9 @@ inline int p2pRingChannels(size_t bytes, int nChannels, int llChannels, size_t c
 // that depended on how many balanced transfers a launch holds would tell the two sides apart when they group
 // differently).
 constexpr int kP2pMaxBalanced = 64;
+// Below 2 TiB: chunks are at least 4 KiB, so their indices fit sizes[]' 29 bits (dev_work.h: kDevBalIndexMask).
 inline bool p2pBalanced(size_t bytes, int parts, size_t minShare) {
-  return parts >= 2 && minShare > 0 && p2pShareBytes(bytes, parts) >= minShare;
+  return parts >= 2 && minShare > 0 && p2pShareBytes(bytes, parts) >= minShare && bytes < (size_t(1) << 41);
 }
 
 struct P2pXfer {

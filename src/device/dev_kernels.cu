@@ -40,10 +40,12 @@ __device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, 
                            nChunks, endWord)) {
     }
     // The last of the transfer's CTAs to finish zeroes its counters for the next launch. Thread 0 took this CTA's
-    // chunks; a fence first, so its takes are done before its count; the kernel's end publishes the zeroes.
+    // chunks; a fence first, so its takes are done before its count, and one after the last count, so the zeroes
+    // come after every CTA's takes in the memory model too; the kernel's end publishes them.
     if (claim && static_cast<int>(threadIdx.x) == tidBase) {
       __threadfence();
       if (atomicAdd(claim + 1, 1u) == static_cast<unsigned int>(parts - 1)) {
+        __threadfence();
         claim[0] = 0;
         claim[1] = 0;
       }

@@ -72,11 +72,18 @@ constexpr uint32_t kDevStepLastMark = 1u << 30;
 // kDevStepBalMark | the chunk's index (0 .. kDevBalIndexMask), or, on each sending CTA's closing step (no data),
 // kDevStepBalMark | kDevStepLastMark | devBalFold(the sender's bytes), which the receiver compares with its own. A
 // receiver of the other kind (counts that differ across the balance threshold) then sees a word it does not
-// expect and reports kDevSizeMismatch, as with differing step sizes.
+// expect and reports kDevSizeMismatch, as with differing step sizes. The fold mixes every bit of the size (a
+// splitmix64 finalizer), so two differing sizes share it with odds of ~2^-29 whatever their difference (a plain XOR
+// of 29-bit pieces let e.g. 4 GiB and 6 GiB + 4 collide); the receiver does not count the chunks it got, so a
+// collision with chunk indices all in range would go unreported.
 constexpr uint32_t kDevStepBalMark = 1u << 29;
 constexpr uint32_t kDevBalIndexMask = kDevStepBalMark - 1;
 BRAID_HDI inline uint32_t devBalFold(size_t bytes) {
-  return static_cast<uint32_t>((bytes ^ (bytes >> 29) ^ (bytes >> 58)) & kDevBalIndexMask);
+  uint64_t z = static_cast<uint64_t>(bytes);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<uint32_t>(z & kDevBalIndexMask);
 }
 // The first 16 bytes are read by the kernels in one load (prims_simple.h: devReadHostWords).
 struct alignas(16) DevStatus {

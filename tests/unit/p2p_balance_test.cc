@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectives/p2p_plan.h"
+#include "device/dev_work.h"
 
 namespace braid {
 namespace {
@@ -89,6 +90,7 @@ TEST(P2pBalance, OnlyLargeSimpleTransfersOverGpuP2pChannels) {
       {"one channel not P2P", 64 * kMiB, kMiB, true, 3, 16384, false},
       {"shares run LL (threshold past them)", 64 * kMiB, kMiB, true, -1, 8 * kMiB, false},
       {"one channel (parts 1)", 64 * kMiB, kMiB, true, -1, 16384, false, 1},
+      {"2 TiB (chunk indices past 29 bits)", size_t(1) << 41, kMiB, true, -1, 16384, false},
   };
   for (const Case& k : cases) {
     P2pPlanInput in = input(k.channels, k.minShare);
@@ -167,6 +169,19 @@ TEST(P2pBalance, BothSidesAgreeWhateverTheGrouping) {
     }
     ASSERT_EQ(sent, received) << "trial " << trial;
   }
+}
+
+// The closing step's fold (dev_work.h: devBalFold) stays off the marks' bits and tells apart sizes a count mismatch
+// gives: neighbours, multiples of the type sizes, and sizes whose 29-bit pieces XOR alike (4 GiB against 6 GiB + 4).
+TEST(P2pBalance, CloseFoldTellsDifferingSizesApart) {
+  const size_t base[] = {kMiB, 64 * kMiB + 5, size_t(3) << 30, size_t(4) << 30};
+  for (size_t b : base) {
+    EXPECT_EQ(devBalFold(b) & ~kDevBalIndexMask, 0u);
+    for (size_t other : {b + 1, b - 1, b + 4096, 2 * b, 4 * b, b / 2, b + (size_t(1) << 29)})
+      EXPECT_NE(devBalFold(b), devBalFold(other)) << b << " against " << other;
+  }
+  EXPECT_NE(devBalFold(size_t(4) << 30), devBalFold((size_t(6) << 30) + 4));
+  EXPECT_EQ(devBalFold(64 * kMiB), devBalFold(64 * kMiB)) << "a function of the size alone";
 }
 
 }  // namespace
