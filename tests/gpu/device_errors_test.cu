@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -130,6 +131,22 @@ static void expectMismatchReported(Pair& p, uint8_t* buf[2], std::initializer_li
   p.destroy();
 }
 
+// Rank 0 sends `sent` bytes, rank 1 receives `received`, in one group on a fresh pair; rank 1 must report it
+// (expectMismatchReported, `foundBy` the check that should catch it).
+static void expectSendRecvMismatch(size_t sent, size_t received, const char* foundBy, const char* label) {
+  Pair p;
+  ASSERT_TRUE(p.init());
+  uint8_t* buf[2];
+  ASSERT_NO_FATAL_FAILURE(allocBoth(buf, std::max(sent, received)));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(ncclSend(buf[0], sent, ncclUint8, 1, p.comm[0], p.stream[0]), ncclSuccess);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(ncclRecv(buf[1], received, ncclUint8, 0, p.comm[1], p.stream[1]), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  expectMismatchReported(p, buf, {1}, "different counts", foundBy, label);
+}
+
 // Send/recv counts that differ across the LL threshold (10 KiB sent as LL, 160 KiB expected as SIMPLE, then
 // the reverse) fail with a message on the receiving rank within the timeout, never a silent stale slot. The
 // cut (p2pChannelsForBytes): 10 KiB is two 5 KiB shares on channels 0-1, LL; 160 KiB eight 20 KiB shares,
@@ -177,19 +194,8 @@ TEST(DeviceColl2Gpu, P2pCountsWithPrefixStepsFail) {
   const size_t big = size_t(32) << 20, half = size_t(16) << 20;
   for (int flip = 0; flip < 2; ++flip) {
     SCOPED_TRACE(flip ? "receive longer than the send" : "send longer than the receive");
-    Pair p;
-    ASSERT_TRUE(p.init());
-    uint8_t* buf[2];
-    ASSERT_NO_FATAL_FAILURE(allocBoth(buf, big));
-    const size_t a = flip ? half : big, b = flip ? big : half;
-    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-    ASSERT_EQ(ncclSend(buf[0], a, ncclUint8, 1, p.comm[0], p.stream[0]), ncclSuccess);
-    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
-    ASSERT_EQ(ncclRecv(buf[1], b, ncclUint8, 0, p.comm[1], p.stream[1]), ncclSuccess);
-    ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-    expectMismatchReported(p, buf, {1}, "different counts", "the last-step mark",
-                           flip ? "recv longer" : "send longer");
+    ASSERT_NO_FATAL_FAILURE(expectSendRecvMismatch(flip ? half : big, flip ? big : half, "the last-step mark",
+                                                   flip ? "recv longer" : "send longer"));
   }
 }
 
@@ -204,18 +210,8 @@ TEST(DeviceColl2Gpu, P2pBalancedCountsFail) {
   const size_t big = (size_t(64) << 20) + 4096, base = size_t(64) << 20;
   for (int flip = 0; flip < 2; ++flip) {
     SCOPED_TRACE(flip ? "receive longer than the send" : "send longer than the receive");
-    Pair p;
-    ASSERT_TRUE(p.init());
-    uint8_t* buf[2];
-    ASSERT_NO_FATAL_FAILURE(allocBoth(buf, big));
-    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-    ASSERT_EQ(ncclSend(buf[0], flip ? base : big, ncclUint8, 1, p.comm[0], p.stream[0]), ncclSuccess);
-    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
-    ASSERT_EQ(ncclRecv(buf[1], flip ? big : base, ncclUint8, 0, p.comm[1], p.stream[1]), ncclSuccess);
-    ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-    expectMismatchReported(p, buf, {1}, "different counts", "the balanced step check",
-                           flip ? "balanced recv longer" : "balanced send longer");
+    ASSERT_NO_FATAL_FAILURE(expectSendRecvMismatch(flip ? base : big, flip ? big : base, "the balanced step check",
+                                                   flip ? "balanced recv longer" : "balanced send longer"));
   }
 }
 

@@ -13,22 +13,11 @@
 #include <vector>
 
 #include "gpu_harness.h"
+#include "gpu_pattern.cuh"
 
 using namespace gpu_test;
 
 namespace {
-
-__host__ __device__ inline uint8_t patternByte(uint32_t seed, size_t i) {
-  const uint32_t x = static_cast<uint32_t>(i) * 2654435761u + seed * 40503u + static_cast<uint32_t>(i >> 16);
-  return static_cast<uint8_t>(x >> 13);
-}
-
-__global__ void fillPattern(uint8_t* p, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    p[i] = patternByte(seed, i);
-}
-
-uint32_t seedOf(int rank, int round, int k) { return static_cast<uint32_t>(rank * 1000003 + round * 7919 + k * 31); }
 
 // Transfers of the given sizes each way between the two ranks, in one group; each has its own 64-byte aligned slot
 // with at least one spare byte after it.

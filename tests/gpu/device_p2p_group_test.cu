@@ -11,28 +11,17 @@
 #include <vector>
 
 #include "gpu_harness.h"
+#include "gpu_pattern.cuh"
 
 using namespace gpu_test;
 
 namespace {
-
-__host__ __device__ inline uint8_t patternByte(uint32_t seed, size_t i) {
-  const uint32_t x = static_cast<uint32_t>(i) * 2654435761u + seed * 40503u + static_cast<uint32_t>(i >> 16);
-  return static_cast<uint8_t>(x >> 13);
-}
-
-__global__ void fillPattern(uint8_t* p, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    p[i] = patternByte(seed, i);
-}
 
 // Transfer k's size: LL-cut (64 KiB, 1027 B, 5 B, 4160 B), mid-cut (200 KiB) and large-cut (1 MiB) transfers.
 size_t transferBytes(int k) {
   static const size_t s[] = {size_t(64) << 10, 1027, size_t(200) << 10, 5, size_t(1) << 20, 4160};
   return s[k % 6];
 }
-
-uint32_t seedOf(int rank, int round, int k) { return static_cast<uint32_t>(rank * 1000003 + round * 7919 + k * 31); }
 
 // kN sends and kN receives each way between the two ranks, all in one group. Each transfer has its own
 // slot in one buffer per rank and direction, 64-byte aligned with at least one spare byte after it.
