@@ -19,81 +19,7 @@ using namespace gpu_test;
 
 namespace {
 
-// Transfers of the given sizes each way between the two ranks, in one group; each has its own 64-byte aligned slot
-// with at least one spare byte after it.
-class Transfers {
- public:
-  explicit Transfers(std::vector<size_t> sizes) : sizes_(std::move(sizes)) {
-    for (size_t b : sizes_) {
-      off_.push_back(total_);
-      total_ += (b + 64) & ~size_t{63};
-    }
-  }
-  ~Transfers() {
-    for (int r = 0; r < 2; ++r) {
-      cudaSetDevice(r);
-      cudaFree(in_[r]);
-      cudaFree(out_[r]);
-    }
-  }
-  bool alloc() {
-    for (int r = 0; r < 2; ++r) {
-      GT_CUDA(cudaSetDevice(r));
-      GT_CUDA(cudaMalloc(&in_[r], total_));
-      GT_CUDA(cudaMalloc(&out_[r], total_));
-    }
-    return true;
-  }
-  bool prepare(int round) {
-    for (int r = 0; r < 2; ++r) {
-      GT_CUDA(cudaSetDevice(r));
-      for (size_t k = 0; k < sizes_.size(); ++k)
-        fillPattern<<<64, 256>>>(in_[r] + off_[k], sizes_[k], seedOf(r, round, static_cast<int>(k)));
-      GT_CUDA(cudaMemset(out_[r], 0xa5, total_));
-      GT_CUDA(cudaDeviceSynchronize());
-    }
-    return true;
-  }
-  bool post(Pair& p) {
-    GT_NCCL(ncclGroupStart());
-    for (int r = 0; r < 2; ++r) {
-      for (size_t k = 0; k < sizes_.size(); ++k) {
-        GT_NCCL(ncclSend(in_[r] + off_[k], sizes_[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]));
-        GT_NCCL(ncclRecv(out_[r] + off_[k], sizes_[k], ncclUint8, 1 - r, p.comm[r], p.stream[r]));
-      }
-    }
-    GT_NCCL(ncclGroupEnd());
-    return true;
-  }
-  void check(int round, const std::string& what) {
-    std::vector<uint8_t> h(total_);
-    for (int r = 0; r < 2; ++r) {
-      cudaSetDevice(r);
-      ASSERT_EQ(cudaMemcpy(h.data(), out_[r], total_, cudaMemcpyDeviceToHost), cudaSuccess);
-      for (size_t k = 0; k < sizes_.size(); ++k) {
-        const uint8_t* got = h.data() + off_[k];
-        const uint32_t seed = seedOf(1 - r, round, static_cast<int>(k));
-        std::vector<uint8_t> want(sizes_[k]);
-        for (size_t i = 0; i < sizes_[k]; ++i) want[i] = patternByte(seed, i);
-        if (std::memcmp(got, want.data(), sizes_[k]) != 0) {  // every byte compared; the first wrong one named
-          size_t i = 0;
-          while (got[i] == want[i]) ++i;
-          FAIL() << what << ": rank " << r << " transfer " << k << " (" << sizes_[k] << " bytes), byte " << i << " is "
-                 << int(got[i]) << ", not " << int(want[i]);
-        }
-        ASSERT_EQ(got[sizes_[k]], 0xa5) << what << ": rank " << r << " transfer " << k << " wrote past its end";
-      }
-    }
-  }
-
- private:
-  std::vector<size_t> sizes_, off_;
-  size_t total_ = 0;
-  uint8_t* in_[2] = {nullptr, nullptr};
-  uint8_t* out_[2] = {nullptr, nullptr};
-};
-
-void runCase(Transfers& t, const std::string& what) {
+void runCase(P2pTransfers& t, const std::string& what) {
   Pair p;
   ASSERT_TRUE(p.init());
   ASSERT_TRUE(t.alloc());
@@ -153,13 +79,13 @@ TEST(DeviceP2pBalance, EveryByteOnStreamsAndInGraphs) {
       env.set(kv.substr(0, kv.find('=')).c_str(), kv.substr(kv.find('=') + 1).c_str());
     }
     {
-      Transfers one({(size_t(64) << 20) + 5});
+      P2pTransfers one({(size_t(64) << 20) + 5});
       ASSERT_NO_FATAL_FAILURE(runCase(one, label + " one 64 MiB + 5 transfer each way"));
     }
     {
       EnvScope low;
       low.set("BRAID_P2P_BALANCE_BYTES", "65536");
-      Transfers group(many);
+      P2pTransfers group(many);
       ASSERT_NO_FATAL_FAILURE(runCase(group, label + " 80 transfers of ~2 MiB each way (past the claim slots)"));
     }
   }

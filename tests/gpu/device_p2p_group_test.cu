@@ -23,87 +23,15 @@ size_t transferBytes(int k) {
   return s[k % 6];
 }
 
-// kN sends and kN receives each way between the two ranks, all in one group. Each transfer has its own
-// slot in one buffer per rank and direction, 64-byte aligned with at least one spare byte after it.
-class BigGroup {
- public:
-  explicit BigGroup(int n) : n_(n) {
-    size_t at = 0;
-    for (int k = 0; k < n; ++k) {
-      off_.push_back(at);
-      at += (transferBytes(k) + 64) & ~size_t{63};
-    }
-    total_ = at;
-  }
-  ~BigGroup() {
-    for (int r = 0; r < 2; ++r) {
-      cudaSetDevice(r);
-      cudaFree(in_[r]);
-      cudaFree(out_[r]);
-    }
-  }
-  bool alloc() {
-    for (int r = 0; r < 2; ++r) {
-      GT_CUDA(cudaSetDevice(r));
-      GT_CUDA(cudaMalloc(&in_[r], total_));
-      GT_CUDA(cudaMalloc(&out_[r], total_));
-    }
-    return true;
-  }
-  // New inputs for `round` and poisoned outputs, on the device, finished before returning.
-  bool prepare(int round) {
-    for (int r = 0; r < 2; ++r) {
-      GT_CUDA(cudaSetDevice(r));
-      for (int k = 0; k < n_; ++k)
-        fillPattern<<<8, 256>>>(in_[r] + off_[k], transferBytes(k), seedOf(r, round, k));
-      GT_CUDA(cudaMemset(out_[r], 0xa5, total_));
-      GT_CUDA(cudaDeviceSynchronize());
-    }
-    return true;
-  }
-  bool post(Pair& p) {
-    GT_NCCL(ncclGroupStart());
-    for (int r = 0; r < 2; ++r) {
-      for (int k = 0; k < n_; ++k) {
-        // Interleaved as a pipeline schedule posts them; the receive first on rank 1.
-        ncclResult_t a = r == 0 ? ncclSend(in_[r] + off_[k], transferBytes(k), ncclUint8, 1, p.comm[r], p.stream[r])
-                                : ncclRecv(out_[r] + off_[k], transferBytes(k), ncclUint8, 0, p.comm[r], p.stream[r]);
-        ncclResult_t b = r == 0 ? ncclRecv(out_[r] + off_[k], transferBytes(k), ncclUint8, 1, p.comm[r], p.stream[r])
-                                : ncclSend(in_[r] + off_[k], transferBytes(k), ncclUint8, 0, p.comm[r], p.stream[r]);
-        GT_NCCL(a);
-        GT_NCCL(b);
-      }
-    }
-    GT_NCCL(ncclGroupEnd());
-    return true;
-  }
-  // Every byte of every transfer is the peer's input of `round`; the byte after each is still poison.
-  void check(int round, const std::string& what) {
-    for (int r = 0; r < 2; ++r) {
-      std::vector<uint8_t> h(total_);
-      cudaSetDevice(r);
-      ASSERT_EQ(cudaMemcpy(h.data(), out_[r], total_, cudaMemcpyDeviceToHost), cudaSuccess);
-      for (int k = 0; k < n_; ++k) {
-        const uint8_t* got = h.data() + off_[k];
-        const uint32_t seed = seedOf(1 - r, round, k);
-        for (size_t i = 0; i < transferBytes(k); ++i)
-          ASSERT_EQ(got[i], patternByte(seed, i)) << what << ": rank " << r << " transfer " << k << " of " << n_
-                                                  << " (" << transferBytes(k) << " bytes), byte " << i;
-        ASSERT_EQ(got[transferBytes(k)], 0xa5) << what << ": rank " << r << " transfer " << k << " wrote past its end";
-      }
-    }
-  }
-
- private:
-  int n_;
-  std::vector<size_t> off_;
-  size_t total_ = 0;
-  uint8_t* in_[2] = {nullptr, nullptr};
-  uint8_t* out_[2] = {nullptr, nullptr};
-};
+// n transfers' sizes, cycling through transferBytes.
+std::vector<size_t> groupSizes(int n) {
+  std::vector<size_t> v;
+  for (int k = 0; k < n; ++k) v.push_back(transferBytes(k));
+  return v;
+}
 
 // Posts, waits (bounded) and checks one round of `g`.
-void runRound(Pair& p, BigGroup& g, int round, const std::string& what) {
+void runRound(Pair& p, P2pTransfers& g, int round, const std::string& what) {
   ASSERT_TRUE(g.prepare(round));
   ASSERT_TRUE(g.post(p)) << what;
   bool hung = false;
@@ -121,7 +49,7 @@ TEST(DeviceP2pGroup, ManyTransfersRunAsOneLaunchOnStreamsAndInGraphs) {
     ASSERT_TRUE(p.init());
     // 240 transfers each way: ~2,000 blocks per direction, three times a launch's parameter block; 400 more
     // blocks' worth in the larger group, which outgrows the table's buffer.
-    BigGroup small(2), big(240), other(240), bigger(400);
+    P2pTransfers small(groupSizes(2)), big(groupSizes(240)), other(groupSizes(240)), bigger(groupSizes(400));
     ASSERT_TRUE(small.alloc() && big.alloc() && other.alloc() && bigger.alloc());
     ASSERT_NO_FATAL_FAILURE(runRound(p, small, 0, "2 transfers each way, before"));
     ASSERT_NO_FATAL_FAILURE(runRound(p, big, 1, "240 transfers each way"));
@@ -174,7 +102,7 @@ TEST(DeviceP2pGroup, TableAllocatedInsideAGlobalModeCapture) {
   NEED_GPUS(2);
   Pair p;
   ASSERT_TRUE(p.init());
-  BigGroup g(300);
+  P2pTransfers g(groupSizes(300));
   ASSERT_TRUE(g.alloc());
   ASSERT_TRUE(g.prepare(0));
   cudaGraph_t graph[2];
