@@ -90,6 +90,13 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 // NCCL / half / paired, us: send/recv under 8 1619.8 / 1752.5 / 1597.9, under 16 885.9 / 910.8 / 871.3, under 24 884.5
 // / 846.7 / 957.7 (paired loses); gather under 8 748.0 / 841.1 / 649.9; scatter under 16 538.0 / 438.3 / 370.6. (Before
 // the half cut, 7/16: send/recv under 8 2274, gather 1157, docs/gpu/2026-12-04a.)
+// Pairing runs up to a bound of 20 (2xH100, docs/gpu/2026-12-08b, c, two rounds each, balanced transfers, us at 128
+// / 512 MB, NCCL / half / paired): send/recv under 17 ~471 / ~1512, 526 / 2022 (0.75x), 457-480 / 1712-1717; under
+// 20 ~472 / ~1511, 440-442 / 1660-1664, 411-489 / 1511-1594; all-to-all under 17 ~273 / ~970, 274 / 1039, 240 /
+// 858-884; under 20 ~270 / ~971, 241-243 / 881-887, 223-225 / 800-813. Paired send/recv at 2-32 MB is level with half
+// (within 1.5 us, both ahead of NCCL). Under 24 half wins (send/recv 512 MB 1498-1501 against paired 1577), and 12 ring
+// channels paired only as far as a bound of 17 or 20 needs (tools/var_link12.patch) lost to both: the SMs in play,
+// not the sending CTAs, set the rate there.
 // Under larger bounds, half the bound's SMs already fill the link and sharing an SM between the directions only slows
 // each: every transfer is cut over half the bound, a CTA per direction, except a gather's or a scatter's
 // (P2pXfer::oneWay: both ends know the pair runs one way), cut over the whole bound (oneWayChannels) at any size. Ring
@@ -109,7 +116,7 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 // copies (all-to-all's own share, a gather/scatter root's) may take up to half the bound more, for as long as they
 // copy: with an eighth, a 2-rank all-to-all of 64 MB under a bound of 24 took 247 us, copy-bound, against NCCL's 139
 // (docs/gpu/2026-11-27g). Each connection to another peer adds one CTA per direction.
-constexpr int kP2pPairMaxCtas = 16;
+constexpr int kP2pPairMaxCtas = 20;
 // Whether CTAs of nThreads threads can pair: two warp groups of a worker warp and a poster each, of equal whole
 // warps (the kernel splits at blockDim.x / 2).
 inline bool p2pCanPair(int nThreads) { return nThreads >= 128 && nThreads % 64 == 0; }

@@ -346,7 +346,14 @@ TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
   EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).nChannels, 12);  // above kP2pPairMaxCtas: half, a CTA per direction
   EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).llChannels, 12);
   EXPECT_FALSE(p2pCtaBudget(64, 32, 24, true).pair);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 16, true).nChannels, 16);  // up to it: all of it, paired
+  EXPECT_EQ(p2pCtaBudget(64, 32, 21, true).nChannels, 10);
+  EXPECT_FALSE(p2pCtaBudget(64, 32, 21, true).pair);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 20, true).nChannels, 20);  // up to it: all of it, paired
+  EXPECT_EQ(p2pCtaBudget(64, 32, 20, true).llChannels, 10);
+  EXPECT_TRUE(p2pCtaBudget(64, 32, 20, true).pair);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 17, true).nChannels, 17);
+  EXPECT_TRUE(p2pCtaBudget(64, 32, 17, true).pair);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 16, true).nChannels, 16);
   EXPECT_EQ(p2pCtaBudget(64, 32, 16, true).llChannels, 8);
   EXPECT_TRUE(p2pCtaBudget(64, 32, 16, true).pair);
   EXPECT_EQ(p2pCtaBudget(64, 32, 8, true).nChannels, 8);
@@ -363,8 +370,8 @@ TEST(P2pPlan, CtaBoundHoldsForTheRingAndCopies) {
   EXPECT_EQ(p2pCtaBudget(64, 32, 8, false).llChannels, 4);
   EXPECT_FALSE(p2pCtaBudget(64, 32, 8, false).pair);
   // A gather's or scatter's transfers: the whole bound above kP2pPairMaxCtas too, pairing only to fit.
-  EXPECT_EQ(p2pCtaBudget(64, 32, 17, true).oneWayChannels, 17);
-  EXPECT_EQ(p2pCtaBudget(64, 32, 17, true).nChannels, 8);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 21, true).oneWayChannels, 21);
+  EXPECT_EQ(p2pCtaBudget(64, 32, 21, true).pairWithin, 21);
   EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).oneWayChannels, 24);
   EXPECT_EQ(p2pCtaBudget(64, 32, 28, true).oneWayChannels, 28);
   EXPECT_EQ(p2pCtaBudget(64, 32, 24, true).pairWithin, 24);
