@@ -90,20 +90,22 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 // NCCL / half / paired, us: send/recv under 8 1619.8 / 1752.5 / 1597.9, under 16 885.9 / 910.8 / 871.3, under 24 884.5
 // / 846.7 / 957.7 (paired loses); gather under 8 748.0 / 841.1 / 649.9; scatter under 16 538.0 / 438.3 / 370.6. (Before
 // the half cut, 7/16: send/recv under 8 2274, gather 1157, docs/gpu/2026-12-04a.)
-// Pairing runs up to a bound of 20 (2xH100, docs/gpu/2026-12-08b, c, two rounds each, balanced transfers, us at 128
-// / 512 MB, NCCL / half / paired): send/recv under 17 ~471 / ~1512, 526 / 2022 (0.75x), 457-480 / 1712-1717; under
-// 20 ~472 / ~1511, 440-442 / 1660-1664, 411-489 / 1511-1594; all-to-all under 17 ~273 / ~970, 274 / 1039, 240 /
-// 858-884; under 20 ~270 / ~971, 241-243 / 881-887, 223-225 / 800-813. Paired send/recv at 2-32 MB is level with half
-// (within 1.5 us, both ahead of NCCL). Under 24 half wins (send/recv 512 MB 1498-1501 against paired 1577), and 12 ring
-// channels paired only as far as a bound of 17 or 20 needs (tools/var_link12.patch) lost to both: the SMs in play,
-// not the sending CTAs, set the rate there.
+// Pairing runs up to a bound of 20 (2xH100, docs/gpu/2026-12-08b-f, balanced transfers, us at 128 / 512 MB, NCCL /
+// half / paired): send/recv under 17 ~472 / ~1512, 522-526 / 2016-2025 (0.75x), 443-480 / 1661-1717; under 20 ~472 /
+// ~1512, 435-442 / 1657-1664, 411-490 / 1511-1595; all-to-all under 17 ~270 / ~970, 274 / 1038-1041, 240-241 /
+// 858-884; under 20 ~270 / ~970, 241-243 / 881-887, 223-225 / 800-813. The price, under 20: paired send/recv of 8-64 MB
+// runs up to 7% behind half (64 MB 251.1 against 234.9, NCCL 258.2), and 128 MB alone lands 8% behind in some
+// layouts (-b 128M: 472-476 against 435-438, NCCL ~472); under 17 paired wins at every size from 8 MB. Under 22 and 24
+// half wins (send/recv 512 MB 1544-1554 and 1498-1501 against paired 1580-1586 and 1577), and 12 ring channels paired
+// only as far as a bound of 17 or 20 needs (tools/var_link12.patch) lost to both: the SMs in play, not the sending
+// CTAs, set the rate there.
 // Under larger bounds, half the bound's SMs already fill the link and sharing an SM between the directions only slows
 // each: every transfer is cut over half the bound, a CTA per direction, except a gather's or a scatter's
 // (P2pXfer::oneWay: both ends know the pair runs one way), cut over the whole bound (oneWayChannels) at any size. Ring
 // channels then pair only as far as a group mixing those with transfers the other way needs to keep within the bound
 // (P2pPlanInput::pairWithin). Before balanced transfers (p2pBalanced) the whole cut lost under 24 and below at large
 // sizes, its slowest CTAs setting the time (so it took 25 CTAs, or 8 MiB at most below that; tools/gpu_next101-105.sh
-// and their docs/gpu folders hold that data); with them it wins at every bound above kP2pPairMaxCtas measured. 2xH200,
+// and their docs/gpu folders hold that data); with them it wins at every bound from 17 measured. 2xH200,
 // docs/gpu/2026-12-07d, one round, gather / scatter, NCCL / half (balanced) / whole (balanced), us, 128 / 256 / 512 MB:
 // under 20, 228.7 / 216.7 / 195.3, 384.2 / 412.3 / 375.3, 748.2 / 805.6 / 733.3 and 204.4 / 216.3 / 191.4, 389.7 /
 // 414.8 / 373.2, 752.6 / 814.4 / 731.8; under 24, 221.5 / 199.8 / 223.5, 383.3 / 379.4 / 375.1, 743.9 / 739.9 / 736.0
