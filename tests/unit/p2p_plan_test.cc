@@ -790,26 +790,31 @@ TEST(P2pPlan, AnyGroupingOnEitherSideFinishes) {
   }
 }
 
-// Under a bound (8 channels, paired; channels holding an LL block keep a send and a receive CTA, channel by
+// Under a bound (8 or 20 channels, paired; channels holding an LL block keep a send and a receive CTA, channel by
 // channel): random pairs grouped alike on both ranks finish with every CTA resident and with as few as 2.
 TEST(P2pPlan, AnyGroupingUnderABoundFinishes) {
   const size_t fifo = size_t(16) << 20;
   const size_t pool[] = {5, 16384, 65536, (size_t(1) << 20) + 3, size_t(8) << 20, size_t(256) << 20};
   std::mt19937 rng(13);
-  for (int trial = 0; trial < 200; ++trial) {
-    const size_t k = 1 + rng() % 5;
-    std::vector<size_t> a, b;
-    for (size_t i = 0; i < k; ++i) a.push_back(pool[rng() % 6]), b.push_back(pool[rng() % 6]);
-    std::vector<SimLaunch> ranks[2];
-    for (size_t at = 0; at < k;) {
-      const size_t take = 1 + rng() % (k - at);
-      ranks[0].push_back(simLaunch({a.begin() + at, a.begin() + at + take}, {b.begin() + at, b.begin() + at + take}, 8, true));
-      ranks[1].push_back(simLaunch({b.begin() + at, b.begin() + at + take}, {a.begin() + at, a.begin() + at + take}, 8, true));
-      at += take;
+  // Paired over the whole bound: 8, and 20 (kP2pPairMaxCtas, the largest bound that pairs).
+  for (int nch : {8, kP2pPairMaxCtas}) {
+    for (int trial = 0; trial < 200; ++trial) {
+      const size_t k = 1 + rng() % 5;
+      std::vector<size_t> a, b;
+      for (size_t i = 0; i < k; ++i) a.push_back(pool[rng() % 6]), b.push_back(pool[rng() % 6]);
+      std::vector<SimLaunch> ranks[2];
+      for (size_t at = 0; at < k;) {
+        const size_t take = 1 + rng() % (k - at);
+        ranks[0].push_back(
+            simLaunch({a.begin() + at, a.begin() + at + take}, {b.begin() + at, b.begin() + at + take}, nch, true));
+        ranks[1].push_back(
+            simLaunch({b.begin() + at, b.begin() + at + take}, {a.begin() + at, a.begin() + at + take}, nch, true));
+        at += take;
+      }
+      std::vector<SimLaunch> few[2] = {ranks[0], ranks[1]};
+      EXPECT_TRUE(simRun(ranks, fifo)) << nch << " channels, trial " << trial;
+      EXPECT_TRUE(simRun(few, fifo, 2 + rng() % 8)) << nch << " channels, trial " << trial << ", few resident";
     }
-    std::vector<SimLaunch> few[2] = {ranks[0], ranks[1]};
-    EXPECT_TRUE(simRun(ranks, fifo)) << "trial " << trial;
-    EXPECT_TRUE(simRun(few, fifo, 2 + rng() % 8)) << "trial " << trial << ", few resident";
   }
 }
 
