@@ -179,6 +179,20 @@ inline int p2pRingChannels(size_t bytes, int nChannels, int llChannels, size_t c
 // that depended on how many balanced transfers a launch holds would tell the two sides apart when they group
 // differently).
 constexpr int kP2pMaxBalanced = 64;
+// A balanced transfer's chunk: the step its share would have had (p2pSimpleStepBytes), at most
+// kP2pBalancedChunkBytes, so 8 steps put 2 MiB in flight per connection where 512 KiB steps (the 4 MiB default
+// FIFO) put 4. Both sides derive it from the agreed step and the transfer's size. Why 256 KiB (2xH100,
+// docs/gpu/2026-12-09a, two rounds, us, 512 KiB chunks / 256 KiB / NCCL): send/recv under NCCL_MAX_CTAS=20
+// (paired) 128 MB 483-486 / 410-440 / 468-469, 512 MB 1585-1587 / 1558 / 1512-1515, 32 MB 128-142 / 124-125;
+// under 17 32 MB 136 / 125, 128 MB 465-470 / 453-455, 512 MB level (1662-1664 / 1667-1672); unbounded 128 MB
+// 395 / 385-387, 512 MB 1484-1485 / 1474-1475; all-to-all 1-6% faster under 17, 20 and unbounded. 128 KiB
+// chunks ran 512 MB send/recv 22% slower under 17 (2028), as did a 1 MiB FIFO (call 2026-12-08h); 16 FIFO steps
+// of 256 KiB (tools/var_steps16.patch, every P2P connection) gained less and left collectives level.
+constexpr size_t kP2pBalancedChunkBytes = size_t(256) << 10;
+BRAID_HD inline size_t p2pBalancedChunkBytes(size_t connStep, size_t shareBytes, uint32_t pieces) {
+  const size_t step = p2pSimpleStepBytes(connStep, shareBytes, pieces);
+  return step < kP2pBalancedChunkBytes ? step : kP2pBalancedChunkBytes;
+}
 // Below 2 TiB: chunks are at least 4 KiB, so their indices fit sizes[]' 29 bits (dev_work.h: kDevBalIndexMask).
 inline bool p2pBalanced(size_t bytes, int parts, size_t minShare) {
   return parts >= 2 && minShare > 0 && p2pShareBytes(bytes, parts) >= minShare && bytes < (size_t(1) << 41);

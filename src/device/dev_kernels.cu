@@ -14,8 +14,8 @@ namespace braid {
 // A balanced transfer (b.ll < 0, p2p_plan.h's p2pBalanced; b.buf, b.bytes: the whole transfer) instead: the
 // sending CTAs of its -b.ll channels claim its chunks from one counter (b.src) until none is left, each step's
 // sizes[] word naming its chunk, and close with an empty step; each receiving CTA copies whatever chunks its
-// connection brings until that close. The chunk is the step the share would have had, so the FIFO and the
-// handshakes per byte stay as they were. Thread 0 claims one chunk ahead (the atomic's round trip overlaps a
+// connection brings until that close. The chunk is the step the share would have had, at most 256 KiB
+// (p2pBalancedChunkBytes). Thread 0 claims one chunk ahead (the atomic's round trip overlaps a
 // step), so a CTA holds at most one chunk it has not started.
 template <int Bar = 1>
 __device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, DevStatus* st, uint32_t pieces,
@@ -25,7 +25,7 @@ __device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, 
   if (b.ll < 0) {
     const int parts = -b.ll;
     const size_t chunk =
-        p2pSimpleStepBytes(isSend ? sh.send.stepBytes : sh.recv.stepBytes, p2pShareBytes(b.bytes, parts), pieces);
+        p2pBalancedChunkBytes(isSend ? sh.send.stepBytes : sh.recv.stepBytes, p2pShareBytes(b.bytes, parts), pieces);
     const uint32_t nChunks = static_cast<uint32_t>((b.bytes + chunk - 1) / chunk);
     const uint32_t endWord = kDevStepBalMark | kDevStepLastMark | devBalFold(b.bytes);
     if (!isSend) {
