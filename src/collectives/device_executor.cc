@@ -718,6 +718,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     t.status = st_->statusDev;
     t.nBlocks = l.blocks;
     t.pieces = st_->p2pPieces;
+    t.balCapParts = p2pBalancedCapParts(w.in.pairRing);
     t.ctaFirst = static_cast<const int32_t*>(dev);
     t.blocks = reinterpret_cast<const P2pBlock*>(static_cast<const char*>(dev) + firstBytes);
     void* targs[1] = {&t};
@@ -731,6 +732,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   a.status = st_->statusDev;
   a.nBlocks = l.blocks;
   a.pieces = st_->p2pPieces;
+  a.balCapParts = p2pBalancedCapParts(w.in.pairRing);
   fill(a.ctaFirst, a.blocks);
   // The smallest parameter block that holds the launch (dev_work.h; each a prefix of the same fields).
   P2pLaunchArgsTiny tiny;
@@ -743,6 +745,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
     to.status = a.status;
     to.nBlocks = a.nBlocks;
     to.pieces = a.pieces;
+    to.balCapParts = a.balCapParts;
     std::memcpy(to.ctaFirst, a.ctaFirst, sizeof(a.ctaFirst[0]) * nCta);
     std::memcpy(to.blocks, a.blocks, sizeof(a.blocks[0]) * a.nBlocks);
     args[0] = &to;

@@ -179,19 +179,34 @@ inline int p2pRingChannels(size_t bytes, int nChannels, int llChannels, size_t c
 // that depended on how many balanced transfers a launch holds would tell the two sides apart when they group
 // differently).
 constexpr int kP2pMaxBalanced = 64;
-// A balanced transfer's chunk: the step its share would have had (p2pSimpleStepBytes), at most
-// kP2pBalancedChunkBytes, so 8 steps put 2 MiB in flight per connection where 512 KiB steps (the 4 MiB default
-// FIFO) put 4. Both sides derive it from the agreed step and the transfer's size. Why 256 KiB (2xH100,
-// docs/gpu/2026-12-09a, two rounds, us, 512 KiB chunks / 256 KiB / NCCL): send/recv under NCCL_MAX_CTAS=20
-// (paired) 128 MB 483-486 / 410-440 / 468-469, 512 MB 1585-1587 / 1558 / 1512-1515, 32 MB 128-142 / 124-125;
-// under 17 32 MB 136 / 125, 128 MB 465-470 / 453-455, 512 MB level (1662-1664 / 1667-1672); unbounded 128 MB
-// 395 / 385-387, 512 MB 1484-1485 / 1474-1475; all-to-all 1-6% faster under 17, 20 and unbounded. 128 KiB
-// chunks ran 512 MB send/recv 22% slower under 17 (2028), as did a 1 MiB FIFO (call 2026-12-08h); 16 FIFO steps
-// of 256 KiB (tools/var_steps16.patch, every P2P connection) gained less and left collectives level.
+// A balanced transfer's chunk: the step its share would have had (p2pSimpleStepBytes), and at most
+// kP2pBalancedChunkBytes where the launch pairs its ring channels (P2pCtaBudget::pair) or the transfer is cut over
+// at least kP2pBalancedCapMinParts channels (so 8 steps put 2 MiB in flight a connection where 512 KiB steps, the
+// 4 MiB default FIFO, put 4). Both sides derive it from agreed values (the connection's step, the transfer's size
+// and channels, the budget) alike. Measured on 2xH100, us, 512 KiB chunks / 256 KiB / NCCL:
+// - paired (docs/gpu/2026-12-09a, two rounds): send/recv under NCCL_MAX_CTAS=20 128 MB 483-486 / 410-440 / 468-469,
+//   512 MB 1585-1587 / 1558 / 1512-1515, 32 MB 128-142 / 124-125; under 17 32 MB 136 / 125, 128 MB 465-470 /
+//   453-455, 512 MB level (1662-1664 / 1667-1672); all-to-all 1-6% faster;
+// - 64 channels unbounded (same call): send/recv 128 MB 395 / 385-387, 512 MB 1484-1485 / 1474-1475;
+// - unpaired, by the transfer's channels (docs/gpu/2026-12-09c, three rounds; …d, two, tools/var_capparts.patch):
+//   send/recv 512 MB on 11 (under 22) 1542-1544 / 1648-1650 / 1516, 128 MB 412-415 / 428-429; on 12 (under 24)
+//   512 MB 1496-1501 / 1528-1537 / 1506-1513, 128 MB level; on 16 (under 32) 128 MB 394-398 / 385-386, 512 MB
+//   1482 / 1471-1473; on 24 (under 48) 390-397 / 386-388, 1480-1482 / 1472-1473; gather (its whole bound) on 24
+//   (under 24) 128 MB 220-224 / 196-197 / 228, 512 MB 738-741 / 733; on 32 and 64 level or up to 4% faster. So
+//   the cap starts at 16 channels (13-15, bounds 26-30, unmeasured).
+// 128 KiB chunks ran 512 MB send/recv 22% slower under 17 (2028), as did a 1 MiB FIFO (docs/gpu/2026-12-08h); 16
+// FIFO steps of 256 KiB (tools/var_steps16.patch, every P2P connection) gained less and left collectives level.
 constexpr size_t kP2pBalancedChunkBytes = size_t(256) << 10;
-BRAID_HD inline size_t p2pBalancedChunkBytes(size_t connStep, size_t shareBytes, uint32_t pieces) {
+constexpr int kP2pBalancedCapMinParts = 16;
+// The launch's P2pLaunchArgs::balCapParts: balanced transfers over at least this many channels take capped chunks.
+inline uint32_t p2pBalancedCapParts(bool pairedBudget) {
+  return pairedBudget ? 0u : static_cast<uint32_t>(kP2pBalancedCapMinParts);
+}
+BRAID_HD inline size_t p2pBalancedChunkBytes(size_t connStep, size_t shareBytes, uint32_t pieces, int parts,
+                                             uint32_t capParts) {
   const size_t step = p2pSimpleStepBytes(connStep, shareBytes, pieces);
-  return step < kP2pBalancedChunkBytes ? step : kP2pBalancedChunkBytes;
+  const bool capped = static_cast<uint32_t>(parts) >= capParts;
+  return capped && step > kP2pBalancedChunkBytes ? kP2pBalancedChunkBytes : step;
 }
 // Below 2 TiB: chunks are at least 4 KiB, so their indices fit sizes[]' 29 bits (dev_work.h: kDevBalIndexMask).
 inline bool p2pBalanced(size_t bytes, int parts, size_t minShare) {

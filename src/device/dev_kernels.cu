@@ -14,18 +14,18 @@ namespace braid {
 // A balanced transfer (b.ll < 0, p2p_plan.h's p2pBalanced; b.buf, b.bytes: the whole transfer) instead: the
 // sending CTAs of its -b.ll channels claim its chunks from one counter (b.src) until none is left, each step's
 // sizes[] word naming its chunk, and close with an empty step; each receiving CTA copies whatever chunks its
-// connection brings until that close. The chunk is the step the share would have had, at most 256 KiB
-// (p2pBalancedChunkBytes). Thread 0 claims one chunk ahead (the atomic's round trip overlaps a
-// step), so a CTA holds at most one chunk it has not started.
+// connection brings until that close. The chunk is the step the share would have had, at most 256 KiB on
+// paired or wide launches (p2pBalancedChunkBytes). Thread 0 claims one chunk ahead (the atomic's round trip
+// overlaps a step), so a CTA holds at most one chunk it has not started.
 template <int Bar = 1>
 __device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, DevStatus* st, uint32_t pieces,
-                               int tidBase, int nthreads) {
+                               uint32_t balCapParts, int tidBase, int nthreads) {
   DevPrims<uint8_t, FuncCopy, Bar> prims(&sh, reinterpret_cast<const uint8_t*>(b.buf),
                                          reinterpret_cast<uint8_t*>(b.buf), FuncCopy{}, st, tidBase, nthreads);
   if (b.ll < 0) {
     const int parts = -b.ll;
-    const size_t chunk =
-        p2pBalancedChunkBytes(isSend ? sh.send.stepBytes : sh.recv.stepBytes, p2pShareBytes(b.bytes, parts), pieces);
+    const size_t chunk = p2pBalancedChunkBytes(isSend ? sh.send.stepBytes : sh.recv.stepBytes,
+                                               p2pShareBytes(b.bytes, parts), pieces, parts, balCapParts);
     const uint32_t nChunks = static_cast<uint32_t>((b.bytes + chunk - 1) / chunk);
     const uint32_t endWord = kDevStepBalMark | kDevStepLastMark | devBalFold(b.bytes);
     if (!isSend) {
@@ -99,7 +99,7 @@ __device__ __forceinline__ void p2pGroup(const Args& args, PrimsShared& sh, int 
   if (static_cast<int>(threadIdx.x) == base) sh.loadOneWay(*b0.conn, isSend);
   asm volatile("barrier.sync %0, %1;" ::"n"(5 + G), "r"(half) : "memory");
   for (int i = from; i < from + count; ++i) {
-    p2pBlockSimple<1 + 2 * G>(sh, args.blocks[i], isSend, args.status, args.pieces, base, half);
+    p2pBlockSimple<1 + 2 * G>(sh, args.blocks[i], isSend, args.status, args.pieces, args.balCapParts, base, half);
     asm volatile("barrier.sync %0, %1;" ::"n"(5 + G), "r"(half) : "memory");  // the next starts from sh's counters
   }
   if (static_cast<int>(threadIdx.x) == base) sh.storeOneWay(b0.conn, isSend);
@@ -146,7 +146,7 @@ __device__ __forceinline__ void p2pCta(const Args& args) {
     if (b.ll > 0) {
       p2pBlockLl(sh, b, isSend, args.status);
     } else {
-      p2pBlockSimple(sh, b, isSend, args.status, args.pieces, 0, static_cast<int>(blockDim.x));
+      p2pBlockSimple(sh, b, isSend, args.status, args.pieces, args.balCapParts, 0, static_cast<int>(blockDim.x));
     }
     __syncthreads();  // the next block's primitives start from the counters in sh
   }

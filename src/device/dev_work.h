@@ -176,6 +176,7 @@ struct P2pLaunchArgsOf {
   DevStatus* status;
   int32_t nBlocks;
   uint32_t pieces;              // SIMPLE blocks go in up to this many FIFO steps (p2pSimpleStepBytes)
+  uint32_t balCapParts;         // balanced transfers over this many channels or more: capped chunks (p2p_plan.h)
   int16_t ctaFirst[MaxBlocks];  // CTA i runs blocks[ctaFirst[i]] .. up to CTA i + 1's first
   P2pBlock blocks[MaxBlocks];
 };
@@ -186,6 +187,7 @@ struct P2pTableArgs {
   DevStatus* status;
   int32_t nBlocks;
   uint32_t pieces;
+  uint32_t balCapParts;
   const int32_t* ctaFirst;  // device memory: CTA i runs blocks[ctaFirst[i]] .. up to CTA i + 1's first
   const P2pBlock* blocks;   // device memory
 };

@@ -191,6 +191,7 @@ bool simulateChild(int rank, const ncclUniqueId& id) {
   for (size_t i = 0; i < p2pBytes; ++i) wrong += got[i] != static_cast<uint8_t>(peer * 91 + i * 7 + (i >> 12));
   printf("rank %d: send/recv 4 MB estimated %.1f us (send alone %.1f), took %.1f; all-reduce 8 MB estimated %.1f, "
          "took %.1f; %zu wrong bytes\n", rank, estBoth, estSend, p2pUs, arInfo.estimatedTime, arUs, wrong);
+  fflush(stdout);  // the child ends in _exit, which drops what stdio still buffers (the line a failure points at)
   bool ok = wrong == 0 && estBoth > 0 && p2pUs > 0 && arUs > 0;
   ok = ok && estBoth < 3 * p2pUs && 3 * estBoth > p2pUs;
   ok = ok && arInfo.estimatedTime < 3 * arUs && 3 * arInfo.estimatedTime > arUs;

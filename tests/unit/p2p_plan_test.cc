@@ -588,23 +588,33 @@ TEST(P2pPlan, SimpleSharesCutIntoPieces) {
   }
 }
 
-// A balanced transfer's chunks (dev_kernels.cu): its share's step, at most 256 KiB, whole 4 KiB; a smaller
-// connection step (NCCL_BUFFSIZE) still bounds it, and below 2 TiB the chunk indices fit sizes[]' 29 bits.
-TEST(P2pPlan, BalancedChunksAreAtMost256KiB) {
+// A balanced transfer's chunks (dev_kernels.cu): its share's step, whole 4 KiB, and at most 256 KiB on a paired
+// budget or over kP2pBalancedCapMinParts channels or more; a smaller connection step (NCCL_BUFFSIZE) still bounds
+// it, and below 2 TiB the chunk indices fit sizes[]' 29 bits.
+TEST(P2pPlan, BalancedChunksAreCappedOnPairedOrWideLaunches) {
   const size_t k = 1024, m = k * k;
   EXPECT_EQ(kP2pBalancedChunkBytes, 256 * k);
+  const uint32_t paired = p2pBalancedCapParts(true), unpaired = p2pBalancedCapParts(false);
+  EXPECT_EQ(paired, 0u);
+  EXPECT_EQ(unpaired, 16u);
   for (size_t connStep : {512 * k, 2 * m, 256 * k}) {
     for (size_t share : {1 * m, 4 * m, 30 * m + 4096 + 64, 1024 * m}) {
-      const size_t c = p2pBalancedChunkBytes(connStep, share, 4);
-      EXPECT_EQ(c, 256 * k) << connStep << " " << share;
-      EXPECT_EQ(p2pBalancedChunkBytes(connStep, share, 1), 256 * k) << connStep << " " << share;
+      const size_t step = p2pSimpleStepBytes(connStep, share, 4);
+      for (int parts : {2, 11, 12, 15}) {
+        EXPECT_EQ(p2pBalancedChunkBytes(connStep, share, 4, parts, paired), 256 * k) << connStep << " " << share;
+        EXPECT_EQ(p2pBalancedChunkBytes(connStep, share, 1, parts, paired), 256 * k) << connStep << " " << share;
+        EXPECT_EQ(p2pBalancedChunkBytes(connStep, share, 4, parts, unpaired), step) << connStep << " " << share;
+      }
+      for (int parts : {kP2pBalancedCapMinParts, 24, 64})
+        EXPECT_EQ(p2pBalancedChunkBytes(connStep, share, 4, parts, unpaired), 256 * k) << connStep << " " << share;
     }
   }
-  for (size_t connStep : {128 * k, 64 * k}) EXPECT_EQ(p2pBalancedChunkBytes(connStep, 8 * m, 4), connStep);
+  EXPECT_EQ(p2pBalancedChunkBytes(512 * k, 4 * m, 4, 12, unpaired), 512 * k);  // the uncapped step stays whole
+  for (size_t connStep : {128 * k, 64 * k}) EXPECT_EQ(p2pBalancedChunkBytes(connStep, 8 * m, 4, 64, 0), connStep);
   const size_t justUnder2TiB = (size_t(1) << 41) - 1;
   ASSERT_TRUE(p2pBalanced(justUnder2TiB, 2, 1 * m));
   EXPECT_LE((justUnder2TiB + 4095) / 4096, size_t(1) << 29);  // indices 0 .. 2^29 - 1 at the smallest step
-  EXPECT_EQ(p2pBalancedChunkBytes(4096, justUnder2TiB, 4), 4096u);
+  EXPECT_EQ(p2pBalancedChunkBytes(4096, justUnder2TiB, 4, 2, 0), 4096u);
 }
 
 // The executor reuses one launch across calls: a plan into a used launch equals a fresh one, whatever the
