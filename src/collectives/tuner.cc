@@ -172,23 +172,34 @@ struct ModelRow {
   bool measured;
 };
 
+// tuner_model.def's BRAID_TUNER_P2P_BALANCED rows; capGBs 0: none for that transport.
+struct P2pBalancedRow {
+  double fillUs, ctaGBs, pairedCtaGBs, capGBs;
+};
+
 struct ModelTable {
   ModelRow rows[kNumTransportClasses][kNumProtos] = {};
+  P2pBalancedRow balanced[kNumTransportClasses] = {};
   ModelTable() {
 #define BRAID_TUNER_ROW(T, P, base, step, chunkUs, perCh, bwCh, cap, maxCh, chunkB, meas) \
   rows[static_cast<int>(TransportClass::T)][static_cast<int>(Proto::P)] =              \
       ModelRow{base, step, chunkUs, perCh, bwCh, cap, maxCh, static_cast<size_t>(chunkB), meas};
 #define BRAID_TUNER_CLUSTERED_RING(minCh, three, from, to)
+#define BRAID_TUNER_P2P_BALANCED(T, fill, cta, pairedCta, cap) \
+  balanced[static_cast<int>(TransportClass::T)] = P2pBalancedRow{fill, cta, pairedCta, cap};
 #include "collectives/tuner_model.def"
+#undef BRAID_TUNER_P2P_BALANCED
 #undef BRAID_TUNER_CLUSTERED_RING
 #undef BRAID_TUNER_ROW
   }
 };
 
-const ModelRow& row(TransportClass t, Proto p) {
+const ModelTable& modelTable() {
   static const ModelTable table;
-  return table.rows[static_cast<int>(t)][static_cast<int>(p)];
+  return table;
 }
+
+const ModelRow& row(TransportClass t, Proto p) { return modelTable().rows[static_cast<int>(t)][static_cast<int>(p)]; }
 
 // tuner_model.def's BRAID_TUNER_CLUSTERED_RING rows, in order.
 struct ClusteredRingRange {
@@ -198,9 +209,11 @@ struct ClusteredRingRange {
 };
 constexpr ClusteredRingRange kClusteredRingRanges[] = {
 #define BRAID_TUNER_ROW(...)
+#define BRAID_TUNER_P2P_BALANCED(...)
 #define BRAID_TUNER_CLUSTERED_RING(minCh, three, from, to) ClusteredRingRange{minCh, three, from, to},
 #include "collectives/tuner_model.def"
 #undef BRAID_TUNER_CLUSTERED_RING
+#undef BRAID_TUNER_P2P_BALANCED
 #undef BRAID_TUNER_ROW
 };
 
@@ -600,6 +613,13 @@ double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass trans
     // LL as planP2p decides it for the transfer's full shares (the last, shorter one may differ).
     const bool ll = facts.llSlots && p2pShareBytes(bytes, nch) <= facts.llThreshold &&
                     row(transport, Proto::LL).bwPerChGBs > 0;
+    // Balanced (p2p_plan.h), with a measured row: its own fit. A paired budget pairs a send with the receive on its
+    // channel where the group has both; a lone send is estimated at the paired rate too (the op alone cannot tell).
+    const P2pBalancedRow& bal = modelTable().balanced[static_cast<int>(transport)];
+    if (ring && !ll && bal.capGBs > 0 && p2pBalanced(bytes, nch, facts.balanceMinShare)) {
+      const double perCta = cut.pair && !oneWay ? bal.pairedCtaGBs : bal.ctaGBs;
+      return bal.fillUs + static_cast<double>(bytes) / std::min(nch * perCta, bal.capGBs) / 1e3;
+    }
     TuneRequest r;
     r.coll = CollType::Send;
     r.bytes = bytes;

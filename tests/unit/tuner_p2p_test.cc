@@ -1,0 +1,166 @@
+// The tuner's estimates of GPU point-to-point ops (predictP2pUs) on the CPU: they follow planP2p's cut (channels,
+// LL or SIMPLE, one connection for non-neighbours), and balanced transfers over NVLink P2P take their own row,
+// checked against the send/recv and gather times it was fitted to.
+#include <gtest/gtest.h>
+
+#include "collectives/p2p_plan.h"
+#include "collectives/tuner.h"
+
+namespace braid {
+namespace {
+
+// predictP2pUs follows planP2p's cut: the ring neighbour's transfer over p2pChannelsForBytes channels, another
+// peer's over one connection, LL where the full share is small enough and the path has LL slots.
+TEST(TunerP2p, EstimateFollowsTheCut) {
+  const TransportClass t = TransportClass::P2pNvlink;
+  P2pCutFacts f;
+  f.cut.nChannels = 64;
+  f.channelBytes = 65536;
+  f.llThreshold = 16384;
+  f.llSlots = true;
+  auto op = [](CollType c, size_t bytes, int peerOrRoot) {
+    OpDesc o;
+    o.coll = c;
+    o.dtype = ncclUint8;
+    o.count = bytes;
+    o.peer = o.root = peerOrRoot;
+    return o;
+  };
+  auto fixed = [&](size_t bytes, Proto p, int nch) {
+    TuneRequest r;
+    r.coll = CollType::Send;
+    r.bytes = bytes;
+    r.nranks = 2;
+    r.transport = t;
+    return predictUs(r, Algo::Ring, p, nch, 0);
+  };
+  const size_t k = 1024, m = k * k;
+  // 2 ranks: the peer is the neighbour both ways.
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 8 * k, 1), 2, 0, t, f), fixed(8 * k, Proto::LL, 1));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Recv, 100 * k, 1), 2, 0, t, f), fixed(100 * k, Proto::LL, 8));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 1 * m, 1), 2, 0, t, f), fixed(1 * m, Proto::Simple, 32));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 2 * m, 1), 2, 0, t, f), fixed(2 * m, Proto::Simple, 32));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, t, f), fixed(4 * m, Proto::Simple, 32));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 64 * m, 1), 2, 0, t, f), fixed(64 * m, Proto::Simple, 64));
+  // Measured on 2xH200 (docs/gpu/2026-11-23g): send/recv 4 MB 23-24 us, 64 MB 200 us. One channel (the
+  // estimate before) said several times that.
+  const double us4m = predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, t, f);
+  EXPECT_GT(us4m, 10.0);
+  EXPECT_LT(us4m, 60.0);
+  EXPECT_LT(3 * us4m, fixed(4 * m, Proto::Simple, 1));
+  // Without LL slots (or threshold 0) small shares go SIMPLE.
+  P2pCutFacts noLl = f;
+  noLl.llSlots = false;
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 8 * k, 1), 2, 0, t, noLl), fixed(8 * k, Proto::Simple, 1));
+  // Doubling sizes never get cheaper.
+  double prev = 0;
+  for (size_t b = 8; b <= (size_t(1) << 30); b *= 2) {
+    const double us = predictP2pUs(op(CollType::Send, b, 1), 2, 0, t, f);
+    EXPECT_GE(us, prev) << b;
+    prev = us;
+  }
+  // 4 ranks, rank 0: next 1, prev 3. A send to 2 (not the neighbour) takes one connection.
+  const double toNext = predictP2pUs(op(CollType::Send, 4 * m, 1), 4, 0, t, f);
+  const double toFar = predictP2pUs(op(CollType::Send, 4 * m, 2), 4, 0, t, f);
+  EXPECT_LT(toNext, toFar);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Recv, 4 * m, 3), 4, 0, t, f), toNext);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Recv, 4 * m, 1), 4, 0, t, f), toFar);
+  // All-to-all (count per peer): the slowest transfer, the one-connection peers' on 3+ ranks.
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::AllToAll, 4 * m, 0), 4, 0, t, f), toFar);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::AllToAll, 4 * m, 0), 2, 0, t, f),
+                   predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, t, f));
+  // Gather to root 0: the root receives from everyone; rank 3 sends to its next (0) over the channels, rank 2
+  // over one connection. Scatter from root 0: rank 1 receives from its prev (0) over the channels.
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 4 * m, 0), 4, 0, t, f), toFar);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 4 * m, 0), 4, 3, t, f), toNext);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 4 * m, 0), 4, 2, t, f), toFar);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Scatter, 4 * m, 0), 4, 1, t, f), toNext);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Scatter, 4 * m, 0), 4, 2, t, f), toFar);
+  // Under a bound of 24 (p2pCtaBudget): a send/recv's transfer on 12 channels, a gather's or scatter's on 24.
+  P2pCutFacts b24 = f;
+  b24.cut.nChannels = b24.cut.llChannels = 12;
+  b24.cut.oneWayChannels = 24;
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 64 * m, 1), 2, 0, t, b24), fixed(64 * m, Proto::Simple, 12));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 64 * m, 0), 2, 1, t, b24), fixed(64 * m, Proto::Simple, 24));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Scatter, 64 * m, 0), 2, 0, t, b24), fixed(64 * m, Proto::Simple, 24));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 8 * k, 0), 2, 1, t, b24), fixed(8 * k, Proto::LL, 1));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 8 * m, 0), 2, 1, t, b24), fixed(8 * m, Proto::Simple, 24));
+  // Nothing to move, or not a p2p op: 0.
+  EXPECT_EQ(predictP2pUs(op(CollType::Send, 0, 1), 2, 0, t, f), 0.0);
+  EXPECT_EQ(predictP2pUs(op(CollType::AllReduce, 4 * m, 0), 2, 0, t, f), 0.0);
+  // Sockets: finite and positive (SIMPLE unless LL is forced onto NET).
+  const double sock = predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, TransportClass::NetSocket, noLl);
+  EXPECT_GT(sock, us4m);
+  EXPECT_LT(sock, 1e9);
+}
+
+// Balanced transfers (BRAID_P2P_BALANCE_BYTES) over NVLink P2P take tuner_model.def's BRAID_TUNER_P2P_BALANCED row:
+// within 10% of every point it was fitted to (2xH100, docs/gpu/2026-12-09a-e), where the Simple row said 1.5-2x.
+TEST(TunerP2p, BalancedEstimateNearMeasured) {
+  const TransportClass t = TransportClass::P2pNvlink;
+  const size_t m = size_t(1) << 20;
+  auto facts = [](int bound) {
+    P2pCutFacts f;
+    f.cut = p2pCtaBudget(64, 4, bound, true);
+    f.channelBytes = 65536;
+    f.llThreshold = 16384;
+    f.llSlots = true;
+    f.balanceMinShare = m;
+    return f;
+  };
+  auto op = [](CollType c, size_t bytes) {
+    OpDesc o;
+    o.coll = c;
+    o.dtype = ncclUint8;
+    o.count = bytes;
+    o.peer = o.root = c == CollType::Gather ? 0 : 1;
+    return o;
+  };
+  struct Point {
+    int bound;  // NCCL_MAX_CTAS (0: none)
+    CollType coll;
+    size_t mb;  // a transfer's size (a gather's: each peer's)
+    double us;
+  };
+  const Point points[] = {
+      {0, CollType::Send, 64, 208},     {0, CollType::Send, 128, 385},   {0, CollType::Send, 512, 1474},
+      {17, CollType::Send, 32, 125},    {17, CollType::Send, 128, 450},  {17, CollType::Recv, 512, 1670},
+      {20, CollType::Send, 32, 125},    {20, CollType::Send, 128, 425},  {20, CollType::Recv, 512, 1560},
+      {22, CollType::Send, 32, 127.4},  {22, CollType::Send, 128, 413},  {22, CollType::Send, 512, 1543},
+      {24, CollType::Send, 32, 123.5},  {24, CollType::Send, 128, 400},  {24, CollType::Send, 512, 1498},
+      {32, CollType::Send, 128, 385.5}, {32, CollType::Send, 512, 1472}, {24, CollType::Gather, 64, 195.5},
+      {24, CollType::Gather, 256, 732},
+  };
+  for (const Point& p : points) {
+    const P2pCutFacts f = facts(p.bound);
+    // Rank 1 of 2: a gather's sender to root 0, a send's or receive's peer is the ring neighbour.
+    const double us = predictP2pUs(op(p.coll, p.mb * m), 2, 1, t, f);
+    EXPECT_NEAR(us, p.us, 0.10 * p.us) << "bound " << p.bound << ", " << p.mb << " MB";
+  }
+  // The Simple row's estimate, which these replace (no balancing): 512 MB on 12 channels at ~2x.
+  P2pCutFacts plain = facts(24);
+  plain.balanceMinShare = 0;
+  EXPECT_GT(predictP2pUs(op(CollType::Send, 512 * m), 2, 1, t, plain), 1.8 * 1498);
+  // Paired CTAs run a channel's two directions on half a CTA each: slower a channel than a gather's whole CTAs.
+  const P2pCutFacts b17 = facts(17);  // 17 paired channels stay under the cap; 20 reach it
+  EXPECT_GT(predictP2pUs(op(CollType::Send, 128 * m), 2, 1, t, b17),
+            predictP2pUs(op(CollType::Gather, 128 * m), 2, 1, t, b17));
+  // Below the balance threshold (shares under 1 MiB), and on PCIe (no measured row): the Simple row as before.
+  const P2pCutFacts b24 = facts(24);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 8 * m), 2, 1, t, b24),
+                   predictP2pUs(op(CollType::Send, 8 * m), 2, 1, t, plain));
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 512 * m), 2, 1, TransportClass::P2pPcie, b24),
+                   predictP2pUs(op(CollType::Send, 512 * m), 2, 1, TransportClass::P2pPcie, plain));
+  // Doubling sizes never get cheaper, balanced or not, bounded or not.
+  for (int bound : {0, 17, 24}) {
+    double prev = 0;
+    for (size_t b = 8; b <= (size_t(1) << 30); b *= 2) {
+      const double us = predictP2pUs(op(CollType::Send, b), 2, 1, t, facts(bound));
+      EXPECT_GE(us, prev) << bound << " " << b;
+      prev = us;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace braid
