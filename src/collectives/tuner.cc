@@ -611,21 +611,25 @@ double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass trans
   auto transfer = [&](bool ring) {
     const int nch = ring ? p2pRingChannels(bytes, over, cut.llChannels, facts.channelBytes, facts.llThreshold) : 1;
     // LL as planP2p decides it for the transfer's full shares (the last, shorter one may differ).
-    const bool ll = facts.llSlots && p2pShareBytes(bytes, nch) <= facts.llThreshold &&
-                    row(transport, Proto::LL).bwPerChGBs > 0;
-    // Balanced (p2p_plan.h), with a measured row: its own fit. A paired budget pairs a send with the receive on its
-    // channel where the group has both; a lone send is estimated at the paired rate too (the op alone cannot tell).
-    const P2pBalancedRow& bal = modelTable().balanced[static_cast<int>(transport)];
-    if (ring && !ll && bal.capGBs > 0 && p2pBalanced(bytes, nch, facts.balanceMinShare)) {
-      const double perCta = cut.pair && !oneWay ? bal.pairedCtaGBs : bal.ctaGBs;
-      return bal.fillUs + static_cast<double>(bytes) / std::min(nch * perCta, bal.capGBs) / 1e3;
-    }
+    const bool ll =
+        facts.llSlots && p2pShareBytes(bytes, nch) <= facts.llThreshold && row(transport, Proto::LL).bwPerChGBs > 0;
     TuneRequest r;
     r.coll = CollType::Send;
     r.bytes = bytes;
     r.nranks = n;
     r.transport = transport;
-    return predictUs(r, Algo::Ring, ll ? Proto::LL : Proto::Simple, nch, 0);
+    const double simple = predictUs(r, Algo::Ring, ll ? Proto::LL : Proto::Simple, nch, 0);
+    // Where balancing is on and the path has a measured row (tuner_model.def): balanced transfers take that row's
+    // fit; the other SIMPLE ring transfers the Simple row (fitted to reduce-copy collectives, 23-40% high for ~8 MB
+    // copies on 11-12 channels) bounded by it, so the estimate does not drop where balancing starts (it did by up
+    // to 19% at BRAID_P2P_BALANCE_BYTES, and more for larger values). A paired budget pairs a send with the receive
+    // on its channel where the group has both; a lone send is estimated at the paired rate too (the op alone cannot
+    // tell).
+    const P2pBalancedRow& bal = modelTable().balanced[static_cast<int>(transport)];
+    if (!ring || ll || bal.capGBs <= 0 || facts.balanceMinShare == 0) return simple;
+    const double perCta = cut.pair && !oneWay ? bal.pairedCtaGBs : bal.ctaGBs;
+    const double balanced = bal.fillUs + static_cast<double>(bytes) / std::min(nch * perCta, bal.capGBs) / 1e3;
+    return p2pBalanced(bytes, nch, facts.balanceMinShare) ? balanced : std::min(simple, balanced);
   };
   // Transfers to or from every other rank: the ring neighbour's on the channels, the others' (3+ ranks) each on
   // one connection, side by side.
