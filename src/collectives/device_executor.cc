@@ -363,8 +363,7 @@ double DeviceExecutorImpl::predictUs(const OpDesc& op) {
     f.channelBytes = st_->p2pChannelBytes;
     f.llThreshold = st_->p2pLlThreshold;
     f.llSlots = st_->llPath && (transport_ != TransportClass::NetSocket || st_->p2pLlOnNet);
-    const bool gpuP2p = transport_ == TransportClass::P2pNvlink || transport_ == TransportClass::P2pPcie;
-    f.balanceMinShare = gpuP2p ? st_->p2pBalanceBytes : 0;
+    f.balanceMinShare = st_->p2pBalanceBytes;  // only a GPU P2P path has a balanced row (tuner_model.def)
     return predictP2pUs(op, st_->nranks, st_->rank, transport_, f);
   }
   return planColl(op, lowLatencyKernels(op)).predictedUs;

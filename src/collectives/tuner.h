@@ -190,7 +190,7 @@ struct P2pCutFacts {
   size_t channelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES
   size_t llThreshold = 0;       // NCCL_P2P_LL_THRESHOLD: shares up to this run LL where the path has LL slots
   bool llSlots = false;         // the path's connections have LL slots (P2P, SHM; NET only when LL is forced)
-  size_t balanceMinShare = 0;   // BRAID_P2P_BALANCE_BYTES where the ring is GPU P2P (p2pBalanced); 0: none
+  size_t balanceMinShare = 0;  // BRAID_P2P_BALANCE_BYTES (p2pBalanced; used where the path has a balanced row); 0: none
 };
 // The cost model's time of one GPU point-to-point op on `rank` as planP2p cuts it (p2p_plan.h): the ring
 // neighbour's transfer over p2pRingChannels channels, any other peer's over one connection, each share
