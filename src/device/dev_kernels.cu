@@ -27,7 +27,7 @@ __device__ void p2pBlockSimple(PrimsShared& sh, const P2pBlock& b, bool isSend, 
     const size_t chunk = p2pBalancedChunkBytes(isSend ? sh.send.stepBytes : sh.recv.stepBytes,
                                                p2pShareBytes(b.bytes, parts), pieces, parts, balCapParts);
     const uint32_t nChunks = static_cast<uint32_t>((b.bytes + chunk - 1) / chunk);
-    const uint32_t endWord = kDevStepBalMark | kDevStepLastMark | devBalFold(b.bytes);
+    const uint32_t endWord = kDevStepBalMark | kDevStepLastMark | devBalFold(b.bytes, chunk);
     if (!isSend) {
       while (prims.recvChunk(chunk, b.bytes, nChunks, endWord)) {
       }

@@ -70,16 +70,18 @@ constexpr uint32_t kDevLlStepMark = 0x80000000u;
 constexpr uint32_t kDevStepLastMark = 1u << 30;
 // A balanced p2p transfer's steps (P2pBlock::ll < 0, p2p_plan.h's p2pBalanced) carry no byte count: sizes[] holds
 // kDevStepBalMark | the chunk's index (0 .. kDevBalIndexMask), or, on each sending CTA's closing step (no data),
-// kDevStepBalMark | kDevStepLastMark | devBalFold(the sender's bytes), which the receiver compares with its own. A
-// receiver of the other kind (counts that differ across the balance threshold) then sees a word it does not
-// expect and reports kDevSizeMismatch, as with differing step sizes. The fold mixes every bit of the size (a
-// splitmix64 finalizer), so two differing sizes share it with odds of ~2^-29 whatever their difference (a plain XOR
-// of 29-bit pieces let e.g. 4 GiB and 6 GiB + 4 collide); the receiver does not count the chunks it got, so a
-// collision with chunk indices all in range would go unreported.
+// kDevStepBalMark | kDevStepLastMark | devBalFold(the sender's bytes, its chunk), which the receiver compares with its
+// own. A receiver of the other kind (counts that differ across the balance threshold) then sees a word it does not
+// expect and reports kDevSizeMismatch, as with differing step sizes. The fold mixes every bit of the size and of the
+// chunk (a splitmix64 finalizer), so two differing pairs share it with odds of ~2^-29 whatever their difference (a
+// plain XOR of 29-bit pieces let e.g. 4 GiB and 6 GiB + 4 collide); the receiver does not count the chunks it got,
+// so a collision with chunk indices all in range would go unreported. The chunk is in it because each side derives
+// its own (p2pBalancedChunkBytes, from agreed values): a sender with the larger chunk sends indices that are all in
+// the receiver's range, so without it the receiver would place every chunk at the wrong offset and say nothing.
 constexpr uint32_t kDevStepBalMark = 1u << 29;
 constexpr uint32_t kDevBalIndexMask = kDevStepBalMark - 1;
-BRAID_HDI inline uint32_t devBalFold(size_t bytes) {
-  uint64_t z = static_cast<uint64_t>(bytes);
+BRAID_HDI inline uint32_t devBalFold(size_t bytes, size_t chunk) {
+  uint64_t z = static_cast<uint64_t>(bytes) ^ (static_cast<uint64_t>(chunk) * 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   z ^= z >> 31;

@@ -171,17 +171,24 @@ TEST(P2pBalance, BothSidesAgreeWhateverTheGrouping) {
   }
 }
 
-// The closing step's fold (dev_work.h: devBalFold) stays off the marks' bits and tells apart sizes a count mismatch
-// gives: neighbours, multiples of the type sizes, and sizes whose 29-bit pieces XOR alike (4 GiB against 6 GiB + 4).
-TEST(P2pBalance, CloseFoldTellsDifferingSizesApart) {
+// The closing step's fold (dev_work.h: devBalFold) stays off the marks' bits and tells apart what a mismatch of the
+// two sides gives: sizes that are neighbours, multiples of the type sizes, or whose 29-bit pieces XOR alike (4 GiB
+// against 6 GiB + 4), and chunks that differ (the sides derive theirs each; a larger sender chunk would otherwise
+// land every chunk at the wrong offset unreported).
+TEST(P2pBalance, CloseFoldTellsDifferingSizesAndChunksApart) {
   const size_t base[] = {kMiB, 64 * kMiB + 5, size_t(3) << 30, size_t(4) << 30};
+  const size_t chunks[] = {64 * 1024, 128 * 1024, 256 * 1024, 512 * 1024, 1024 * 1024, 4 * kMiB};
   for (size_t b : base) {
-    EXPECT_EQ(devBalFold(b) & ~kDevBalIndexMask, 0u);
-    for (size_t other : {b + 1, b - 1, b + 4096, 2 * b, 4 * b, b / 2, b + (size_t(1) << 29)})
-      EXPECT_NE(devBalFold(b), devBalFold(other)) << b << " against " << other;
+    for (size_t c : chunks) {
+      EXPECT_EQ(devBalFold(b, c) & ~kDevBalIndexMask, 0u);
+      for (size_t other : {b + 1, b - 1, b + 4096, 2 * b, 4 * b, b / 2, b + (size_t(1) << 29)})
+        EXPECT_NE(devBalFold(b, c), devBalFold(other, c)) << b << " against " << other << ", chunk " << c;
+      for (size_t d : chunks)
+        if (d != c) EXPECT_NE(devBalFold(b, c), devBalFold(b, d)) << b << ": chunk " << c << " against " << d;
+    }
   }
-  EXPECT_NE(devBalFold(size_t(4) << 30), devBalFold((size_t(6) << 30) + 4));
-  EXPECT_EQ(devBalFold(64 * kMiB), devBalFold(64 * kMiB)) << "a function of the size alone";
+  EXPECT_NE(devBalFold(size_t(4) << 30, 256 * 1024), devBalFold((size_t(6) << 30) + 4, 256 * 1024));
+  EXPECT_EQ(devBalFold(64 * kMiB, 256 * 1024), devBalFold(64 * kMiB, 256 * 1024)) << "a function of its arguments";
 }
 
 }  // namespace
