@@ -340,11 +340,12 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   if (facts.llPath && !agreed.llPath)
     BRAID_INFO(kSubInit, "rank %d: another rank's ring has a connection without LL slots; LL is off for this "
                "communicator", comm->rank);
-  if (st->tuning.maxCtas > 0 && !st->p2pPair)
-    BRAID_INFO(kSubInit, "rank %d: %s cannot run a p2p channel's send and receive in one CTA (NCCL_NTHREADS=%d: "
+  if (p2pMaxCtas(st->tuning) > 0 && !st->p2pPair)
+    BRAID_INFO(kSubInit,
+               "rank %d: %s cannot run a p2p channel's send and receive in one CTA (NCCL_NTHREADS=%d: "
                "pairing needs a multiple of 64 from 128); under the CTA bound of %d, point-to-point transfers take "
-               "half of it, a CTA per direction (p2p_plan.h)", comm->rank, facts.p2pPair ? "another rank" : "this rank",
-               st->nThreads, st->tuning.maxCtas);
+               "half of it, a CTA per direction (p2p_plan.h)",
+               comm->rank, facts.p2pPair ? "another rank" : "this rank", st->nThreads, p2pMaxCtas(st->tuning));
   if (facts.clusterRing && !agreed.clusterRing)
     BRAID_INFO(kSubInit, "rank %d: another rank's ring launches without thread-block clusters; 2-rank all-reduces "
                "keep the one-shot where it runs unsplit (tuner_model.def)", comm->rank);

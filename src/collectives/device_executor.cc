@@ -359,7 +359,7 @@ double DeviceExecutorImpl::predictUs(const OpDesc& op) {
   if (op.count == 0) return 0;
   if (isP2pColl(op.coll)) {  // p2p launches: the model's time of the cut launchP2p makes
     P2pCutFacts f;
-    f.cut = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas, st_->p2pPair);
+    f.cut = p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, p2pMaxCtas(st_->tuning), st_->p2pPair);
     f.channelBytes = st_->p2pChannelBytes;
     f.llThreshold = st_->p2pLlThreshold;
     f.llSlots = st_->llPath && (transport_ != TransportClass::NetSocket || st_->p2pLlOnNet);
@@ -617,7 +617,7 @@ ncclResult_t DeviceExecutorImpl::launchP2p(const std::vector<const OpDesc*>& ops
   };
   P2pPlanInput& in = w.in;
   // The cut and paired CTAs (p2p_plan.h) as the budget says: every rank's threads can pair (agreed at init).
-  applyBudget(p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, st_->tuning.maxCtas, st_->p2pPair), &in);
+  applyBudget(p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, p2pMaxCtas(st_->tuning), st_->p2pPair), &in);
   in.llThreshold = st_->p2pLlThreshold;
   in.balanceMinShare = st_->p2pBalanceBytes;
   in.channelBytes = st_->p2pChannelBytes;

@@ -403,6 +403,8 @@ ncclResult_t loadTunerConfig(TunerConfig* out) {
   cfg.pipelineSteps = static_cast<int>(ps);
   cfg.oneShotSplit = params::OneShotSplit() != 0;
   cfg.maxCtas = hi > 0 ? static_cast<int>(std::min<int64_t>(hi, 1 << 20)) : -1;
+  const int64_t p2p = params::MaxP2pNChannels();
+  cfg.maxP2pCtas = p2p > 0 ? static_cast<int>(std::min<int64_t>(p2p, 1 << 20)) : -1;
   *out = cfg;
   return ncclSuccess;
 }

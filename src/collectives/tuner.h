@@ -71,8 +71,16 @@ struct TunerConfig {
   // and (device comms) config.maxCTAs; -1: unbounded. One CTA per channel everywhere but the split one-shot,
   // which takes two, so it runs only where twice its channels fit (oneShotSplitFits).
   int maxCtas = -1;
+  // NCCL_MAX_P2P_NCHANNELS: the CTAs one point-to-point launch may use besides maxCtas (NCCL's p2p kernels heed
+  // only this one: NVIDIA/nccl#1598, #2421); -1: unset. p2pMaxCtas folds the two.
+  int maxP2pCtas = -1;
   TunerConfig();         // everything allowed, nothing set
 };
+// The CTA bound of point-to-point launches: the smaller of maxCtas and maxP2pCtas where both are set; -1: none.
+inline int p2pMaxCtas(const TunerConfig& c) {
+  if (c.maxCtas > 0 && c.maxP2pCtas > 0) return c.maxCtas < c.maxP2pCtas ? c.maxCtas : c.maxP2pCtas;
+  return c.maxCtas > 0 ? c.maxCtas : (c.maxP2pCtas > 0 ? c.maxP2pCtas : -1);
+}
 // Reads NCCL_ALGO, NCCL_PROTO, NCCL_{MIN,MAX}_NCHANNELS (+ _CTAS aliases), NCCL_NTHREADS, NCCL_BUFFSIZE.
 // Bad override strings fail (see parse*List); out-of-range numbers warn and fall back to defaults.
 ncclResult_t loadTunerConfig(TunerConfig* out);

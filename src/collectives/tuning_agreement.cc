@@ -32,6 +32,7 @@ struct Offer {
   uint32_t clusterThree;
   uint32_t p2pPair;
   uint32_t p2pBalanceBytes;
+  int32_t maxP2pCtas;  // -1: unbounded
 };
 }  // namespace
 
@@ -55,6 +56,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.pipelineSteps = local.pipelineSteps;
   mine.oneShotSplit = local.oneShotSplit ? 1 : 0;
   mine.maxCtas = local.maxCtas > 0 ? local.maxCtas : -1;
+  mine.maxP2pCtas = local.maxP2pCtas > 0 ? local.maxP2pCtas : -1;
   mine.buffSize = local.buffSize;
   for (int c = 0; c < kNumCollTypes; ++c) {
     mine.protos[c] = local.protos.mask[c];
@@ -80,6 +82,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   out.pipelineSteps = all[0].pipelineSteps;
   out.oneShotSplit = all[0].oneShotSplit != 0;
   out.maxCtas = -1;
+  out.maxP2pCtas = -1;
   bool differ = false;
   for (int c = 0; c < kNumCollTypes; ++c) out.protos.mask[c] = out.algos.mask[c] = ~0u;
   for (const Offer& o : all) {
@@ -91,9 +94,10 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     f.transport = std::max(f.transport, o.transport);
     out.minChannels = std::max(out.minChannels, o.minChannels);
     if (o.maxCtas > 0) out.maxCtas = out.maxCtas > 0 ? std::min(out.maxCtas, o.maxCtas) : o.maxCtas;
+    if (o.maxP2pCtas > 0) out.maxP2pCtas = out.maxP2pCtas > 0 ? std::min(out.maxP2pCtas, o.maxP2pCtas) : o.maxP2pCtas;
     differ = differ || o.minChannels != own.minChannels || o.buffSize != own.buffSize ||
              o.pipelineSteps != own.pipelineSteps || o.oneShotSplit != own.oneShotSplit || o.maxCtas != own.maxCtas ||
-             o.tunerOn != own.tunerOn || o.p2pLlThreshold != own.p2pLlThreshold ||
+             o.maxP2pCtas != own.maxP2pCtas || o.tunerOn != own.tunerOn || o.p2pLlThreshold != own.p2pLlThreshold ||
              o.p2pChannelBytes != own.p2pChannelBytes || o.p2pPieces != own.p2pPieces ||
              o.p2pBalanceBytes != own.p2pBalanceBytes;
     for (int c = 0; c < kNumCollTypes; ++c) {
@@ -111,12 +115,14 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     out.algos.overridden = out.algos.overridden || out.algos.mask[c] != kAllAlgosMask;
   }
   if (differ)
-    BRAID_WARN("rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS / "
-               "config.maxCTAs / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / BRAID_ONESHOT_SPLIT / BRAID_DEVICE_TUNER / "
-               "NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES differ across ranks; every rank uses "
-               "what all allow (the largest minimum, the smallest CTA bound, rank 0's sizes, split, tuner switch, "
-               "threshold, p2p channel bytes and pieces)",
-               comm->rank);
+    BRAID_WARN(
+        "rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS / "
+        "NCCL_MAX_P2P_NCHANNELS / config.maxCTAs / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / BRAID_ONESHOT_SPLIT / "
+        "BRAID_DEVICE_TUNER / "
+        "NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES differ across ranks; every rank uses "
+        "what all allow (the largest minimum, the smallest CTA bounds, rank 0's sizes, split, tuner switch, "
+        "threshold, p2p channel bytes and pieces)",
+        comm->rank);
   *cfg = out;
   *agreed = f;
   return ncclSuccess;

@@ -4,7 +4,8 @@
 // cuts, every byte checked against poisoned outputs (and the byte after each transfer); the same group
 // captured into a CUDA graph and replayed after another group of its size rewrote the table's buffer and after a
 // larger group outgrew it; small groups (parameter tiers) before and after; gather and scatter grouped with
-// transfers the other way under CTA bounds. Skips with a reason where fewer than 2 GPUs exist.
+// transfers the other way under CTA bounds; NCCL_MAX_P2P_NCHANNELS bounding point-to-point launches only. Skips
+// with a reason where fewer than 2 GPUs exist.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -221,6 +222,80 @@ TEST(DeviceP2pGroup, RootedCollectivesBesideTransfersTheOtherWay) {
     }
     p.destroy();
   }
+}
+
+// NCCL_MAX_P2P_NCHANNELS bounds point-to-point launches as NCCL_MAX_CTAS does, and only those (NCCL's p2p
+// kernels heed it and not NCCL_MAX_CTAS: NVIDIA/nccl#2421): ncclGroupSimulateEnd's estimate of a 64 MiB
+// send/recv under it equals the one under NCCL_MAX_CTAS of the same value, and is slower than unbounded (the
+// estimate is the executor's cut, the one launchP2p makes); the estimate of a 64 MiB all-reduce under it equals
+// the unbounded one, while NCCL_MAX_CTAS changes it. With both set, the smaller bounds p2p. Each case then runs the
+// send/recv both ways, every byte checked against poisoned outputs.
+TEST(DeviceP2pGroup, P2pChannelBoundBoundsPointToPointOnly) {
+  NEED_GPUS(2);
+  const size_t n = size_t(64) << 20;
+  struct Case {
+    const char* maxCtas;
+    const char* maxP2p;
+  };
+  const Case cases[] = {{"", ""}, {"8", ""}, {"", "8"}, {"24", "8"}, {"8", "64"}};
+  float p2pEst[5], arEst[5];
+  for (int c = 0; c < 5; ++c) {
+    const std::string what =
+        std::string("NCCL_MAX_CTAS=") + cases[c].maxCtas + " NCCL_MAX_P2P_NCHANNELS=" + cases[c].maxP2p;
+    SCOPED_TRACE(what);
+    EnvScope env;
+    if (*cases[c].maxCtas) env.set("NCCL_MAX_CTAS", cases[c].maxCtas);
+    if (*cases[c].maxP2p) env.set("NCCL_MAX_P2P_NCHANNELS", cases[c].maxP2p);
+    Pair p;
+    ASSERT_TRUE(p.init());
+    uint8_t *in[2], *out[2];
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&in[r], n), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&out[r], n + 1), cudaSuccess);
+      fillPattern<<<64, 256>>>(in[r], n, seedOf(r, c, 0));
+      ASSERT_EQ(cudaMemset(out[r], 0xa5, n + 1), cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    }
+    ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclSend(in[0], n, ncclUint8, 1, p.comm[0], p.stream[0]), ncclSuccess);
+    ASSERT_EQ(ncclRecv(out[0], n, ncclUint8, 1, p.comm[0], p.stream[0]), ncclSuccess);
+    ASSERT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess);
+    p2pEst[c] = info.estimatedTime;
+    ncclSimInfo_t arInfo = NCCL_SIM_INFO_INITIALIZER;
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclAllReduce(in[0], out[0], n / 4, ncclFloat32, ncclSum, p.comm[0], p.stream[0]), ncclSuccess);
+    ASSERT_EQ(ncclGroupSimulateEnd(&arInfo), ncclSuccess);
+    arEst[c] = arInfo.estimatedTime;
+    printf("%s: send/recv 64 MiB estimated %.1f us, all-reduce 64 MiB %.1f us\n", what.c_str(), p2pEst[c], arEst[c]);
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(ncclSend(in[r], n, ncclUint8, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
+      ASSERT_EQ(ncclRecv(out[r], n, ncclUint8, 1 - r, p.comm[r], p.stream[r]), ncclSuccess);
+    }
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+    bool hung = false;
+    ASSERT_TRUE(finishPair(p, what, &hung));
+    std::vector<uint8_t> h(n + 1);
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      ASSERT_EQ(cudaMemcpy(h.data(), out[r], n + 1, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(h[i], patternByte(seedOf(1 - r, c, 0), i)) << "rank " << r << " byte " << i;
+      ASSERT_EQ(h[n], 0xa5) << "rank " << r << " wrote past its end";
+      cudaFree(in[r]);
+      cudaFree(out[r]);
+    }
+    p.destroy();
+  }
+  EXPECT_GT(p2pEst[0], 0.f);
+  EXPECT_FLOAT_EQ(p2pEst[2], p2pEst[1]) << "NCCL_MAX_P2P_NCHANNELS=8 cuts p2p as NCCL_MAX_CTAS=8 does";
+  EXPECT_FLOAT_EQ(p2pEst[3], p2pEst[1]) << "the smaller of the two bounds p2p";
+  EXPECT_FLOAT_EQ(p2pEst[4], p2pEst[1]) << "the smaller of the two bounds p2p";
+  EXPECT_GT(p2pEst[2], 1.2f * p2pEst[0]) << "8 CTAs estimated no slower than the comm's channels";
+  EXPECT_FLOAT_EQ(arEst[2], arEst[0]) << "NCCL_MAX_P2P_NCHANNELS changed a collective's plan";
+  EXPECT_GT(arEst[1], 1.1f * arEst[0]) << "NCCL_MAX_CTAS=8 left the all-reduce estimate as unbounded";
 }
 
 }  // namespace

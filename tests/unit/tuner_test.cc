@@ -146,6 +146,28 @@ TEST(TunerParse, LoadFromEnvironment) {
   EXPECT_EQ(cfg.maxCtas, 24);
   setenv("NCCL_MAX_NCHANNELS", "8", 1);
   unsetenv("NCCL_MAX_CTAS");
+  // NCCL_MAX_P2P_NCHANNELS: a bound of its own (point-to-point launches only); p2pMaxCtas takes the smaller.
+  EXPECT_EQ(cfg.maxP2pCtas, -1);
+  setenv("NCCL_MAX_P2P_NCHANNELS", "4", 1);
+  ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
+  EXPECT_EQ(cfg.maxP2pCtas, 4);
+  EXPECT_EQ(cfg.maxCtas, 8);  // collectives keep theirs
+  EXPECT_EQ(cfg.maxChannels, 8);
+  EXPECT_EQ(p2pMaxCtas(cfg), 4);
+  setenv("NCCL_MAX_P2P_NCHANNELS", "32", 1);
+  ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
+  EXPECT_EQ(p2pMaxCtas(cfg), 8);
+  setenv("NCCL_MAX_P2P_NCHANNELS", "0", 1);  // not a bound
+  ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
+  EXPECT_EQ(cfg.maxP2pCtas, -1);
+  EXPECT_EQ(p2pMaxCtas(cfg), 8);
+  unsetenv("NCCL_MAX_NCHANNELS");
+  setenv("NCCL_MAX_P2P_NCHANNELS", "12", 1);
+  ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
+  EXPECT_EQ(cfg.maxCtas, -1);
+  EXPECT_EQ(p2pMaxCtas(cfg), 12);
+  unsetenv("NCCL_MAX_P2P_NCHANNELS");
+  setenv("NCCL_MAX_NCHANNELS", "8", 1);
   EXPECT_EQ(cfg.nThreads, 256);
   EXPECT_EQ(cfg.buffSize, 16 << 20);
   EXPECT_EQ(cfg.pipelineSteps, 4);

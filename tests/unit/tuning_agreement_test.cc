@@ -30,6 +30,7 @@ Offered offerOf(int rank) {
   o.cfg.pipelineSteps = rank == 0 ? 3 : 0;
   o.cfg.oneShotSplit = rank != 0;  // rank 0 says no: everyone must run unsplit (the step cap depends on it)
   o.cfg.maxCtas = rank == 0 ? -1 : (rank == 1 ? 96 : 40);  // the smallest bound any rank set: 40
+  o.cfg.maxP2pCtas = rank == 1 ? -1 : (rank == 0 ? 16 : 24);  // NCCL_MAX_P2P_NCHANNELS alike: 16
   // Rank 1 forbids LL128 for all-reduce; rank 2 allows only Ring for broadcast.
   if (rank == 1) o.cfg.protos.mask[static_cast<int>(CollType::AllReduce)] &= ~bit(Proto::LL128);
   if (rank == 2) o.cfg.algos.mask[static_cast<int>(CollType::Broadcast)] = bit(Algo::Ring);
@@ -82,6 +83,8 @@ TEST(TuningAgreement, EveryRankGetsTheSameConfiguration) {
     EXPECT_EQ(c.pipelineSteps, 3) << r;
     EXPECT_FALSE(c.oneShotSplit) << r;
     EXPECT_EQ(c.maxCtas, 40) << r;
+    EXPECT_EQ(c.maxP2pCtas, 16) << r;
+    EXPECT_EQ(p2pMaxCtas(c), 16) << r;
     EXPECT_EQ(c.protos.mask[static_cast<int>(CollType::AllReduce)], kAllProtosMask & ~bit(Proto::LL128)) << r;
     EXPECT_EQ(c.algos.mask[static_cast<int>(CollType::Broadcast)], bit(Algo::Ring)) << r;
     EXPECT_TRUE(c.protos.overridden && c.algos.overridden) << r;
