@@ -77,8 +77,9 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
   return static_cast<int>(std::min(std::max<size_t>(want, 1), cap));
 }
 
-// A CTA bound (TunerConfig::maxCtas: config.maxCTAs or CTAPolicy, NCCL_MAX_CTAS, NCCL_MAX_NCHANNELS; agreed at init)
-// bounds p2p launches' ring channels. One SM stores ~40 GB/s over NVLink whatever its threads (docs/gpu/2026-12-04d,
+// A CTA bound (p2pMaxCtas: config.maxCTAs or CTAPolicy, NCCL_MAX_CTAS, NCCL_MAX_NCHANNELS, NCCL_MAX_P2P_NCHANNELS;
+// agreed at init) bounds p2p launches' ring channels. NCCL's numbers below are NCCL on its 32 p2p CTAs: its p2p
+// kernels heed NCCL_MAX_P2P_NCHANNELS only (docs/gpu/2026-12-10c), so they compare Braid on the bound with NCCL unbound. One SM stores ~40 GB/s over NVLink whatever its threads (docs/gpu/2026-12-04d,
 // tools/link_probe.cu), so under a small bound the CTAs that send set the rate. There (kP2pPairMaxCtas or fewer) a ring
 // channel's send and receive blocks share one CTA, on two warp groups (P2pPlanInput::pairRing), and the ring is cut
 // over the whole bound: both directions then send from every CTA, and a one-way transfer (gather, scatter, a lone send)
