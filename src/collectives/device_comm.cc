@@ -249,7 +249,10 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
     for (const ConnInfo* ci : {comm->conns->ringSend(c), comm->conns->ringRecv(c)}) {
       if (!llSlotsOf(ci)) facts.llPath = 0;
       if (!ci || ci->kind != TransportKind::P2p || !ci->ll128Buff) facts.ll128Path = 0;
-      facts.transport = std::max(facts.transport, static_cast<int32_t>(transportClassOf(ci)));
+      TransportClass t = TransportClass::P2pNvlink;
+      if (ci && ci->kind == TransportKind::Shm) t = TransportClass::Shm;
+      if (!ci || ci->kind == TransportKind::Net) t = TransportClass::NetSocket;
+      facts.transport = std::max(facts.transport, static_cast<int32_t>(t));
     }
   }
   facts.tunerOn = params::DeviceTuner() != 0 ? 1 : 0;
@@ -319,10 +322,6 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->llPath = agreed.llPath != 0;
   st->ll128Path = agreed.ll128Path != 0;
   st->transport = static_cast<TransportClass>(agreed.transport);
-  BRAID_INFO(kSubInit,
-             "rank %d: the tuner plans this communicator's ring on its %s rows (the slowest link of any "
-             "rank's ring; PCIe P2P where NVML says two GPUs share no NVLink)",
-             comm->rank, transportClassName(st->transport));
   st->tunerOn = agreed.tunerOn != 0;
   st->p2pLlThreshold = agreed.p2pLlThreshold;
   st->p2pChannelBytes = agreed.p2pChannelBytes;

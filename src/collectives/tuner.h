@@ -13,7 +13,6 @@
 #include "collectives/op_desc.h"
 #include "collectives/p2p_plan.h"  // P2pCtaBudget
 #include "nccl.h"
-#include "transport/conn_info.h"  // transportClassOf
 
 namespace braid {
 
@@ -32,14 +31,6 @@ constexpr uint32_t kAllAlgosMask = (1u << kNumAlgos) - 1;
 constexpr uint32_t kAllProtosMask = (1u << kNumProtos) - 1;
 constexpr uint32_t bit(Algo a) { return 1u << static_cast<int>(a); }
 constexpr uint32_t bit(Proto p) { return 1u << static_cast<int>(p); }
-// The tuner's class of one ring connection of a GPU communicator: NVLink P2P, PCIe P2P (where NVML said the GPUs
-// share no NVLink: ConnInfo::p2pOverPcie), SHM, or NET (sockets, IB; also no connection at all). A ring plans as its
-// slowest class, the largest value (device_comm.cc: agreeOnSelection).
-inline TransportClass transportClassOf(const ConnInfo* ci) {
-  if (!ci || ci->kind == TransportKind::Net) return TransportClass::NetSocket;
-  if (ci->kind == TransportKind::Shm) return TransportClass::Shm;
-  return ci->p2pOverPcie ? TransportClass::P2pPcie : TransportClass::P2pNvlink;
-}
 // The algorithms Braid can execute at all (the executor narrows this further per request).
 constexpr uint32_t kBraidAlgosMask = bit(Algo::Ring) | bit(Algo::Tree) | bit(Algo::OneShot) | bit(Algo::TwoShot);
 // SIMPLE's FIFO of NCCL_BUFFSIZE bytes is cut in this many pipeline steps (as NCCL_STEPS).

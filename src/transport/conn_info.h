@@ -67,9 +67,6 @@ struct ConnInfo {
   // connections over NVLink (the one path whose 128-byte stores arrive whole), else null.
   uint32_t ll128SlotBytes = 0;
   char* ll128Buff = nullptr;
-  // P2P connections: NVML says the two GPUs share no NVLink, so the path is PCIe (the tuner's P2pPcie rows). An
-  // unknown path (no NVML) is not marked: it keeps the NVLink rows, as before the mark.
-  bool p2pOverPcie = false;
 };
 static_assert(std::is_trivially_copyable<ConnInfo>::value, "ConnInfo must stay a plain struct");
 

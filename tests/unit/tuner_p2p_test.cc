@@ -185,32 +185,5 @@ TEST(TunerP2p, BalancedEstimateNearMeasured) {
   }
 }
 
-// A ring connection's class for the tuner's rows (transportClassOf): P2P over NVLink unless NVML said the GPUs share
-// no NVLink (p2pOverPcie); SHM; NET, or no connection. The ring plans as its slowest (largest) class, so one PCIe
-// link among NVLink ones takes the PCIe rows, and the PCIe estimate of a large transfer is slower.
-TEST(TunerP2p, RingConnectionsClassByTheirLink) {
-  ConnInfo nvl, pcie, shm, net;
-  nvl.kind = pcie.kind = TransportKind::P2p;
-  pcie.p2pOverPcie = true;
-  shm.kind = TransportKind::Shm;
-  net.kind = TransportKind::Net;
-  EXPECT_EQ(transportClassOf(&nvl), TransportClass::P2pNvlink);
-  EXPECT_EQ(transportClassOf(&pcie), TransportClass::P2pPcie);
-  EXPECT_EQ(transportClassOf(&shm), TransportClass::Shm);
-  EXPECT_EQ(transportClassOf(&net), TransportClass::NetSocket);
-  EXPECT_EQ(transportClassOf(nullptr), TransportClass::NetSocket);
-  EXPECT_GT(static_cast<int>(transportClassOf(&pcie)), static_cast<int>(transportClassOf(&nvl)));
-  EXPECT_GT(static_cast<int>(transportClassOf(&shm)), static_cast<int>(transportClassOf(&pcie)));
-  P2pCutFacts f;
-  f.cut.nChannels = 16;
-  f.channelBytes = 65536;
-  OpDesc o;
-  o.coll = CollType::Send;
-  o.count = size_t(256) << 20;
-  o.dtype = ncclUint8;
-  o.peer = 0;
-  EXPECT_GT(predictP2pUs(o, 2, 1, TransportClass::P2pPcie, f), 2 * predictP2pUs(o, 2, 1, TransportClass::P2pNvlink, f));
-}
-
 }  // namespace
 }  // namespace braid

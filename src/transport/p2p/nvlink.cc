@@ -1,8 +1,7 @@
 // NVLink detection for the P2P transport: whether two GPUs of this host reach each other over NVLink (directly
 // or through an NVSwitch), asked of NVML, loaded at run time (libnvidia-ml.so.1 ships with the
 // driver; Braid neither links nor needs it). LL128 trusts a 128-byte store to arrive whole only over NVLink,
-// so anything uncertain (no NVML, an error) is not NVLink for it; the tuner takes a path as PCIe only where NVML
-// answered that the pair has no NVLink (p2pLinkBetween's Pcie), so a host without NVML keeps the NVLink rows.
+// so anything uncertain (no NVML, an error, a link to something else) answers false.
 #include <dlfcn.h>
 
 #include <map>
@@ -45,42 +44,39 @@ const Nvml& nvml() {
   return n;
 }
 
-P2pLink queryLink(int64_t a, int64_t b) {
+bool queryNvlink(int64_t a, int64_t b) {
   const Nvml& n = nvml();
-  if (!n.ok) return P2pLink::Unknown;
+  if (!n.ok) return false;
   NvmlDevice dev[2] = {nullptr, nullptr};
   const int64_t bus[2] = {a, b};
   for (int i = 0; i < 2; ++i) {
     char id[32];
     p2pBusIdToString(bus[i], id, sizeof(id));
-    if (n.byBusId(id, &dev[i]) != kNvmlSuccess) return P2pLink::Unknown;
+    if (n.byBusId(id, &dev[i]) != kNvmlSuccess) return false;
   }
   // Both directions: the answer must not depend on which rank asks.
   for (int i = 0; i < 2; ++i) {
     int status = -1;
-    if (n.p2pStatus(dev[i], dev[1 - i], kNvmlP2pCapsNvlink, &status) != kNvmlSuccess) return P2pLink::Unknown;
-    if (status != kNvmlP2pStatusOk) return P2pLink::Pcie;
+    if (n.p2pStatus(dev[i], dev[1 - i], kNvmlP2pCapsNvlink, &status) != kNvmlSuccess || status != kNvmlP2pStatusOk)
+      return false;
   }
-  return P2pLink::Nvlink;
+  return true;
 }
 
 }  // namespace
 
-P2pLink p2pLinkBetween(int64_t busA, int64_t busB) {
+bool p2pNvlinkBetween(int64_t busA, int64_t busB) {
   static std::mutex mu;
-  static std::map<std::pair<int64_t, int64_t>, P2pLink> cache;
+  static std::map<std::pair<int64_t, int64_t>, bool> cache;
   std::lock_guard<std::mutex> lk(mu);
   auto key = std::make_pair(busA, busB);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  const P2pLink link = busA >= 0 && busB >= 0 && busA != busB ? queryLink(busA, busB) : P2pLink::Unknown;
+  const bool yes = busA >= 0 && busB >= 0 && busA != busB && queryNvlink(busA, busB);
   BRAID_INFO(kSubInit, "P2P: GPUs %llx and %llx %s", static_cast<long long>(busA), static_cast<long long>(busB),
-             link == P2pLink::Nvlink ? "are joined by NVLink"
-             : link == P2pLink::Pcie ? "have no NVLink between them"
-             : nvml().ok             ? "(NVML cannot tell: not NVLink for LL128)"
-                                     : "(NVML unavailable: not NVLink for LL128)");
-  cache[key] = link;
-  return link;
+             yes ? "are joined by NVLink" : nvml().ok ? "have no NVLink between them" : "(NVML unavailable: not NVLink)");
+  cache[key] = yes;
+  return yes;
 }
 
 }  // namespace braid

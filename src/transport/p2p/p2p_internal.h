@@ -25,13 +25,9 @@ constexpr uint32_t kP2pLlSlotBytes = 64 << 10;
 // where the two GPUs share an NVLink (p2pNvlinkBetween): 1 MiB per receiving connection.
 constexpr uint32_t kP2pLl128SlotBytes = 128 << 10;
 
-// How two GPUs of this host (PeerInfo::busId) reach each other, per NVML's P2P status of the pair (asked both ways;
-// NVML is loaded at run time): over NVLink (directly or through an NVSwitch), not over NVLink (so over PCIe), or
-// unknown (no NVML, an NVML error, the same GPU). Symmetric; cached.
-enum class P2pLink { Nvlink, Pcie, Unknown };
-P2pLink p2pLinkBetween(int64_t busA, int64_t busB);
-// LL128 trusts a 128-byte store to arrive whole only where NVML says NVLink.
-inline bool p2pNvlinkBetween(int64_t busA, int64_t busB) { return p2pLinkBetween(busA, busB) == P2pLink::Nvlink; }
+// Whether two GPUs of this host (PeerInfo::busId) reach each other over NVLink (NVML's P2P status of the pair,
+// asked both ways; NVML is loaded at run time; false when it cannot tell). Symmetric; cached.
+bool p2pNvlinkBetween(int64_t busA, int64_t busB);
 
 // The mode when NCCL_P2P_READ_ENABLE is unset (-2); both ranks of a connection must agree.
 constexpr bool kP2pReadDefault = false;

@@ -163,7 +163,6 @@ ncclResult_t P2pTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
   conn->info = ConnInfo{};
   conn->info.peer = peer.rank;
   conn->info.kind = TransportKind::P2p;
-  conn->info.p2pOverPcie = p2pLinkBetween(me.busId, peer.busId) == P2pLink::Pcie;
   char* base = static_cast<char*>(res->local);
   if (holdsFifo) {
     conn->info.buff = base + kP2pCtrlBytes;
