@@ -85,7 +85,11 @@ BRAID_HDI inline uint32_t devBalFold(size_t bytes, size_t chunk) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   z ^= z >> 31;
-  return static_cast<uint32_t>(z & kDevBalIndexMask);
+  // Below the mask, never at it: a receiving CTA's stop word (prims_simple.h: recvChunk's kStop) is the close marks
+  // with every index bit set, so a fold equal to the mask made a genuine close read as a stop, and the receiver's
+  // poster skipped its head post: the connection's next transfer hung or failed (found in review; e.g. 5472764716
+  // bytes in 256 KiB chunks).
+  return static_cast<uint32_t>(z % kDevBalIndexMask);
 }
 // The first 16 bytes are read by the kernels in one load (prims_simple.h: devReadHostWords).
 struct alignas(16) DevStatus {

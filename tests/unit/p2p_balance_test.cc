@@ -3,6 +3,7 @@
 // the whole transfer, and how the sending side gives out its claim slots (kP2pMaxBalanced; past them, a fixed deal).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <vector>
@@ -188,7 +189,21 @@ TEST(P2pBalance, CloseFoldTellsDifferingSizesAndChunksApart) {
     }
   }
   EXPECT_NE(devBalFold(size_t(4) << 30, 256 * 1024), devBalFold((size_t(6) << 30) + 4, 256 * 1024));
-  EXPECT_EQ(devBalFold(64 * kMiB, 256 * 1024), devBalFold(64 * kMiB, 256 * 1024)) << "a function of its arguments";
+}
+
+// A close word never equals a receiving CTA's stop word (the close marks with every index bit set, prims_simple.h's
+// recvChunk): the fold stays below kDevBalIndexMask. These sizes folded to it exactly in 256 KiB chunks, before the
+// fold took its remainder instead of its low bits; and no fold of a million sizes and chunks reaches it.
+TEST(P2pBalance, CloseFoldIsNeverTheStopWord) {
+  for (size_t b : {size_t(5472764716), size_t(5897940536), size_t(8273713256)})
+    EXPECT_LT(devBalFold(b, 256 * 1024), kDevBalIndexMask) << b;
+  uint32_t most = 0;
+  for (size_t b = 1; b < (size_t(1) << 20); ++b) {
+    const size_t bytes = b * 4099 + (b >> 3);
+    for (size_t c : {size_t(256) << 10, size_t(512) << 10}) most = std::max(most, devBalFold(bytes, c));
+  }
+  EXPECT_LT(most, kDevBalIndexMask);
+  EXPECT_GT(most, kDevBalIndexMask / 2) << "the fold spreads over the index bits";
 }
 
 }  // namespace

@@ -147,6 +147,8 @@ TEST(TunerParse, LoadFromEnvironment) {
   setenv("NCCL_MAX_NCHANNELS", "8", 1);
   unsetenv("NCCL_MAX_CTAS");
   // NCCL_MAX_P2P_NCHANNELS: a bound of its own (point-to-point launches only); p2pMaxCtas takes the smaller.
+  unsetenv("NCCL_MAX_P2P_NCHANNELS");
+  ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
   EXPECT_EQ(cfg.maxP2pCtas, -1);
   setenv("NCCL_MAX_P2P_NCHANNELS", "4", 1);
   ASSERT_EQ(loadTunerConfig(&cfg), ncclSuccess);
