@@ -5,7 +5,8 @@
 // rest deal their chunks fixed; both under CTA bounds of 24 (half the bound each way) and 8 (each ring channel's send
 // and receive on two warp groups of one CTA), and over SHM (never balanced). Each case runs twice on the streams and
 // then three times as a replayed CUDA graph, new inputs each time: a claim counter left non-zero by one launch would
-// leave the next one's output unwritten. Skips with a reason where fewer than 2 GPUs exist.
+// leave the next one's output unwritten. And a 5.1 GB transfer whose close once read as a stop. Skips with a reason
+// where fewer than 2 GPUs exist.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -89,6 +90,27 @@ TEST(DeviceP2pBalance, EveryByteOnStreamsAndInGraphs) {
       ASSERT_NO_FATAL_FAILURE(runCase(group, label + " 80 transfers of ~2 MiB each way (past the claim slots)"));
     }
   }
+}
+
+// A balanced transfer whose close word's fold once equalled a receiving CTA's stop word (dev_work.h: devBalFold):
+// 5472764716 bytes each way, unbounded (64 channels, 256 KiB chunks), whose receivers then read their close as a stop
+// and skipped its head post, so the next transfer on those connections hung or failed. Two rounds on the streams,
+// every byte checked: the second runs on the connections the first closed.
+TEST(DeviceP2pBalance, CloseWhoseFoldOnceReadAsAStop) {
+  NEED_GPUS(2);
+  P2pTransfers t({size_t(5472764716)});
+  Pair p;
+  ASSERT_TRUE(p.init());
+  ASSERT_TRUE(t.alloc());
+  for (int round = 0; round < 2; ++round) {
+    const std::string what = "5472764716 bytes each way, round " + std::to_string(round);
+    ASSERT_TRUE(t.prepare(round));
+    ASSERT_TRUE(t.post(p)) << what;
+    bool hung = false;
+    ASSERT_TRUE(finishPair(p, what, &hung));
+    ASSERT_NO_FATAL_FAILURE(t.check(round, what));
+  }
+  p.destroy();
 }
 
 }  // namespace
