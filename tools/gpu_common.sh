@@ -13,7 +13,7 @@
 #   gpu_build_inlined TARGET...   gpu_build_variant with kRcOutline forced off (every reducing kernel inlined),
 #       into $INL/build-var
 #   gpu_tests TEST...   runs each test binary of $B (200 s each), output to $L/TEST.txt, prints its verdict lines
-#       and the first failures.
+#       and the first failures; a test whose helper programs (gpu_test_needs) are not in $B/bin is named, not run.
 #   probe_build         compiles tools/iter_probe.cu against $B's libbraid into $B/iter_probe
 #   probe LIB MODE SIZE ITERS [ENV=V...]   one iter_probe process per GPU (LIB braid, or nccl preloaded), both
 #       ranks' output appended to $L/iter_probe.txt, prints "-- LIB MODE SIZE xITERS ENV: <each rank's mean line>"
@@ -86,9 +86,20 @@ gpu_build_inlined() {
     "constexpr bool kRcOutline = false;" "$@"
 }
 
+# The programs a GPU test starts from its own bin folder (braidrun and perf tools); a carried folder must hold them.
+gpu_test_needs() {
+  case $1 in
+    fifo_gpu_test) echo "braidrun all_reduce_perf all_gather_perf" ;;
+    cluster_gpu_test) echo "braidrun all_reduce_perf all_gather_perf broadcast_perf" ;;
+  esac
+}
+
 gpu_tests() {
-  local t s rc
+  local t s rc n missing
   for t in "$@"; do
+    missing=""
+    for n in $(gpu_test_needs "$t"); do [[ -x $B/bin/$n ]] || missing+=" $n"; done
+    if [[ -n $missing ]]; then echo "== $t not run: $B/bin lacks$missing, which it starts"; continue; fi
     s=$(date +%s); timeout 200 $B/bin/$t > "$L/$t.txt" 2>&1; rc=$?
     echo "== $t rc=$rc $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) |^\[  FAILED' "$L/$t.txt" | tr '\n' ' ')"
     grep -E 'Failure|error' -A3 "$L/$t.txt" | head -12
