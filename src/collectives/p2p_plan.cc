@@ -10,9 +10,7 @@ namespace braid {
 namespace {
 
 // Local copies: a CTA copies ~46 GB/s (one SM), so up to P2pPlanInput::maxCopyCtas CTAs of at least
-// kCopyCtaBytes each, every CTA a 64-byte aligned share of every copy (measured on 2xH200: a 4 MiB share on one
-// CTA took 90 us).
-constexpr size_t kCopyCtaBytes = size_t(256) << 10;
+// kP2pCopyCtaBytes each (p2p_plan.h), every CTA a 64-byte aligned share of every copy.
 
 // Share `part` of `parts` of a transfer: contiguous, 64-byte aligned starts.
 P2pPlanBlock shareOf(const P2pXfer& x, int part, int parts) {
@@ -128,7 +126,7 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
   for (const P2pXfer& x : in.copies)
     if (copied(x)) ++nCopies, maxCopy = std::max(maxCopy, x.bytes);
   if (nCopies > 0) {
-    const int want = static_cast<int>(std::min<size_t>(std::max(1, in.maxCopyCtas), divUp(maxCopy, kCopyCtaBytes)));
+    const int want = static_cast<int>(std::min<size_t>(std::max(1, in.maxCopyCtas), divUp(maxCopy, kP2pCopyCtaBytes)));
     const int room = std::min(in.maxCtas - nCtas, (in.maxBlocks - nBlocks) / nCopies);
     const int k = std::min(want, room);
     if (in.maxCtas - nCtas < 1) return fail(why, "CTAs with its local copies", nCtas + 1, in.maxCtas);

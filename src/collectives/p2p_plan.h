@@ -120,6 +120,10 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 // copy: with an eighth, a 2-rank all-to-all of 64 MB under a bound of 24 took 247 us, copy-bound, against NCCL's 139
 // (docs/gpu/2026-11-27g). Each connection to another peer adds one CTA per direction.
 constexpr int kP2pPairMaxCtas = 20;
+// A local copy (all-to-all's own share, a gather/scatter root's, a send to self) runs on up to maxCopyCtas CTAs of at
+// least this many bytes each: a CTA copies ~46 GB/s, one SM's worth (measured on 2xH200: a 4 MiB share on one CTA
+// took 90 us), so small copies take few CTAs.
+constexpr size_t kP2pCopyCtaBytes = size_t(256) << 10;
 // Whether CTAs of nThreads threads can pair: two warp groups of a worker warp and a poster each, of equal whole
 // warps (the kernel splits at blockDim.x / 2).
 inline bool p2pCanPair(int nThreads) { return nThreads >= 128 && nThreads % 64 == 0; }

@@ -177,9 +177,15 @@ struct P2pBalancedRow {
   double fillUs, ctaGBs, pairedCtaGBs, capGBs;
 };
 
+// tuner_model.def's BRAID_TUNER_LOCAL_COPY row.
+struct LocalCopyRow {
+  double fillUs = 0, ctaGBs = 0, capGBs = 0;
+};
+
 struct ModelTable {
   ModelRow rows[kNumTransportClasses][kNumProtos] = {};
   P2pBalancedRow balanced[kNumTransportClasses] = {};
+  LocalCopyRow localCopy;
   ModelTable() {
 #define BRAID_TUNER_ROW(T, P, base, step, chunkUs, perCh, bwCh, cap, maxCh, chunkB, meas) \
   rows[static_cast<int>(TransportClass::T)][static_cast<int>(Proto::P)] =              \
@@ -187,7 +193,9 @@ struct ModelTable {
 #define BRAID_TUNER_CLUSTERED_RING(minCh, three, from, to)
 #define BRAID_TUNER_P2P_BALANCED(T, fill, cta, pairedCta, cap) \
   balanced[static_cast<int>(TransportClass::T)] = P2pBalancedRow{fill, cta, pairedCta, cap};
+#define BRAID_TUNER_LOCAL_COPY(fill, cta, cap) localCopy = LocalCopyRow{fill, cta, cap};
 #include "collectives/tuner_model.def"
+#undef BRAID_TUNER_LOCAL_COPY
 #undef BRAID_TUNER_P2P_BALANCED
 #undef BRAID_TUNER_CLUSTERED_RING
 #undef BRAID_TUNER_ROW
@@ -210,9 +218,11 @@ struct ClusteredRingRange {
 constexpr ClusteredRingRange kClusteredRingRanges[] = {
 #define BRAID_TUNER_ROW(...)
 #define BRAID_TUNER_P2P_BALANCED(...)
+#define BRAID_TUNER_LOCAL_COPY(...)
 #define BRAID_TUNER_CLUSTERED_RING(minCh, three, from, to) ClusteredRingRange{minCh, three, from, to},
 #include "collectives/tuner_model.def"
 #undef BRAID_TUNER_CLUSTERED_RING
+#undef BRAID_TUNER_LOCAL_COPY
 #undef BRAID_TUNER_P2P_BALANCED
 #undef BRAID_TUNER_ROW
 };
@@ -636,9 +646,20 @@ double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass trans
   // Transfers to or from every other rank: the ring neighbour's on the channels, the others' (3+ ranks) each on
   // one connection, side by side.
   auto fanOut = [&] { return n > 2 ? std::max(transfer(true), transfer(false)) : transfer(true); };
+  // A send to or receive from the rank itself: a local copy on the launch's copy CTAs (planP2p), not the link. (A group
+  // with nothing else runs it on the copy engine instead, at about the same rate.) The root's own share of a gather or
+  // scatter and all-to-all's run beside the transfers and end first, so those estimates leave them out.
+  auto localCopy = [&] {
+    const LocalCopyRow& c = modelTable().localCopy;
+    const size_t ctas =
+        std::min<size_t>(std::max(1, cut.maxCopyCtas), (bytes + kP2pCopyCtaBytes - 1) / kP2pCopyCtaBytes);
+    return c.fillUs + static_cast<double>(bytes) / std::min(static_cast<double>(ctas) * c.ctaGBs, c.capGBs) / 1e3;
+  };
   switch (op.coll) {
-    case CollType::Send: return transfer(op.peer == next || op.peer == rank);
-    case CollType::Recv: return transfer(op.peer == prev || op.peer == rank);
+    case CollType::Send:
+      return op.peer == rank ? localCopy() : transfer(op.peer == next);
+    case CollType::Recv:
+      return op.peer == rank ? localCopy() : transfer(op.peer == prev);
     case CollType::AllToAll: return fanOut();
     case CollType::Gather: return rank == op.root ? fanOut() : transfer(op.root == next);
     case CollType::Scatter: return rank == op.root ? fanOut() : transfer(op.root == prev);

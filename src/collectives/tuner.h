@@ -194,7 +194,7 @@ double groupTimeUs(const std::vector<TimedOp>& ops);
 
 // What a GPU communicator's p2p cut depends on (agreed at init, device_state.h).
 struct P2pCutFacts {
-  P2pCtaBudget cut;             // the ring's channels per transfer (p2pCtaBudget; its CTA fields unused here)
+  P2pCtaBudget cut;             // the ring's channels per transfer and the copy CTAs (p2pCtaBudget)
   size_t channelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES
   size_t llThreshold = 0;       // NCCL_P2P_LL_THRESHOLD: shares up to this run LL where the path has LL slots
   bool llSlots = false;         // the path's connections have LL slots (P2P, SHM; NET only when LL is forced)
@@ -203,7 +203,8 @@ struct P2pCutFacts {
 // The cost model's time of one GPU point-to-point op on `rank` as planP2p cuts it (p2p_plan.h): the ring
 // neighbour's transfer over p2pRingChannels channels, any other peer's over one connection, each share
 // LL or SIMPLE by its size (a balanced transfer by tuner_model.def's BRAID_TUNER_P2P_BALANCED row, where its
-// path has one); an op's transfers to several peers run side by side, so the slowest sets it.
+// path has one), a send to or receive from the rank itself as a local copy (BRAID_TUNER_LOCAL_COPY); an op's
+// transfers to several peers run side by side, so the slowest sets it.
 double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass transport, const P2pCutFacts& facts);
 
 }  // namespace braid

@@ -113,7 +113,7 @@ TEST(TunerP2p, BalancedEstimateNearMeasured) {
     o.coll = c;
     o.dtype = ncclUint8;
     o.count = bytes;
-    o.peer = o.root = c == CollType::Gather ? 0 : 1;
+    o.peer = o.root = 0;  // rank 1 of 2: the ring neighbour (a peer of 1 would be a send to self, a local copy)
     return o;
   };
   struct Point {
@@ -183,6 +183,45 @@ TEST(TunerP2p, BalancedEstimateNearMeasured) {
       prev = us;
     }
   }
+}
+
+// A send to or receive from the rank itself is a local copy on the launch's copy CTAs (BRAID_TUNER_LOCAL_COPY), not a
+// transfer over the link: checked against the 2xH200 points it was fitted to (a 4 MiB share on one CTA 90 us; a
+// 32 MiB copy on 3 CTAs, all-to-all's own share under a bound of 24, 247 us), fewer CTAs for small copies, the copy
+// CTAs of the bound, and far below the ring estimate of the same bytes.
+TEST(TunerP2p, SendToSelfIsALocalCopy) {
+  const TransportClass t = TransportClass::P2pNvlink;
+  auto facts = [](int copyCtas) {
+    P2pCutFacts f;
+    f.cut = p2pCtaBudget(64, copyCtas, -1, true);
+    f.channelBytes = 65536;
+    f.balanceMinShare = size_t(1) << 20;
+    return f;
+  };
+  auto op = [](CollType c, size_t bytes, int peer) {
+    OpDesc o;
+    o.coll = c;
+    o.dtype = ncclUint8;
+    o.count = bytes;
+    o.peer = peer;
+    return o;
+  };
+  const size_t m = size_t(1) << 20;
+  EXPECT_NEAR(predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 1, t, facts(1)), 90.0, 9.0);
+  EXPECT_NEAR(predictP2pUs(op(CollType::Recv, 32 * m, 0), 2, 0, t, facts(3)), 247.0, 25.0);
+  // 512 KiB takes 2 copy CTAs of 32, so it costs what 2 CTAs do.
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, m / 2, 1), 2, 1, t, facts(32)),
+                   predictP2pUs(op(CollType::Send, m / 2, 1), 2, 1, t, facts(2)));
+  EXPECT_LT(predictP2pUs(op(CollType::Send, 64 * m, 1), 2, 1, t, facts(32)),
+            predictP2pUs(op(CollType::Send, 64 * m, 1), 2, 1, t, facts(8)));
+  // 256 MiB on 32 CTAs (~1490 GB/s) against the ring transfer of the same bytes to the peer (~370 GB/s).
+  const double self = predictP2pUs(op(CollType::Send, 256 * m, 1), 2, 1, t, facts(32));
+  const double peer = predictP2pUs(op(CollType::Send, 256 * m, 0), 2, 1, t, facts(32));
+  EXPECT_NEAR(self, 2.88 + 256.0 * m / (32 * 46.6) / 1e3, 1.0);
+  EXPECT_GT(peer, 3 * self);
+  // One rank: every op is to itself.
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Recv, 64 * m, 0), 1, 0, t, facts(32)),
+                   predictP2pUs(op(CollType::Send, 64 * m, 1), 2, 1, t, facts(32)));
 }
 
 }  // namespace
