@@ -9,6 +9,16 @@
 namespace braid {
 namespace {
 
+// A point-to-point op of `bytes` bytes with that peer (send/recv) or root (gather/scatter).
+OpDesc p2pOp(CollType c, size_t bytes, int peerOrRoot) {
+  OpDesc o;
+  o.coll = c;
+  o.dtype = ncclUint8;
+  o.count = bytes;
+  o.peer = o.root = peerOrRoot;
+  return o;
+}
+
 // predictP2pUs follows planP2p's cut: the ring neighbour's transfer over p2pChannelsForBytes channels, another
 // peer's over one connection, LL where the full share is small enough and the path has LL slots.
 TEST(TunerP2p, EstimateFollowsTheCut) {
@@ -18,14 +28,7 @@ TEST(TunerP2p, EstimateFollowsTheCut) {
   f.channelBytes = 65536;
   f.llThreshold = 16384;
   f.llSlots = true;
-  auto op = [](CollType c, size_t bytes, int peerOrRoot) {
-    OpDesc o;
-    o.coll = c;
-    o.dtype = ncclUint8;
-    o.count = bytes;
-    o.peer = o.root = peerOrRoot;
-    return o;
-  };
+  const auto op = p2pOp;
   auto fixed = [&](size_t bytes, Proto p, int nch) {
     TuneRequest r;
     r.coll = CollType::Send;
@@ -108,14 +111,8 @@ TEST(TunerP2p, BalancedEstimateNearMeasured) {
     f.balanceMinShare = m;
     return f;
   };
-  auto op = [](CollType c, size_t bytes) {
-    OpDesc o;
-    o.coll = c;
-    o.dtype = ncclUint8;
-    o.count = bytes;
-    o.peer = o.root = 0;  // rank 1 of 2: the ring neighbour (a peer of 1 would be a send to self, a local copy)
-    return o;
-  };
+  // Rank 1 of 2 with peer or root 0, the ring neighbour (a peer of 1 would be a send to self, a local copy).
+  auto op = [](CollType c, size_t bytes) { return p2pOp(c, bytes, 0); };
   struct Point {
     int bound;  // NCCL_MAX_CTAS (0: none)
     CollType coll;
@@ -198,14 +195,7 @@ TEST(TunerP2p, SendToSelfIsALocalCopy) {
     f.balanceMinShare = size_t(1) << 20;
     return f;
   };
-  auto op = [](CollType c, size_t bytes, int peer) {
-    OpDesc o;
-    o.coll = c;
-    o.dtype = ncclUint8;
-    o.count = bytes;
-    o.peer = peer;
-    return o;
-  };
+  const auto op = p2pOp;
   const size_t m = size_t(1) << 20;
   EXPECT_NEAR(predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 1, t, facts(1)), 90.0, 9.0);
   EXPECT_NEAR(predictP2pUs(op(CollType::Recv, 32 * m, 0), 2, 0, t, facts(3)), 247.0, 25.0);
