@@ -126,7 +126,7 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
   for (const P2pXfer& x : in.copies)
     if (copied(x)) ++nCopies, maxCopy = std::max(maxCopy, x.bytes);
   if (nCopies > 0) {
-    const int want = static_cast<int>(std::min<size_t>(std::max(1, in.maxCopyCtas), divUp(maxCopy, kP2pCopyCtaBytes)));
+    const int want = p2pCopyCtas(maxCopy, in.maxCopyCtas);
     const int room = std::min(in.maxCtas - nCtas, (in.maxBlocks - nBlocks) / nCopies);
     const int k = std::min(want, room);
     if (in.maxCtas - nCtas < 1) return fail(why, "CTAs with its local copies", nCtas + 1, in.maxCtas);

@@ -78,19 +78,20 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 }
 
 // A CTA bound (p2pMaxCtas: config.maxCTAs or CTAPolicy, NCCL_MAX_CTAS, NCCL_MAX_NCHANNELS, NCCL_MAX_P2P_NCHANNELS;
-// agreed at init) bounds p2p launches' ring channels. NCCL's numbers below are NCCL on its 32 p2p CTAs: its p2p
-// kernels heed NCCL_MAX_P2P_NCHANNELS only (docs/gpu/2026-12-10c), so they compare Braid on the bound with NCCL unbound. One SM stores ~40 GB/s over NVLink whatever its threads (docs/gpu/2026-12-04d,
-// tools/link_probe.cu), so under a small bound the CTAs that send set the rate. There (kP2pPairMaxCtas or fewer) a ring
-// channel's send and receive blocks share one CTA, on two warp groups (P2pPlanInput::pairRing), and the ring is cut
-// over the whole bound: both directions then send from every CTA, and a one-way transfer (gather, scatter, a lone send)
-// from the bound's worth of SMs. Transfers whose shares on the whole bound would run LL (small ones) are cut over half
-// of it instead (llChannels): LL blocks run on whole CTAs, a send and a receive CTA per channel (so a group mixing
-// those with large transfers takes up to llChannels CTAs past the bound; tools/var_llgroups.patch put LL on the warp
-// groups too and lost 1.5 us at 32 KB, docs/gpu/2026-12-05a). Every rank must be able to pair (TuningFacts::p2pPair:
-// NCCL_NTHREADS a multiple of 64 from 128), else every rank keeps half the bound. 2xH200, docs/gpu/2026-12-04e, 256 MB,
-// NCCL / half / paired, us: send/recv under 8 1619.8 / 1752.5 / 1597.9, under 16 885.9 / 910.8 / 871.3, under 24 884.5
-// / 846.7 / 957.7 (paired loses); gather under 8 748.0 / 841.1 / 649.9; scatter under 16 538.0 / 438.3 / 370.6. (Before
-// the half cut, 7/16: send/recv under 8 2274, gather 1157, docs/gpu/2026-12-04a.)
+// agreed at init) bounds p2p launches' ring channels. NCCL's numbers below are NCCL on its 32 p2p CTAs: its p2p kernels
+// heed NCCL_MAX_P2P_NCHANNELS only (docs/gpu/2026-12-10c), so they compare Braid on the bound with NCCL unbound. One SM
+// stores ~40 GB/s over NVLink whatever its threads (docs/gpu/2026-12-04d, tools/link_probe.cu), so under a small bound
+// the CTAs that send set the rate. There (kP2pPairMaxCtas or fewer) a ring channel's send and receive blocks share one
+// CTA, on two warp groups (P2pPlanInput::pairRing), and the ring is cut over the whole bound: both directions then send
+// from every CTA, and a one-way transfer (gather, scatter, a lone send) from the bound's worth of SMs. Transfers whose
+// shares on the whole bound would run LL (small ones) are cut over half of it instead (llChannels): LL blocks run on
+// whole CTAs, a send and a receive CTA per channel (so a group mixing those with large transfers takes up to llChannels
+// CTAs past the bound; tools/var_llgroups.patch put LL on the warp groups too and lost 1.5 us at 32 KB,
+// docs/gpu/2026-12-05a). Every rank must be able to pair (TuningFacts::p2pPair: NCCL_NTHREADS a multiple of 64 from
+// 128), else every rank keeps half the bound. 2xH200, docs/gpu/2026-12-04e, 256 MB, NCCL / half / paired, us: send/recv
+// under 8 1619.8 / 1752.5 / 1597.9, under 16 885.9 / 910.8 / 871.3, under 24 884.5 / 846.7 / 957.7 (paired loses);
+// gather under 8 748.0 / 841.1 / 649.9; scatter under 16 538.0 / 438.3 / 370.6. (Before the half cut, 7/16: send/recv
+// under 8 2274, gather 1157, docs/gpu/2026-12-04a.)
 // Pairing runs up to a bound of 20 (2xH100, docs/gpu/2026-12-08b-f, balanced transfers, us at 128 / 512 MB, NCCL /
 // half / paired): send/recv under 17 ~472 / ~1512, 522-526 / 2016-2025 (0.75x), 443-480 / 1661-1717; under 20 ~472 /
 // ~1512, 435-442 / 1657-1664, 411-490 / 1511-1595; all-to-all under 17 ~270 / ~970, 274 / 1038-1041, 240-241 /
@@ -124,6 +125,11 @@ constexpr int kP2pPairMaxCtas = 20;
 // least this many bytes each: a CTA copies ~46 GB/s, one SM's worth (measured on 2xH200: a 4 MiB share on one CTA
 // took 90 us), so small copies take few CTAs.
 constexpr size_t kP2pCopyCtaBytes = size_t(256) << 10;
+// The CTAs a local copy of `bytes` takes (planP2p, before the launch's room; the tuner's estimate alike).
+inline int p2pCopyCtas(size_t bytes, int maxCopyCtas) {
+  return static_cast<int>(
+      std::min<size_t>(std::max(1, maxCopyCtas), (bytes + kP2pCopyCtaBytes - 1) / kP2pCopyCtaBytes));
+}
 // Whether CTAs of nThreads threads can pair: two warp groups of a worker warp and a poster each, of equal whole
 // warps (the kernel splits at blockDim.x / 2).
 inline bool p2pCanPair(int nThreads) { return nThreads >= 128 && nThreads % 64 == 0; }

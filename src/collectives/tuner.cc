@@ -651,9 +651,8 @@ double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass trans
   // scatter and all-to-all's run beside the transfers and end first, so those estimates leave them out.
   auto localCopy = [&] {
     const LocalCopyRow& c = modelTable().localCopy;
-    const size_t ctas =
-        std::min<size_t>(std::max(1, cut.maxCopyCtas), (bytes + kP2pCopyCtaBytes - 1) / kP2pCopyCtaBytes);
-    return c.fillUs + static_cast<double>(bytes) / std::min(static_cast<double>(ctas) * c.ctaGBs, c.capGBs) / 1e3;
+    const double ctas = p2pCopyCtas(bytes, cut.maxCopyCtas);
+    return c.fillUs + static_cast<double>(bytes) / std::min(ctas * c.ctaGBs, c.capGBs) / 1e3;
   };
   switch (op.coll) {
     case CollType::Send:

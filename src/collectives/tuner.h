@@ -12,6 +12,7 @@
 
 #include "collectives/op_desc.h"
 #include "collectives/p2p_plan.h"  // P2pCtaBudget
+#include "core/param.h"            // foldBounds
 #include "nccl.h"
 
 namespace braid {
@@ -77,10 +78,7 @@ struct TunerConfig {
   TunerConfig();         // everything allowed, nothing set
 };
 // The CTA bound of point-to-point launches: the smaller of maxCtas and maxP2pCtas where both are set; -1: none.
-inline int p2pMaxCtas(const TunerConfig& c) {
-  if (c.maxCtas > 0 && c.maxP2pCtas > 0) return c.maxCtas < c.maxP2pCtas ? c.maxCtas : c.maxP2pCtas;
-  return c.maxCtas > 0 ? c.maxCtas : (c.maxP2pCtas > 0 ? c.maxP2pCtas : -1);
-}
+inline int p2pMaxCtas(const TunerConfig& c) { return static_cast<int>(foldBounds(c.maxCtas, c.maxP2pCtas)); }
 // Reads NCCL_ALGO, NCCL_PROTO, NCCL_{MIN,MAX}_NCHANNELS (+ _CTAS aliases), NCCL_NTHREADS, NCCL_BUFFSIZE.
 // Bad override strings fail (see parse*List); out-of-range numbers warn and fall back to defaults.
 ncclResult_t loadTunerConfig(TunerConfig* out);

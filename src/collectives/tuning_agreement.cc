@@ -7,6 +7,7 @@
 
 #include "core/comm.h"
 #include "core/log.h"
+#include "core/param.h"  // foldBounds
 #include "core/result.h"
 
 namespace braid {
@@ -93,8 +94,8 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     f.p2pPair &= o.p2pPair;
     f.transport = std::max(f.transport, o.transport);
     out.minChannels = std::max(out.minChannels, o.minChannels);
-    if (o.maxCtas > 0) out.maxCtas = out.maxCtas > 0 ? std::min(out.maxCtas, o.maxCtas) : o.maxCtas;
-    if (o.maxP2pCtas > 0) out.maxP2pCtas = out.maxP2pCtas > 0 ? std::min(out.maxP2pCtas, o.maxP2pCtas) : o.maxP2pCtas;
+    out.maxCtas = static_cast<int>(foldBounds(out.maxCtas, o.maxCtas));
+    out.maxP2pCtas = static_cast<int>(foldBounds(out.maxP2pCtas, o.maxP2pCtas));
     differ = differ || o.minChannels != own.minChannels || o.buffSize != own.buffSize ||
              o.pipelineSteps != own.pipelineSteps || o.oneShotSplit != own.oneShotSplit || o.maxCtas != own.maxCtas ||
              o.maxP2pCtas != own.maxP2pCtas || o.tunerOn != own.tunerOn || o.p2pLlThreshold != own.p2pLlThreshold ||
@@ -118,9 +119,9 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     BRAID_WARN(
         "rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS / "
         "NCCL_MAX_P2P_NCHANNELS / config.maxCTAs / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / BRAID_ONESHOT_SPLIT / "
-        "BRAID_DEVICE_TUNER / "
-        "NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES differ across ranks; every rank uses "
-        "what all allow (the largest minimum, the smallest CTA bounds, rank 0's sizes, split, tuner switch, "
+        "BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES differ across ranks; "
+        "every rank uses what all allow (the largest minimum, the smallest CTA bounds, rank 0's sizes, split, tuner "
+        "switch, "
         "threshold, p2p channel bytes and pieces)",
         comm->rank);
   *cfg = out;
