@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,15 +21,32 @@
 
 namespace gpu_test {
 
-// Sets environment variables for a scope (transport selection is read at init and at lazy p2p connects).
+// Sets or clears environment variables for a scope (transport selection is read at init and at lazy p2p connects)
+// and restores each one's earlier value after it, so a test run under an outer setting (NCCL_MAX_CTAS=24 for a
+// whole binary) keeps that setting in the tests after one that changed it.
 struct EnvScope {
-  std::vector<std::string> names;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
   void set(const char* n, const char* v) {
+    remember(n);
     setenv(n, v, 1);
-    names.push_back(n);
+  }
+  void unset(const char* n) {
+    remember(n);
+    unsetenv(n);
   }
   ~EnvScope() {
-    for (auto& n : names) unsetenv(n.c_str());
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
+      if (it->second)
+        setenv(it->first.c_str(), it->second->c_str(), 1);
+      else
+        unsetenv(it->first.c_str());
+    }
+  }
+
+ private:
+  void remember(const char* n) {
+    const char* v = getenv(n);
+    saved.emplace_back(n, v ? std::optional<std::string>(v) : std::nullopt);
   }
 };
 
