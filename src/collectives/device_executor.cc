@@ -45,6 +45,11 @@ class DeviceExecutorImpl final : public DeviceExecutor {
       : comm_(comm), st_(std::move(st)), table_(std::make_unique<P2pTableStore>(st_->rank)) {
     tunerOn_ = st_->tunerOn;
     transport_ = st_->transport;
+    // Both batch-end events up front: a communicator's first batch may come inside a global-mode capture. On a
+    // failure here run() creates them again and reports it.
+    DeviceGuard g(st_->dev);
+    cudaEvent_t e = nullptr;
+    if (event(1, &e) != ncclSuccess) cudaGetLastError();
   }
   ~DeviceExecutorImpl() override;
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
@@ -82,9 +87,18 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   ncclComm* comm_;
   std::unique_ptr<DeviceState> st_;
   std::unique_ptr<P2pTableStore> table_;  // lists of p2p launches past the parameter tiers; freed in ~ on st_->dev
-  std::vector<cudaEvent_t> events_;  // [0]: the last batch's completion; others: joins
+  // [0]: the last uncaptured batch's completion (never recorded inside a capture, so the destructor and the next
+  // uncaptured batch can wait on it); [1]: the last captured batch's end, recorded inside its capture; others: joins.
+  std::vector<cudaEvent_t> events_;
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
+  // The last captured batch: its capture (cudaStreamGetCaptureInfo's id, unique in the process) and stream. A batch
+  // captured into the same graph on another stream (a fork of it) is ordered after it, as an uncaptured batch is
+  // after the last uncaptured one: a communicator's launches share its FIFOs, steps and p2p claim words, so two
+  // of them must never run at once (NCCL serializes a communicator's captured operations alike).
+  unsigned long long lastCaptureId_ = 0;
+  cudaStream_t lastCaptureStream_ = nullptr;
+  bool haveLastCapture_ = false;
   bool capturing_ = false;  // the batch being launched is captured into a graph
   bool tunerOn_ = true;        // BRAID_DEVICE_TUNER (agreed; default 1): algorithm, protocol, channels from the tuner
   TransportClass transport_;   // the ring's path (agreed): selects the tuner's cost rows
@@ -320,15 +334,22 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
     if (s != main && std::find(others.begin(), others.end(), s) == others.end()) others.push_back(s);
   }
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  BRAID_CUDA_CHECK(cudaStreamIsCapturing(main, &cap), "rank %d: cudaStreamIsCapturing", st_->rank);
+  unsigned long long captureId = 0;
+  BRAID_CUDA_CHECK(cudaStreamGetCaptureInfo(main, &cap, &captureId), "rank %d: cudaStreamGetCaptureInfo", st_->rank);
   const bool capturing = cap != cudaStreamCaptureStatusNone;
   capturing_ = capturing;
   cudaEvent_t ev = nullptr;
+  // The batch's end event: [0] outside a capture, [1] inside one.
+  cudaEvent_t done = nullptr;
+  BRAID_CHECK(event(capturing ? 1 : 0, &done));
   if (!capturing && haveLast_ && lastStream_ != main)
-    BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, events_[0], 0), "rank %d: ordering after the previous batch",
+    BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, done, 0), "rank %d: ordering after the previous batch", st_->rank);
+  if (capturing && haveLastCapture_ && lastCaptureId_ == captureId && lastCaptureStream_ != main)
+    BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, done, 0),
+                     "rank %d: ordering after the previous batch captured into this graph on another stream",
                      st_->rank);
   for (size_t i = 0; i < others.size(); ++i) {
-    BRAID_CHECK(event(i + 1, &ev));
+    BRAID_CHECK(event(i + 2, &ev));
     BRAID_CUDA_CHECK(cudaEventRecord(ev, others[i]), "rank %d: cudaEventRecord on a batch stream", st_->rank);
     BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, ev, 0), "rank %d: joining the batch's streams", st_->rank);
   }
@@ -342,15 +363,16 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
     }
   }
   if (!p2p.empty()) BRAID_CHECK(launchP2p(p2p, main));
-  BRAID_CHECK(event(0, &ev));
-  if (!others.empty() || !capturing) {
-    BRAID_CUDA_CHECK(cudaEventRecord(ev, main), "rank %d: cudaEventRecord after the batch", st_->rank);
-    for (cudaStream_t s : others)
-      BRAID_CUDA_CHECK(cudaStreamWaitEvent(s, ev, 0), "rank %d: ordering the batch's streams after it", st_->rank);
-  }
+  BRAID_CUDA_CHECK(cudaEventRecord(done, main), "rank %d: cudaEventRecord after the batch", st_->rank);
+  for (cudaStream_t s : others)
+    BRAID_CUDA_CHECK(cudaStreamWaitEvent(s, done, 0), "rank %d: ordering the batch's streams after it", st_->rank);
   if (!capturing) {
     haveLast_ = true;
     lastStream_ = main;
+  } else {
+    haveLastCapture_ = true;
+    lastCaptureId_ = captureId;
+    lastCaptureStream_ = main;
   }
   return ncclSuccess;
 }

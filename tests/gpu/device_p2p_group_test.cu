@@ -4,8 +4,8 @@
 // cuts, every byte checked against poisoned outputs (and the byte after each transfer); the same group
 // captured into a CUDA graph and replayed after another group of its size rewrote the table's buffer and after a
 // larger group outgrew it; small groups (parameter tiers) before and after; gather and scatter grouped with
-// transfers the other way under CTA bounds; NCCL_MAX_P2P_NCHANNELS bounding point-to-point launches only. Skips
-// with a reason where fewer than 2 GPUs exist.
+// transfers the other way under CTA bounds; NCCL_MAX_P2P_NCHANNELS bounding point-to-point launches only; two groups
+// captured on forked streams of one graph run in turn. Skips with a reason where fewer than 2 GPUs exist.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -136,6 +136,62 @@ TEST(DeviceP2pGroup, TableAllocatedInsideAGlobalModeCapture) {
     cudaSetDevice(r);
     cudaGraphExecDestroy(exec[r]);
     cudaGraphDestroy(graph[r]);
+  }
+  p.destroy();
+}
+
+// Two groups of one communicator captured into one graph on sibling streams (a fork of each rank's stream): the
+// graph has no edge between them, so only the communicator can keep them from running at once over the same FIFOs,
+// steps and p2p claim words (NCCL serializes a communicator's captured operations alike). Each group holds a
+// balanced transfer of 64 MiB and more each way beside LL- and mid-cut ones; the graph replays twice, every byte
+// checked. The executor orders the second batch after the first (device_executor.cc, run); without that the two
+// launches ran at once.
+TEST(DeviceP2pGroup, GroupsCapturedOnForkedStreamsRunInTurn) {
+  NEED_GPUS(2);
+  Pair p;
+  ASSERT_TRUE(p.init());
+  P2pTransfers a({(size_t(64) << 20) + 5, 1027, size_t(200) << 10}), b({(size_t(64) << 20) + 7, 5, size_t(1) << 20});
+  ASSERT_TRUE(a.alloc() && b.alloc());
+  cudaStream_t side[2];
+  cudaEvent_t fork[2], join[2];
+  cudaGraph_t graph[2];
+  cudaGraphExec_t exec[2];
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&side[r], cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaEventCreateWithFlags(&fork[r], cudaEventDisableTiming), cudaSuccess);
+    ASSERT_EQ(cudaEventCreateWithFlags(&join[r], cudaEventDisableTiming), cudaSuccess);
+    ASSERT_EQ(cudaStreamBeginCapture(p.stream[r], cudaStreamCaptureModeGlobal), cudaSuccess);
+    ASSERT_EQ(cudaEventRecord(fork[r], p.stream[r]), cudaSuccess);
+    ASSERT_EQ(cudaStreamWaitEvent(side[r], fork[r], 0), cudaSuccess);
+  }
+  const bool posted = a.post(p) && b.post(p, side);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+    ASSERT_EQ(cudaEventRecord(join[r], side[r]), cudaSuccess);
+    ASSERT_EQ(cudaStreamWaitEvent(p.stream[r], join[r], 0), cudaSuccess);
+    ASSERT_EQ(cudaStreamEndCapture(p.stream[r], &graph[r]), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&exec[r], graph[r], 0), cudaSuccess);
+  }
+  ASSERT_TRUE(posted) << "a group failed inside the capture";
+  for (int round = 1; round <= 2; ++round) {
+    ASSERT_TRUE(a.prepare(round) && b.prepare(round + 10));
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      ASSERT_EQ(cudaGraphLaunch(exec[r], p.stream[r]), cudaSuccess);
+    }
+    bool hung = false;
+    ASSERT_TRUE(finishPair(p, "two groups on forked capture streams", &hung)) << "round " << round;
+    ASSERT_NO_FATAL_FAILURE(a.check(round, "the group on each rank's stream"));
+    ASSERT_NO_FATAL_FAILURE(b.check(round + 10, "the group on the forked stream"));
+  }
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    cudaGraphExecDestroy(exec[r]);
+    cudaGraphDestroy(graph[r]);
+    cudaStreamDestroy(side[r]);
+    cudaEventDestroy(fork[r]);
+    cudaEventDestroy(join[r]);
   }
   p.destroy();
 }

@@ -68,16 +68,18 @@ class P2pTransfers {
     }
     return true;
   }
-  bool post(Pair& p) {
+  // On each rank's stream, or on streams[r] where given.
+  bool post(Pair& p, const cudaStream_t* streams = nullptr) {
     GT_NCCL(ncclGroupStart());
     for (int r = 0; r < 2; ++r) {
+      const cudaStream_t st = streams ? streams[r] : p.stream[r];
       for (size_t k = 0; k < sizes_.size(); ++k) {
         // Interleaved as a pipeline schedule posts them; the receive first on rank 1.
         const size_t n = sizes_[k];
-        ncclResult_t a = r == 0 ? ncclSend(in_[r] + off_[k], n, ncclUint8, 1, p.comm[r], p.stream[r])
-                                : ncclRecv(out_[r] + off_[k], n, ncclUint8, 0, p.comm[r], p.stream[r]);
-        ncclResult_t b = r == 0 ? ncclRecv(out_[r] + off_[k], n, ncclUint8, 1, p.comm[r], p.stream[r])
-                                : ncclSend(in_[r] + off_[k], n, ncclUint8, 0, p.comm[r], p.stream[r]);
+        ncclResult_t a = r == 0 ? ncclSend(in_[r] + off_[k], n, ncclUint8, 1, p.comm[r], st)
+                                : ncclRecv(out_[r] + off_[k], n, ncclUint8, 0, p.comm[r], st);
+        ncclResult_t b = r == 0 ? ncclRecv(out_[r] + off_[k], n, ncclUint8, 1, p.comm[r], st)
+                                : ncclSend(in_[r] + off_[k], n, ncclUint8, 0, p.comm[r], st);
         GT_NCCL(a);
         GT_NCCL(b);
       }
