@@ -161,19 +161,30 @@ TEST(DeviceP2pGroup, GroupsCapturedOnForkedStreamsRunInTurn) {
     ASSERT_EQ(cudaStreamCreateWithFlags(&side[r], cudaStreamNonBlocking), cudaSuccess);
     ASSERT_EQ(cudaEventCreateWithFlags(&fork[r], cudaEventDisableTiming), cudaSuccess);
     ASSERT_EQ(cudaEventCreateWithFlags(&join[r], cudaEventDisableTiming), cudaSuccess);
-    ASSERT_EQ(cudaStreamBeginCapture(p.stream[r], cudaStreamCaptureModeGlobal), cudaSuccess);
-    ASSERT_EQ(cudaEventRecord(fork[r], p.stream[r]), cudaSuccess);
-    ASSERT_EQ(cudaStreamWaitEvent(side[r], fork[r], 0), cudaSuccess);
   }
-  const bool posted = a.post(p) && b.post(p, side);
+  // Both captures end before any check returns: a global-mode capture left open forbids cudaGraphInstantiate, and
+  // the later tests' allocations, in this thread (2026-12-11g: this test instantiated rank 0's graph while rank 1's
+  // stream still captured, got cudaErrorStreamCaptureUnsupported, and the tests after it failed in init).
+  bool captured = true;
+  for (int r = 0; r < 2; ++r) {
+    captured = captured && cudaSetDevice(r) == cudaSuccess &&
+               cudaStreamBeginCapture(p.stream[r], cudaStreamCaptureModeGlobal) == cudaSuccess &&
+               cudaEventRecord(fork[r], p.stream[r]) == cudaSuccess &&
+               cudaStreamWaitEvent(side[r], fork[r], 0) == cudaSuccess;
+  }
+  const bool posted = captured && a.post(p) && b.post(p, side);
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    const bool joined =
+        cudaEventRecord(join[r], side[r]) == cudaSuccess && cudaStreamWaitEvent(p.stream[r], join[r], 0) == cudaSuccess;
+    captured = cudaStreamEndCapture(p.stream[r], &graph[r]) == cudaSuccess && joined && captured;
+  }
+  ASSERT_TRUE(captured) << "capturing on each rank's stream and a fork of it failed";
+  ASSERT_TRUE(posted) << "a group failed inside the capture";
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-    ASSERT_EQ(cudaEventRecord(join[r], side[r]), cudaSuccess);
-    ASSERT_EQ(cudaStreamWaitEvent(p.stream[r], join[r], 0), cudaSuccess);
-    ASSERT_EQ(cudaStreamEndCapture(p.stream[r], &graph[r]), cudaSuccess);
     ASSERT_EQ(cudaGraphInstantiate(&exec[r], graph[r], 0), cudaSuccess);
   }
-  ASSERT_TRUE(posted) << "a group failed inside the capture";
   for (int round = 1; round <= 2; ++round) {
     ASSERT_TRUE(a.prepare(round) && b.prepare(round + 10));
     for (int r = 0; r < 2; ++r) {
