@@ -3,7 +3,9 @@
 // (send/recv, all-to-all, gather, scatter) is one launch with one CTA per (connection, direction). All of
 // a batch runs on the first op's stream; other streams in the batch are joined to it with events before
 // and after, and successive batches of one communicator on different streams are ordered by an event too
-// (the kernels share connection state). Under CUDA graph capture that cross-batch event is skipped.
+// (the kernels share connection state). Under CUDA graph capture, batches captured into one graph are ordered
+// alike (an edge where they are on different streams of it); a capture is not ordered against other graphs or
+// against uncaptured batches (the user's streams order those, as with NCCL).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -45,11 +47,11 @@ class DeviceExecutorImpl final : public DeviceExecutor {
       : comm_(comm), st_(std::move(st)), table_(std::make_unique<P2pTableStore>(st_->rank)) {
     tunerOn_ = st_->tunerOn;
     transport_ = st_->transport;
-    // Both batch-end events up front: a communicator's first batch may come inside a global-mode capture. On a
+    // The batch-end events up front: a communicator's first batch may come inside a global-mode capture. On a
     // failure here run() creates them again and reports it.
     DeviceGuard g(st_->dev);
     cudaEvent_t e = nullptr;
-    if (event(1, &e) != ncclSuccess) cudaGetLastError();
+    if (event(kCaptureTails, &e) != ncclSuccess) cudaGetLastError();
   }
   ~DeviceExecutorImpl() override;
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
@@ -88,17 +90,25 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   std::unique_ptr<DeviceState> st_;
   std::unique_ptr<P2pTableStore> table_;  // lists of p2p launches past the parameter tiers; freed in ~ on st_->dev
   // [0]: the last uncaptured batch's completion (never recorded inside a capture, so the destructor and the next
-  // uncaptured batch can wait on it); [1]: the last captured batch's end, recorded inside its capture; others: joins.
+  // uncaptured batch can wait on it); [1..kCaptureTails]: captureTails_' end events, recorded inside their captures;
+  // the rest: joins.
   std::vector<cudaEvent_t> events_;
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
-  // The last captured batch: its capture (cudaStreamGetCaptureInfo's id, unique in the process) and stream. A batch
-  // captured into the same graph on another stream (a fork of it) is ordered after it, as an uncaptured batch is
-  // after the last uncaptured one: a communicator's launches share its FIFOs, steps and p2p claim words, so two
-  // of them must never run at once (NCCL serializes a communicator's captured operations alike).
-  unsigned long long lastCaptureId_ = 0;
-  cudaStream_t lastCaptureStream_ = nullptr;
-  bool haveLastCapture_ = false;
+  // The last batch captured into each of the kCaptureTails most recently used captures: its capture
+  // (cudaStreamGetCaptureInfo's id, unique in the process), stream and end event. A batch captured into the same
+  // graph on another stream (a fork of it) is ordered after it, as an uncaptured batch is after the last uncaptured
+  // one: a communicator's launches share its FIFOs, steps and p2p claim words, so two must never run at once (NCCL
+  // keeps a list per graph alike). Captures open at once on one communicator, interleaved, past kCaptureTails lose
+  // that order for the least recently used.
+  static constexpr size_t kCaptureTails = 4;
+  struct CaptureTail {
+    unsigned long long id = 0;  // 0: unused
+    cudaStream_t stream = nullptr;
+    uint64_t used = 0;  // captureUses_ at its last batch
+  };
+  CaptureTail captureTails_[kCaptureTails];
+  uint64_t captureUses_ = 0;
   bool capturing_ = false;  // the batch being launched is captured into a graph
   bool tunerOn_ = true;        // BRAID_DEVICE_TUNER (agreed; default 1): algorithm, protocol, channels from the tuner
   TransportClass transport_;   // the ring's path (agreed): selects the tuner's cost rows
@@ -339,17 +349,29 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
   const bool capturing = cap != cudaStreamCaptureStatusNone;
   capturing_ = capturing;
   cudaEvent_t ev = nullptr;
-  // The batch's end event: [0] outside a capture, [1] inside one.
+  // The batch's end event: [0] outside a capture; inside an active one (an invalidated one fails the launches, and its
+  // id means nothing), its capture's tail, found by id or else the least recently used one taken over.
+  CaptureTail* tail = nullptr;
+  if (cap == cudaStreamCaptureStatusActive) {
+    for (CaptureTail& t : captureTails_)
+      if (t.id == captureId) tail = &t;
+    if (!tail) {
+      tail = &captureTails_[0];
+      for (CaptureTail& t : captureTails_)
+        if (t.used < tail->used) tail = &t;
+      *tail = CaptureTail{captureId, nullptr, 0};
+    }
+  }
   cudaEvent_t done = nullptr;
-  BRAID_CHECK(event(capturing ? 1 : 0, &done));
+  if (!capturing || tail) BRAID_CHECK(event(tail ? 1 + static_cast<size_t>(tail - captureTails_) : 0, &done));
   if (!capturing && haveLast_ && lastStream_ != main)
     BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, done, 0), "rank %d: ordering after the previous batch", st_->rank);
-  if (capturing && haveLastCapture_ && lastCaptureId_ == captureId && lastCaptureStream_ != main)
+  if (tail && tail->stream && tail->stream != main)
     BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, done, 0),
                      "rank %d: ordering after the previous batch captured into this graph on another stream",
                      st_->rank);
   for (size_t i = 0; i < others.size(); ++i) {
-    BRAID_CHECK(event(i + 2, &ev));
+    BRAID_CHECK(event(kCaptureTails + 1 + i, &ev));
     BRAID_CUDA_CHECK(cudaEventRecord(ev, others[i]), "rank %d: cudaEventRecord on a batch stream", st_->rank);
     BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, ev, 0), "rank %d: joining the batch's streams", st_->rank);
   }
@@ -363,16 +385,17 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
     }
   }
   if (!p2p.empty()) BRAID_CHECK(launchP2p(p2p, main));
-  BRAID_CUDA_CHECK(cudaEventRecord(done, main), "rank %d: cudaEventRecord after the batch", st_->rank);
-  for (cudaStream_t s : others)
-    BRAID_CUDA_CHECK(cudaStreamWaitEvent(s, done, 0), "rank %d: ordering the batch's streams after it", st_->rank);
+  if (done) {
+    BRAID_CUDA_CHECK(cudaEventRecord(done, main), "rank %d: cudaEventRecord after the batch", st_->rank);
+    for (cudaStream_t s : others)
+      BRAID_CUDA_CHECK(cudaStreamWaitEvent(s, done, 0), "rank %d: ordering the batch's streams after it", st_->rank);
+  }
   if (!capturing) {
     haveLast_ = true;
     lastStream_ = main;
-  } else {
-    haveLastCapture_ = true;
-    lastCaptureId_ = captureId;
-    lastCaptureStream_ = main;
+  } else if (tail) {
+    tail->stream = main;
+    tail->used = ++captureUses_;
   }
   return ncclSuccess;
 }

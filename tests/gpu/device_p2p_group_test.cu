@@ -5,9 +5,11 @@
 // captured into a CUDA graph and replayed after another group of its size rewrote the table's buffer and after a
 // larger group outgrew it; small groups (parameter tiers) before and after; gather and scatter grouped with
 // transfers the other way under CTA bounds; NCCL_MAX_P2P_NCHANNELS bounding point-to-point launches only; two groups
-// captured on forked streams of one graph run in turn. Skips with a reason where fewer than 2 GPUs exist.
+// captured on forked streams of one graph run in turn, another graph's capture between them. Skips with a reason
+// where fewer than 2 GPUs exist.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -140,67 +142,132 @@ TEST(DeviceP2pGroup, TableAllocatedInsideAGlobalModeCapture) {
   p.destroy();
 }
 
-// Two groups of one communicator captured into one graph on sibling streams (a fork of each rank's stream): the
-// graph has no edge between them, so only the communicator can keep them from running at once over the same FIFOs,
-// steps and p2p claim words (NCCL serializes a communicator's captured operations alike). Each group holds a
-// balanced transfer of 64 MiB and more each way beside LL- and mid-cut ones; the graph replays twice, every byte
-// checked. The executor orders the second batch after the first (device_executor.cc, run); without that the two
-// launches ran at once.
+// Whether the kernel nodes of `g` form one chain (every two joined by a path of edges, one way or the other): a
+// communicator's launches captured into it never run at once. *kernels counts them.
+bool kernelsInOneChain(cudaGraph_t g, size_t* kernels) {
+  size_t n = 0, m = 0;
+  GT_CUDA(cudaGraphGetNodes(g, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  GT_CUDA(cudaGraphGetNodes(g, nodes.data(), &n));
+#if CUDART_VERSION >= 13000
+  GT_CUDA(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &m));
+  std::vector<cudaGraphNode_t> from(m), to(m);
+  GT_CUDA(cudaGraphGetEdges(g, from.data(), to.data(), nullptr, &m));
+#else
+  GT_CUDA(cudaGraphGetEdges(g, nullptr, nullptr, &m));
+  std::vector<cudaGraphNode_t> from(m), to(m);
+  GT_CUDA(cudaGraphGetEdges(g, from.data(), to.data(), &m));
+#endif
+  std::map<cudaGraphNode_t, size_t> index;
+  for (size_t i = 0; i < n; ++i) index[nodes[i]] = i;
+  std::vector<std::vector<size_t>> next(n);
+  for (size_t e = 0; e < m; ++e) next[index[from[e]]].push_back(index[to[e]]);
+  auto reaches = [&](size_t a, size_t b) {
+    std::vector<char> seen(n, 0);
+    std::vector<size_t> todo{a};
+    while (!todo.empty()) {
+      const size_t x = todo.back();
+      todo.pop_back();
+      if (x == b) return true;
+      for (size_t y : next[x])
+        if (!seen[y]) seen[y] = 1, todo.push_back(y);
+    }
+    return false;
+  };
+  std::vector<size_t> ks;
+  for (size_t i = 0; i < n; ++i) {
+    cudaGraphNodeType t;
+    GT_CUDA(cudaGraphNodeGetType(nodes[i], &t));
+    if (t == cudaGraphNodeTypeKernel) ks.push_back(i);
+  }
+  *kernels = ks.size();
+  for (size_t i = 0; i < ks.size(); ++i)
+    for (size_t j = i + 1; j < ks.size(); ++j)
+      if (!reaches(ks[i], ks[j]) && !reaches(ks[j], ks[i])) return false;
+  return true;
+}
+
+// Two groups of one communicator captured into one graph (X) on sibling streams, each rank's stream and a fork of
+// it, with a third group captured into another graph (Y) on a third stream between them. X has no edge between
+// the two groups of its own, so only the communicator can keep them from running at once over the same FIFOs,
+// steps and p2p claim words (NCCL serializes a communicator's captured operations per graph alike); the one in Y
+// between them must not make it forget X's last batch. Each group holds a balanced transfer of 64 MiB and more
+// each way beside LL- and mid-cut ones. Checked in X's structure (its kernel nodes form one chain: device_executor.cc
+// run orders them; without that they were siblings) and by replaying X, then Y, twice, every byte checked.
 TEST(DeviceP2pGroup, GroupsCapturedOnForkedStreamsRunInTurn) {
   NEED_GPUS(2);
   Pair p;
   ASSERT_TRUE(p.init());
   P2pTransfers a({(size_t(64) << 20) + 5, 1027, size_t(200) << 10}), b({(size_t(64) << 20) + 7, 5, size_t(1) << 20});
-  ASSERT_TRUE(a.alloc() && b.alloc());
-  cudaStream_t side[2];
+  P2pTransfers c({(size_t(8) << 20) + 3, 4160});
+  ASSERT_TRUE(a.alloc() && b.alloc() && c.alloc());
+  cudaStream_t side[2], other[2];
   cudaEvent_t fork[2], join[2];
-  cudaGraph_t graph[2];
-  cudaGraphExec_t exec[2];
+  cudaGraph_t graph[2][2];  // [X or Y][rank]
+  cudaGraphExec_t exec[2][2];
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
     ASSERT_EQ(cudaStreamCreateWithFlags(&side[r], cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&other[r], cudaStreamNonBlocking), cudaSuccess);
     ASSERT_EQ(cudaEventCreateWithFlags(&fork[r], cudaEventDisableTiming), cudaSuccess);
     ASSERT_EQ(cudaEventCreateWithFlags(&join[r], cudaEventDisableTiming), cudaSuccess);
   }
-  // Both captures end before any check returns: a global-mode capture left open forbids cudaGraphInstantiate, and
+  // Every capture ends before any check returns: a global-mode capture left open forbids cudaGraphInstantiate, and
   // the later tests' allocations, in this thread (2026-12-11g: this test instantiated rank 0's graph while rank 1's
   // stream still captured, got cudaErrorStreamCaptureUnsupported, and the tests after it failed in init).
   bool captured = true;
   for (int r = 0; r < 2; ++r) {
     captured = captured && cudaSetDevice(r) == cudaSuccess &&
                cudaStreamBeginCapture(p.stream[r], cudaStreamCaptureModeGlobal) == cudaSuccess &&
+               cudaStreamBeginCapture(other[r], cudaStreamCaptureModeGlobal) == cudaSuccess &&
                cudaEventRecord(fork[r], p.stream[r]) == cudaSuccess &&
                cudaStreamWaitEvent(side[r], fork[r], 0) == cudaSuccess;
   }
-  const bool posted = captured && a.post(p) && b.post(p, side);
+  const bool posted = captured && a.post(p) && c.post(p, other) && b.post(p, side);
   for (int r = 0; r < 2; ++r) {
     cudaSetDevice(r);
     const bool joined =
         cudaEventRecord(join[r], side[r]) == cudaSuccess && cudaStreamWaitEvent(p.stream[r], join[r], 0) == cudaSuccess;
-    captured = cudaStreamEndCapture(p.stream[r], &graph[r]) == cudaSuccess && joined && captured;
+    const bool endX = cudaStreamEndCapture(p.stream[r], &graph[0][r]) == cudaSuccess;
+    const bool endY = cudaStreamEndCapture(other[r], &graph[1][r]) == cudaSuccess;
+    captured = endX && endY && joined && captured;
   }
-  ASSERT_TRUE(captured) << "capturing on each rank's stream and a fork of it failed";
-  ASSERT_TRUE(posted) << "a group failed inside the capture";
+  ASSERT_TRUE(captured) << "capturing on each rank's stream and a fork of it, and on a third stream, failed";
+  ASSERT_TRUE(posted) << "a group failed inside the captures";
   for (int r = 0; r < 2; ++r) {
-    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-    ASSERT_EQ(cudaGraphInstantiate(&exec[r], graph[r], 0), cudaSuccess);
+    size_t kernels = 0;
+    EXPECT_TRUE(kernelsInOneChain(graph[0][r], &kernels))
+        << "rank " << r << ": graph X's " << kernels << " kernel nodes are not one chain (two launches may overlap)";
+    EXPECT_GE(kernels, 2u) << "rank " << r << ": graph X should hold both groups' launches";
   }
-  for (int round = 1; round <= 2; ++round) {
-    ASSERT_TRUE(a.prepare(round) && b.prepare(round + 10));
+  for (int g = 0; g < 2; ++g)
     for (int r = 0; r < 2; ++r) {
-      cudaSetDevice(r);
-      ASSERT_EQ(cudaGraphLaunch(exec[r], p.stream[r]), cudaSuccess);
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      ASSERT_EQ(cudaGraphInstantiate(&exec[g][r], graph[g][r], 0), cudaSuccess);
     }
-    bool hung = false;
-    ASSERT_TRUE(finishPair(p, "two groups on forked capture streams", &hung)) << "round " << round;
-    ASSERT_NO_FATAL_FAILURE(a.check(round, "the group on each rank's stream"));
-    ASSERT_NO_FATAL_FAILURE(b.check(round + 10, "the group on the forked stream"));
+  for (int round = 1; round <= 2; ++round) {
+    ASSERT_TRUE(a.prepare(round) && b.prepare(round + 10) && c.prepare(round + 20));
+    for (int g = 0; g < 2; ++g) {  // X, then Y: graph launches of one communicator are the user's to order
+      for (int r = 0; r < 2; ++r) {
+        cudaSetDevice(r);
+        ASSERT_EQ(cudaGraphLaunch(exec[g][r], p.stream[r]), cudaSuccess);
+      }
+      bool hung = false;
+      ASSERT_TRUE(finishPair(p, g == 0 ? "graph X: two groups on forked streams" : "graph Y", &hung))
+          << "round " << round;
+    }
+    ASSERT_NO_FATAL_FAILURE(a.check(round, "graph X, the group on each rank's stream"));
+    ASSERT_NO_FATAL_FAILURE(b.check(round + 10, "graph X, the group on the forked stream"));
+    ASSERT_NO_FATAL_FAILURE(c.check(round + 20, "graph Y"));
   }
   for (int r = 0; r < 2; ++r) {
     cudaSetDevice(r);
-    cudaGraphExecDestroy(exec[r]);
-    cudaGraphDestroy(graph[r]);
+    for (int g = 0; g < 2; ++g) {
+      cudaGraphExecDestroy(exec[g][r]);
+      cudaGraphDestroy(graph[g][r]);
+    }
     cudaStreamDestroy(side[r]);
+    cudaStreamDestroy(other[r]);
     cudaEventDestroy(fork[r]);
     cudaEventDestroy(join[r]);
   }

@@ -68,23 +68,26 @@ class P2pTransfers {
     }
     return true;
   }
-  // On each rank's stream, or on streams[r] where given.
+  // On each rank's stream, or on streams[r] where given. The group is ended whatever fails inside it, so a failure
+  // leaves no group open for the tests after it.
   bool post(Pair& p, const cudaStream_t* streams = nullptr) {
     GT_NCCL(ncclGroupStart());
+    ncclResult_t first = ncclSuccess;
     for (int r = 0; r < 2; ++r) {
       const cudaStream_t st = streams ? streams[r] : p.stream[r];
-      for (size_t k = 0; k < sizes_.size(); ++k) {
+      for (size_t k = 0; k < sizes_.size() && first == ncclSuccess; ++k) {
         // Interleaved as a pipeline schedule posts them; the receive first on rank 1.
         const size_t n = sizes_[k];
         ncclResult_t a = r == 0 ? ncclSend(in_[r] + off_[k], n, ncclUint8, 1, p.comm[r], st)
                                 : ncclRecv(out_[r] + off_[k], n, ncclUint8, 0, p.comm[r], st);
         ncclResult_t b = r == 0 ? ncclRecv(out_[r] + off_[k], n, ncclUint8, 1, p.comm[r], st)
                                 : ncclSend(in_[r] + off_[k], n, ncclUint8, 0, p.comm[r], st);
-        GT_NCCL(a);
-        GT_NCCL(b);
+        first = a != ncclSuccess ? a : b;
       }
     }
-    GT_NCCL(ncclGroupEnd());
+    const ncclResult_t end = ncclGroupEnd();
+    GT_NCCL(first);
+    GT_NCCL(end);
     return true;
   }
   // Every byte of every transfer is the peer's input of `round` (all compared; the first wrong one named); the
