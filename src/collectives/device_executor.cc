@@ -4,8 +4,9 @@
 // a batch runs on the first op's stream; other streams in the batch are joined to it with events before
 // and after, and successive batches of one communicator on different streams are ordered by an event too
 // (the kernels share connection state). Under CUDA graph capture, batches captured into one graph are ordered
-// alike (an edge where they are on different streams of it); a capture is not ordered against other graphs or
-// against uncaptured batches (the user's streams order those, as with NCCL).
+// alike (an edge where they are on different streams of it). A graph's replay is not ordered against another
+// graph's or against uncaptured batches of the communicator: the user's streams must order those. NCCL orders them
+// itself (NCCL_GRAPH_MIXING_SUPPORT, on by default); Braid does not yet.
 #include <algorithm>
 #include <chrono>
 #include <cstring>

@@ -247,7 +247,7 @@ TEST(DeviceP2pGroup, GroupsCapturedOnForkedStreamsRunInTurn) {
     }
   for (int round = 1; round <= 2; ++round) {
     ASSERT_TRUE(a.prepare(round) && b.prepare(round + 10) && c.prepare(round + 20));
-    for (int g = 0; g < 2; ++g) {  // X, then Y: graph launches of one communicator are the user's to order
+    for (int g = 0; g < 2; ++g) {  // X, then Y: Braid leaves one communicator's graph replays to the user to order
       for (int r = 0; r < 2; ++r) {
         cudaSetDevice(r);
         ASSERT_EQ(cudaGraphLaunch(exec[g][r], p.stream[r]), cudaSuccess);
