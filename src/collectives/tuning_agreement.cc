@@ -121,8 +121,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
         "NCCL_MAX_P2P_NCHANNELS / config.maxCTAs / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / BRAID_ONESHOT_SPLIT / "
         "BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES differ across ranks; "
         "every rank uses what all allow (the largest minimum, the smallest CTA bounds, rank 0's sizes, split, tuner "
-        "switch, "
-        "threshold, p2p channel bytes and pieces)",
+        "switch, threshold, p2p channel bytes and pieces)",
         comm->rank);
   *cfg = out;
   *agreed = f;
