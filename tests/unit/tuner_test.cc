@@ -304,10 +304,10 @@ TEST(TunerDecide, OneShotTakesLl128OnTwoRanksOnly) {
   EXPECT_EQ(d.flags, 0u);
 }
 
-// The same executor on sm_90 NVLink, with LL128 kernels (float sums, copies): the refitted LL128 row
-// (tuner_model.def, docs/gpu/2026-11-24c-d) takes all-reduce, broadcast and reduce at 512 KB (one-shot LL128
-// for all-reduce: 7.9-8.1 us against LL's 9.5-9.6) and all-gather/reduce-scatter at 2 MB; LL keeps the small
-// sizes, where LL128 measured no faster, and Simple the large ones.
+// The same executor on sm_90 NVLink, with LL128 kernels (float sums, copies): LL128 takes over from LL at ~192 KB
+// on the wire, so from 192 KB for all-reduce (one-shot), broadcast and reduce and from 384 KB for all-gather and
+// reduce-scatter (tuner_model.def: LL's cap, measured in docs/gpu/2026-12-12e, 0.5-1.5 us faster there than LL);
+// LL keeps the small sizes, where the two measured level, and Simple the large ones.
 TEST(TunerDecide, TwoRankNvlinkLl128Choices) {
   TunerConfig cfg;
   auto pick = [&](CollType c, size_t bytes) {
@@ -323,7 +323,18 @@ TEST(TunerDecide, TwoRankNvlinkLl128Choices) {
       EXPECT_EQ(pick(c, b).proto, Proto::LL) << collName(c) << " " << b;
     EXPECT_EQ(pick(c, size_t{32} << 20).proto, Proto::Simple) << collName(c);
   }
-  // 512 KB: one-shot LL128 by a thin predicted margin (9.06 against LL's 9.18 us); a refit may move it.
+  // The crossover: LL up to 128 KB on the wire, LL128 from 192 KB (all-gather and reduce-scatter put half their
+  // size on the wire).
+  for (CollType c : {CollType::AllReduce, CollType::Broadcast, CollType::Reduce}) {
+    EXPECT_EQ(pick(c, 128 << 10).proto, Proto::LL) << collName(c);
+    EXPECT_EQ(pick(c, 192 << 10).proto, Proto::LL128) << collName(c);
+    EXPECT_EQ(pick(c, 384 << 10).proto, Proto::LL128) << collName(c);
+  }
+  for (CollType c : {CollType::AllGather, CollType::ReduceScatter}) {
+    EXPECT_EQ(pick(c, 256 << 10).proto, Proto::LL) << collName(c);
+    EXPECT_EQ(pick(c, 512 << 10).proto, Proto::LL128) << collName(c);
+    EXPECT_EQ(pick(c, 768 << 10).proto, Proto::LL128) << collName(c);
+  }
   const TuneDecision ar = pick(CollType::AllReduce, 512 << 10);
   EXPECT_EQ(ar.algo, Algo::OneShot);
   EXPECT_EQ(ar.proto, Proto::LL128);
