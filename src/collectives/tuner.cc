@@ -177,6 +177,11 @@ struct P2pBalancedRow {
   double fillUs, ctaGBs, pairedCtaGBs, capGBs;
 };
 
+// tuner_model.def's BRAID_TUNER_REDUCE_TAIL rows; ctaGBs 0: no tail.
+struct ReduceTailRow {
+  double ctaGBs = 0, capUs = 0;
+};
+
 // tuner_model.def's BRAID_TUNER_LOCAL_COPY row.
 struct LocalCopyRow {
   double fillUs = 0, ctaGBs = 0, capGBs = 0;
@@ -184,6 +189,7 @@ struct LocalCopyRow {
 
 struct ModelTable {
   ModelRow rows[kNumTransportClasses][kNumProtos] = {};
+  ReduceTailRow reduceTail[kNumTransportClasses][kNumProtos] = {};
   P2pBalancedRow balanced[kNumTransportClasses] = {};
   LocalCopyRow localCopy;
   ModelTable() {
@@ -194,7 +200,10 @@ struct ModelTable {
 #define BRAID_TUNER_P2P_BALANCED(T, fill, cta, pairedCta, cap) \
   balanced[static_cast<int>(TransportClass::T)] = P2pBalancedRow{fill, cta, pairedCta, cap};
 #define BRAID_TUNER_LOCAL_COPY(fill, cta, cap) localCopy = LocalCopyRow{fill, cta, cap};
+#define BRAID_TUNER_REDUCE_TAIL(T, P, ctaGBs, capUs) \
+  reduceTail[static_cast<int>(TransportClass::T)][static_cast<int>(Proto::P)] = ReduceTailRow{ctaGBs, capUs};
 #include "collectives/tuner_model.def"
+#undef BRAID_TUNER_REDUCE_TAIL
 #undef BRAID_TUNER_LOCAL_COPY
 #undef BRAID_TUNER_P2P_BALANCED
 #undef BRAID_TUNER_CLUSTERED_RING
@@ -219,9 +228,11 @@ constexpr ClusteredRingRange kClusteredRingRanges[] = {
 #define BRAID_TUNER_ROW(...)
 #define BRAID_TUNER_P2P_BALANCED(...)
 #define BRAID_TUNER_LOCAL_COPY(...)
+#define BRAID_TUNER_REDUCE_TAIL(...)
 #define BRAID_TUNER_CLUSTERED_RING(minCh, three, from, to) ClusteredRingRange{minCh, three, from, to},
 #include "collectives/tuner_model.def"
 #undef BRAID_TUNER_CLUSTERED_RING
+#undef BRAID_TUNER_REDUCE_TAIL
 #undef BRAID_TUNER_LOCAL_COPY
 #undef BRAID_TUNER_P2P_BALANCED
 #undef BRAID_TUNER_ROW
@@ -437,7 +448,11 @@ double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, si
   double chunks = chunkBytes ? std::ceil(perChannel / static_cast<double>(chunkBytes)) : 1.0;
   chunks = std::max(1.0, chunks);
   // baseUs covers the first channel; each further one adds its launch/scheduling cost.
-  return m.baseUs + m.perChannelUs * (n - 1) + s.steps * m.stepUs + chunks * m.chunkUs + bwUs;
+  // Where receivers reduce, the last step's reduction after it lands (BRAID_TUNER_REDUCE_TAIL).
+  const ReduceTailRow& rt = modelTable().reduceTail[static_cast<int>(r.transport)][static_cast<int>(proto)];
+  const bool reduces = r.coll == CollType::AllReduce || r.coll == CollType::ReduceScatter || r.coll == CollType::Reduce;
+  const double tail = reduces && rt.ctaGBs > 0 ? std::min(rt.capUs, perChannel / rt.ctaGBs / 1e3) : 0.0;
+  return m.baseUs + m.perChannelUs * (n - 1) + s.steps * m.stepUs + chunks * m.chunkUs + bwUs + tail;
 }
 
 TuneDecision tune(const TuneRequest& r, const TunerConfig& cfg) {

@@ -307,7 +307,8 @@ TEST(TunerDecide, OneShotTakesLl128OnTwoRanksOnly) {
 // The same executor on sm_90 NVLink, with LL128 kernels (float sums, copies): LL128 takes over from LL at ~192 KB
 // on the wire, so from 192 KB for all-reduce (one-shot), broadcast and reduce and from 384 KB for all-gather and
 // reduce-scatter (tuner_model.def: LL's cap, measured in docs/gpu/2026-12-12e, 0.5-1.5 us faster there than LL);
-// LL keeps the small sizes, where the two measured level, and Simple the large ones.
+// LL keeps the small sizes, where the two measured level, and Simple the large ones, from ~1.5 MB on the wire for
+// copies and ~3.5 MB for reductions.
 TEST(TunerDecide, TwoRankNvlinkLl128Choices) {
   TunerConfig cfg;
   auto pick = [&](CollType c, size_t bytes) {
@@ -343,6 +344,30 @@ TEST(TunerDecide, TwoRankNvlinkLl128Choices) {
   EXPECT_EQ(pick(CollType::Reduce, 512 << 10).proto, Proto::LL128);
   EXPECT_EQ(pick(CollType::AllGather, 2 << 20).proto, Proto::LL128);
   EXPECT_EQ(pick(CollType::ReduceScatter, 2 << 20).proto, Proto::LL128);
+  // Collectives whose receivers reduce keep LL128 to ~3.5 MB on the wire (BRAID_TUNER_REDUCE_TAIL: Simple's last
+  // step reduced after it lands; LL128 measured 0.7-1.8 us ahead there, docs/gpu/2026-12-12g); copies hand over to
+  // Simple at ~1.5 MB, where it measured ahead.
+  const size_t mb = size_t{1} << 20;
+  for (CollType c : {CollType::AllReduce, CollType::Reduce}) {
+    EXPECT_EQ(pick(c, 2 * mb).proto, Proto::LL128) << collName(c);
+    EXPECT_EQ(pick(c, 3 * mb).proto, Proto::LL128) << collName(c);
+    EXPECT_EQ(pick(c, 4 * mb).proto, Proto::Simple) << collName(c);
+  }
+  EXPECT_EQ(pick(CollType::ReduceScatter, 6 * mb).proto, Proto::LL128);
+  EXPECT_EQ(pick(CollType::ReduceScatter, 8 * mb).proto, Proto::Simple);
+  EXPECT_EQ(pick(CollType::Broadcast, 2 * mb).proto, Proto::Simple);
+  EXPECT_EQ(pick(CollType::AllGather, 4 * mb).proto, Proto::Simple);
+  // The tail is the last step's reduction: nil for a few bytes, at most the cap.
+  TuneRequest small = req(CollType::Reduce, 8, 2, TransportClass::P2pNvlink);
+  TuneRequest copy = req(CollType::Broadcast, 8, 2, TransportClass::P2pNvlink);
+  EXPECT_NEAR(predictUs(small, Algo::Ring, Proto::Simple, 1, 0), predictUs(copy, Algo::Ring, Proto::Simple, 1, 0),
+              0.01);
+  small.bytes = copy.bytes = 64 * mb;
+  const double gap =
+      predictUs(small, Algo::Ring, Proto::Simple, 64, 0) - predictUs(copy, Algo::Ring, Proto::Simple, 64, 0);
+  EXPECT_GT(gap, 1.0);
+  EXPECT_LE(gap, 2.0 + 1e-9);
+  EXPECT_DOUBLE_EQ(predictUs(small, Algo::Ring, Proto::LL128, 64, 0), predictUs(copy, Algo::Ring, Proto::LL128, 64, 0));
   // NCCL_PROTO=^LL128 takes it away again: LL at 512 KB.
   ASSERT_EQ(parseProtoList("NCCL_PROTO", "^LL128", &cfg.protos), ncclSuccess);
   EXPECT_EQ(pick(CollType::AllReduce, 512 << 10).proto, Proto::LL);
