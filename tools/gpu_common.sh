@@ -31,6 +31,8 @@
 #       for tools/perf_full_table.py and tools/perf/plot); the perf tools must be built
 #   gpu_carried DIR PATCH   exits unless DIR (a carried build: tools/build_carry.sh) holds device_coll_test or
 #       a *_perf tool and was built from PATCH as it is now (DIR/PATCH_SHA256)
+#   gpu_picks NAME FLAGS...   the tuner's picks of $B's library for NAME_perf over FLAGS' sizes (one iteration,
+#       NCCL_DEBUG_SUBSYS=TUNING): rank 0's lines, once each, into $L/tuning_NAME.picks, and printed
 #   gpu_unpack          restores the builds tools/pack_carry.sh packed into build-pack/ (carried as [build-pack])
 #   gpu_pack            tars $L into $OUT/<name of $L>.tgz (the device tool brings back few files), removes $L and
 #       prints the call's total time.
@@ -38,6 +40,14 @@ export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 B=build-gpu
 NCCL_LIB=/usr/lib/x86_64-linux-gnu/libnccl.so.2
 GPU_T0=$(date +%s)
+
+gpu_picks() {
+  local c=$1; shift
+  one $c braid tuning_$c NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING -- "$@" -c 0 -n 1 -w 0 -N 1 > /dev/null
+  grep -h "\[rank 0\] BRAID INFO .*predicted" "$L/tuning_$c.txt" | sed -E 's/^.*BRAID INFO //' | awk '!seen[$0]++' |
+    grep -v "^AllGather \(16\|32\|512\) bytes" > "$L/tuning_$c.picks"
+  echo "== $c picks:"; cut -c1-130 "$L/tuning_$c.picks"
+}
 
 gpu_unpack() {
   local f

@@ -15,12 +15,7 @@ M=$PWD/build-main X=$PWD/build-new
 echo "build-main of $(cat $M/HEAD); build-new of $(cat $X/HEAD)"
 F="-b 1M -e 8M -i 1M -c 1 -n 20 -w 5 -N 3"
 B=$X; export LD_LIBRARY_PATH=$X/lib
-for c in all_reduce reduce reduce_scatter; do
-  one $c braid tuning_$c NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING -- $F -c 0 -n 1 -w 0 -N 1 > /dev/null
-  grep -h "\[rank 0\] BRAID INFO .*predicted" $L/tuning_$c.txt | sed -E 's/^.*BRAID INFO //' | awk '!seen[$0]++' |
-    grep -v "^AllGather \(16\|32\|512\) bytes" > $L/tuning_$c.picks
-  echo "== $c picks (new):"; cut -c1-130 $L/tuning_$c.picks
-done
+for c in all_reduce reduce reduce_scatter; do gpu_picks $c $F; done
 for r in 1 2 3 4 5; do
   if (( r % 2 )); then order="$M $X"; else order="$X $M"; fi
   for c in all_reduce reduce reduce_scatter; do
