@@ -7,7 +7,8 @@ outputs; coll all_reduce_oneshot: NCCL_ALGO=allreduce:OneShot; --fix holds a par
 --fix perCh=0.01, as the twelfth session's LL128 row was fitted)
 
 The model is the one in tuner.cc's predictUs for 2 ranks: base + perChannel*(n-1) + steps*step +
-chunks*chunkUs + W/(n*bwPerCh) + W/cap, W the bytes on the busiest link, chunks = ceil(W/n / chunkBytes).
+chunks*chunkUs + W/(n*bwPerCh) + W/cap (+ the reduce tail on Simple reductions), W the bytes on the busiest link,
+chunks = ceil(W/n / chunkBytes).
 Pure Python (no numpy): Nelder-Mead on log-parameters, least squares of log(predicted/measured)."""
 import glob, math, os, re, sys
 
@@ -47,12 +48,22 @@ ANCHORS = [("all_reduce", "Simple", ch, size, size / bw / 1e3)
 ANCHOR_WEIGHT = 20
 
 
+# tuner_model.def's BRAID_TUNER_REDUCE_TAIL rows on NVLink (ctaGBs, capUs), held fixed: a fit of the Simple row to
+# reductions would otherwise take the tail into base and step.
+REDUCE_TAIL = {"Simple": (18.0, 2.0)}
+REDUCES = {"all_reduce", "reduce_scatter", "reduce", "all_reduce_oneshot"}
+
+
 def predict(p, proto, coll, size, ch):
     base, step, chunk_us, per_ch, bw, cap = p
     factor, steps = SHAPE[coll]
     w = factor * size
     chunks = max(1, math.ceil(w / ch / CHUNK[proto]))
-    return base + per_ch * (ch - 1) + steps * step + chunks * chunk_us + w / (ch * bw) / 1e3 + w / cap / 1e3
+    tail = 0.0
+    if coll in REDUCES and proto in REDUCE_TAIL:
+        cta_gbs, cap_us = REDUCE_TAIL[proto]
+        tail = min(cap_us, w / ch / cta_gbs / 1e3)
+    return base + per_ch * (ch - 1) + steps * step + chunks * chunk_us + w / (ch * bw) / 1e3 + w / cap / 1e3 + tail
 
 
 def loss(logp, pts, proto, anchors=True):

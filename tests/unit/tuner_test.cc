@@ -304,8 +304,8 @@ TEST(TunerDecide, OneShotTakesLl128OnTwoRanksOnly) {
   EXPECT_EQ(d.flags, 0u);
 }
 
-// The same executor on sm_90 NVLink, with LL128 kernels (float sums, copies): LL128 takes over from LL at ~192 KB
-// on the wire, so from 192 KB for all-reduce (one-shot), broadcast and reduce and from 384 KB for all-gather and
+// The same executor on sm_90 NVLink, with LL128 kernels (float sums, copies): LL128 takes over from LL at ~136 KB
+// on the wire, so from ~136 KB for all-reduce (one-shot), broadcast and reduce and from ~272 KB for all-gather and
 // reduce-scatter (tuner_model.def: LL's cap, measured in docs/gpu/2026-12-12e, 0.5-1.5 us faster there than LL);
 // LL keeps the small sizes, where the two measured level, and Simple the large ones, from ~1.5 MB on the wire for
 // copies and ~3.5 MB for reductions.
@@ -324,8 +324,8 @@ TEST(TunerDecide, TwoRankNvlinkLl128Choices) {
       EXPECT_EQ(pick(c, b).proto, Proto::LL) << collName(c) << " " << b;
     EXPECT_EQ(pick(c, size_t{32} << 20).proto, Proto::Simple) << collName(c);
   }
-  // The crossover: LL up to 128 KB on the wire, LL128 from 192 KB (all-gather and reduce-scatter put half their
-  // size on the wire).
+  // The crossover: LL at 128 KB on the wire, LL128 at 192 KB (all-gather and reduce-scatter put half their size on
+  // the wire).
   for (CollType c : {CollType::AllReduce, CollType::Broadcast, CollType::Reduce}) {
     EXPECT_EQ(pick(c, 128 << 10).proto, Proto::LL) << collName(c);
     EXPECT_EQ(pick(c, 192 << 10).proto, Proto::LL128) << collName(c);
@@ -374,8 +374,9 @@ TEST(TunerDecide, TwoRankNvlinkLl128Choices) {
 }
 
 // What the GPU executor of a 2-rank NVLink comm offers (Ring and OneShot; LL and Simple): one-shot LL for
-// small all-reduces, Simple with every channel for large ones, the crossover where the measurements put it
-// (LL and Simple tie at 2 MB on 64 channels: 20.1 / 19.9 us).
+// small all-reduces, Simple with every channel for large ones. The model hands all-reduce from LL to Simple at
+// ~776 KB on 64 channels; the H200 full tables (docs/gpu/2026-12-12b, LL / Simple forced) had 512 KB 8.56 / 8.95 us
+// and 1 MB 12.93 / 11.07.
 TEST(TunerDecide, TwoRankNvlinkExecutorChoices) {
   TunerConfig cfg;
   auto pick = [&](CollType c, size_t bytes) {
