@@ -31,6 +31,8 @@
 #       for tools/perf_full_table.py and tools/perf/plot); the perf tools must be built
 #   gpu_carried DIR PATCH   exits unless DIR (a carried build: tools/build_carry.sh) holds device_coll_test or
 #       a *_perf tool and was built from PATCH as it is now (DIR/PATCH_SHA256)
+#   gpu_test_on_libs BIN FILTER NAME LIBDIR...   one gtest case (FILTER) of test binary BIN run against each build's
+#       library (LIBDIR/lib), 10 s per case, output to $L/NAME_<LIBDIR's name>.txt, prints the verdict and failures
 #   gpu_picks NAME FLAGS...   the tuner's picks of $B's library for NAME_perf over FLAGS' sizes (one iteration,
 #       NCCL_DEBUG_SUBSYS=TUNING): rank 0's lines, once each, into $L/tuning_NAME.picks, and printed
 #   gpu_unpack          restores the builds tools/pack_carry.sh packed into build-pack/ (carried as [build-pack])
@@ -40,6 +42,16 @@ export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 B=build-gpu
 NCCL_LIB=/usr/lib/x86_64-linux-gnu/libnccl.so.2
 GPU_T0=$(date +%s)
+
+gpu_test_on_libs() {
+  local bin=$1 filter=$2 name=$3 lib s f; shift 3
+  for lib in "$@"; do
+    s=$(date +%s); f=$L/${name}_$(basename "$lib").txt
+    BRAID_CASE_TIMEOUT=10 LD_LIBRARY_PATH=$lib/lib timeout 120 "$bin" --gtest_filter="$filter" > "$f" 2>&1
+    echo "== $name on $(basename "$lib") rc=$? $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) ' "$f" | tr '\n' ' ')"
+    grep -E 'Failure|still running|byte|waits|records' "$f" | head -8
+  done
+}
 
 gpu_picks() {
   local c=$1; shift

@@ -17,13 +17,7 @@ nvidia-smi -L
 gpu_unpack
 M=$PWD/build-new X=$PWD/build-gm
 echo "build-new of $(cat $M/HEAD); build-gm of $(cat $X/HEAD)"
-for lib in $M $X; do
-  s=$(date +%s)
-  BRAID_CASE_TIMEOUT=10 LD_LIBRARY_PATH=$lib/lib timeout 120 $X/bin/device_p2p_group_test \
-    --gtest_filter='*GraphReplaysOrderedAgainstEachOtherAndUncapturedGroups' > $L/mixing_$(basename $lib).txt 2>&1
-  echo "== graph mixing on $(basename $lib) rc=$? $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) ' $L/mixing_$(basename $lib).txt | tr '\n' ' ')"
-  grep -E 'Failure|still running|byte|waits|records' $L/mixing_$(basename $lib).txt | head -8
-done
+gpu_test_on_libs $X/bin/device_p2p_group_test '*GraphReplaysOrderedAgainstEachOtherAndUncapturedGroups' mixing $M $X
 B=$X; export LD_LIBRARY_PATH=$X/lib
 gpu_tests device_p2p_group_test device_coll_test device_errors_test device_mp_test device_one_rank_test \
   fifo_gpu_test cluster_gpu_test device_p2p_balance_test matmul_gpu_test numeric_device_test
