@@ -48,9 +48,11 @@ ANCHORS = [("all_reduce", "Simple", ch, size, size / bw / 1e3)
 ANCHOR_WEIGHT = 20
 
 
-# tuner_model.def's BRAID_TUNER_REDUCE_TAIL rows on NVLink (ctaGBs, capUs), held fixed: a fit of the Simple row to
-# reductions would otherwise take the tail into base and step.
-REDUCE_TAIL = {"Simple": (18.0, 2.0)}
+# tuner_model.def's BRAID_TUNER_REDUCE_TAIL rows on NVLink (ctaGBs, capUs), read from it and held fixed: a fit of the
+# Simple row to reductions would otherwise take the tail into base and step.
+DEF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "collectives", "tuner_model.def")
+REDUCE_TAIL = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in re.finditer(
+    r"^BRAID_TUNER_REDUCE_TAIL\(P2pNvlink, (\w+), ([\d.]+), ([\d.]+)\)", open(DEF).read(), re.M)}
 REDUCES = {"all_reduce", "reduce_scatter", "reduce", "all_reduce_oneshot"}
 
 
