@@ -4,9 +4,11 @@
 // a batch runs on the first op's stream; other streams in the batch are joined to it with events before
 // and after, and successive batches of one communicator on different streams are ordered by an event too
 // (the kernels share connection state). Under CUDA graph capture, batches captured into one graph are ordered
-// alike (an edge where they are on different streams of it). A graph's replay is not ordered against another
-// graph's or against uncaptured batches of the communicator: the user's streams must order those. NCCL orders them
-// itself (NCCL_GRAPH_MIXING_SUPPORT, on by default); Braid does not yet.
+// alike (an edge where they are on different streams of it). Replays are ordered against each other and against
+// uncaptured batches through one event (NCCL_GRAPH_MIXING_SUPPORT, on by default, as NCCL): a capture's first batch
+// waits for it (an external wait node: at each replay, the event's last record before that launch), a record node
+// after the capture's last batch records it (capture_record.h) and, once the communicator has captured, every
+// uncaptured batch waits for it and records it.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -15,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "collectives/capture_record.h"
 #include "collectives/device_state.h"
 #include "collectives/launch_attrs.h"
 #include "collectives/p2p_plan.h"
@@ -24,6 +27,7 @@
 #include "collectives/tuning_agreement.h"
 #include "core/comm.h"
 #include "core/log.h"
+#include "core/param.h"
 #include "core/result.h"
 #include "device/dev_kernels.h"
 #include "transport/transport.h"
@@ -48,6 +52,7 @@ class DeviceExecutorImpl final : public DeviceExecutor {
       : comm_(comm), st_(std::move(st)), table_(std::make_unique<P2pTableStore>(st_->rank)) {
     tunerOn_ = st_->tunerOn;
     transport_ = st_->transport;
+    graphMixing_ = params::GraphMixingSupport() != 0;
     // The batch-end events up front: a communicator's first batch may come inside a global-mode capture. On a
     // failure here run() creates them again and reports it.
     DeviceGuard g(st_->dev);
@@ -90,9 +95,10 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   ncclComm* comm_;
   std::unique_ptr<DeviceState> st_;
   std::unique_ptr<P2pTableStore> table_;  // lists of p2p launches past the parameter tiers; freed in ~ on st_->dev
-  // [0]: the last uncaptured batch's completion (never recorded inside a capture, so the destructor and the next
-  // uncaptured batch can wait on it); [1..kCaptureTails]: captureTails_' end events, recorded inside their captures;
-  // the rest: joins.
+  // [0]: the last batch's completion: an uncaptured batch's, or, with graph mixing, a replayed graph's (recorded by
+  // its capture's record node, never as a capture dependency), so the destructor and the next uncaptured batch or
+  // replay can wait on it; [1..kCaptureTails]: captureTails_' end events, recorded inside their captures; the rest:
+  // joins.
   std::vector<cudaEvent_t> events_;
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
@@ -107,10 +113,13 @@ class DeviceExecutorImpl final : public DeviceExecutor {
     unsigned long long id = 0;  // 0: unused
     cudaStream_t stream = nullptr;
     uint64_t used = 0;  // captureUses_ at its last batch
+    CaptureRecord record;  // graph mixing: records events_[0] after the capture's last batch
   };
   CaptureTail captureTails_[kCaptureTails];
   uint64_t captureUses_ = 0;
   bool capturing_ = false;  // the batch being launched is captured into a graph
+  bool graphMixing_ = true;    // NCCL_GRAPH_MIXING_SUPPORT (this rank's)
+  bool everCaptured_ = false;  // a batch was captured: uncaptured ones then wait for events_[0] on any stream
   bool tunerOn_ = true;        // BRAID_DEVICE_TUNER (agreed; default 1): algorithm, protocol, channels from the tuner
   TransportClass transport_;   // the ring's path (agreed): selects the tuner's cost rows
   bool llWarned_ = false;
@@ -245,7 +254,7 @@ DeviceExecutorImpl::~DeviceExecutorImpl() {
   if (comm_->conns) comm_->conns->setAbortHook(nullptr);
   // Kernels still running read the FIFOs freed next: give them the communicator's timeout to finish (a
   // destroy right after the last op), then stop them through the abort flag and wait for that.
-  if (haveLast_) {
+  if (haveLast_ || (graphMixing_ && everCaptured_)) {  // replays record events_[0] too (never recorded: ready)
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::duration<double>(comm_->abortFlag.load() ? 0.0 : 30.0);
     while (cudaEventQuery(events_[0]) == cudaErrorNotReady && std::chrono::steady_clock::now() < deadline)
@@ -360,13 +369,21 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
       tail = &captureTails_[0];
       for (CaptureTail& t : captureTails_)
         if (t.used < tail->used) tail = &t;
-      *tail = CaptureTail{captureId, nullptr, 0};
+      *tail = CaptureTail{captureId, nullptr, 0, {}};
     }
   }
   cudaEvent_t done = nullptr;
   if (!capturing || tail) BRAID_CHECK(event(tail ? 1 + static_cast<size_t>(tail - captureTails_) : 0, &done));
-  if (!capturing && haveLast_ && lastStream_ != main)
+  // A graph's replay may have recorded events_[0] since (graph mixing): then wait on every stream.
+  if (!capturing && ((haveLast_ && lastStream_ != main) || (graphMixing_ && everCaptured_)))
     BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, done, 0), "rank %d: ordering after the previous batch", st_->rank);
+  cudaEvent_t serial = nullptr;
+  if (tail && graphMixing_) {
+    BRAID_CHECK(event(0, &serial));
+    if (!tail->stream)  // the capture's first batch: each replay waits for the communicator's last operation
+      BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, serial, cudaEventWaitExternal),
+                       "rank %d: ordering a graph's replays after the communicator's other operations", st_->rank);
+  }
   if (tail && tail->stream && tail->stream != main)
     BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, done, 0),
                      "rank %d: ordering after the previous batch captured into this graph on another stream",
@@ -386,6 +403,7 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
     }
   }
   if (!p2p.empty()) BRAID_CHECK(launchP2p(p2p, main));
+  if (serial) BRAID_CHECK(moveCaptureRecord(&tail->record, main, serial, st_->rank));
   if (done) {
     BRAID_CUDA_CHECK(cudaEventRecord(done, main), "rank %d: cudaEventRecord after the batch", st_->rank);
     for (cudaStream_t s : others)
@@ -397,6 +415,7 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
   } else if (tail) {
     tail->stream = main;
     tail->used = ++captureUses_;
+    everCaptured_ = true;
   }
   return ncclSuccess;
 }

@@ -7,7 +7,8 @@
 // waits for the device (a pageable cudaMemcpyAsync may; pinned staging needs a pinned allocation, which may
 // too), and the same calls captured into a CUDA graph replay the fill before each replay's p2p kernel. One
 // buffer serves every launch: a communicator's launches run one after another (on a stream, ordered by the
-// executor; in graphs, by the user, as for the connections' FIFOs). It only grows; a grown-out buffer is
+// executor; in graphs and between replays, by the executor's graph mixing, or by the user where
+// NCCL_GRAPH_MIXING_SUPPORT=0, as for the connections' FIFOs). It only grows; a grown-out buffer is
 // kept until the store is destroyed, since a captured graph may still fill it and read it.
 #pragma once
 

@@ -5,8 +5,8 @@
 // captured into a CUDA graph and replayed after another group of its size rewrote the table's buffer and after a
 // larger group outgrew it; small groups (parameter tiers) before and after; gather and scatter grouped with
 // transfers the other way under CTA bounds; NCCL_MAX_P2P_NCHANNELS bounding point-to-point launches only; two groups
-// captured on forked streams of one graph run in turn, another graph's capture between them. Skips with a reason
-// where fewer than 2 GPUs exist.
+// captured on forked streams of one graph run in turn, another graph's capture between them; two graphs' replays and
+// an uncaptured group on three streams run in turn (graph mixing). Skips with a reason where fewer than 2 GPUs exist.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -247,7 +247,8 @@ TEST(DeviceP2pGroup, GroupsCapturedOnForkedStreamsRunInTurn) {
     }
   for (int round = 1; round <= 2; ++round) {
     ASSERT_TRUE(a.prepare(round) && b.prepare(round + 10) && c.prepare(round + 20));
-    for (int g = 0; g < 2; ++g) {  // X, then Y: Braid leaves one communicator's graph replays to the user to order
+    // X, then Y, in turn (GraphReplaysOrderedAgainstEachOtherAndUncapturedGroups: at once)
+    for (int g = 0; g < 2; ++g) {
       for (int r = 0; r < 2; ++r) {
         cudaSetDevice(r);
         ASSERT_EQ(cudaGraphLaunch(exec[g][r], p.stream[r]), cudaSuccess);
@@ -269,6 +270,161 @@ TEST(DeviceP2pGroup, GroupsCapturedOnForkedStreamsRunInTurn) {
     cudaStreamDestroy(side[r]);
     cudaStreamDestroy(other[r]);
     cudaEventDestroy(fork[r]);
+    cudaEventDestroy(join[r]);
+  }
+  p.destroy();
+}
+
+// Kernel nodes of `g` and, with graph mixing, the external event nodes its batches add: a wait (a capture's
+// first batch) and a record (after its last batch).
+bool countNodes(cudaGraph_t g, size_t* kernels, size_t* waits, size_t* records) {
+  size_t n = 0;
+  GT_CUDA(cudaGraphGetNodes(g, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  GT_CUDA(cudaGraphGetNodes(g, nodes.data(), &n));
+  *kernels = *waits = *records = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType t;
+    GT_CUDA(cudaGraphNodeGetType(node, &t));
+    *kernels += t == cudaGraphNodeTypeKernel;
+    *waits += t == cudaGraphNodeTypeWaitEvent;
+    *records += t == cudaGraphNodeTypeEventRecord;
+  }
+  return true;
+}
+
+// Whether `g`'s record node comes after its last kernel: every node it depends on is a kernel whose only dependent is
+// the record node (a record hung after an earlier batch would share its kernel with the next batch's first node).
+bool recordIsLast(cudaGraph_t g, std::string* why) {
+  size_t n = 0;
+  GT_CUDA(cudaGraphGetNodes(g, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  GT_CUDA(cudaGraphGetNodes(g, nodes.data(), &n));
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType t;
+    GT_CUDA(cudaGraphNodeGetType(node, &t));
+    if (t != cudaGraphNodeTypeEventRecord) continue;
+    size_t nd = 0;
+    GT_CUDA(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &nd));
+    std::vector<cudaGraphNode_t> deps(nd);
+    GT_CUDA(cudaGraphNodeGetDependencies(node, deps.data(), nullptr, &nd));
+    if (nd == 0) return *why = "the record node depends on nothing", false;
+    for (cudaGraphNode_t d : deps) {
+      GT_CUDA(cudaGraphNodeGetType(d, &t));
+      size_t nx = 0;
+      GT_CUDA(cudaGraphNodeGetDependentNodes(d, nullptr, nullptr, &nx));
+      if (t != cudaGraphNodeTypeKernel || nx != 1)
+        return *why = "the record node hangs on a node of type " + std::to_string(t) + " with " + std::to_string(nx) +
+                      " dependents, not on the last kernel",
+               false;
+    }
+    return true;
+  }
+  return *why = "no record node", false;
+}
+
+// Captures `g`, posted `times` times, into one graph per rank on the pair's streams (every capture ended before
+// returning).
+bool captureGroup(Pair& p, P2pTransfers& g, cudaGraph_t graph[2], int times = 1) {
+  bool ok = true;
+  for (int r = 0; r < 2; ++r)
+    ok = ok && cudaSetDevice(r) == cudaSuccess &&
+         cudaStreamBeginCapture(p.stream[r], cudaStreamCaptureModeGlobal) == cudaSuccess;
+  bool posted = ok;
+  for (int i = 0; i < times; ++i) posted = posted && g.post(p);
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    ok = cudaStreamEndCapture(p.stream[r], &graph[r]) == cudaSuccess && ok;
+  }
+  return ok && posted;
+}
+
+// Two graphs of one communicator replayed at once on two streams of each rank, with no order between them from
+// the user, and a group issued uncaptured on a third stream right after: with NCCL_GRAPH_MIXING_SUPPORT (on by
+// default, as NCCL) the communicator orders all three (each graph waits for the communicator's last operation and
+// records its end; the uncaptured group waits for the last graph). Without it they ran at once over the same FIFOs,
+// steps and p2p claim words. Checked in the graphs' structure (one external wait and one record, after the last of
+// graph X's two groups; none when NCCL_GRAPH_MIXING_SUPPORT=0) and by three rounds, every byte checked.
+TEST(DeviceP2pGroup, GraphReplaysOrderedAgainstEachOtherAndUncapturedGroups) {
+  NEED_GPUS(2);
+  EnvScope env;
+  env.set("NCCL_GRAPH_MIXING_SUPPORT", "0");
+  {
+    Pair q;
+    ASSERT_TRUE(q.init());
+    P2pTransfers z({size_t(1) << 20, 5});
+    ASSERT_TRUE(z.alloc());
+    cudaGraph_t graph[2];
+    ASSERT_TRUE(captureGroup(q, z, graph)) << "capturing a group without graph mixing failed";
+    for (int r = 0; r < 2; ++r) {
+      size_t kernels = 0, waits = 0, records = 0;
+      ASSERT_TRUE(countNodes(graph[r], &kernels, &waits, &records));
+      EXPECT_GE(kernels, 1u) << "rank " << r;
+      EXPECT_EQ(waits + records, 0u) << "rank " << r << ": NCCL_GRAPH_MIXING_SUPPORT=0 still added event nodes";
+      cudaSetDevice(r);
+      cudaGraphDestroy(graph[r]);
+    }
+    q.destroy();
+  }
+  env.set("NCCL_GRAPH_MIXING_SUPPORT", "1");
+  Pair p;
+  ASSERT_TRUE(p.init());
+  P2pTransfers a({(size_t(64) << 20) + 5, 1027, size_t(200) << 10}), b({(size_t(64) << 20) + 7, 5, size_t(1) << 20});
+  P2pTransfers c({(size_t(8) << 20) + 3, 4160});
+  ASSERT_TRUE(a.alloc() && b.alloc() && c.alloc());
+  cudaGraph_t graph[2][2];  // [X or Y][rank]
+  cudaGraphExec_t exec[2][2];
+  ASSERT_TRUE(captureGroup(p, a, graph[0], 2)) << "capturing graph X (the same group twice) failed";
+  ASSERT_TRUE(captureGroup(p, b, graph[1])) << "capturing graph Y failed";
+  for (int g = 0; g < 2; ++g)
+    for (int r = 0; r < 2; ++r) {
+      size_t kernels = 0, waits = 0, records = 0;
+      ASSERT_TRUE(countNodes(graph[g][r], &kernels, &waits, &records));
+      EXPECT_GE(kernels, 1u) << "graph " << g << ", rank " << r;
+      EXPECT_EQ(waits, 1u) << "graph " << g << ", rank " << r << ": the capture's first batch waits once";
+      EXPECT_EQ(records, 1u) << "graph " << g << ", rank " << r << ": one record, whatever the groups";
+      std::string why;
+      EXPECT_TRUE(recordIsLast(graph[g][r], &why)) << "graph " << g << ", rank " << r << ": " << why;
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      ASSERT_EQ(cudaGraphInstantiate(&exec[g][r], graph[g][r], 0), cudaSuccess);
+    }
+  cudaStream_t side[2], other[2];
+  cudaEvent_t join[2];
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&side[r], cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&other[r], cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaEventCreateWithFlags(&join[r], cudaEventDisableTiming), cudaSuccess);
+  }
+  for (int round = 1; round <= 3; ++round) {
+    ASSERT_TRUE(a.prepare(round) && b.prepare(round + 10) && c.prepare(round + 20));
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(r);
+      ASSERT_EQ(cudaGraphLaunch(exec[0][r], p.stream[r]), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec[1][r], side[r]), cudaSuccess);
+    }
+    ASSERT_TRUE(c.post(p, other)) << "round " << round << ": the uncaptured group after the replays";
+    for (int r = 0; r < 2; ++r) {  // only so that finishPair's wait on p.stream covers all three
+      cudaSetDevice(r);
+      ASSERT_EQ(cudaEventRecord(join[r], side[r]), cudaSuccess);
+      ASSERT_EQ(cudaStreamWaitEvent(p.stream[r], join[r], 0), cudaSuccess);
+      ASSERT_EQ(cudaEventRecord(join[r], other[r]), cudaSuccess);
+      ASSERT_EQ(cudaStreamWaitEvent(p.stream[r], join[r], 0), cudaSuccess);
+    }
+    bool hung = false;
+    ASSERT_TRUE(finishPair(p, "graphs X and Y replayed at once, a group uncaptured after", &hung)) << "round " << round;
+    ASSERT_NO_FATAL_FAILURE(a.check(round, "graph X, replayed on each rank's stream"));
+    ASSERT_NO_FATAL_FAILURE(b.check(round + 10, "graph Y, replayed on a second stream"));
+    ASSERT_NO_FATAL_FAILURE(c.check(round + 20, "the uncaptured group on a third stream"));
+  }
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(r);
+    for (int g = 0; g < 2; ++g) {
+      cudaGraphExecDestroy(exec[g][r]);
+      cudaGraphDestroy(graph[g][r]);
+    }
+    cudaStreamDestroy(side[r]);
+    cudaStreamDestroy(other[r]);
     cudaEventDestroy(join[r]);
   }
   p.destroy();
