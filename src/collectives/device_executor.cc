@@ -107,8 +107,11 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   // graph on another stream (a fork of it) is ordered after it, as an uncaptured batch is after the last uncaptured
   // one: a communicator's launches share its FIFOs, steps and p2p claim words, so two must never run at once (NCCL
   // keeps a list per graph alike). Captures open at once on one communicator, interleaved, past kCaptureTails lose
-  // that order for the least recently used.
+  // that order for the least recently used, and with graph mixing its graph gets a second wait and record node, so
+  // its replays are no longer ordered either: evicted_ remembers the last ids taken over, to warn when one comes
+  // back (a capture still open; an ended one never does).
   static constexpr size_t kCaptureTails = 4;
+  static constexpr size_t kEvicted = 16;
   struct CaptureTail {
     unsigned long long id = 0;  // 0: unused
     cudaStream_t stream = nullptr;
@@ -117,6 +120,9 @@ class DeviceExecutorImpl final : public DeviceExecutor {
   };
   CaptureTail captureTails_[kCaptureTails];
   uint64_t captureUses_ = 0;
+  unsigned long long evicted_[kEvicted] = {};
+  size_t nEvicted_ = 0;
+  bool evictWarned_ = false;
   bool capturing_ = false;  // the batch being launched is captured into a graph
   bool graphMixing_ = true;    // NCCL_GRAPH_MIXING_SUPPORT (this rank's)
   bool everCaptured_ = false;  // a batch was captured: uncaptured ones then wait for events_[0] on any stream
@@ -369,6 +375,16 @@ ncclResult_t DeviceExecutorImpl::run(const std::vector<OpDesc>& ops) {
       tail = &captureTails_[0];
       for (CaptureTail& t : captureTails_)
         if (t.used < tail->used) tail = &t;
+      if (tail->id) evicted_[nEvicted_++ % kEvicted] = tail->id;
+      if (!evictWarned_ && std::find(evicted_, evicted_ + kEvicted, captureId) != evicted_ + kEvicted) {
+        evictWarned_ = true;
+        BRAID_WARN(
+            "rank %d: more than %zu CUDA graph captures of this communicator were open at once, interleaved: "
+            "capture %llu lost its order against its earlier calls%s; capture fewer at once, or order them "
+            "with the streams",
+            st_->rank, kCaptureTails, captureId,
+            graphMixing_ ? " and its replays against other graphs' (NCCL_GRAPH_MIXING_SUPPORT)" : "");
+      }
       *tail = CaptureTail{captureId, nullptr, 0, {}};
     }
   }

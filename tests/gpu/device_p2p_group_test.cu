@@ -293,6 +293,14 @@ bool countNodes(cudaGraph_t g, size_t* kernels, size_t* waits, size_t* records) 
   return true;
 }
 
+#if CUDART_VERSION >= 13000  // CUDA 13 added edge data to these two
+#define NODE_DEPS(node, out, n) cudaGraphNodeGetDependencies(node, out, nullptr, n)
+#define NODE_DEPENDENTS(node, out, n) cudaGraphNodeGetDependentNodes(node, out, nullptr, n)
+#else
+#define NODE_DEPS(node, out, n) cudaGraphNodeGetDependencies(node, out, n)
+#define NODE_DEPENDENTS(node, out, n) cudaGraphNodeGetDependentNodes(node, out, n)
+#endif
+
 // Whether `g`'s record node comes after its last kernel: every node it depends on is a kernel whose only dependent is
 // the record node (a record hung after an earlier batch would share its kernel with the next batch's first node).
 bool recordIsLast(cudaGraph_t g, std::string* why) {
@@ -305,14 +313,14 @@ bool recordIsLast(cudaGraph_t g, std::string* why) {
     GT_CUDA(cudaGraphNodeGetType(node, &t));
     if (t != cudaGraphNodeTypeEventRecord) continue;
     size_t nd = 0;
-    GT_CUDA(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &nd));
+    GT_CUDA(NODE_DEPS(node, nullptr, &nd));
     std::vector<cudaGraphNode_t> deps(nd);
-    GT_CUDA(cudaGraphNodeGetDependencies(node, deps.data(), nullptr, &nd));
+    GT_CUDA(NODE_DEPS(node, deps.data(), &nd));
     if (nd == 0) return *why = "the record node depends on nothing", false;
     for (cudaGraphNode_t d : deps) {
       GT_CUDA(cudaGraphNodeGetType(d, &t));
       size_t nx = 0;
-      GT_CUDA(cudaGraphNodeGetDependentNodes(d, nullptr, nullptr, &nx));
+      GT_CUDA(NODE_DEPENDENTS(d, nullptr, &nx));
       if (t != cudaGraphNodeTypeKernel || nx != 1)
         return *why = "the record node hangs on a node of type " + std::to_string(t) + " with " + std::to_string(nx) +
                       " dependents, not on the last kernel",
