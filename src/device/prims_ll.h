@@ -187,26 +187,50 @@ class DevWordPrims {
   __device__ __forceinline__ void waitCredit() {
     if (tid_ == 0 && !sh_->stop && !devWaitSend(st_, sh_->send, sendStep_)) sh_->stop = 1;
   }
-  // Word i of n elements at p: whole 8-byte loads where aligned and complete, element by element otherwise.
+  // Word i of n elements at p: whole 8-byte loads where aligned and complete, element by element otherwise. Bytes
+  // (the copy kernels: kPerLine 8) assemble a partial word by shifts at unrolled, constant positions: through a Line
+  // indexed by a runtime count, the Line lived in local memory and every word, whole ones too, went through an
+  // 8-byte stack frame. Wider elements keep the Line: unrolled, their kernels spilled (2-byte ones: 168 bytes).
   __device__ __forceinline__ uint64_t load(const T* p, size_t n, size_t i) const {
-    Line l;
-    l.u = 0;
     const size_t first = i * kPerLine;
-    if (first + kPerLine <= n && (reinterpret_cast<uintptr_t>(p + first) & 7) == 0) {
-      l.u = *reinterpret_cast<const uint64_t*>(p + first);
+    const bool whole = first + kPerLine <= n && (reinterpret_cast<uintptr_t>(p + first) & 7) == 0;
+    if constexpr (sizeof(T) == 1) {
+      if (whole) return *reinterpret_cast<const uint64_t*>(p + first);
+      uint64_t v = 0;
+#pragma unroll
+      for (int k = 0; k < kPerLine; ++k)
+        if (first + k < n) v |= static_cast<uint64_t>(static_cast<uint8_t>(p[first + k])) << (8 * k);
+      return v;
     } else {
-      for (int k = 0; k < kPerLine && first + k < n; ++k) l.e[k] = p[first + k];
+      Line l;
+      l.u = 0;
+      if (whole) {
+        l.u = *reinterpret_cast<const uint64_t*>(p + first);
+      } else {
+        for (int k = 0; k < kPerLine && first + k < n; ++k) l.e[k] = p[first + k];
+      }
+      return l.u;
     }
-    return l.u;
   }
   __device__ __forceinline__ void store(T* p, size_t n, size_t i, uint64_t v) const {
-    Line l;
-    l.u = v;
     const size_t first = i * kPerLine;
-    if (first + kPerLine <= n && (reinterpret_cast<uintptr_t>(p + first) & 7) == 0) {
-      *reinterpret_cast<uint64_t*>(p + first) = l.u;
+    const bool whole = first + kPerLine <= n && (reinterpret_cast<uintptr_t>(p + first) & 7) == 0;
+    if constexpr (sizeof(T) == 1) {
+      if (whole) {
+        *reinterpret_cast<uint64_t*>(p + first) = v;
+        return;
+      }
+#pragma unroll
+      for (int k = 0; k < kPerLine; ++k)
+        if (first + k < n) p[first + k] = static_cast<T>(static_cast<uint8_t>(v >> (8 * k)));
     } else {
-      for (int k = 0; k < kPerLine && first + k < n; ++k) p[first + k] = l.e[k];
+      Line l;
+      l.u = v;
+      if (whole) {
+        *reinterpret_cast<uint64_t*>(p + first) = l.u;
+      } else {
+        for (int k = 0; k < kPerLine && first + k < n; ++k) p[first + k] = l.e[k];
+      }
     }
   }
   __device__ __forceinline__ uint64_t pre(uint64_t v) const {
