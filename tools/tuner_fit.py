@@ -7,7 +7,7 @@ outputs; coll all_reduce_oneshot: NCCL_ALGO=allreduce:OneShot; --fix holds a par
 --fix perCh=0.01, as the twelfth session's LL128 row was fitted)
 
 The model is the one in tuner.cc's predictUs for 2 ranks: base + perChannel*(n-1) + steps*step +
-chunks*chunkUs + W/(n*bwPerCh) + W/cap (+ the reduce tail on Simple reductions), W the bytes on the busiest link,
+chunks*chunkUs + W/(n*bwPerCh) + W/cap (+ the receive tail on Simple), W the bytes on the busiest link,
 chunks = ceil(W/n / chunkBytes).
 Pure Python (no numpy): Nelder-Mead on log-parameters, least squares of log(predicted/measured)."""
 import glob, math, os, re, sys
@@ -48,12 +48,12 @@ ANCHORS = [("all_reduce", "Simple", ch, size, size / bw / 1e3)
 ANCHOR_WEIGHT = 20
 
 
-# tuner_model.def's BRAID_TUNER_REDUCE_TAIL rows on NVLink (ctaGBs, capUs), read from it and held fixed: a fit of the
-# Simple row to reductions would otherwise take the tail into base and step.
+# tuner_model.def's BRAID_TUNER_RECV_TAIL rows on NVLink (ctaGBs, capUs), read from it and held fixed: a fit of the
+# Simple row would otherwise take the tail into base and step.
 DEF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "collectives", "tuner_model.def")
-REDUCE_TAIL = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in re.finditer(
-    r"^BRAID_TUNER_REDUCE_TAIL\(P2pNvlink, (\w+), ([\d.]+), ([\d.]+)\)", open(DEF).read(), re.M)}
-REDUCES = {"all_reduce", "reduce_scatter", "reduce", "all_reduce_oneshot"}
+RECV_TAIL = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in re.finditer(
+    r"^BRAID_TUNER_RECV_TAIL\(P2pNvlink, (\w+), ([\d.]+), ([\d.]+)\)", open(DEF).read(), re.M)}
+TAILED = set(SHAPE)  # every collective here is a ring one (or the one-shot): predictUs adds the tail to all
 
 
 def predict(p, proto, coll, size, ch):
@@ -62,8 +62,8 @@ def predict(p, proto, coll, size, ch):
     w = factor * size
     chunks = max(1, math.ceil(w / ch / CHUNK[proto]))
     tail = 0.0
-    if coll in REDUCES and proto in REDUCE_TAIL:
-        cta_gbs, cap_us = REDUCE_TAIL[proto]
+    if coll in TAILED and proto in RECV_TAIL:
+        cta_gbs, cap_us = RECV_TAIL[proto]
         tail = min(cap_us, w / ch / cta_gbs / 1e3)
     return base + per_ch * (ch - 1) + steps * step + chunks * chunk_us + w / (ch * bw) / 1e3 + w / cap / 1e3 + tail
 

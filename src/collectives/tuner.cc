@@ -177,8 +177,8 @@ struct P2pBalancedRow {
   double fillUs, ctaGBs, pairedCtaGBs, capGBs;
 };
 
-// tuner_model.def's BRAID_TUNER_REDUCE_TAIL rows; ctaGBs 0: no tail.
-struct ReduceTailRow {
+// tuner_model.def's BRAID_TUNER_RECV_TAIL rows; ctaGBs 0: no tail.
+struct RecvTailRow {
   double ctaGBs = 0, capUs = 0;
 };
 
@@ -189,7 +189,7 @@ struct LocalCopyRow {
 
 struct ModelTable {
   ModelRow rows[kNumTransportClasses][kNumProtos] = {};
-  ReduceTailRow reduceTail[kNumTransportClasses][kNumProtos] = {};
+  RecvTailRow recvTail[kNumTransportClasses][kNumProtos] = {};
   P2pBalancedRow balanced[kNumTransportClasses] = {};
   LocalCopyRow localCopy;
   ModelTable() {
@@ -200,10 +200,10 @@ struct ModelTable {
 #define BRAID_TUNER_P2P_BALANCED(T, fill, cta, pairedCta, cap) \
   balanced[static_cast<int>(TransportClass::T)] = P2pBalancedRow{fill, cta, pairedCta, cap};
 #define BRAID_TUNER_LOCAL_COPY(fill, cta, cap) localCopy = LocalCopyRow{fill, cta, cap};
-#define BRAID_TUNER_REDUCE_TAIL(T, P, ctaGBs, capUs) \
-  reduceTail[static_cast<int>(TransportClass::T)][static_cast<int>(Proto::P)] = ReduceTailRow{ctaGBs, capUs};
+#define BRAID_TUNER_RECV_TAIL(T, P, ctaGBs, capUs) \
+  recvTail[static_cast<int>(TransportClass::T)][static_cast<int>(Proto::P)] = RecvTailRow{ctaGBs, capUs};
 #include "collectives/tuner_model.def"
-#undef BRAID_TUNER_REDUCE_TAIL
+#undef BRAID_TUNER_RECV_TAIL
 #undef BRAID_TUNER_LOCAL_COPY
 #undef BRAID_TUNER_P2P_BALANCED
 #undef BRAID_TUNER_CLUSTERED_RING
@@ -228,11 +228,11 @@ constexpr ClusteredRingRange kClusteredRingRanges[] = {
 #define BRAID_TUNER_ROW(...)
 #define BRAID_TUNER_P2P_BALANCED(...)
 #define BRAID_TUNER_LOCAL_COPY(...)
-#define BRAID_TUNER_REDUCE_TAIL(...)
+#define BRAID_TUNER_RECV_TAIL(...)
 #define BRAID_TUNER_CLUSTERED_RING(minCh, three, from, to) ClusteredRingRange{minCh, three, from, to},
 #include "collectives/tuner_model.def"
 #undef BRAID_TUNER_CLUSTERED_RING
-#undef BRAID_TUNER_REDUCE_TAIL
+#undef BRAID_TUNER_RECV_TAIL
 #undef BRAID_TUNER_LOCAL_COPY
 #undef BRAID_TUNER_P2P_BALANCED
 #undef BRAID_TUNER_ROW
@@ -448,10 +448,11 @@ double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, si
   double chunks = chunkBytes ? std::ceil(perChannel / static_cast<double>(chunkBytes)) : 1.0;
   chunks = std::max(1.0, chunks);
   // baseUs covers the first channel; each further one adds its launch/scheduling cost.
-  // Where receivers reduce, the last step's reduction after it lands (BRAID_TUNER_REDUCE_TAIL).
-  const ReduceTailRow& rt = modelTable().reduceTail[static_cast<int>(r.transport)][static_cast<int>(proto)];
-  const bool reduces = r.coll == CollType::AllReduce || r.coll == CollType::ReduceScatter || r.coll == CollType::Reduce;
-  const double tail = reduces && rt.ctaGBs > 0 ? std::min(rt.capUs, perChannel / rt.ctaGBs / 1e3) : 0.0;
+  // The last step's reduction or copy at the receiver after it lands (BRAID_TUNER_RECV_TAIL): the ring collectives.
+  const RecvTailRow& rt = modelTable().recvTail[static_cast<int>(r.transport)][static_cast<int>(proto)];
+  const bool ring = r.coll == CollType::AllReduce || r.coll == CollType::ReduceScatter || r.coll == CollType::Reduce ||
+                    r.coll == CollType::Broadcast || r.coll == CollType::AllGather;
+  const double tail = ring && rt.ctaGBs > 0 ? std::min(rt.capUs, perChannel / rt.ctaGBs / 1e3) : 0.0;
   return m.baseUs + m.perChannelUs * (n - 1) + s.steps * m.stepUs + chunks * m.chunkUs + bwUs + tail;
 }
 
