@@ -190,7 +190,8 @@ class DevWordPrims {
   // Word i of n elements at p: whole 8-byte loads where aligned and complete, element by element otherwise. Bytes
   // (the copy kernels: kPerLine 8) assemble a partial word by shifts at unrolled, constant positions: through a Line
   // indexed by a runtime count, the Line lived in local memory and every word, whole ones too, went through an
-  // 8-byte stack frame. Wider elements keep the Line: unrolled, their kernels spilled (2-byte ones: 168 bytes).
+  // 8-byte stack frame. Wider elements keep the Line: unrolled, their kernels spilled (2-byte ones: 168 bytes). The
+  // bytes move as raw bits, whatever T is (a 1-byte float type would convert by value through a cast).
   __device__ __forceinline__ uint64_t load(const T* p, size_t n, size_t i) const {
     const size_t first = i * kPerLine;
     const bool whole = first + kPerLine <= n && (reinterpret_cast<uintptr_t>(p + first) & 7) == 0;
@@ -199,7 +200,7 @@ class DevWordPrims {
       uint64_t v = 0;
 #pragma unroll
       for (int k = 0; k < kPerLine; ++k)
-        if (first + k < n) v |= static_cast<uint64_t>(static_cast<uint8_t>(p[first + k])) << (8 * k);
+        if (first + k < n) v |= static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(p)[first + k]) << (8 * k);
       return v;
     } else {
       Line l;
@@ -222,7 +223,7 @@ class DevWordPrims {
       }
 #pragma unroll
       for (int k = 0; k < kPerLine; ++k)
-        if (first + k < n) p[first + k] = static_cast<T>(static_cast<uint8_t>(v >> (8 * k)));
+        if (first + k < n) reinterpret_cast<uint8_t*>(p)[first + k] = static_cast<uint8_t>(v >> (8 * k));
     } else {
       Line l;
       l.u = v;

@@ -307,8 +307,8 @@ TEST(TunerDecide, OneShotTakesLl128OnTwoRanksOnly) {
 // The same executor on sm_90 NVLink, with LL128 kernels (float sums, copies): LL128 takes over from LL at ~136 KB
 // on the wire, so from ~136 KB for all-reduce (one-shot), broadcast and reduce and from ~272 KB for all-gather and
 // reduce-scatter (tuner_model.def: LL's cap, measured in docs/gpu/2026-12-12e, 0.5-1.5 us faster there than LL);
-// LL keeps the small sizes, where the two measured level, and Simple the large ones, from ~1.5 MB on the wire for
-// copies and ~3.5 MB for reductions.
+// LL keeps the small sizes, where the two measured level, and Simple the large ones, from ~3.5 MB on the wire
+// (all-reduce, broadcast, reduce from ~3.5 MB, all-gather and reduce-scatter from ~7 MB).
 TEST(TunerDecide, TwoRankNvlinkLl128Choices) {
   TunerConfig cfg;
   auto pick = [&](CollType c, size_t bytes) {
