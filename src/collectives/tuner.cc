@@ -450,9 +450,7 @@ double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, si
   // baseUs covers the first channel; each further one adds its launch/scheduling cost.
   // The last step's reduction or copy at the receiver after it lands (BRAID_TUNER_RECV_TAIL): the ring collectives.
   const RecvTailRow& rt = modelTable().recvTail[static_cast<int>(r.transport)][static_cast<int>(proto)];
-  const bool ring = r.coll == CollType::AllReduce || r.coll == CollType::ReduceScatter || r.coll == CollType::Reduce ||
-                    r.coll == CollType::Broadcast || r.coll == CollType::AllGather;
-  const double tail = ring && rt.ctaGBs > 0 ? std::min(rt.capUs, perChannel / rt.ctaGBs / 1e3) : 0.0;
+  const double tail = !isP2pColl(r.coll) && rt.ctaGBs > 0 ? std::min(rt.capUs, perChannel / rt.ctaGBs / 1e3) : 0.0;
   return m.baseUs + m.perChannelUs * (n - 1) + s.steps * m.stepUs + chunks * m.chunkUs + bwUs + tail;
 }
 
