@@ -6,7 +6,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -149,15 +151,32 @@ void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, con
   char rank[24] = "";
   if (tRank >= 0) snprintf(rank, sizeof(rank), " [rank %d]", tRank);
   long tid = syscall(SYS_gettid);
-  std::lock_guard<std::mutex> lock(s.mu);
+  // The whole line goes out in one write: ranks of a job often share one stderr (a pipe), and glibc's fprintf
+  // to the unbuffered stderr may write a long line in 128-byte pieces, which interleave with other processes'
+  // lines mid-line (seen on the GPU machine's glibc). A pipe write of at most PIPE_BUF bytes is atomic.
+  char out[sizeof(msg) + 512];
+  int n;
+  std::lock_guard<std::mutex> lock(s.mu);  // s.out and s.host may be reset (resetLogging)
   if (level == LogLevel::Trace) {
     const char* base = strrchr(file, '/');
-    fprintf(s.out, "%s:%d:%ld%s BRAID %s %s:%d %s\n", s.host, getpid(), tid, rank, lvl, base ? base + 1 : file,
-            line, msg);
+    n = snprintf(out, sizeof(out), "%s:%d:%ld%s BRAID %s %s:%d %s\n", s.host, getpid(), tid, rank, lvl,
+                 base ? base + 1 : file, line, msg);
   } else {
-    fprintf(s.out, "%s:%d:%ld%s BRAID %s %s\n", s.host, getpid(), tid, rank, lvl, msg);
+    n = snprintf(out, sizeof(out), "%s:%d:%ld%s BRAID %s %s\n", s.host, getpid(), tid, rank, lvl, msg);
   }
-  fflush(s.out);
+  if (n < 0) return;
+  size_t len = std::min(static_cast<size_t>(n), sizeof(out) - 1);
+  out[len - 1] = '\n';  // a truncated line still ends its line
+  // Straight to the descriptor: s.out is the unbuffered stderr or our own file, which only this function writes,
+  // so no stdio buffer holds anything to go before it.
+  const int fd = fileno(s.out);
+  for (const char* p = out; len > 0;) {
+    const ssize_t w = ::write(fd, p, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;  // a closed or full destination loses the line, never the caller
+    p += w;
+    len -= static_cast<size_t>(w);
+  }
 }
 
 int currentLogRank() { return tRank; }

@@ -166,6 +166,75 @@ TEST(Log, FileHasHostPidRankAndRespectsSubsys) {
   EXPECT_NE(text.find(":" + std::to_string(getpid()) + ":"), std::string::npos) << text;
 }
 
+// Ranks of one job often share one stderr (a pipe to a launcher or a log collector). Each line must reach it
+// in one write, or lines of different processes interleave mid-line: glibc's fprintf to the unbuffered stderr
+// writes 128 bytes at a time (2.36), which split the init lines of two ranks in cluster_gpu_test's output.
+TEST(Log, LongLinesOfConcurrentProcessesNeverInterleave) {
+  constexpr int kProcs = 3, kLines = 1500;
+  int fds[2], go[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ASSERT_EQ(pipe(go), 0);  // the children start together, when the parent closes it
+  std::vector<pid_t> kids;
+  for (int c = 0; c < kProcs; ++c) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      dup2(fds[1], STDERR_FILENO);
+      close(fds[0]);
+      close(fds[1]);
+      close(go[1]);
+      char b;
+      while (read(go[0], &b, 1) < 0 && errno == EINTR) {
+      }
+      setenv("NCCL_DEBUG", "WARN", 1);
+      unsetenv("NCCL_DEBUG_FILE");
+      resetLogging();
+      const std::string payload(300 + 40 * c, static_cast<char>('a' + c));
+      for (int k = 0; k < kLines; ++k) BRAID_WARN("child %d line %d %s end", c, k, payload.c_str());
+      _exit(0);
+    }
+    kids.push_back(pid);
+  }
+  close(fds[1]);
+  close(go[0]);
+  close(go[1]);
+  std::string all;
+  char buf[65536];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    ASSERT_GT(n, 0) << strerror(errno);
+    all.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  for (pid_t pid : kids) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  std::vector<int> next(kProcs, 0);
+  int bad = 0;
+  std::istringstream in(all);
+  for (std::string line; std::getline(in, line);) {
+    const size_t at = line.find(" BRAID WARN child ");
+    int c = -1, k = -1;
+    if (at == std::string::npos || sscanf(line.c_str() + at, " BRAID WARN child %d line %d", &c, &k) != 2 || c < 0 ||
+        c >= kProcs) {
+      if (++bad <= 3) ADD_FAILURE() << "a broken line: " << line.substr(0, 200);
+      continue;
+    }
+    const std::string want = "child " + std::to_string(c) + " line " + std::to_string(k) + " " +
+                             std::string(300 + 40 * c, static_cast<char>('a' + c)) + " end";
+    if (line.compare(at + 12, std::string::npos, want) != 0 || k != next[c]) {
+      if (++bad <= 3)
+        ADD_FAILURE() << "child " << c << " line " << k << " (expected " << next[c]
+                      << ") is not whole: " << line.substr(0, 200);
+    }
+    next[c] = k + 1;
+  }
+  EXPECT_EQ(bad, 0);
+  for (int c = 0; c < kProcs; ++c) EXPECT_EQ(next[c], kLines) << "child " << c;
+}
+
 TEST(Errors, FirstFailureWinsInsideScope) {
   ErrorScope scope;
   EXPECT_EQ(recordError(ncclSystemError, "open(%s) failed", "/dev/shm/x"), ncclSystemError);
