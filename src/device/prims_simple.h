@@ -36,11 +36,7 @@ struct PrimsShared {
   int stop;      // set by thread 0; read by the workers after their barrier, by the poster after its
   unsigned long long hostPollAt;  // clock reading at the last claim of this CTA's turn to read the host words
   uint32_t bal[2];  // balanced p2p (dev_kernels.cu): the chunk claimed / the sizes word received, by step parity
-  // SIMPLE: whether the workers skipped a call's step (stop, as thread 0 saw it after that call's wait), by the
-  // call's parity. The poster reads its call's word after the post barrier, where thread 0 may already be stopping
-  // the next call: `stop` itself could then say "skipped" of a step whose data the workers did move, and the peer,
-  // never told of that step, would time out instead of reporting the error that stopped this rank.
-  int stopAt[2];
+  uint32_t stopCall;  // DevPrims: the call (its count) whose wait set stop; written before stop (devStop)
 
   // One thread, before the barrier that starts the CTA's (or p2p warp group's) primitives: nothing stopped,
   // no host-word claim yet.
@@ -243,7 +239,8 @@ class DevPrims {
   // barriers Bar and Bar + 1 of their own.
   __device__ DevPrims(PrimsShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st, int tidBase, int nthreads)
       : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(static_cast<int>(threadIdx.x) - tidBase),
-        nthreads_(nthreads), nworkers_(nthreads - 32), sendStep_(sh->send.step), recvStep_(sh->recv.step) {}
+        nthreads_(nthreads), nworkers_(nthreads - 32), sendStep_(sh->send.step), recvStep_(sh->recv.step),
+        stoppedBefore_(sh->stop != 0) {}
   // P2p transfers: the next call is (or is not) the transfer's last step; its sizes[] word carries
   // kDevStepLastMark and the receiver expects it there (dev_work.h). Every thread of the CTA sets it alike.
   __device__ void setLastStep(bool last) { lastMark_ = last ? kDevStepLastMark : 0u; }
@@ -259,14 +256,13 @@ class DevPrims {
                             uint32_t nChunks, uint32_t endWord) {
     const uint32_t k = balSteps_++;
     const int par = static_cast<int>(k & 1);
-    const int callPar = static_cast<int>(calls_++ & 1);
+    const uint32_t call = calls_++;
     if (tid_ >= nworkers_) {
-      // Poster: bal[par] and stopAt[callPar] were written before the workers' barrier of this step; the next writes
-      // of these parities come after the next post barrier, which this thread has yet to reach.
+      // Poster: bal[par] was written before the workers' barrier of this step; the next write of this parity comes
+      // after the next post barrier, which this thread has yet to reach.
       barSyncPost<Bar>(nthreads_);
       const uint32_t idx = sh_->bal[par];
-      if (tid_ == nworkers_ && !sh_->stopAt[callPar])
-        devPostSend(sh_->send, idx < nChunks ? (kDevStepBalMark | idx) : endWord);
+      if (tid_ == nworkers_ && !skipped(call)) devPostSend(sh_->send, idx < nChunks ? (kDevStepBalMark | idx) : endWord);
       return idx < nChunks;
     }
     if (tid_ == 0) {
@@ -276,10 +272,9 @@ class DevPrims {
       sh_->bal[par] = idx;
       if (idx < nChunks) balNext_ = take(k + 1);
       if (!sh_->stop && !devWaitSend(st_, sh_->send, sendStep_)) {
-        sh_->stop = 1;
+        devStop(call);
         sh_->bal[par] = nChunks;  // close now (the poster skips its post once stopped)
       }
-      sh_->stopAt[callPar] = sh_->stop;
     }
     ++sendStep_;
     barWorkers<Bar>(nworkers_);
@@ -297,7 +292,7 @@ class DevPrims {
   // endWord. Returns false (every thread of the CTA alike) once the sender's CTA has closed, or on a stop.
   __device__ bool recvChunk(size_t chunk, size_t total, uint32_t nChunks, uint32_t endWord) {
     const int par = static_cast<int>(balSteps_++ & 1);
-    ++calls_;  // the poster decides from bal[par] here; the count only keeps stopAt's parity in step
+    const uint32_t call = calls_++;  // its poster decides from bal[par]; a stop here still skips later calls' posts
     constexpr uint32_t kStop = kDevStepBalMark | kDevStepLastMark | kDevBalIndexMask;  // never a close: fold < mask
     if (tid_ >= nworkers_) {
       // Poster: bal[par] was written before the workers reached the post barrier; the next write of this parity
@@ -323,7 +318,7 @@ class DevPrims {
           }
         }
         if (!ok) {
-          sh_->stop = 1;
+          devStop(call);
           w = kStop;
         }
       }
@@ -434,12 +429,27 @@ class DevPrims {
   __device__ __forceinline__ T* sendSlot() { return reinterpret_cast<T*>(devSlot(sh_->send, sendStep_ - 1)); }
   __device__ __forceinline__ const T* recvSlot() { return reinterpret_cast<const T*>(devSlot(sh_->recv, recvStep_ - 1)); }
 
+  // Thread 0: this call's wait failed. stopCall goes first, so a poster that sees stop also sees which call set it.
+  __device__ __forceinline__ void devStop(uint32_t call) {
+    *reinterpret_cast<volatile uint32_t*>(&sh_->stopCall) = call;
+    __threadfence_block();
+    *reinterpret_cast<volatile int*>(&sh_->stop) = 1;
+  }
+  // Poster: whether the workers skipped this call's step. Thread 0 may already be stopping the next call while
+  // this poster is between its post barrier and here; `stop` alone would then leave unpublished a step whose data
+  // the workers did move, and the peer, never told of that step, would time out instead of reporting the error
+  // that stopped this rank. A stop from before this object (an earlier transfer's primitives, LL's) skips all.
+  __device__ __forceinline__ bool skipped(uint32_t call) const {
+    if (!*reinterpret_cast<volatile int*>(&sh_->stop)) return false;
+    __threadfence_block();
+    return stoppedBefore_ || *reinterpret_cast<volatile uint32_t*>(&sh_->stopCall) <= call;
+  }
   // Poster warp: true when this thread is in it (it then waited for the workers and published the step).
   __device__ __forceinline__ bool poster(bool sent, bool recvd, size_t n) {
     if (tid_ < nworkers_) return false;
-    const int par = static_cast<int>(calls_++ & 1);
+    const uint32_t call = calls_++;
     barSyncPost<Bar>(nthreads_);
-    if (tid_ == nworkers_ && !sh_->stopAt[par]) {
+    if (tid_ == nworkers_ && !skipped(call)) {
       if (sent && guard_ && guardSender_) stRelaxedSys(guard_, ++guardCount_);
       if (sent) devPostSend(sh_->send, static_cast<uint32_t>(n * sizeof(T)) | lastMark_);
       if (recvd) devPostRecv(sh_->recv);
@@ -448,19 +458,16 @@ class DevPrims {
   }
   // Workers: thread 0 waits, then all workers see the slots; every worker advances its own counters.
   __device__ __forceinline__ bool wait(bool needSend, bool needRecv, size_t n) {
-    const int par = static_cast<int>(calls_++ & 1);
-    if (tid_ == 0) {
-      if (!sh_->stop) {
-        bool ok = true;
-        if (needRecv) ok = devWaitRecv(st_, sh_->recv, recvStep_, static_cast<uint32_t>(n * sizeof(T)) | lastMark_);
-        if (ok && needSend) ok = devWaitSend(st_, sh_->send, sendStep_);
-        if (ok && needRecv && guard_ && !guardSender_) {
-          const uint64_t want = ++guardCount_;
-          ok = devSpin(st_, sh_->recv, [&] { return ldAcquireGpu(guard_) >= want; });
-        }
-        if (!ok) sh_->stop = 1;
+    const uint32_t call = calls_++;
+    if (tid_ == 0 && !sh_->stop) {
+      bool ok = true;
+      if (needRecv) ok = devWaitRecv(st_, sh_->recv, recvStep_, static_cast<uint32_t>(n * sizeof(T)) | lastMark_);
+      if (ok && needSend) ok = devWaitSend(st_, sh_->send, sendStep_);
+      if (ok && needRecv && guard_ && !guardSender_) {
+        const uint64_t want = ++guardCount_;
+        ok = devSpin(st_, sh_->recv, [&] { return ldAcquireGpu(guard_) >= want; });
       }
-      sh_->stopAt[par] = sh_->stop;
+      if (!ok) devStop(call);
     }
     if (needRecv) ++recvStep_;
     if (needSend) ++sendStep_;
@@ -480,7 +487,8 @@ class DevPrims {
   uint64_t sendStep_;  // steps started on each connection (this thread's count)
   uint64_t recvStep_;
   uint32_t lastMark_ = 0;  // kDevStepLastMark on the last step of a p2p transfer (setLastStep), else 0
-  uint32_t calls_ = 0;     // calls that wait or post (this thread's count: the parity of PrimsShared::stopAt)
+  uint32_t calls_ = 0;     // calls that wait or post (this thread's count; PrimsShared::stopCall is one)
+  bool stoppedBefore_;     // stop was set when this object was built (after a barrier)
   uint32_t balSteps_ = 0;  // sendChunk's / recvChunk's steps (this thread's count: the parity of PrimsShared::bal)
   uint32_t balNext_ = 0;   // sendChunk, thread 0: the chunk taken for the next step
   uint64_t* guard_ = nullptr;  // setSplitGuard
