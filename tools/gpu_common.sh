@@ -35,6 +35,10 @@
 #       library (LIBDIR/lib), 10 s per case, output to $L/NAME_<LIBDIR's name>.txt, prints the verdict and failures
 #   gpu_picks NAME FLAGS...   the tuner's picks of $B's library for NAME_perf over FLAGS' sizes (one iteration,
 #       NCCL_DEBUG_SUBSYS=TUNING): rank 0's lines, once each, into $L/tuning_NAME.picks, and printed
+#   GPU_ALL_TESTS       every gpu test binary (for gpu_tests $GPU_ALL_TESTS)
+#   gpu_ab_rounds PREFIX ROUNDS "FLAGS" COLL... -- BUILD...   ROUNDS interleaved rounds (the builds' order reversed
+#       every other round) of each COLL_perf on each carried BUILD (a folder with bin/ and lib/), output to
+#       $L/PREFIX<round>_<coll>_<build's name>.txt; no round starts once the call has run GUARD seconds (default 400)
 #   gpu_unpack          restores the builds tools/pack_carry.sh packed into build-pack/ (carried as [build-pack])
 #   gpu_pack            tars $L into $OUT/<name of $L>.tgz (the device tool brings back few files), removes $L and
 #       prints the call's total time.
@@ -59,6 +63,29 @@ gpu_picks() {
   grep -h "\[rank 0\] BRAID INFO .*predicted" "$L/tuning_$c.txt" | sed -E 's/^.*BRAID INFO //' | awk '!seen[$0]++' |
     grep -v "^AllGather \(16\|32\|512\) bytes" > "$L/tuning_$c.picks"
   echo "== $c picks:"; cut -c1-130 "$L/tuning_$c.picks"
+}
+
+GPU_ALL_TESTS="device_errors_test device_p2p_group_test device_coll_test device_mp_test device_one_rank_test
+  fifo_gpu_test cluster_gpu_test device_p2p_balance_test matmul_gpu_test numeric_device_test"
+
+gpu_ab_rounds() {
+  local prefix=$1 rounds=$2 flags=$3 colls=() builds=() order r c b i; shift 3
+  while [[ $# -gt 0 && $1 != -- ]]; do colls+=("$1"); shift; done; shift
+  builds=("$@")
+  for (( r = 1; r <= rounds; r++ )); do
+    [[ $(( $(date +%s) - GPU_T0 )) -gt ${GUARD:-400} ]] && { echo "round $r skipped (time)"; continue; }
+    order=()
+    for (( i = 0; i < ${#builds[@]}; i++ )); do
+      if (( r % 2 )); then order+=("${builds[i]}"); else order+=("${builds[${#builds[@]} - 1 - i]}"); fi
+    done
+    for c in "${colls[@]}"; do
+      for b in "${order[@]}"; do
+        # shellcheck disable=SC2086
+        B=$b LD_LIBRARY_PATH=$b/lib one $c braid ${prefix}${r}_${c}_$(basename "$b") -- $flags > /dev/null
+      done
+    done
+    echo "round $r done at $(( $(date +%s) - GPU_T0 )) s"
+  done
 }
 
 gpu_unpack() {

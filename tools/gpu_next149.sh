@@ -10,8 +10,7 @@ nvidia-smi -L
 gpu_unpack
 B=$PWD/build-main; export LD_LIBRARY_PATH=$B/lib
 echo "build-main of $(cat $B/HEAD)"
-gpu_tests device_p2p_group_test device_coll_test device_errors_test device_mp_test device_one_rank_test \
-  fifo_gpu_test cluster_gpu_test device_p2p_balance_test matmul_gpu_test numeric_device_test
+gpu_tests $GPU_ALL_TESTS
 echo "tests done at $(( $(date +%s) - GPU_T0 )) s"
 F="-b 256K -e 32M -f 2 -c 1 -n 20 -w 5 -N 2"
 for r in 1 2 3; do

@@ -12,18 +12,9 @@ gpu_unpack
 M=$PWD/build-main N=$PWD/build-new
 echo "build-main of $(cat $M/HEAD); build-new of $(cat $N/HEAD)"
 B=$N; export LD_LIBRARY_PATH=$N/lib
-gpu_tests device_errors_test device_p2p_group_test device_coll_test device_mp_test device_one_rank_test \
-  fifo_gpu_test cluster_gpu_test device_p2p_balance_test matmul_gpu_test numeric_device_test
+gpu_tests $GPU_ALL_TESTS
 echo "tests done at $(( $(date +%s) - GPU_T0 )) s"
-F="-b 4M -e 32M -f 2 -c 1 -n 20 -w 5 -N 2"
-for r in 1 2; do
-  if (( r % 2 )); then order="$M $N"; else order="$N $M"; fi
-  for c in all_reduce reduce_scatter; do
-    for b in $order; do
-      B=$b; export LD_LIBRARY_PATH=$b/lib; one $c braid ab${r}_${c}_$(basename $b) -- $F > /dev/null
-    done
-  done
-done
+GUARD=9999 gpu_ab_rounds ab 2 "-b 4M -e 32M -f 2 -c 1 -n 20 -w 5 -N 2" all_reduce reduce_scatter -- $M $N
 echo "a/b done at $(( $(date +%s) - GPU_T0 )) s"
 B=$N; export LD_LIBRARY_PATH=$N/lib
 for lib in nccl braid; do one all_reduce $lib graph_$lib -- -b 8 -e 256K -f 8 -c 1 -n 50 -w 10 -G 20; done
