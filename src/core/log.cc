@@ -167,16 +167,19 @@ void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, con
   if (n < 0) return;
   size_t len = std::min(static_cast<size_t>(n), sizeof(out) - 1);
   out[len - 1] = '\n';  // a truncated line still ends its line
-  // Straight to the descriptor: s.out is the unbuffered stderr or our own file, which only this function writes,
-  // so no stdio buffer holds anything to go before it.
+  // Straight to the descriptor, under the stream's lock and after its buffer: an application that made stderr
+  // buffered, or writes to it from another thread, keeps its output whole and in order around our line.
+  flockfile(s.out);
+  fflush(s.out);
   const int fd = fileno(s.out);
   for (const char* p = out; len > 0;) {
     const ssize_t w = ::write(fd, p, len);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;  // a closed or full destination loses the line, never the caller
+    if (w <= 0) break;  // a closed or full destination loses the line, never the caller
     p += w;
     len -= static_cast<size_t>(w);
   }
+  funlockfile(s.out);
 }
 
 int currentLogRank() { return tRank; }

@@ -42,6 +42,7 @@ struct PrimsShared {
   // no host-word claim yet.
   __device__ __forceinline__ void reset() {
     stop = 0;
+    stopCall = 0;  // a stop set without devStop reads as "from the first call on": every later post is skipped
     hostPollAt = 0;
   }
   // ... for transfers on one connection direction (p2p): its counters on that side, the other side empty.

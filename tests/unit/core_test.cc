@@ -1,6 +1,8 @@
 // Core unit tests: parameter parsing, log level/subsystem parsing and line format, error recording
 // (first failure wins inside a scope), and the Waiter's abort and timeout behaviour.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -167,14 +169,41 @@ TEST(Log, FileHasHostPidRankAndRespectsSubsys) {
 }
 
 // Ranks of one job often share one stderr (a pipe to a launcher or a log collector). Each line must reach it
-// in one write, or lines of different processes interleave mid-line: glibc's fprintf to the unbuffered stderr
-// writes 128 bytes at a time (2.36), which split the init lines of two ranks in cluster_gpu_test's output.
+// in one write, or lines of different processes interleave mid-line: the GPU machine's glibc (Ubuntu 2.39)
+// writes an fprintf to the unbuffered stderr 128 bytes at a time, which split the init lines of two ranks in
+// cluster_gpu_test's output. The development VM's glibc (2.36) writes such a line whole, so there the old
+// logger passed too; this case catches the bug wherever glibc splits (docs/gpu/2026-12-14b: it failed there).
+namespace {
+// The children and pipe ends of the case below: whatever way the case ends, the children are started (so none
+// waits on `go` forever), then killed if still running, and reaped.
+struct LogKids {
+  int fds[2] = {-1, -1}, go[2] = {-1, -1};
+  std::vector<pid_t> pids;
+  void closeFd(int& fd) {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+  ~LogKids() {
+    closeFd(go[1]);
+    closeFd(go[0]);
+    closeFd(fds[0]);
+    closeFd(fds[1]);
+    for (pid_t pid : pids) {
+      if (pid <= 0) continue;  // reaped already (kill(-1) would reach every process we may signal)
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+};
+}  // namespace
+
 TEST(Log, LongLinesOfConcurrentProcessesNeverInterleave) {
   constexpr int kProcs = 3, kLines = 1500;
-  int fds[2], go[2];
+  LogKids k;
+  int* fds = k.fds;
+  int* go = k.go;
   ASSERT_EQ(pipe(fds), 0);
   ASSERT_EQ(pipe(go), 0);  // the children start together, when the parent closes it
-  std::vector<pid_t> kids;
   for (int c = 0; c < kProcs; ++c) {
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
@@ -193,24 +222,32 @@ TEST(Log, LongLinesOfConcurrentProcessesNeverInterleave) {
       for (int k = 0; k < kLines; ++k) BRAID_WARN("child %d line %d %s end", c, k, payload.c_str());
       _exit(0);
     }
-    kids.push_back(pid);
+    k.pids.push_back(pid);
   }
-  close(fds[1]);
-  close(go[0]);
-  close(go[1]);
+  k.closeFd(fds[1]);
+  k.closeFd(go[0]);
+  k.closeFd(go[1]);
   std::string all;
   char buf[65536];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) != 0;) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, 1000);
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the children still write after 60 s";
+    if (ready <= 0) continue;
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n == 0) break;
     if (n < 0 && errno == EINTR) continue;
     ASSERT_GT(n, 0) << strerror(errno);
     all.append(buf, static_cast<size_t>(n));
   }
-  close(fds[0]);
-  for (pid_t pid : kids) {
+  for (pid_t& pid : k.pids) {
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    pid = -1;
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
+  k.pids.clear();
   std::vector<int> next(kProcs, 0);
   int bad = 0;
   std::istringstream in(all);
