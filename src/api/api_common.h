@@ -7,10 +7,10 @@
 #include <new>
 #include <string>
 
-#include "core/comm.h"
 #include "core/log.h"
 #include "core/result.h"
 #include "nccl.h"
+#include "runtime/comm.h"
 
 #define BRAID_API(ret, func, ...)                                                                     \
   extern "C" __attribute__((visibility("default"))) ret p##func(__VA_ARGS__);                       \
@@ -46,9 +46,6 @@ ncclResult_t apiCall(const char* name, ncclComm* comm, F&& body) noexcept {
 
 // A usable communicator handle: non-null, ours, not destroyed.
 ncclResult_t checkComm(const ncclComm* comm, const char* fn);
-// A nonblocking init (or a group's deferred one) has finished: using the comm before is ncclInvalidArgument,
-// as in NCCL (poll ncclCommGetAsyncError until it is no longer ncclInProgress).
-ncclResult_t checkInitDone(ncclComm* comm, const char* fn);
 // Not null when count > 0 (or always when `always`).
 ncclResult_t checkPtr(const void* p, const char* arg, const char* fn);
 ncclResult_t checkDtype(ncclDataType_t t, const char* fn);

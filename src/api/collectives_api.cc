@@ -2,10 +2,10 @@
 // message naming it; nothing is enqueued), resolve the reduction op, and hand an OpDesc to the group.
 #include <cstring>
 
+#include "algo/op_desc.h"
+#include "algo/scalar.h"
 #include "api/api_common.h"
-#include "api/group.h"
-#include "collectives/op_desc.h"
-#include "collectives/scalar.h"
+#include "runtime/group.h"
 
 namespace braid {
 namespace {

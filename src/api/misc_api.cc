@@ -18,14 +18,6 @@ ncclResult_t checkComm(const ncclComm* comm, const char* fn) {
   return ncclSuccess;
 }
 
-ncclResult_t checkInitDone(ncclComm* comm, const char* fn) {
-  if (comm->asyncError.load() != ncclInProgress) return ncclSuccess;
-  return recordError(ncclInvalidArgument,
-                     "%s: rank %d: communicator used before its initialization finished (ncclCommGetAsyncError "
-                     "still reports ncclInProgress)",
-                     fn, comm->rank);
-}
-
 ncclResult_t checkPtr(const void* p, const char* arg, const char* fn) {
   if (p == nullptr) return recordError(ncclInvalidArgument, "%s: %s is NULL", fn, arg);
   return ncclSuccess;

@@ -1,8 +1,8 @@
 // ncclRedOpCreatePreMulSum / ncclRedOpDestroy: per-communicator user ops, handed out from ncclNumOps up.
 #include <cstring>
 
+#include "algo/op_desc.h"
 #include "api/api_common.h"
-#include "collectives/op_desc.h"
 
 using namespace braid;
 

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <type_traits>
 
-#include "collectives/op_desc.h"
-#include "collectives/reduce_ops.h"
-#include "collectives/ring_schedules.h"
+#include "algo/op_desc.h"
+#include "algo/reduce_ops.h"
+#include "algo/ring_schedules.h"
 #include "device/dev_work.h"
 #include "device/prims_ll.h"
 #include "device/prims_ll128.h"

@@ -1,6 +1,6 @@
 // The byte kernels (all-gather/broadcast; p2p transfers) and the dispatch from (collective, datatype,
 // reduction) to a compiled kernel.
-#include "collectives/p2p_plan.h"  // p2pSimpleStepBytes
+#include "algo/p2p_plan.h"  // p2pSimpleStepBytes
 #include "device/coll_kernel.cuh"
 #include "device/dev_kernels.h"
 #include "device/dev_variants.h"

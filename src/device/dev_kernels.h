@@ -5,7 +5,7 @@
 
 #include <cuda_runtime.h>
 
-#include "collectives/op_desc.h"
+#include "algo/op_desc.h"
 
 namespace braid {
 

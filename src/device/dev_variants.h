@@ -6,7 +6,7 @@
 // development builds; a missing variant is refused at run time with a message naming it.
 #pragma once
 
-#include "collectives/op_desc.h"
+#include "algo/op_desc.h"
 
 namespace braid {
 

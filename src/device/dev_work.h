@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "collectives/numeric_types.h"  // BRAID_HDI
+#include "algo/numeric_types.h"  // BRAID_HDI
 
 namespace braid {
 

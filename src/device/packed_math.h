@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "collectives/numeric_types.h"
-#include "collectives/reduce_ops.h"
+#include "algo/numeric_types.h"
+#include "algo/reduce_ops.h"
 #include "device/op128.h"
 
 #ifdef __CUDACC__

@@ -1,4 +1,4 @@
-// DevPrimsLL<T, Fn>: the LL-protocol device Primitives (wire rules: collectives/ll_protocol.h), with the same
+// DevPrimsLL<T, Fn>: the LL-protocol device Primitives (wire rules: algo/ll_protocol.h), with the same
 // calls as DevPrims so the ring schedules run on them unchanged. Every thread of the CTA moves data; a step
 // carries at most llSlotDataBytes(llSlotBytes) bytes as 16-byte lines of two flagged 8-byte words, written
 // with one vector store and polled by the receiving thread until both flags are the step's. No tail, no
@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "collectives/ll_protocol.h"
+#include "algo/ll_protocol.h"
 #include "device/prims_simple.h"
 
 #ifdef __CUDACC__

@@ -1,4 +1,4 @@
-// DevPrimsLL128<T, Fn>: the LL128-protocol device Primitives (wire rules: collectives/ll128_protocol.h), with
+// DevPrimsLL128<T, Fn>: the LL128-protocol device Primitives (wire rules: algo/ll128_protocol.h), with
 // DevPrims' calls (DevWordPrims) so the ring schedules run on them unchanged. Warps move 512-byte groups of
 // four 128-byte lines: each lane loads or stores its 16 bytes with one vector instruction, the whole warp at
 // once (every loop below is warp-uniform, so all 32 lanes always take part and each line leaves or arrives as
@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "collectives/ll128_protocol.h"
+#include "algo/ll128_protocol.h"
 #include "device/prims_ll.h"
 
 #ifdef __CUDACC__

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "collectives/reduce_ops.h"
+#include "algo/reduce_ops.h"
 #include "device/op128.h"
 #include "device/packed_math.h"
 

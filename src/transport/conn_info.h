@@ -31,7 +31,7 @@ inline bool stepIsLastOf(int32_t word) { return word >= 0 && (word & kStepLastOf
 // in the low 16 bits.
 constexpr uint32_t kNetFlagTagMask = 0xffffu;
 
-// LL steps (collectives/ll_protocol.h: 16-byte lines of two 4-byte data + 4-byte flag pairs). A GPU LL sender
+// LL steps (algo/ll_protocol.h: 16-byte lines of two 4-byte data + 4-byte flag pairs). A GPU LL sender
 // stores its step's data bytes | kStepLlMark in sizes[] (so a SIMPLE receiver of that step reports the
 // mismatch; dev_work.h's kDevLlStepMark is the same bit). Over NET it also publishes tail after the step's
 // lines, and the sending proxy ships the step's lines from llBuff as a frame flagged kNetFlagLl; the receiving

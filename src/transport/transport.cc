@@ -11,8 +11,10 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "core/result.h"
+#include "transport/host_fifo.h"
 #include "transport/net/net_internal.h"
 #include "transport/net/net_proxy.h"
+#include "transport/net/proxy_affinity.h"
 #include "transport/p2p/p2p_internal.h"
 #include "transport/shm/shm_internal.h"
 #include "transport/transport.h"
@@ -36,6 +38,12 @@ int tagFor(bool p2p, int channel, Direction dir) {
 const char* dirName(Direction d) { return d == Direction::Send ? "send to" : "recv from"; }
 
 }  // namespace
+
+// A ring may mix P2P and SHM links: LL's step size (the send side's LL slot) must be the same on both, or
+// neighbours would cut LL steps differently.
+static_assert(kShmLlSlotBytes == kP2pLlSlotBytes, "P2P and SHM LL slots must be the same size");
+
+ncclResult_t checkTransportParams() { return checkProxyCpusSyntax(params::ProxyCpus()); }
 
 std::vector<Transport*> hostTransports() { return {shmTransport(), netTransport()}; }
 std::vector<Transport*> deviceTransports() { return {p2pTransport(), shmTransport(), netTransport()}; }

@@ -123,6 +123,10 @@ class ConnectionManager final : public ConnProvider {
   std::unique_ptr<Impl> impl_;
 };
 
+// The transports' environment that must be well formed before any rank waits on another (BRAID_PROXY_CPUS):
+// ncclInvalidArgument naming the variable when it is malformed.
+ncclResult_t checkTransportParams();
+
 // The ordered list of transports tried (SHM > NET for host communicators; P2P first for device).
 std::vector<Transport*> hostTransports();
 // For device buffers: P2P > SHM > NET (SHM and NET FIFOs are host memory the kernels reach mapped).

@@ -192,7 +192,7 @@ bool kernelsInOneChain(cudaGraph_t g, size_t* kernels) {
 // the two groups of its own, so only the communicator can keep them from running at once over the same FIFOs,
 // steps and p2p claim words (NCCL serializes a communicator's captured operations per graph alike); the one in Y
 // between them must not make it forget X's last batch. Each group holds a balanced transfer of 64 MiB and more
-// each way beside LL- and mid-cut ones. Checked in X's structure (its kernel nodes form one chain: device_executor.cc
+// each way beside LL- and mid-cut ones. Checked in X's structure (its kernel nodes form one chain: gpu_executor.cc
 // run orders them; without that they were siblings) and by replaying X, then Y, twice, every byte checked.
 TEST(DeviceP2pGroup, GroupsCapturedOnForkedStreamsRunInTurn) {
   NEED_GPUS(2);

@@ -1,4 +1,4 @@
-// The FIFO size seen from outside (core/comm.h, agreedFifoBytes): two processes under braidrun run checked
+// The FIFO size seen from outside (runtime/comm.h, agreedFifoBytes): two processes under braidrun run checked
 // all-reduces and all-gathers of 16-64 MB with NCCL_DEBUG=INFO, and both ranks' init lines must name the FIFO
 // size agreed: 16 MiB per connection under a bound of 8 CTAs and 8 MiB under 16 (GPUs joined by NVLink,
 // NCCL_BUFFSIZE unset), 4 MiB where the user sets it, and 4 MiB unbounded (64 channels). Every element is

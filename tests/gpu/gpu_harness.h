@@ -16,7 +16,7 @@
 
 #include <type_traits>
 
-#include "../../src/collectives/numeric_types.h"
+#include "algo/numeric_types.h"
 #include "nccl.h"
 
 namespace gpu_test {

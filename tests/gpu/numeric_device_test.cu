@@ -16,8 +16,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "collectives/numeric_types.h"
-#include "collectives/reduce_ops.h"
+#include "algo/numeric_types.h"
+#include "algo/reduce_ops.h"
 #include "device/packed_math.h"
 
 using namespace braid;

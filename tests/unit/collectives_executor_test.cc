@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <mutex>
 
-#include "collectives/ring_schedules.h"
-#include "collectives/ring_split.h"
-#include "collectives/tuner.h"
-#include "collectives/tuning_agreement.h"
+#include "algo/ring_schedules.h"
+#include "algo/ring_split.h"
+#include "runtime/tuning_agreement.h"
+#include "tuner/tuner.h"
 #include "collectives_test_util.h"
 
 namespace braid {

@@ -13,11 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/host_executor.h"
-#include "collectives/numeric_types.h"
-#include "collectives/op_desc.h"
+#include "algo/numeric_types.h"
+#include "algo/op_desc.h"
 #include "core/result.h"
 #include "core/wait.h"
+#include "runtime/host/host_executor.h"
 #include "transport/conn_info.h"
 
 namespace braid {

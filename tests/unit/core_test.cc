@@ -19,13 +19,13 @@
 #include <vector>
 #include <sys/wait.h>
 
-#include "core/comm.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "core/peer_info.h"
 #include "core/peer_watch.h"
 #include "core/result.h"
 #include "core/wait.h"
+#include "runtime/comm.h"
 
 using namespace braid;
 

@@ -1,7 +1,7 @@
 // cudaArchFit: the CMake architecture list against a GPU's compute capability (native SASS, PTX only, none).
 #include <gtest/gtest.h>
 
-#include "collectives/cuda_arch.h"
+#include "runtime/gpu/cuda_arch.h"
 
 using braid::ArchFit;
 using braid::cudaArchFit;

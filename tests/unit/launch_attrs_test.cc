@@ -3,7 +3,7 @@
 // thread-block clusters (NCCL_CGA_CLUSTER_SIZE, config.cgaClusterSize) and how their grid is rounded.
 #include <gtest/gtest.h>
 
-#include "collectives/launch_attrs.h"
+#include "tuner/launch_attrs.h"
 
 using braid::clusteredGrid;
 using braid::clusterForLaunch;

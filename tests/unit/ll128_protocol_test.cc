@@ -1,4 +1,4 @@
-// The LL128 wire layout (collectives/ll128_protocol.h) exercised by a host model of the warp that moves it:
+// The LL128 wire layout (algo/ll128_protocol.h) exercised by a host model of the warp that moves it:
 // 32 "lanes" per group store their 16 bytes where the device primitives would, a receiver model checks each
 // line's flag and unpacks the data words. Every data word of every size travels exactly once and in order,
 // every line of a used group carries the step's flag in word 15, and a slot still holding an older step's
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "collectives/ll128_protocol.h"
+#include "algo/ll128_protocol.h"
 
 namespace braid {
 namespace {

@@ -1,4 +1,4 @@
-// The LL protocol's rules (collectives/ll_protocol.h) exercised by a host model of one connection: a sender
+// The LL protocol's rules (algo/ll_protocol.h) exercised by a host model of one connection: a sender
 // thread and a receiver thread exchanging messages of random sizes through nSteps slots of flagged 8-byte
 // words, with head credits, from step 0, across the 32-bit flag wrap and across cleaning periods (each
 // message is one LL operation; each side tracks its last cleaning step), and of an n-rank ring (the order in
@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/ll_protocol.h"
+#include "algo/ll_protocol.h"
 
 namespace braid {
 namespace {

@@ -1,4 +1,4 @@
-// Balanced p2p transfers (src/collectives/p2p_plan.h: p2pBalanced): which transfers run balanced, that both sides
+// Balanced p2p transfers (src/algo/p2p_plan.h: p2pBalanced): which transfers run balanced, that both sides
 // of a connection decide it alike whatever else either side grouped, that every channel of a balanced transfer gets
 // the whole transfer, and how the sending side gives out its claim slots (kP2pMaxBalanced; past them, a fixed deal).
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "collectives/p2p_plan.h"
+#include "algo/p2p_plan.h"
 #include "device/dev_work.h"
 
 namespace braid {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/p2p_plan.h"
+#include "algo/p2p_plan.h"
 
 namespace braid {
 namespace p2p_plan_fixtures {

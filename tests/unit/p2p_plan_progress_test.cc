@@ -1,4 +1,4 @@
-// The point-to-point plan's progress (src/collectives/p2p_plan.h): a model of two ranks running their groups as
+// The point-to-point plan's progress (src/algo/p2p_plan.h): a model of two ranks running their groups as
 // launches, CTAs resident a few at a time, finishes for any grouping on either side, unbounded and under a CTA
 // bound. Split from p2p_plan_test.cc, which checks the plans themselves.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/p2p_plan.h"
+#include "algo/p2p_plan.h"
 #include "p2p_plan_fixtures.h"
 
 namespace braid {

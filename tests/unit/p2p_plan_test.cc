@@ -1,4 +1,4 @@
-// The point-to-point plan of GPU communicators (src/collectives/p2p_plan.h): every byte of every transfer
+// The point-to-point plan of GPU communicators (src/algo/p2p_plan.h): every byte of every transfer
 // in exactly one block; each CTA on one connection, direction and channel; each connection direction and
 // channel sees the same sequence of shares on both sides however either side grouped its transfers; local copies
 // first; batches past the launch's limits refused with a reason. (Whether two ranks' launches finish for any
@@ -11,8 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include "collectives/p2p_plan.h"
-#include "collectives/ring_split.h"
+#include "algo/p2p_plan.h"
+#include "algo/ring_split.h"
 #include "p2p_plan_fixtures.h"
 
 namespace braid {

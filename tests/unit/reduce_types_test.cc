@@ -11,9 +11,9 @@
 #include <random>
 #include <vector>
 
-#include "collectives/host_f16c.h"
-#include "collectives/numeric_types.h"
-#include "collectives/reduce_ops.h"
+#include "algo/numeric_types.h"
+#include "algo/reduce_ops.h"
+#include "runtime/host/host_f16c.h"
 
 namespace braid {
 namespace {

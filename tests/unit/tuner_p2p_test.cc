@@ -3,8 +3,8 @@
 // checked against the send/recv and gather times it was fitted to.
 #include <gtest/gtest.h>
 
-#include "collectives/p2p_plan.h"
-#include "collectives/tuner.h"
+#include "algo/p2p_plan.h"
+#include "tuner/tuner.h"
 
 namespace braid {
 namespace {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives/tuner.h"
 #include "core/param.h"
 #include "core/result.h"
+#include "tuner/tuner.h"
 
 namespace braid {
 namespace {

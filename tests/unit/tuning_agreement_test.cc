@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/tuning_agreement.h"
-#include "core/comm.h"
+#include "runtime/comm.h"
+#include "runtime/tuning_agreement.h"
 #include "nccl.h"
 
 namespace braid {

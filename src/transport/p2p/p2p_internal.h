@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "transport/p2p/nvlink.h"
 #include "transport/transport.h"
 
 namespace braid {
@@ -25,17 +26,11 @@ constexpr uint32_t kP2pLlSlotBytes = 64 << 10;
 // where the two GPUs share an NVLink (p2pNvlinkBetween): 1 MiB per receiving connection.
 constexpr uint32_t kP2pLl128SlotBytes = 128 << 10;
 
-// Whether two GPUs of this host (PeerInfo::busId) reach each other over NVLink (NVML's P2P status of the pair,
-// asked both ways; NVML is loaded at run time; false when it cannot tell). Symmetric; cached.
-bool p2pNvlinkBetween(int64_t busA, int64_t busB);
 
 // The mode when NCCL_P2P_READ_ENABLE is unset (-2); both ranks of a connection must agree.
 constexpr bool kP2pReadDefault = false;
 bool p2pReadMode(const PeerInfo& me, const PeerInfo& peer);
 
-// "dddd:bb:dd.0" <-> PeerInfo::busId ((domain << 16) | (bus << 8) | device).
-int64_t p2pBusIdFromString(const char* s);
-void p2pBusIdToString(int64_t busId, char* out, size_t size);
 
 class P2pTransport final : public Transport {
  public:

@@ -1,0 +1,176 @@
+// struct ncclComm: the communicator behind ncclComm_t, with its bootstrap, connections and executor. Created
+// and torn down by runtime/comm_lifecycle.cc; the channel agreement every communicator runs at init.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "core/peer_info.h"
+#include "core/wait.h"
+#include "nccl.h"
+
+namespace braid {
+class ConnectionManager;
+class Executor;
+
+// A user reduction op made by ncclRedOpCreatePreMulSum.
+struct UserRedOp {
+  bool inUse = false;
+  ncclDataType_t dtype = ncclFloat32;
+  ncclScalarResidence_t residence = ncclScalarHostImmediate;
+  uint8_t value[8] = {};         // host-immediate scalar
+  const void* ptr = nullptr;     // device-resident scalar (host memory for host comms)
+};
+
+// config.CTAPolicy NCCL_CTA_POLICY_EFFICIENCY ("the fewest CTAs for decent performance", for compute that
+// overlaps communication) bounds a communicator's channels, and so its collective launches' CTAs, to this, as
+// a config.maxCTAs would (a smaller maxCTAs, or a larger minCTAs, wins; p2p launches: p2pCtaBudget). On
+// 2xH200 a 16-64 MB all-reduce on 24 CTAs took NCCL's time and slowed an overlapped stream of compute kernels
+// as much as NCCL (6%), where the default 128 slowed it by 9-10% (docs/PERFORMANCE.md, fifteenth session).
+// NCCL_CTA_POLICY_ZERO (no CTAs where the copy engines can do the work) has no such path here and is taken as
+// EFFICIENCY.
+constexpr int kEfficiencyPolicyCtas = 24;
+
+struct CommConfig {
+  int blocking = 1;
+  int minChannels = -1;
+  int maxChannels = -1;  // config.maxCTAs, or kEfficiencyPolicyCtas under the efficiency policy
+  int ctaPolicy = 0;     // config.CTAPolicy (NCCL_CTA_POLICY_*)
+  std::string name;
+  int splitShare = 0;
+  int cgaClusterSize = -1;  // config.cgaClusterSize (-1: unset); NCCL_CGA_CLUSTER_SIZE overrides it
+};
+
+constexpr uint64_t kCommMagic = 0x427261696443306dull;
+constexpr uint64_t kCommDeadMagic = 0xdeadc0ffeedeadull;
+}  // namespace braid
+
+struct ncclComm {
+  ncclComm();
+  ~ncclComm();
+
+  uint64_t magic = braid::kCommMagic;
+  int rank = -1;
+  int nranks = 0;
+  int cudaDev = -1;
+  bool hostComm = true;
+  int nChannels = 1;
+  int64_t buffBytes = -1;  // FIFO bytes per connection, agreed at init (rank 0's NCCL_BUFFSIZE)
+  bool buffBytesDefaulted = false;  // rank 0 left NCCL_BUFFSIZE unset: buffBytes is agreedFifoBytes's
+  uint64_t commHash = 0;
+  braid::CommConfig config;
+
+  braid::PeerInfo self{};
+  std::vector<braid::PeerInfo> peers;
+  braid::WaitContext wait;
+  std::atomic<uint32_t> abortFlag{0};
+  // The bootstrap's waits: the same as `wait` but with their own abort flag, which ncclCommRevoke leaves
+  // down (a revoked comm stops its data path, yet must still agree on ncclCommShrink over the bootstrap).
+  braid::WaitContext bootWait;
+  std::atomic<uint32_t> bootstrapAbort{0};
+  std::atomic<bool> revoked{false};
+
+  std::unique_ptr<braid::Bootstrap> bootstrap;
+  std::unique_ptr<braid::ConnectionManager> conns;
+  std::unique_ptr<braid::Executor> exec;  // host or GPU executor, by hostComm
+
+  // ncclInProgress while a nonblocking init runs; then its result. Sticky errors from collectives too.
+  std::atomic<int> asyncError{ncclSuccess};
+  std::thread initThread;
+  std::mutex initMu;  // guards joining initThread
+
+  std::mutex errMu;
+  std::string lastError;  // guarded by errMu
+
+  std::mutex redOpMu;
+  std::vector<braid::UserRedOp> userOps;  // index = op - ncclNumOps
+
+  int splitCount = 0;   // sequence numbers keep successive splits' messages apart
+  int shrinkCount = 0;
+  std::vector<uint8_t> shrinkIgnore;
+
+  bool finalized = false;
+  bool destroyed = false;
+  // API calls running on this communicator (a host collective runs inside the call). ncclCommAbort from
+  // another thread (a framework's watchdog) waits for them to leave before freeing the communicator.
+  std::atomic<int> activeCalls{0};
+  // Operations of this communicator queued in open groups (any thread): destroy refuses while any wait, and
+  // abort does not free the communicator under them (the groups' ncclGroupEnd then reports the abort).
+  std::atomic<int> groupQueued{0};
+  // Created by ncclCommInitRank* inside a group whose ncclGroupEnd has not come yet: nothing runs its init
+  // until then, so destroy refuses and abort must not free it under that group.
+  std::atomic<bool> deferredInit{false};
+
+  void setLastError(const std::string& msg);
+  std::string getLastError();
+};
+
+namespace braid {
+// FIFO bytes per connection where NCCL_BUFFSIZE is unset: 4 MiB (steps of 512 KiB), but on few channels where
+// every rank's ring neighbours are GPUs joined by NVLink (`allBigFifoOk`) 8 MiB on 9-16 channels and 16 MiB on
+// 8 or fewer: the ring's FIFOs never take more memory than 32 channels of the default (connections to other
+// peers, made for p2p, get the same size). Few channels (a CTA bound: NCCL_MAX_CTAS, config.maxCTAs) leave
+// each CTA a larger share, and each FIFO step ends in a system fence that drains the CTA's NVLink stores:
+// larger steps pay it less often. PCIe P2P, SHM and sockets keep 4 MiB (unmeasured). 2xH100, 256 MB, us
+// (docs/gpu/2026-12-03d, e; NCCL beside):
+//   NCCL_MAX_CTAS=8, FIFOs of 4 / 8 / 16 MiB: all-gather 1258 / 1116 / 1070 (1166), reduce-scatter 1073 / 938 /
+//     896 (965), all-reduce 1926 / 1682 / 1616 (1745); 16 MB all-reduce 125.5 / 125.6 / 110.6 (125.8); FIFOs
+//     of 1 and 2 MiB were slower still (all-gather 1809, 1432).
+//   NCCL_MAX_CTAS=16, 4 / 8 MiB: all-gather 653 / 596 (646), all-reduce 1070 / 1026 (1057), send/recv 1214 /
+//     1077, all-to-all 600 / 535 (855).
+constexpr int64_t kDefaultFifoBytes = int64_t{4} << 20;
+constexpr int kBoundedFifoMaxChannels = 16;
+inline int64_t agreedFifoBytes(int channels, bool allBigFifoOk) {
+  if (!allBigFifoOk || channels > kBoundedFifoMaxChannels) return kDefaultFifoBytes;
+  return channels > 8 ? 2 * kDefaultFifoBytes : 4 * kDefaultFifoBytes;
+}
+
+// What each rank offers in agreeOnChannels (all int64_t: no padding goes over the bootstrap).
+struct ChannelOffer {
+  int64_t channels;   // this rank's channel count, bounded
+  int64_t buffBytes;  // NCCL_BUFFSIZE as the FIFOs would take it; -1: unset here
+  int64_t bigFifoOk;  // 1: both ring neighbours are GPUs joined by NVLink
+};
+struct ChannelAgreement {
+  int channels = 1;
+  int64_t buffBytes = kDefaultFifoBytes;
+  bool buffDefaulted = false;  // rank 0 set no size: agreedFifoBytes's
+};
+// The agreement from every rank's offer (all[0] is rank 0's): the fewest channels; rank 0's FIFO size where it
+// set one, else agreedFifoBytes for those channels with every rank's bigFifoOk. A function of the offers only,
+// so every rank comes out with the same.
+ChannelAgreement mergeChannelOffers(const ChannelOffer* all, int nranks);
+
+// Sets comm->nChannels: `preferred` bounded by NCCL_MIN/MAX_NCHANNELS (or _CTAS), config.minCTAs/maxCTAs and
+// [1, maxChannels], then the minimum over all ranks (environments may differ per rank; every rank must run
+// the same channels); and comm->buffBytes (mergeChannelOffers: every connection must cut the same steps); a
+// rank whose NCCL_BUFFSIZE differs from what was agreed says so. `bigFifoOk`: this rank's ring neighbours are
+// both GPUs joined by NVLink (false on host comms). Collective over the comm's bootstrap.
+ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels, bool bigFifoOk = false);
+
+// A nonblocking init (or a group's deferred one) has finished: using the comm before is ncclInvalidArgument,
+// as in NCCL (poll ncclCommGetAsyncError until it is no longer ncclInProgress).
+ncclResult_t checkInitDone(ncclComm* comm, const char* fn);
+
+// Marks an API call as running on `comm` for its lifetime (see ncclComm::activeCalls).
+class CommUse {
+ public:
+  explicit CommUse(ncclComm* comm) : comm_(comm && comm->magic == kCommMagic ? comm : nullptr) {
+    if (comm_) comm_->activeCalls.fetch_add(1);
+  }
+  ~CommUse() {
+    if (comm_) comm_->activeCalls.fetch_sub(1);
+  }
+  CommUse(const CommUse&) = delete;
+  CommUse& operator=(const CommUse&) = delete;
+
+ private:
+  ncclComm* comm_;
+};
+}  // namespace braid

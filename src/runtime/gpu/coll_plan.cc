@@ -1,0 +1,168 @@
+// CollPlanner: the plan of a collective on a GPU communicator (coll_plan.h). With the tuner on, its cost model
+// picks (algorithm, protocol, channels) among what this communicator can run; channel counts come from it only
+// where its row is fitted to measurements (elsewhere 64 KiB per channel, as with the tuner off). With
+// BRAID_DEVICE_TUNER=0: Ring/Simple unless NCCL_ALGO / NCCL_PROTO force OneShot / LL / LL128.
+#include "runtime/gpu/coll_plan.h"
+
+#include <algorithm>
+
+#include "algo/ring_split.h"
+#include "core/log.h"
+#include "tuner/launch_attrs.h"
+
+namespace braid {
+namespace {
+
+int32_t devCollCode(CollType c) {
+  switch (c) {
+    case CollType::AllReduce:
+      return kDevAllReduce;
+    case CollType::Broadcast:
+      return kDevBroadcast;
+    case CollType::Reduce:
+      return kDevReduce;
+    case CollType::AllGather:
+      return kDevAllGather;
+    default:
+      return kDevReduceScatter;
+  }
+}
+
+}  // namespace
+
+CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* splitRuns) {
+  const size_t bytes = opBytes(op, f_.nranks);
+  const size_t esize = dtypeSize(op.dtype);
+  CollPlan plan;
+  *splitRuns = false;
+  plan.devColl = devCollCode(op.coll);
+  plan.nChannels = channelsForBytes(bytes, f_.nChannels);
+  plan.nCta = plan.nChannels;
+  if (f_.nranks == 1) return plan;
+  const TunerConfig& cfg = f_.tuning;
+  const int c = static_cast<int>(op.coll);
+  const uint32_t asked = cfg.protos.mask[c];
+  const bool llForced = (asked & bit(Proto::LL)) && !(asked & bit(Proto::Simple));
+  const bool ll128Forced = (asked & bit(Proto::LL128)) && !(asked & bit(Proto::Simple)) && !(asked & bit(Proto::LL));
+  // The tuner offers a low-latency protocol where its row for this path is measured (LL: P2P NVLink, SHM;
+  // LL128: P2P NVLink), elsewhere only when NCCL_PROTO forces it; LL only where every ring connection has LL
+  // slots, LL128 only where every rank's ring is NVLink P2P on sm_90+, whatever NCCL_PROTO says.
+  const bool llOffered =
+      (lowLatency & bit(Proto::LL)) && f_.llPath && (llForced || modelRowMeasured(f_.transport, Proto::LL));
+  const bool ll128Offered = (lowLatency & bit(Proto::LL128)) && f_.ll128Path && (asked & bit(Proto::LL128)) &&
+                            (ll128Forced || modelRowMeasured(f_.transport, Proto::LL128));
+  const uint32_t protos =
+      bit(Proto::Simple) | (llOffered ? bit(Proto::LL) : 0u) | (ll128Offered ? bit(Proto::LL128) : 0u);
+  // The one-shot schedule exists for 2 ranks (ring_schedules.h), where the ring's neighbour is the peer, and
+  // runs only reductions that give both ranks the same bits in it (oneShotExact).
+  const bool oneShot = op.coll == CollType::AllReduce && f_.nranks == 2 && oneShotExact(op.op.kind, op.dtype);
+  const uint32_t algos = bit(Algo::Ring) | (oneShot ? bit(Algo::OneShot) : 0u);
+  if (ll128Forced && !ll128Offered && !ll128Warned_) {
+    ll128Warned_ = true;
+    BRAID_WARN("rank %d: NCCL_PROTO asks for LL128 but %s: %s %s runs on %s", f_.rank,
+               !f_.ll128Path ? "not every rank's ring is NVLink P2P on sm_90+ (128-byte stores may not arrive whole)"
+                             : "this build has no LL128 kernel for it",
+               collName(op.coll), dtypeName(op.dtype), llOffered ? "LL or Simple" : "Simple");
+  }
+  if (llForced && !(protos & bit(Proto::LL)) && !llWarned_) {
+    llWarned_ = true;
+    BRAID_WARN("rank %d: NCCL_PROTO asks for LL but %s: %s %s runs on Simple", f_.rank,
+               f_.llPath ? "this build has no LL kernel for it"
+                         : "not every ring connection has LL slots (NET needs steps of at least 64 KiB)",
+               collName(op.coll), dtypeName(op.dtype));
+  }
+  // The split one-shot (simpleStepCap): where the busiest channel's share takes two or more FIFO steps (one
+  // gains nothing) and fewer than the FIFO holds, no sending CTA waits for a receiving one and the launch needs
+  // no two of its CTAs resident at once. Counted on the connection's own FIFO, the one the kernel waits on.
+  auto splitFits = [&](int nChannels) {
+    const uint32_t cap = simpleStepCap(op.coll, true, bytes, f_.nranks, nChannels, f_.transport, cfg);
+    return f_.transport == TransportClass::P2pNvlink &&
+           oneShotSplitRuns(cfg, op.count, esize, nChannels, cap, f_.ringStepBytes, f_.ringSteps);
+  };
+  if (f_.tunerOn) {
+    TuneRequest req = makeTuneRequest(op, f_.nranks, f_.transport);
+    req.algosAvailable = algos;
+    req.protosAvailable = protos;
+    req.connectedChannels = f_.nChannels;
+    req.maxThreads = kDevMaxThreads;
+    const TuneDecision d = tune(req, cfg);
+    plan.proto = (protos & bit(d.proto)) ? d.proto : Proto::Simple;
+    if (d.algo == Algo::OneShot) plan.devColl = kDevAllReduceOneShot;
+    if (modelRowMeasured(f_.transport, d.proto)) plan.nChannels = std::max(1, std::min(d.nChannels, f_.nChannels));
+    plan.predictedUs =
+        d.nChannels == plan.nChannels ? d.predictedUs : predictUs(req, d.algo, d.proto, plan.nChannels, d.chunkBytes);
+    // The model cannot tell the unsplit one-shot from the clustered ring (its rows are fitted to plain
+    // launches); where the one-shot would run unsplit and every rank's ring is clustered, the measured ranges
+    // decide (tuner_model.def). Agreed inputs only: both ranks must run the same schedule.
+    if (plan.devColl == kDevAllReduceOneShot && plan.proto == Proto::Simple && f_.clusterRing &&
+        f_.transport == TransportClass::P2pNvlink && (cfg.algos.mask[c] & bit(Algo::Ring)) &&
+        !splitFits(plan.nChannels) && clusteredRingOverUnsplitOneShot(bytes, plan.nChannels, f_.clusterThree)) {
+      plan.devColl = devCollCode(op.coll);
+      plan.predictedUs = predictUs(req, Algo::Ring, Proto::Simple, plan.nChannels, d.chunkBytes);
+      BRAID_INFO(kSubTuning,
+                 "AllReduce %zu bytes on %d channels: the clustered ring instead of the unsplit one-shot "
+                 "(measured, tuner_model.def), predicted %.2f us",
+                 bytes, plan.nChannels, plan.predictedUs);
+    }
+  } else {
+    plan.proto = llForced && (protos & bit(Proto::LL))         ? Proto::LL
+                 : ll128Forced && (protos & bit(Proto::LL128)) ? Proto::LL128
+                                                               : Proto::Simple;
+    // OneShot runs on SIMPLE, LL or LL128 (the 2-rank schedule uses the ring's primitives).
+    if ((algos & bit(Algo::OneShot)) && (cfg.algos.mask[c] & bit(Algo::OneShot)) &&
+        !(cfg.algos.mask[c] & bit(Algo::Ring)))
+      plan.devColl = kDevAllReduceOneShot;
+    const TuneRequest req = makeTuneRequest(op, f_.nranks, f_.transport);
+    plan.predictedUs = predictUs(req, plan.devColl == kDevAllReduceOneShot ? Algo::OneShot : Algo::Ring, plan.proto,
+                                 plan.nChannels, 0);
+  }
+  const bool isOneShot = plan.devColl == kDevAllReduceOneShot;
+  if (plan.proto == Proto::Simple)
+    plan.stepCap = simpleStepCap(op.coll, isOneShot, bytes, f_.nranks, plan.nChannels, f_.transport, cfg);
+  *splitRuns = isOneShot && plan.proto == Proto::Simple && splitFits(plan.nChannels);
+  plan.nCta = plan.nChannels;
+  // Clusters where they were measured to pay: the ring schedules on Simple over NVLink (collCluster). A ring
+  // through SHM, sockets or PCIe P2P launches plainly.
+  const bool ringOnNvlinkSimple =
+      plan.proto == Proto::Simple && !isOneShot && f_.transport == TransportClass::P2pNvlink;
+  const bool twoWay =
+      op.coll == CollType::AllGather || op.coll == CollType::ReduceScatter || op.coll == CollType::AllReduce;
+  const int size = clusterForLaunch(f_.cluster, f_.clusterUserSet, f_.clusterThreeFits, plan.nChannels, twoWay);
+  plan.cluster = collCluster(size, ringOnNvlinkSimple, bytes);
+  plan.nCta = clusteredGrid(plan.nCta, plan.cluster);
+  return plan;
+}
+
+CollPlan CollPlanner::plan(const OpDesc& op, uint32_t lowLatency) {
+  const size_t bytes = opBytes(op, f_.nranks);
+  const size_t esize = dtypeSize(op.dtype);
+  const bool exact = oneShotExact(op.op.kind, op.dtype);
+  const bool logging = logEnabled(LogLevel::Info, kSubTuning);
+  if (logging || !memo_.valid || memo_.coll != op.coll || memo_.bytes != bytes || memo_.esize != esize ||
+      memo_.lowLatency != lowLatency || memo_.exact != exact) {
+    bool splitRuns = false;
+    const CollPlan p = planSizes(op, lowLatency, &splitRuns);
+    memo_ = Memo{true, op.coll, bytes, esize, lowLatency, exact, splitRuns, p};
+    // Which cluster size a launch got is a per-launch fact, not an init one: said under TUNING only.
+    if (p.cluster > 0 && logging)
+      BRAID_INFO(kSubTuning, "%s %zu bytes on %d channels: launched in thread-block clusters of %d", collName(op.coll),
+                 bytes, p.nChannels, p.cluster);
+  }
+  CollPlan plan = memo_.plan;
+  if (memo_.splitRuns) {
+    // In place, the guard words keep each receiving CTA from overwriting input its sending CTA has yet to read;
+    // buffers that overlap otherwise (not valid NCCL usage) run unsplit. A local choice: the FIFO steps are the
+    // same either way.
+    const char* in = static_cast<const char*>(op.sendbuff);
+    const char* out = static_cast<const char*>(op.recvbuff);
+    const size_t n = op.count * esize;
+    if (in == out || in + n <= out || out + n <= in) {
+      plan.devColl = kDevAllReduceOneShotSplit;
+      plan.nCta = 2 * plan.nChannels;
+      plan.splitGuard = in == out;
+    }
+  }
+  return plan;
+}
+
+}  // namespace braid

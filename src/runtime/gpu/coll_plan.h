@@ -1,0 +1,82 @@
+// The plan of one collective on a GPU communicator: every decision its launch needs (kernel schedule,
+// protocol, channels, grid, clusters, FIFO step cap), made here once, so the launch only fills arguments. A
+// pure function of the call and the configuration every rank agreed on at init (plus this rank's launch
+// settings, which change no FIFO step), so every rank cuts and runs the op the same way. CPU code: unit-tested
+// without a GPU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "algo/op_desc.h"
+#include "device/dev_work.h"
+#include "tuner/tuner.h"
+
+namespace braid {
+
+// What the planner decides from, fixed at init.
+struct CollPlanFacts {
+  int rank = 0;
+  int nranks = 1;
+  int nChannels = 1;                                     // connected ring channels
+  TunerConfig tuning;                                    // agreed (tuning_agreement.h)
+  TransportClass transport = TransportClass::P2pNvlink;  // the ring's class, agreed
+  bool tunerOn = true;                                   // BRAID_DEVICE_TUNER, agreed
+  bool llPath = false;                                   // every ring connection of every rank has LL slots, agreed
+  bool ll128Path = false;     // every rank's ring is NVLink P2P with LL128 slots on sm_90+, agreed
+  bool clusterRing = false;   // every rank's ring launches in thread-block clusters, agreed
+  bool clusterThree = false;  // ... in clusters of 3 on 24-32 channels, agreed
+  // This rank's launch settings (launch_attrs.h): they shape the grid, not the FIFO steps.
+  int cluster = 0;  // clusterSetting, 0: none
+  bool clusterUserSet = false;
+  bool clusterThreeFits = false;
+  // Channel 0's send connection: the FIFO the split one-shot's steps are counted on.
+  uint32_t ringStepBytes = 0;
+  uint32_t ringSteps = 0;
+};
+
+struct CollPlan {
+  int32_t devColl = kDevAllReduce;  // the kernel's schedule (DevColl), the split one-shot included
+  Proto proto = Proto::Simple;
+  int nChannels = 1;
+  int nCta = 1;             // the grid: channels (twice that for the split one-shot), in whole clusters
+  int cluster = 0;          // thread-block cluster size, 0: a plain launch
+  uint32_t stepCap = 0;     // Simple: FIFO step bytes at most (0: the connection's)
+  bool splitGuard = false;  // the split one-shot in place: the guard words order each read before its overwrite
+  double predictedUs = 0;   // the cost model's time of the plan (ncclGroupSimulateEnd)
+};
+
+class CollPlanner {
+ public:
+  explicit CollPlanner(const CollPlanFacts& facts) : f_(facts) {}
+  // The plan of `op` (count > 0). lowLatency: bit(Proto::LL) / bit(Proto::LL128) where this build has that
+  // protocol's kernel for the op.
+  CollPlan plan(const OpDesc& op, uint32_t lowLatency);
+  // The driver refused thread-block clusters: plan plain launches from now on.
+  void clustersOff() {
+    f_.cluster = 0;
+    memo_.valid = false;
+  }
+  const CollPlanFacts& facts() const { return f_; }
+
+ private:
+  // The part of the plan that depends on the call's sizes only (memoised).
+  CollPlan planSizes(const OpDesc& op, uint32_t lowLatency, bool* splitRuns);
+
+  CollPlanFacts f_;
+  bool llWarned_ = false;
+  bool ll128Warned_ = false;
+  // The previous call's plan: training loops repeat the same calls, and a search costs ~1 us.
+  struct Memo {
+    bool valid = false;
+    CollType coll = CollType::AllReduce;
+    size_t bytes = 0;
+    size_t esize = 0;
+    uint32_t lowLatency = 0;
+    bool exact = false;
+    bool splitRuns = false;
+    CollPlan plan;
+  } memo_;
+};
+
+}  // namespace braid

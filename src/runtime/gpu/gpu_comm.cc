@@ -1,0 +1,467 @@
+// Device communicators: describing the local GPU before the bootstrap, and after it connecting the ring
+// channels for device buffers (P2P > SHM > NET) and building the device-side connection state
+// (DeviceState) that the GPU executor launches kernels over.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <system_error>
+#include <vector>
+
+#include "algo/ll_protocol.h"
+#include "algo/p2p_plan.h"
+#include "core/log.h"
+#include "core/param.h"
+#include "core/result.h"
+#include "device/dev_kernels.h"
+#include "runtime/comm.h"
+#include "runtime/gpu/cuda_arch.h"
+#include "runtime/gpu/gpu_state.h"
+#include "runtime/tuning_agreement.h"
+#include "transport/host_fifo.h"
+#include "transport/p2p/nvlink.h"
+#include "transport/transport.h"
+#include "tuner/launch_attrs.h"
+#include "tuner/tuner.h"
+
+namespace braid {
+
+ncclResult_t cudaError(cudaError_t e, const char* fmt, ...) {
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof(what), fmt, ap);
+  va_end(ap);
+  cudaGetLastError();
+  return recordError(ncclUnhandledCudaError, "%s failed: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+DeviceState::~DeviceState() {
+  watch.reset();  // its callback touches statusHost
+  DeviceGuard g(dev);
+  for (void* p : registered) cudaHostUnregister(p);
+  for (auto& kv : p2pSend) cudaFree(kv.second);
+  for (auto& kv : p2pRecv) cudaFree(kv.second);
+  if (ringConns) cudaFree(ringConns);
+  if (splitGuard) cudaFree(splitGuard);
+  if (p2pClaims) cudaFree(p2pClaims);
+  if (statusHost) cudaFreeHost(statusHost);
+  cudaGetLastError();
+}
+
+void DeviceState::peerGone(int deadRank, const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lk(goneMu_);
+    goneMessage_ = message;
+  }
+  goneSeen_.store(true);
+  if (statusHost) __atomic_store_n(&statusHost->deadPeer, static_cast<uint32_t>(deadRank + 1), __ATOMIC_SEQ_CST);
+  BRAID_WARN("rank %d: %s; kernels waiting on rank %d stop, and new collectives on this communicator fail", rank,
+             message.c_str(), deadRank);
+}
+
+std::string DeviceState::goneMessage() const {
+  std::lock_guard<std::mutex> lk(goneMu_);
+  return goneMessage_;
+}
+
+// The NET proxies recognise an LL step by the kernels' mark and ship its lines (conn_info.h).
+static_assert(kDevLlStepMark == kStepLlMark, "one LL mark in sizes[]");
+static_assert(kDevStepLastMark == static_cast<uint32_t>(kStepLastOfMessage), "one last-step mark in sizes[]");
+static_assert(kLlLineBytes == 16 && kLlDataPerLine == 8, "llWireBytes (conn_info.h) assumes 8 data bytes per 16");
+
+ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst) {
+  DevConn d{};
+  d.buff = info.buff;
+  d.head = info.head;
+  d.tail = info.tail;
+  d.sizes = info.sizes;
+  d.errorFlag = info.errorFlag;
+  d.step = 0;
+  d.stepBytes = info.stepBytes;
+  d.nSteps = info.nSteps;
+  d.peer = info.peer;
+  d.flags = 0;
+  d.llBuff = llSlotsOf(&info);
+  d.llSlotBytes = d.llBuff ? info.llSlotBytes : 0;
+  d.ll128Buff = info.kind == TransportKind::P2p ? info.ll128Buff : nullptr;
+  d.ll128SlotBytes = d.ll128Buff ? info.ll128SlotBytes : 0;
+  d.timeoutNs = deviceTimeoutSec > 0 ? static_cast<uint64_t>(deviceTimeoutSec) * 1000000000ull : 0;
+  if (info.kind != TransportKind::P2p) {
+    // A host FIFO (SHM segment or NET staging FIFO, host_fifo.h): map the whole of it for the GPU.
+    // SHM segments end with their LL slots (host_fifo.h), mapped with the rest.
+    char* base = info.buff - kHostFifoPage;
+    // NET staging FIFOs of GPU communicators carry the same LL slots (HostFifoMem::allocate).
+    const size_t bytes = info.llBuff ? shmSegmentBytes(info.nSteps, info.stepBytes) : hostFifoBytes(info.nSteps, info.stepBytes);
+    BRAID_CUDA_CHECK(cudaHostRegister(base, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable),
+                     "rank %d: cudaHostRegister of the %zu-byte host FIFO shared with rank %d", rank, bytes, info.peer);
+    registered.push_back(base);
+    void* devBase = nullptr;
+    BRAID_CUDA_CHECK(cudaHostGetDevicePointer(&devBase, base, 0),
+                     "rank %d: cudaHostGetDevicePointer of the host FIFO shared with rank %d", rank, info.peer);
+    auto map = [&](void* p) -> char* {
+      return p ? static_cast<char*>(devBase) + (static_cast<char*>(p) - base) : nullptr;
+    };
+    d.buff = map(info.buff);
+    d.head = reinterpret_cast<uint64_t*>(map(info.head));
+    d.tail = reinterpret_cast<uint64_t*>(map(info.tail));
+    d.sizes = reinterpret_cast<int32_t*>(map(info.sizes));
+    d.errorFlag = reinterpret_cast<uint32_t*>(map(info.errorFlag));
+    d.llBuff = d.llBuff ? map(d.llBuff) : nullptr;
+    d.flags = kDevConnHostFifo | (info.kind == TransportKind::Net && d.llBuff ? kDevConnNetLl : 0u);
+  }
+  const int64_t base = params::TestStepBase();
+  if (base > 0) d.step = static_cast<uint64_t>(base);  // tests only: every connection starts at `base`
+  if (base > 0 && info.kind != TransportKind::P2p && __atomic_load_n(info.head, __ATOMIC_ACQUIRE) != d.step) {
+    return recordError(ncclInternalError, "rank %d: BRAID_TEST_STEP_BASE: the host FIFO shared with rank %d was not "
+                       "preset (head %llu)", rank, info.peer,
+                       static_cast<unsigned long long>(__atomic_load_n(info.head, __ATOMIC_ACQUIRE)));
+  }
+  if (base > 0 && info.kind == TransportKind::P2p) {
+    // Both sides of a P2P connection start at `base`. Each side owns (and polls) one counter in its own
+    // memory: the sender its head, the receiver its tail; the peer does the same for the other. Host FIFOs
+    // (SHM, NET) were preset when they were made (hostFifoPresetSteps).
+    uint64_t* own = isSend ? info.head : info.tail;
+    BRAID_CUDA_CHECK(cudaMemcpy(own, &d.step, sizeof(uint64_t), cudaMemcpyHostToDevice),
+                     "rank %d: presetting a step counter of the connection with rank %d", rank, info.peer);
+  }
+  BRAID_CUDA_CHECK(cudaMemcpy(dst, &d, sizeof(d), cudaMemcpyHostToDevice),
+                   "rank %d: uploading the connection state for rank %d", rank, info.peer);
+  return ncclSuccess;
+}
+
+ncclResult_t describeLocalDevice(ncclComm* comm) {
+  int dev = -1;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return cudaError(e, "rank %d: cudaGetDevice", comm->rank);
+  char bus[32] = {};
+  e = cudaDeviceGetPCIBusId(bus, sizeof(bus), dev);
+  if (e != cudaSuccess) return cudaError(e, "rank %d: cudaDeviceGetPCIBusId of device %d", comm->rank, dev);
+  comm->cudaDev = dev;
+  comm->self.cudaDev = dev;
+  comm->self.busId = p2pBusIdFromString(bus);
+  return ncclSuccess;
+}
+
+namespace {
+
+// 64 channels: on 2xH200 (NV18, sm_90 code) 32 -> 64 channels took all-reduce busbw at 2 GB from 313 to 352
+// GB/s, all-gather 312 -> 343, reduce-scatter 302 -> 347, and was no slower at 2 MB (2026-11-22, see
+// docs/PERFORMANCE.md). Small ops still use few of them (channelsForBytes: 64 KiB per channel).
+constexpr int kDefaultDevChannels = 64;
+// Channels of a ring with a socket (NET) link. NCCL runs 2 there. On 2xH200 with P2P and SHM off, all-reduce
+// at 64 MB-1 GB moved 3.44-3.49 GB/s on 4 channels against 2.74-2.97 on 64 and 2.83-3.01 on 16 (one call,
+// docs/gpu/2026-11-22e); a second call: 1 channel 2.35-2.44, 2: 2.49-3.08, 4: 2.37-2.62 (3.15-3.53 with 2
+// proxy threads), 8: 2.30-2.97; NCCL 3.58-4.40 across both. 64 channels also cost 512 MiB of pinned FIFOs
+// and 128 TCP connections per rank.
+constexpr int kNetDevChannels = 4;
+
+// Checks that this library holds code the GPU can run: refuses a GPU with neither SASS nor PTX for it, and
+// warns (once per process) when only PTX fits, since the driver then JIT-compiles each kernel at its first
+// use (seconds each, per GPU and process: the first collectives look hung).
+ncclResult_t checkDeviceCode(ncclComm* comm) {
+  int major = 0, minor = 0;
+  BRAID_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev),
+                   "rank %d: compute capability of GPU %d", comm->rank, comm->cudaDev);
+  BRAID_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, comm->cudaDev),
+                   "rank %d: compute capability of GPU %d", comm->rank, comm->cudaDev);
+  const char* archs = builtCudaArchs();
+  if (archs[0] == '\0') return ncclSuccess;  // built without the list: nothing to check against
+  switch (cudaArchFit(archs, major, minor)) {
+    case ArchFit::Native:
+      return ncclSuccess;
+    case ArchFit::PtxOnly: {
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true))
+        BRAID_WARN("GPU %d is sm_%d%d but this library has native code only for CUDA architectures %s: every kernel "
+                   "is JIT-compiled from PTX at its first use (slow start, slower kernels); rebuild with "
+                   "-DCMAKE_CUDA_ARCHITECTURES=%d%d",
+                   comm->cudaDev, major, minor, archs, major, minor);
+      return ncclSuccess;
+    }
+    case ArchFit::None:
+      break;
+  }
+  return recordError(ncclInvalidUsage,
+                     "rank %d: GPU %d is sm_%d%d and this library was built for CUDA architectures %s only; rebuild "
+                     "with -DCMAKE_CUDA_ARCHITECTURES=%d%d",
+                     comm->rank, comm->cudaDev, major, minor, archs, major, minor);
+}
+
+// How many clusters of `cluster` CTAs of `threads` threads can be resident at once on the current GPU, for the
+// launch of `grid` CTAs that the widest clustered collective makes: the least over every SIMPLE ring kernel of
+// this build (their registers differ by datatype and reduction, and so may their CTAs per SM), one query per
+// distinct kernel. Kernels are loaded at init (BRAID_PRELOAD_KERNELS), so the queries load nothing.
+cudaError_t maxActiveClusters(int cluster, int grid, int threads, int* fit) {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(cluster);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.blockDim = dim3(static_cast<unsigned>(threads));
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  std::vector<const void*> seen;
+  int least = -1;
+  for (CollType c : {CollType::AllReduce, CollType::Reduce, CollType::ReduceScatter, CollType::Broadcast,
+                     CollType::AllGather})
+    for (int t = 0; t < ncclNumTypes; ++t)
+      for (RedKind k : {RedKind::Sum, RedKind::Prod, RedKind::Max, RedKind::Min, RedKind::PreMulSum,
+                        RedKind::SumPostDiv}) {
+        const void* kernel = devCollKernel(c, static_cast<ncclDataType_t>(t), k);
+        if (!kernel || std::find(seen.begin(), seen.end(), kernel) != seen.end()) continue;
+        seen.push_back(kernel);
+        int n = 0;
+        const cudaError_t e = cudaOccupancyMaxActiveClusters(&n, kernel, &cfg);
+        if (e != cudaSuccess) {
+          cudaGetLastError();
+          return e;
+        }
+        if (least < 0 || n < least) least = n;
+      }
+  *fit = least < 0 ? 0 : least;
+  return cudaSuccess;
+}
+
+// The tuning agreement of a GPU communicator (tuning_agreement.h), with the GPU facts: whether every ring
+// connection of every rank has LL slots, the ring's transport class (the slowest of any rank's ring
+// connections, so a ring mixing P2P with SHM or NET plans like its slowest path on every rank), whether every
+// rank's ring launches in thread-block clusters, and BRAID_DEVICE_TUNER.
+ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
+  TuningFacts facts;
+  facts.llPath = comm->nranks > 1 && comm->conns ? 1u : 0u;
+  // LL128 needs whole 128-byte stores: NVLink P2P (the transport gives those connections LL128 slots) on sm_90+.
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev) != cudaSuccess) {
+    cudaGetLastError();
+    major = 0;
+  }
+  facts.ll128Path = facts.llPath && major >= 9 ? 1u : 0u;
+  facts.transport = static_cast<int32_t>(TransportClass::P2pNvlink);
+  for (int c = 0; comm->nranks > 1 && comm->conns && c < st->nChannels; ++c) {
+    for (const ConnInfo* ci : {comm->conns->ringSend(c), comm->conns->ringRecv(c)}) {
+      if (!llSlotsOf(ci)) facts.llPath = 0;
+      if (!ci || ci->kind != TransportKind::P2p || !ci->ll128Buff) facts.ll128Path = 0;
+      TransportClass t = TransportClass::P2pNvlink;
+      if (ci && ci->kind == TransportKind::Shm) t = TransportClass::Shm;
+      if (!ci || ci->kind == TransportKind::Net) t = TransportClass::NetSocket;
+      facts.transport = std::max(facts.transport, static_cast<int32_t>(t));
+    }
+  }
+  facts.tunerOn = params::DeviceTuner() != 0 ? 1 : 0;
+  facts.p2pLlThreshold = static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(params::P2pLlThreshold(), 1 << 30)));
+  facts.p2pChannelBytes =
+      static_cast<uint32_t>(std::max<int64_t>(4096, std::min<int64_t>(params::P2pChannelBytes(), int64_t(1) << 30)));
+  facts.p2pPieces = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(params::P2pPieces(), 64)));
+  facts.p2pPair = p2pCanPair(st->nThreads) ? 1u : 0u;
+  facts.p2pBalanceBytes =
+      static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(params::P2pBalanceBytes(), 1 << 30)));
+  // Programmatic launches need kernels that wait for their predecessor: the PTX they came from decides (every
+  // kernel is built with the same architecture list, so one tells).
+  cudaFuncAttributes kattr{};
+  int kernelPtx = 0;
+  if (const void* k = devP2pKernel(kMaxP2pBlocks)) {
+    if (cudaFuncGetAttributes(&kattr, k) == cudaSuccess) kernelPtx = kattr.ptxVersion;
+    else cudaGetLastError();
+  }
+  st->pdl = pdlSetting(params::Pdl(), major, kernelPtx);
+  BRAID_INFO(kSubInit, "rank %d: programmatic dependent launches %s (BRAID_PDL=%lld, sm_%d, kernels from compute_%d)",
+             comm->rank, st->pdl ? "on" : "off", static_cast<long long>(params::Pdl()), major * 10, kernelPtx);
+  st->cluster = clusterSetting(params::CgaClusterSize(), comm->config.cgaClusterSize, major, kernelPtx);
+  if (st->cluster >= 2) {
+    int fit = 0;
+    const cudaError_t e = maxActiveClusters(st->cluster, clusteredGrid(st->nChannels, st->cluster), st->nThreads, &fit);
+    if (e != cudaSuccess) {
+      BRAID_INFO(kSubInit, "rank %d: cannot ask how many thread-block clusters of %d fit on GPU %d (%s); launching "
+                 "plainly", comm->rank, st->cluster, comm->cudaDev, cudaGetErrorString(e));
+      st->cluster = 0;
+    } else if (clusterIfFits(st->cluster, st->nChannels, fit) == 0) {
+      BRAID_INFO(kSubInit, "rank %d: %d channels in thread-block clusters of %d need %d clusters at once, but GPU %d "
+                 "fits %d; launching plainly", comm->rank, st->nChannels, st->cluster,
+                 clusteredGrid(st->nChannels, st->cluster) / st->cluster, comm->cudaDev, fit);
+      st->cluster = 0;
+    }
+  }
+  st->clusterUserSet = params::CgaClusterSize() >= 0 || comm->config.cgaClusterSize >= 0;
+  if (st->cluster >= 2 && !st->clusterUserSet && st->nChannels >= kThreeClusterMinChannels) {
+    const int nch = std::min(st->nChannels, kThreeClusterMaxChannels);
+    int fit = 0;
+    st->clusterThreeFits = maxActiveClusters(3, clusteredGrid(nch, 3), st->nThreads, &fit) == cudaSuccess &&
+                           clusterIfFits(3, nch, fit) == 3;
+    cudaGetLastError();
+  }
+  BRAID_INFO(kSubInit,
+             "rank %d: ring collectives on Simple over NVLink from %zu MiB launch in thread-block clusters of %d "
+             "(0: none; NCCL_CGA_CLUSTER_SIZE=%lld, config.cgaClusterSize %d)%s",
+             comm->rank, kClusterMinBytes >> 20, st->cluster, static_cast<long long>(params::CgaClusterSize()),
+             comm->config.cgaClusterSize,
+             st->clusterThreeFits ? "; all-gather, reduce-scatter and the ring all-reduce on 24-32 channels in 3" : "");
+  // The clustered ring may replace the unsplit one-shot all-reduce (tuner.h) only where every rank's ring
+  // launches clustered: a fact agreed below.
+  facts.clusterRing = comm->nranks > 1 && st->cluster >= 2 &&
+                      facts.transport == static_cast<int32_t>(TransportClass::P2pNvlink) ? 1u : 0u;
+  // (clusterForLaunch answers alike for every channel count in its range: asking at one tells.)
+  facts.clusterThree = facts.clusterRing != 0 && clusterForLaunch(st->cluster, st->clusterUserSet, st->clusterThreeFits,
+                                                                  kThreeClusterMinChannels, true) == 3
+                           ? 1u
+                           : 0u;
+  TunerConfig local;
+  BRAID_CHECK(loadTunerConfig(&local));  // validated in commInit already
+  // config.maxCTAs bounds CTAs as NCCL_MAX_CTAS does (param.h)
+  local.maxCtas = static_cast<int>(foldBounds(local.maxCtas, comm->config.maxChannels));
+  local.buffSize = comm->buffBytes;  // the FIFOs' size, agreed in agreeOnChannels (which warns of differences)
+  TuningFacts agreed;
+  BRAID_CHECK(agreeTuning(comm, local, facts, &st->tuning, &agreed));
+  st->llPath = agreed.llPath != 0;
+  st->ll128Path = agreed.ll128Path != 0;
+  st->transport = static_cast<TransportClass>(agreed.transport);
+  st->tunerOn = agreed.tunerOn != 0;
+  st->p2pLlThreshold = agreed.p2pLlThreshold;
+  st->p2pChannelBytes = agreed.p2pChannelBytes;
+  st->p2pPieces = agreed.p2pPieces;
+  st->p2pBalanceBytes = agreed.p2pBalanceBytes;
+  st->p2pPair = agreed.p2pPair != 0;
+  st->clusterRing = agreed.clusterRing != 0;
+  st->clusterThree = agreed.clusterThree != 0;
+  st->p2pCopyCtas = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(params::P2pCopyCtas(), kMaxP2pCtas)));
+
+  // NCCL_PROTO without LL for any collective (e.g. "Simple" or "^LL") keeps send/recv off LL too.
+  uint32_t anyProto = 0;
+  for (int c = 0; c < kNumCollTypes; ++c) anyProto |= st->tuning.protos.mask[c];
+  if (!(anyProto & bit(Proto::LL))) st->p2pLlThreshold = 0;
+  st->p2pLlOnNet = (anyProto & bit(Proto::LL)) && !(anyProto & bit(Proto::Simple));
+  if (facts.llPath && !agreed.llPath)
+    BRAID_INFO(kSubInit, "rank %d: another rank's ring has a connection without LL slots; LL is off for this "
+               "communicator", comm->rank);
+  if (p2pMaxCtas(st->tuning) > 0 && !st->p2pPair)
+    BRAID_INFO(kSubInit,
+               "rank %d: %s cannot run a p2p channel's send and receive in one CTA (NCCL_NTHREADS=%d: "
+               "pairing needs a multiple of 64 from 128); under the CTA bound of %d, point-to-point transfers take "
+               "half of it, a CTA per direction (p2p_plan.h)",
+               comm->rank, facts.p2pPair ? "another rank" : "this rank", st->nThreads, p2pMaxCtas(st->tuning));
+  if (facts.clusterRing && !agreed.clusterRing)
+    BRAID_INFO(kSubInit, "rank %d: another rank's ring launches without thread-block clusters; 2-rank all-reduces "
+               "keep the one-shot where it runs unsplit (tuner_model.def)", comm->rank);
+  return ncclSuccess;
+}
+
+int chooseThreads() {
+  int64_t t = params::NThreads();
+  if (t <= 0) return kDevThreads;
+  t = std::max<int64_t>(64, std::min<int64_t>(t, kDevMaxThreads));
+  return static_cast<int>(t / 32 * 32);
+}
+
+}  // namespace
+
+ncclResult_t initDeviceComm(ncclComm* comm) {
+  DeviceGuard guard(comm->cudaDev);
+  auto st = std::make_unique<DeviceState>();
+  st->dev = comm->cudaDev;
+  st->rank = comm->rank;
+  st->nranks = comm->nranks;
+  st->deviceTimeoutSec = std::max<int64_t>(0, params::DeviceTimeout());
+  st->nThreads = chooseThreads();
+  BRAID_CHECK(checkDeviceCode(comm));
+  if (params::PreloadKernels() != 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const cudaError_t e = devPreloadKernels();
+    if (e != cudaSuccess) return cudaError(e, "rank %d: loading the device kernels on GPU %d", comm->rank, comm->cudaDev);
+    BRAID_INFO(kSubInit, "rank %d: device kernels loaded on GPU %d in %.1f ms", comm->rank, comm->cudaDev,
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  void* status = nullptr;
+  BRAID_CUDA_CHECK(cudaHostAlloc(&status, sizeof(DevStatus), cudaHostAllocMapped | cudaHostAllocPortable),
+                   "rank %d: cudaHostAlloc of the device status word", comm->rank);
+  st->statusHost = static_cast<DevStatus*>(status);
+  std::memset(st->statusHost, 0, sizeof(DevStatus));
+  void* statusDev = nullptr;
+  BRAID_CUDA_CHECK(cudaHostGetDevicePointer(&statusDev, status, 0), "rank %d: mapping the device status word",
+                   comm->rank);
+  st->statusDev = static_cast<DevStatus*>(statusDev);
+
+  if (comm->nranks > 1 && params::PeerWatchMs() > 0 && PeerWatch::observable(&comm->wait)) {
+    // Kernels spin on device memory long after the host returned: a peer process that dies would leave them
+    // (and the user's stream) waiting forever. The watch tells them; the next call reports the rank.
+    DeviceState* raw = st.get();
+    try {
+      st->watch = std::make_unique<PeerWatch>(
+          &comm->wait, [raw](int r, const std::string& m) { raw->peerGone(r, m); },
+          std::chrono::milliseconds(params::PeerWatchMs()));
+    } catch (const std::system_error& e) {
+      BRAID_WARN("rank %d: cannot start the peer watch thread (%s); a dead peer will not be detected", comm->rank,
+                 e.what());
+    }
+  }
+  int preferredChannels = kDefaultDevChannels;
+  bool bigFifoOk = comm->nranks > 1;  // both ring neighbours GPUs joined by NVLink (agreedFifoBytes)
+  if (comm->nranks > 1) {
+    comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
+    comm->conns->setTransports(deviceTransports());
+    // A ring with a socket link runs at that link's pace: few channels (agreed as the minimum over ranks).
+    for (int peer : {(comm->rank + 1) % comm->nranks, (comm->rank + comm->nranks - 1) % comm->nranks}) {
+      TransportKind kind;
+      BRAID_CHECK(comm->conns->kindFor(peer, &kind));
+      if (kind == TransportKind::Net) preferredChannels = kNetDevChannels;
+      bigFifoOk = bigFifoOk && kind == TransportKind::P2p &&
+                  p2pNvlinkBetween(comm->self.busId, comm->peers[peer].busId);
+    }
+  }
+  // By default at most half the GPU's SMs (the minimum over ranks, as every channel count): a p2p launch runs
+  // a send and a receive CTA per channel of the ring neighbour, one CTA per SM (__launch_bounds__(512, 1)),
+  // and CTAs that cannot all be resident can stall when the peer grouped its transfers differently (see
+  // p2p_plan.h; copies and other peers' CTAs can still pass the SM count). NCCL_MIN_NCHANNELS and the
+  // config's minimum still raise it. No change on H200 and H100 SXM (132 SMs); H100 PCIe (114) gets 57, a
+  // 40-SM GPU 20.
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, comm->cudaDev) == cudaSuccess && sms >= 2 &&
+      sms / 2 < preferredChannels)
+    preferredChannels = sms / 2;
+  BRAID_CHECK(agreeOnChannels(comm, preferredChannels, kMaxDevChannels, bigFifoOk));
+  BRAID_INFO(kSubInit, "rank %d: %d channels (GPU %d has %d SMs), FIFOs of %lld KiB per connection%s", comm->rank,
+             comm->nChannels, comm->cudaDev, sms, static_cast<long long>(comm->buffBytes >> 10),
+             comm->buffBytesDefaulted ? " (NCCL_BUFFSIZE unset on rank 0: agreedFifoBytes)" : "");
+  st->nChannels = comm->nChannels;
+  if (comm->conns) comm->conns->setBuffBytes(comm->buffBytes);
+
+  if (comm->nranks > 1) {
+    comm->conns->setLlSlots(true);
+    // GPU rings push each byte through the proxy twice per rank (send and receive). On 2xH200 (4 channels,
+    // docs/gpu/2026-11-22j, ranks unbound) 2 threads moved 5.3-5.8 GB/s and 8 (one per connection) 9.2-10.6;
+    // bound by mpirun to one core each, 2 threads moved 3.0-3.5: the proxy places its threads off a tight
+    // binding (proxy_affinity.h) and starts at most one per CPU it gets. The kernels publish steps in mapped
+    // host memory, which wakes no fd: a thread that naps 20-250 us between 512 KiB steps delays them, so GPU
+    // comms' threads poll 2 ms after activity.
+    comm->conns->setNetProxy(8, 2000);
+    DeviceState* raw = st.get();
+    comm->conns->setAbortHook([raw] { raw->raiseAbort(); });
+    BRAID_CHECK(comm->conns->connectRing(comm->nChannels));
+    BRAID_CUDA_CHECK(cudaMalloc(&st->ringConns, sizeof(DevConn) * 2 * st->nChannels),
+                     "rank %d: cudaMalloc of %d ring connection states", comm->rank, 2 * st->nChannels);
+    BRAID_CUDA_CHECK(cudaMalloc(&st->splitGuard, sizeof(uint64_t) * st->nChannels),
+                     "rank %d: cudaMalloc of the split one-shot's guard words", comm->rank);
+    BRAID_CUDA_CHECK(cudaMemset(st->splitGuard, 0, sizeof(uint64_t) * st->nChannels),
+                     "rank %d: zeroing the split one-shot's guard words", comm->rank);
+    BRAID_CUDA_CHECK(cudaMalloc(&st->p2pClaims, sizeof(uint32_t) * 2 * kP2pMaxBalanced),
+                     "rank %d: cudaMalloc of the balanced transfers' claim words", comm->rank);
+    BRAID_CUDA_CHECK(cudaMemset(st->p2pClaims, 0, sizeof(uint32_t) * 2 * kP2pMaxBalanced),
+                     "rank %d: zeroing the balanced transfers' claim words", comm->rank);
+    for (int c = 0; c < st->nChannels; ++c) {
+      BRAID_CHECK(st->upload(*comm->conns->ringSend(c), true, st->ringSend(c)));
+      BRAID_CHECK(st->upload(*comm->conns->ringRecv(c), false, st->ringRecv(c)));
+    }
+  }
+  BRAID_CHECK(agreeOnSelection(comm, st.get()));
+  BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: device communicator on GPU %d ready, %d channel(s) x %d threads%s%s",
+             (void*)comm, comm->rank, comm->nranks, comm->cudaDev, comm->nChannels, st->nThreads,
+             comm->nranks > 1 ? ", ring next via " : "",
+             comm->nranks > 1 ? comm->conns->transportName((comm->rank + 1) % comm->nranks) : "");
+  comm->exec = makeGpuExecutor(comm, std::move(st));
+  return ncclSuccess;
+}
+
+}  // namespace braid

@@ -1,0 +1,123 @@
+// Internal to the device communicator (gpu_comm.cc, gpu_executor.cc): the per-communicator device
+// state behind the GPU executor (mapped status/abort words, DevConn copies of the connections in device
+// memory, host FIFOs registered for device access) and the CUDA error helper.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/peer_watch.h"
+#include "device/dev_work.h"
+#include "runtime/executor.h"
+#include "runtime/gpu/gpu_comm.h"
+#include "tuner/tuner.h"
+#include "nccl.h"
+#include "transport/conn_info.h"
+
+struct ncclComm;
+
+namespace braid {
+
+// Records "<what>: <CUDA error name> (<string>)" as ncclUnhandledCudaError and clears CUDA's sticky
+// last error. `fmt` says what was attempted, naming rank/peer.
+ncclResult_t cudaError(cudaError_t e, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define BRAID_CUDA_CHECK(call, ...)                                           \
+  do {                                                                        \
+    cudaError_t braid_cuda_err_ = (call);                                     \
+    if (braid_cuda_err_ != cudaSuccess) return ::braid::cudaError(braid_cuda_err_, __VA_ARGS__); \
+  } while (0)
+
+// Sets the device for a scope and restores the caller's on exit (API calls must not move the user's
+// current device).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int dev) {
+    if (cudaGetDevice(&prev_) != cudaSuccess) prev_ = -1;
+    if (dev != prev_) cudaSetDevice(dev);
+  }
+  ~DeviceGuard() {
+    int cur = -1;
+    if (prev_ >= 0 && cudaGetDevice(&cur) == cudaSuccess && cur != prev_) cudaSetDevice(prev_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = -1;
+};
+
+class DeviceState {
+ public:
+  ~DeviceState();
+  int dev = -1;
+  int rank = 0;
+  int nranks = 1;
+  int nChannels = 1;
+  int nThreads = kDevThreads;
+  DevStatus* statusHost = nullptr;  // mapped pinned memory
+  DevStatus* statusDev = nullptr;   // the same, as the kernels see it
+  DevConn* ringConns = nullptr;     // device memory: [0, nChannels) send, [nChannels, 2 nChannels) recv
+  uint64_t* splitGuard = nullptr;   // device memory, one zeroed word per channel: CollLaunchArgs::splitGuard
+  // Device memory, kP2pMaxBalanced zeroed pairs: a balanced send's claim counter and finished-CTA count (p2p_plan.h;
+  // the last CTA of the transfer zeroes both again, so every launch and graph replay finds them zero).
+  uint32_t* p2pClaims = nullptr;
+  std::map<int, DevConn*> p2pSend, p2pRecv;  // non-neighbour peers, connected lazily
+  std::vector<void*> registered;    // host FIFO bases registered with cudaHostRegister
+  // Agreed by every rank at init (agreeOnSelection), because neighbours that chose differently would wait on
+  // each other's FIFOs forever: LL is possible (every ring connection of every rank has LL slots: P2P or SHM), and
+  // the tuner configuration every call is decided from (tuning_agreement.h), the ring's transport class
+  // and whether the tuner plans calls at all.
+  int64_t deviceTimeoutSec = 0;  // BRAID_DEVICE_TIMEOUT at init (DevConn::timeoutNs of every connection)
+  bool llPath = false;
+  bool ll128Path = false;  // every rank's ring is NVLink P2P with LL128 slots on sm_90+ (agreed)
+  TunerConfig tuning;
+  TransportClass transport = TransportClass::P2pNvlink;  // the ring's class for the tuner's rows
+  bool tunerOn = true;                                    // BRAID_DEVICE_TUNER, rank 0's
+  uint32_t p2pLlThreshold = 0;  // NCCL_P2P_LL_THRESHOLD, rank 0's: p2p transfers up to this run LL
+  bool p2pLlOnNet = false;       // NCCL_PROTO forces LL (and no Simple): p2p shares over NET run LL too
+  uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES, rank 0's: the unit of p2pChannelsForBytes
+  bool p2pPair = false;               // every rank can pair p2p CTAs (TuningFacts::p2pPair, agreed; p2pCtaBudget)
+  uint32_t p2pPieces = 4;            // BRAID_P2P_PIECES, rank 0's: SIMPLE shares in up to this many steps (>= 128 KiB)
+  uint32_t p2pBalanceBytes = 0;      // BRAID_P2P_BALANCE_BYTES, rank 0's: ring transfers balanced from this share size
+  int pdl = 0;                       // BRAID_PDL, this rank's (launch attributes only: no cross-rank effect)
+  int cluster = 0;                   // clusterSetting: NCCL_CGA_CLUSTER_SIZE / config, this rank's (likewise)
+  bool clusterUserSet = false;       // NCCL_CGA_CLUSTER_SIZE or config.cgaClusterSize chose `cluster`
+  bool clusterThreeFits = false;     // clusters of 3 fit for kThreeClusterMaxChannels channels (clusterForLaunch)
+  bool clusterRing = false;          // every rank's ring launches clustered (TuningFacts::clusterRing, agreed)
+  bool clusterThree = false;         // ... in clusters of 3 on 24-32 channels (TuningFacts::clusterThree, agreed)
+  int p2pCopyCtas = 32;              // BRAID_P2P_COPY_CTAS, this rank's (read at init: getenv is no per-call cost)
+
+
+  DevConn* ringSend(int c) const { return ringConns + c; }
+  DevConn* ringRecv(int c) const { return ringConns + nChannels + c; }
+  // Device-side copy of a connection (registers host FIFOs), uploaded to `dst` in device memory. isSend: the
+  // side this rank plays (BRAID_TEST_STEP_BASE presets the counter that side owns).
+  ncclResult_t upload(const ConnInfo& info, bool isSend, DevConn* dst);
+  void raiseAbort() {
+    if (statusHost) __atomic_store_n(&statusHost->abort, 1u, __ATOMIC_SEQ_CST);
+  }
+  // The peer watch saw peer `deadRank` die: records why and tells the kernels (DevStatus::deadPeer), so one
+  // spinning on that rank stops (a kernel whose data already arrived, or waiting on live peers, goes on; a
+  // finished peer exiting at job end is normal). New collectives then fail naming the rank.
+  void peerGone(int deadRank, const std::string& message);
+  bool peerIsGone() const { return goneSeen_.load(); }
+  std::string goneMessage() const;
+
+  std::unique_ptr<PeerWatch> watch;  // GPU comms with peers (BRAID_PEER_WATCH_MS); stopped first on destruction
+
+ private:
+  mutable std::mutex goneMu_;
+  std::string goneMessage_;  // guarded by goneMu_
+  std::atomic<bool> goneSeen_{false};
+};
+
+std::unique_ptr<Executor> makeGpuExecutor(ncclComm* comm, std::unique_ptr<DeviceState> state);
+
+}  // namespace braid

@@ -1,0 +1,243 @@
+// HostExecutor: runs a batch on host buffers. Collectives go first, in issue order, each split over the
+// ring channels with one CPU thread per channel (channel 0 on the caller, persistent workers for the
+// rest); a barrier between collectives keeps a later op from reading what an earlier one still writes
+// on another channel. Then the batch's point-to-point part progresses as one nonblocking set. With a tuner
+// configuration (setTuning), the tuner picks each collective's channel count from the host rows of its cost
+// model; the algorithm is always Ring and the protocol SIMPLE here, whatever NCCL_ALGO/NCCL_PROTO ask (the
+// tuner then warns once that it fell back).
+#include "runtime/host/host_executor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/log.h"
+#include "core/param.h"
+#include "core/result.h"
+#include "runtime/comm.h"
+#include "runtime/host/host_coll.h"
+#include "runtime/host/host_p2p.h"
+#include "runtime/tuning_agreement.h"
+#include "transport/conn_info.h"
+#include "transport/transport.h"
+#include "tuner/tuner.h"
+
+namespace braid {
+
+struct HostExecutor::Impl {
+  ConnProvider* conns = nullptr;
+  WaitContext defaultWait;
+  const WaitContext* wait = nullptr;
+  int rank = 0;
+  int nranks = 1;
+  int nChannels = 1;
+  std::unique_ptr<TunerConfig> tuning;  // null: every collective on all channels
+  TransportClass transport = TransportClass::HostShm;  // the ring's class, agreed over ranks (setTuning)
+  ChannelMemo last;                     // the previous decision (tunedRingChannels)
+
+  // Worker pool: worker i serves channel i + 1. Guarded by mu.
+  std::mutex mu;
+  std::condition_variable startCv;
+  std::condition_variable doneCv;
+  uint64_t generation = 0;
+  bool stopping = false;
+  int remaining = 0;
+  int activeChannels = 0;
+  CollChannelFn fn = nullptr;
+  const CollChannelWork* work = nullptr;
+  std::vector<ncclResult_t> results;
+  std::vector<std::string> messages;
+  std::atomic<bool> cancel{false};
+  uint64_t collSeq = 0;  // ring collectives run so far (the same count on every rank): part of each step's tag
+  std::vector<std::thread> workers;
+
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      stopping = true;
+    }
+    startCv.notify_all();
+    for (std::thread& t : workers) t.join();
+  }
+
+  void workerLoop(int channel) {
+    RankTag tag(rank);
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lk(mu);
+    for (;;) {
+      startCv.wait(lk, [&] { return stopping || generation != seen; });
+      if (stopping) return;
+      seen = generation;
+      if (channel >= activeChannels) continue;
+      CollChannelFn f = fn;
+      const CollChannelWork* w = work;
+      lk.unlock();
+      clearPendingError();  // this thread's first message of this op is the one to report
+      ncclResult_t r = f(*w, channel);
+      std::string msg;
+      if (r != ncclSuccess && r != kCancelled) {
+        msg = pendingError();
+        cancel.store(true, std::memory_order_relaxed);
+      }
+      clearPendingError();
+      lk.lock();
+      results[channel] = r;
+      messages[channel] = std::move(msg);
+      if (--remaining == 0) doneCv.notify_all();
+    }
+  }
+
+  ncclResult_t ensureWorkers(int nch) {
+    while (static_cast<int>(workers.size()) < nch - 1) {
+      const int channel = static_cast<int>(workers.size()) + 1;
+      try {
+        workers.emplace_back([this, channel] { workerLoop(channel); });
+      } catch (const std::exception& e) {
+        return recordError(ncclSystemError, "rank %d: cannot start the host executor thread for channel %d: %s", rank,
+                           channel, e.what());
+      }
+    }
+    return ncclSuccess;
+  }
+
+  // The tuner's channel count for `op` on at most `maxCh` channels; the path class comes from the ring's
+  // transport (sockets or shared memory).
+  int tunedChannels(const OpDesc& op, int maxCh) {
+    // Skip the search where it cannot change anything (it costs ~0.1 us of a 0.4 us small all-reduce),
+    // unless its decisions are being logged. With NCCL_ALGO/NCCL_PROTO set it runs at least once per size,
+    // so an override the host path cannot honour is reported.
+    if (maxCh == 1 && !tuning->algos.overridden && !tuning->protos.overridden &&
+        !logEnabled(LogLevel::Info, kSubTuning))
+      return 1;
+    return tunedRingChannels(op, nranks, transport, maxCh, 1, *tuning, &last);
+  }
+
+  ncclResult_t runCollective(const OpDesc& op) {
+    CollChannelFn f;
+    BRAID_CHECK(selectCollChannelFn(op, &f));
+    if (op.count == 0) return ncclSuccess;  // every rank sees the same count: nothing moves anywhere
+    int nch = 1;
+    if (nranks > 1) {
+      const int ring = conns ? conns->ringChannels() : 0;
+      if (ring < 1)
+        return recordError(ncclInternalError, "%s on rank %d: no ring channels are connected", collName(op.coll), rank);
+      nch = std::max(1, std::min(nChannels, ring));
+      if (tuning) nch = tunedChannels(op, nch);
+    }
+    CollChannelWork w;
+    w.op = &op;
+    w.tag = hostStepTag(op, collSeq++);
+    w.rank = rank;
+    w.nranks = nranks;
+    w.nChannels = nch;
+    w.conns = conns;
+    w.wait = wait;
+    w.cancel = &cancel;
+    // The host's cost rows know no one-shot (CPU threads reduce at memory speed either way), so it runs only
+    // where NCCL_ALGO forces it (agreed over ranks at init, like the GPU path's choices) and for reductions
+    // that give both ranks the same bits (oneShotExact; on x86 float NaN payloads may still differ by rank).
+    // The schedule is the one the GPU kernels run, tested here without a GPU.
+    w.oneShot = op.coll == CollType::AllReduce && nranks == 2 && oneShotExact(op.op.kind, op.dtype) && tuning &&
+                tuning->algos.overridden &&
+                (tuning->algos.mask[static_cast<int>(op.coll)] & bit(Algo::OneShot)) &&
+                !(tuning->algos.mask[static_cast<int>(op.coll)] & bit(Algo::Ring));
+    BRAID_TRACE(kSubColl, "%s count %zu %s root %d on %d channel(s)", collName(op.coll), op.count, dtypeName(op.dtype),
+                op.root, nch);
+    cancel.store(false, std::memory_order_relaxed);
+    if (nch == 1) return f(w, 0);
+
+    BRAID_CHECK(ensureWorkers(nch));
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      results.assign(nch, ncclSuccess);
+      messages.assign(nch, std::string());
+      fn = f;
+      work = &w;
+      activeChannels = nch;
+      remaining = nch - 1;
+      ++generation;
+    }
+    startCv.notify_all();
+    ncclResult_t r0 = f(w, 0);
+    if (r0 != ncclSuccess && r0 != kCancelled) cancel.store(true, std::memory_order_relaxed);
+    std::unique_lock<std::mutex> lk(mu);
+    doneCv.wait(lk, [&] { return remaining == 0; });
+    if (r0 != ncclSuccess && r0 != kCancelled) return r0;  // message already recorded on this thread
+    for (int c = 1; c < nch; ++c) {
+      if (results[c] != ncclSuccess && results[c] != kCancelled)
+        return recordError(results[c], "%s", messages[c].c_str());
+    }
+    if (r0 == kCancelled) return recordError(ncclInternalError, "%s: channel 0 was cancelled with no failing channel",
+                                             collName(op.coll));
+    return ncclSuccess;
+  }
+};
+
+HostExecutor::HostExecutor(ConnProvider* conns, const WaitContext* wait, int rank, int nranks, int nChannels)
+    : impl_(new Impl) {
+  impl_->conns = conns;
+  impl_->wait = wait ? wait : &impl_->defaultWait;
+  impl_->rank = rank;
+  impl_->nranks = nranks;
+  impl_->nChannels = std::max(1, nChannels);
+}
+
+HostExecutor::~HostExecutor() = default;
+
+void HostExecutor::setTuning(const TunerConfig& cfg, TransportClass transport) {
+  impl_->tuning = std::make_unique<TunerConfig>(cfg);
+  impl_->transport = transport;
+}
+
+double HostExecutor::predictUs(const OpDesc& op) {
+  if (op.count == 0) return 0;
+  const TunerConfig cfg = impl_->tuning ? *impl_->tuning : TunerConfig();
+  return tune(ringSimpleRequest(op, impl_->nranks, impl_->transport, impl_->nChannels, 1), cfg).predictedUs;
+}
+
+ncclResult_t HostExecutor::run(const std::vector<OpDesc>& ops) {
+  std::vector<const OpDesc*> p2p;
+  for (const OpDesc& op : ops) {
+    if (!isP2pColl(op.coll)) {
+      BRAID_CHECK(impl_->runCollective(op));
+    } else {
+      p2p.push_back(&op);
+    }
+  }
+  if (p2p.empty()) return ncclSuccess;
+  return runHostP2p(impl_->conns, impl_->wait, impl_->rank, impl_->nranks, p2p);
+}
+
+// CPU threads per host communicator at most.
+constexpr int kMaxHostChannels = 32;
+
+ncclResult_t initHostComm(ncclComm* comm) {
+  BRAID_CHECK(agreeOnChannels(comm, params::HostChannels(), kMaxHostChannels));
+
+  comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
+  comm->conns->setBuffBytes(comm->buffBytes);
+  BRAID_CHECK(comm->conns->connectRing(comm->nChannels));
+  auto exec = std::make_unique<HostExecutor>(comm->conns.get(), &comm->wait, comm->rank, comm->nranks,
+                                             comm->nChannels);
+  TunerConfig local, tuning;
+  BRAID_CHECK(loadTunerConfig(&local));  // validated at the init call already; read again on this thread
+  local.buffSize = comm->buffBytes;  // the FIFOs' size, agreed in agreeOnChannels (which warns of differences)
+  // The ring's class: socket if any of this rank's ring links is; agreed as the slowest over ranks.
+  TuningFacts facts, agreedFacts;
+  facts.transport = static_cast<int32_t>(TransportClass::HostShm);
+  for (int c = 0; c < comm->nChannels && comm->nranks > 1; ++c)
+    for (const ConnInfo* ci : {comm->conns->ringSend(c), comm->conns->ringRecv(c)})
+      if (!ci || ci->kind == TransportKind::Net) facts.transport = static_cast<int32_t>(TransportClass::HostSocket);
+  BRAID_CHECK(agreeTuning(comm, local, facts, &tuning, &agreedFacts));
+  exec->setTuning(tuning, static_cast<TransportClass>(agreedFacts.transport));
+  comm->exec = std::move(exec);
+  BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: host communicator ready, %d channel(s), ring next %s", (void*)comm,
+             comm->rank, comm->nranks, comm->nChannels, comm->conns->transportName((comm->rank + 1) % comm->nranks));
+  return ncclSuccess;
+}
+
+}  // namespace braid

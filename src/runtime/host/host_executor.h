@@ -1,0 +1,48 @@
+// The host executor: runs a communicator's batch of operations on host buffers with CPU primitives over
+// the transports' host FIFOs. Collectives run in issue order (every rank issues the same sequence), each
+// split across channels, one CPU thread per channel; point-to-point operations of the batch (send/recv,
+// and all-to-all/gather/scatter, which are built from them) progress together without blocking on any one
+// peer, so any pairing order across ranks completes.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "algo/op_desc.h"
+#include "core/wait.h"
+#include "nccl.h"
+#include "runtime/executor.h"
+#include "tuner/tuner.h"
+
+struct ncclComm;
+
+namespace braid {
+
+class ConnProvider;
+
+class HostExecutor final : public Executor {
+ public:
+  HostExecutor(ConnProvider* conns, const WaitContext* wait, int rank, int nranks, int nChannels);
+  ~HostExecutor() override;
+  // From now on each collective's channel count is the tuner's choice (tuner.h; logged under
+  // NCCL_DEBUG_SUBSYS=TUNING, NCCL_MIN/MAX_NCHANNELS honoured) within the connected channels. Without it,
+  // every collective uses all of them. Every rank must use the same configuration (as NCCL requires of
+  // its environment): ranks that pick different channel counts report a size mismatch.
+  // `transport`: the ring's path class, the same on every rank (agreed at init: a ring mixing SHM and
+  // socket links must plan like its slowest on every rank).
+  void setTuning(const TunerConfig& cfg, TransportClass transport = TransportClass::HostShm);
+  // Runs the batch to completion (or the first error, with a recorded message naming the peer).
+  ncclResult_t run(const std::vector<OpDesc>& ops) override;
+  // The cost model's time (us) of `op` as this executor would run it (ncclGroupSimulateEnd).
+  double predictUs(const OpDesc& op) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// After the bootstrap: agrees on channels, connects the ring over host transports (SHM, sockets), agrees on
+// the tuning and sets comm->exec to a host executor.
+ncclResult_t initHostComm(ncclComm* comm);
+
+}  // namespace braid

@@ -1,0 +1,131 @@
+// The tuning agreement (tuning_agreement.h): one allGather of each rank's tuning environment at init.
+#include "runtime/tuning_agreement.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/log.h"
+#include "core/param.h"  // foldBounds
+#include "core/result.h"
+#include "runtime/comm.h"
+
+namespace braid {
+
+namespace {
+// Plain bytes on the wire (memset first, so padding is defined: tail padding at most).
+struct Offer {
+  uint32_t llPath;
+  int32_t transport;
+  int32_t tunerOn;
+  int32_t minChannels;
+  int32_t pipelineSteps;
+  uint32_t ll128Path;
+  uint32_t p2pLlThreshold;
+  uint32_t p2pChannelBytes;
+  uint32_t p2pPieces;
+  int32_t oneShotSplit;
+  int32_t maxCtas;   // -1: unbounded
+  uint32_t clusterRing;  // also keeps buffSize 8-aligned without padding
+  int64_t buffSize;
+  uint32_t protos[kNumCollTypes];
+  uint32_t algos[kNumCollTypes];
+  uint32_t clusterThree;
+  uint32_t p2pPair;
+  uint32_t p2pBalanceBytes;
+  int32_t maxP2pCtas;  // -1: unbounded
+};
+}  // namespace
+
+ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const TuningFacts& facts, TunerConfig* cfg,
+                         TuningFacts* agreed) {
+  std::vector<Offer> all(comm->nranks);
+  Offer& mine = all[comm->rank];
+  std::memset(&mine, 0, sizeof(mine));
+  mine.llPath = facts.llPath;
+  mine.ll128Path = facts.ll128Path;
+  mine.transport = facts.transport;
+  mine.tunerOn = facts.tunerOn;
+  mine.p2pLlThreshold = facts.p2pLlThreshold;
+  mine.p2pChannelBytes = facts.p2pChannelBytes;
+  mine.p2pPieces = facts.p2pPieces;
+  mine.p2pBalanceBytes = facts.p2pBalanceBytes;
+  mine.clusterRing = facts.clusterRing;
+  mine.clusterThree = facts.clusterThree;
+  mine.p2pPair = facts.p2pPair;
+  mine.minChannels = local.minChannels;
+  mine.pipelineSteps = local.pipelineSteps;
+  mine.oneShotSplit = local.oneShotSplit ? 1 : 0;
+  mine.maxCtas = local.maxCtas > 0 ? local.maxCtas : -1;
+  mine.maxP2pCtas = local.maxP2pCtas > 0 ? local.maxP2pCtas : -1;
+  mine.buffSize = local.buffSize;
+  for (int c = 0; c < kNumCollTypes; ++c) {
+    mine.protos[c] = local.protos.mask[c];
+    mine.algos[c] = local.algos.mask[c];
+  }
+  const Offer own = mine;
+  BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Offer)));
+
+  TunerConfig out = local;
+  TuningFacts f;
+  f.llPath = 1;
+  f.ll128Path = 1;
+  f.clusterRing = 1;
+  f.clusterThree = 1;
+  f.p2pPair = 1;
+  f.transport = 0;
+  f.tunerOn = all[0].tunerOn;
+  f.p2pLlThreshold = all[0].p2pLlThreshold;
+  f.p2pChannelBytes = all[0].p2pChannelBytes;
+  f.p2pPieces = all[0].p2pPieces;
+  f.p2pBalanceBytes = all[0].p2pBalanceBytes;
+  out.buffSize = all[0].buffSize;
+  out.pipelineSteps = all[0].pipelineSteps;
+  out.oneShotSplit = all[0].oneShotSplit != 0;
+  out.maxCtas = -1;
+  out.maxP2pCtas = -1;
+  bool differ = false;
+  for (int c = 0; c < kNumCollTypes; ++c) out.protos.mask[c] = out.algos.mask[c] = ~0u;
+  for (const Offer& o : all) {
+    f.llPath &= o.llPath;
+    f.ll128Path &= o.ll128Path;
+    f.clusterRing &= o.clusterRing;
+    f.clusterThree &= o.clusterThree;
+    f.p2pPair &= o.p2pPair;
+    f.transport = std::max(f.transport, o.transport);
+    out.minChannels = std::max(out.minChannels, o.minChannels);
+    out.maxCtas = static_cast<int>(foldBounds(out.maxCtas, o.maxCtas));
+    out.maxP2pCtas = static_cast<int>(foldBounds(out.maxP2pCtas, o.maxP2pCtas));
+    differ = differ || o.minChannels != own.minChannels || o.buffSize != own.buffSize ||
+             o.pipelineSteps != own.pipelineSteps || o.oneShotSplit != own.oneShotSplit || o.maxCtas != own.maxCtas ||
+             o.maxP2pCtas != own.maxP2pCtas || o.tunerOn != own.tunerOn || o.p2pLlThreshold != own.p2pLlThreshold ||
+             o.p2pChannelBytes != own.p2pChannelBytes || o.p2pPieces != own.p2pPieces ||
+             o.p2pBalanceBytes != own.p2pBalanceBytes;
+    for (int c = 0; c < kNumCollTypes; ++c) {
+      out.protos.mask[c] &= o.protos[c];
+      out.algos.mask[c] &= o.algos[c];
+      differ = differ || o.protos[c] != own.protos[c] || o.algos[c] != own.algos[c];
+    }
+  }
+  out.protos.overridden = out.algos.overridden = false;
+  for (int c = 0; c < kNumCollTypes; ++c) {
+    // Ranks that allow disjoint sets: every executor runs Ring/Simple, so that is what they agree on.
+    if (out.protos.mask[c] == 0) out.protos.mask[c] = bit(Proto::Simple);
+    if (out.algos.mask[c] == 0) out.algos.mask[c] = bit(Algo::Ring);
+    out.protos.overridden = out.protos.overridden || out.protos.mask[c] != kAllProtosMask;
+    out.algos.overridden = out.algos.overridden || out.algos.mask[c] != kAllAlgosMask;
+  }
+  if (differ)
+    BRAID_WARN(
+        "rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS / "
+        "NCCL_MAX_P2P_NCHANNELS / config.maxCTAs / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / BRAID_ONESHOT_SPLIT / "
+        "BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES differ across ranks; "
+        "every rank uses what all allow (the largest minimum, the smallest CTA bounds, rank 0's sizes, split, tuner "
+        "switch, threshold, p2p channel bytes and pieces)",
+        comm->rank);
+  *cfg = out;
+  *agreed = f;
+  return ncclSuccess;
+}
+
+}  // namespace braid

@@ -1,0 +1,67 @@
+cmake_minimum_required(VERSION 3.24)
+# Checks the layering of src/ (cmake/layers.cmake) the way the build enforces it: compiled with a layer's
+# include root, a header of every layer that layer may not use must fail to be found, and a header of the
+# layer itself must compile. Also refuses includes that climb out of a folder with "..".
+#   cmake -DCXX=<compiler> -DSRC=<src> -DINCLUDE=<include> -DCUDA_INCLUDE=<dirs> -DLAYERS=<build>/layers
+#         -DLAYER_FILE=<cmake/layers.cmake> -DWORK=<scratch dir> -P check_layers.cmake
+include(${LAYER_FILE})
+file(MAKE_DIRECTORY ${WORK})
+set(failures 0)
+set(cuda_flags)
+foreach(d ${CUDA_INCLUDE})
+  list(APPEND cuda_flags -isystem ${d})
+endforeach()
+
+function(probe layer header expect_ok)
+  string(MAKE_C_IDENTIFIER "${layer}_${header}" id)
+  set(tu ${WORK}/${id}.cc)
+  file(WRITE ${tu} "#include \"${header}\"\n")
+  execute_process(
+    COMMAND ${CXX} -std=c++17 -fsyntax-only -DBRAID_HAVE_CUDA_RUNTIME_H=1 -I${INCLUDE} -I${LAYERS}/${layer}
+            ${cuda_flags} ${tu}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(expect_ok AND NOT rc EQUAL 0)
+    message(SEND_ERROR "layer ${layer}: its own header ${header} does not compile:\n${out}")
+    math(EXPR n "${failures} + 1")
+    set(failures ${n} PARENT_SCOPE)
+  elseif(NOT expect_ok AND (rc EQUAL 0 OR NOT out MATCHES "No such file"))
+    message(SEND_ERROR "layer ${layer} can include ${header}, a header of a layer above it or beside it")
+    math(EXPR n "${failures} + 1")
+    set(failures ${n} PARENT_SCOPE)
+  endif()
+endfunction()
+
+set(checked 0)
+foreach(layer ${BRAID_LAYERS})
+  if(NOT IS_DIRECTORY ${LAYERS}/${layer})
+    message(FATAL_ERROR "no include root ${LAYERS}/${layer}: configure the build first")
+  endif()
+  file(GLOB own RELATIVE ${SRC} ${SRC}/${layer}/*.h)
+  list(SORT own)
+  list(GET own 0 first)
+  probe(${layer} ${first} TRUE)
+  foreach(other ${BRAID_LAYERS})
+    if(other STREQUAL layer OR other IN_LIST BRAID_LAYER_DEPS_${layer})
+      continue()
+    endif()
+    file(GLOB theirs RELATIVE ${SRC} ${SRC}/${other}/*.h)
+    list(SORT theirs)
+    list(GET theirs 0 h)
+    probe(${layer} ${h} FALSE)
+    math(EXPR checked "${checked} + 1")
+  endforeach()
+endforeach()
+
+file(GLOB_RECURSE sources ${SRC}/*.h ${SRC}/*.cc ${SRC}/*.cu ${SRC}/*.cuh ${SRC}/*.def)
+foreach(f ${sources})
+  file(STRINGS ${f} climbs REGEX "^[ \t]*#[ \t]*include[ \t]*\"[^\"]*\\.\\./")
+  if(climbs)
+    message(SEND_ERROR "${f}: an include climbs out of its folder: ${climbs}")
+    math(EXPR failures "${failures} + 1")
+  endif()
+endforeach()
+
+if(failures GREATER 0)
+  message(FATAL_ERROR "layering: ${failures} violation(s)")
+endif()
+message(STATUS "layering: ${checked} forbidden layer pairs refused, every layer's own header compiles")

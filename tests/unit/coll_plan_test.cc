@@ -1,0 +1,134 @@
+// The plan of a GPU collective (src/runtime/gpu/coll_plan.h): every decision the launch uses is in it. The split
+// one-shot by buffer placement, grids in whole clusters, clusters switched off after a driver refusal, one rank.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "runtime/gpu/coll_plan.h"
+#include "tuner/launch_attrs.h"
+
+using namespace braid;
+
+namespace {
+
+// Two ranks over NVLink with 64 channels and the default FIFOs (4 MiB in 8 steps), as init agrees them.
+CollPlanFacts nvlinkPair() {
+  CollPlanFacts f;
+  f.rank = 0;
+  f.nranks = 2;
+  f.nChannels = 64;
+  f.transport = TransportClass::P2pNvlink;
+  f.llPath = true;
+  f.ll128Path = true;
+  f.ringStepBytes = 512 << 10;
+  f.ringSteps = 8;
+  return f;
+}
+
+OpDesc allReduce(size_t count, const void* in, void* out) {
+  OpDesc op;
+  op.coll = CollType::AllReduce;
+  op.dtype = ncclFloat32;
+  op.op.kind = RedKind::Sum;
+  op.count = count;
+  op.sendbuff = in;
+  op.recvbuff = out;
+  return op;
+}
+
+constexpr uint32_t kAllProtos = (1u << static_cast<int>(Proto::LL)) | (1u << static_cast<int>(Proto::LL128));
+
+}  // namespace
+
+TEST(CollPlan, SplitOneShotFollowsTheBuffers) {
+  CollPlanner planner(nvlinkPair());
+  const size_t count = size_t(8) << 18;  // 8 MB of floats: 128 KiB per channel on 64 channels
+  std::vector<char> mem(count * 4 * 3);
+  char* a = mem.data();
+  const CollPlan inPlace = planner.plan(allReduce(count, a, a), kAllProtos);
+  ASSERT_EQ(inPlace.devColl, kDevAllReduceOneShotSplit) << "8 MB on NVLink runs the split one-shot";
+  EXPECT_EQ(inPlace.proto, Proto::Simple);
+  EXPECT_EQ(inPlace.nCta, 2 * inPlace.nChannels);
+  EXPECT_TRUE(inPlace.splitGuard);
+  EXPECT_EQ(inPlace.cluster, 0);
+  EXPECT_GT(inPlace.predictedUs, 0);
+
+  const CollPlan apart = planner.plan(allReduce(count, a, a + count * 4), kAllProtos);
+  EXPECT_EQ(apart.devColl, kDevAllReduceOneShotSplit);
+  EXPECT_EQ(apart.nCta, 2 * apart.nChannels);
+  EXPECT_FALSE(apart.splitGuard);
+
+  // Overlapping but not the same buffer (not valid NCCL usage): the unsplit one-shot, one CTA per channel.
+  const CollPlan overlap = planner.plan(allReduce(count, a, a + 4096), kAllProtos);
+  EXPECT_EQ(overlap.devColl, kDevAllReduceOneShot);
+  EXPECT_EQ(overlap.nCta, overlap.nChannels);
+  EXPECT_FALSE(overlap.splitGuard);
+  EXPECT_EQ(overlap.nChannels, inPlace.nChannels);
+}
+
+TEST(CollPlan, SplitNeedsTwiceItsChannelsWithinTheCtaBound) {
+  CollPlanFacts f = nvlinkPair();
+  f.tuning.maxCtas = 64;  // the split's 2 x 64 CTAs do not fit
+  CollPlanner planner(f);
+  const size_t count = size_t(8) << 18;
+  std::vector<char> mem(count * 4);
+  const CollPlan p = planner.plan(allReduce(count, mem.data(), mem.data()), kAllProtos);
+  EXPECT_NE(p.devColl, kDevAllReduceOneShotSplit);
+  EXPECT_LE(p.nCta, 64);
+}
+
+TEST(CollPlan, ClusteredGridsAreWholeClustersUntilTheDriverRefuses) {
+  CollPlanFacts f = nvlinkPair();
+  f.cluster = kDefaultCgaCluster;
+  CollPlanner planner(f);
+  OpDesc op;
+  op.coll = CollType::Broadcast;
+  op.dtype = ncclFloat32;
+  op.count = size_t(64) << 18;  // 64 MB: Simple, in clusters (kClusterMinBytes)
+  std::vector<char> mem(op.count * 4);
+  op.sendbuff = op.recvbuff = mem.data();
+  const CollPlan p = planner.plan(op, kAllProtos);
+  ASSERT_EQ(p.proto, Proto::Simple);
+  EXPECT_EQ(p.cluster, kDefaultCgaCluster);
+  EXPECT_EQ(p.nCta % p.cluster, 0);
+  EXPECT_GE(p.nCta, p.nChannels);
+  EXPECT_LT(p.nCta, p.nChannels + p.cluster);
+
+  planner.clustersOff();  // the memoised plan must not keep its clusters
+  const CollPlan plain = planner.plan(op, kAllProtos);
+  EXPECT_EQ(plain.cluster, 0);
+  EXPECT_EQ(plain.nCta, plain.nChannels);
+
+  // Below kClusterMinBytes nothing is clustered.
+  CollPlanner small(f);
+  op.count = 1 << 10;
+  const CollPlan s = small.plan(op, kAllProtos);
+  EXPECT_EQ(s.cluster, 0);
+  EXPECT_EQ(s.nCta, s.nChannels);
+}
+
+TEST(CollPlan, OneRankRunsPlainOnItsChannels) {
+  CollPlanFacts f;
+  f.nranks = 1;
+  f.nChannels = 64;
+  f.cluster = kDefaultCgaCluster;
+  CollPlanner planner(f);
+  std::vector<char> mem(size_t(64) << 20);
+  const CollPlan p = planner.plan(allReduce(size_t(16) << 20, mem.data(), mem.data()), kAllProtos);
+  EXPECT_EQ(p.devColl, kDevAllReduce);
+  EXPECT_EQ(p.proto, Proto::Simple);
+  EXPECT_EQ(p.cluster, 0);
+  EXPECT_GE(p.nChannels, 1);
+  EXPECT_EQ(p.nCta, p.nChannels);
+}
+
+TEST(CollPlan, ProtocolsWithoutKernelsAreNeverPlanned) {
+  CollPlanner planner(nvlinkPair());
+  std::vector<char> mem(4096);
+  for (size_t count : {size_t(2), size_t(256), size_t(1024)}) {
+    const CollPlan p = planner.plan(allReduce(count, mem.data(), mem.data() + 2048), 0);
+    EXPECT_EQ(p.proto, Proto::Simple) << count << " floats with no LL/LL128 kernel";
+    const CollPlan q = planner.plan(allReduce(count, mem.data(), mem.data() + 2048), kAllProtos);
+    EXPECT_NE(q.proto, Proto::Simple) << count << " floats: small all-reduces run LL or LL128 where they can";
+  }
+}
