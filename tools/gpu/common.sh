@@ -25,6 +25,8 @@
 #                              not pass
 #   gpu_gpu_tests              the gpu test binaries: tests/gpu/*_test.{cc,cu} by name
 #   gpu_over_guard             status 0 once the script has run GUARD seconds (default 540; 0: never)
+#   gpu_limit SEC              SEC, or less where the script would run past CALL_LIMIT (default 585 s: a device
+#                              call's 600 s less the packing; 0: no limit): each run's and each test's timeout
 #   gpu_elapsed                seconds since gpu_init
 #   gpu_pack                   tars $L into $OUT/NAME.tgz (a device call brings back at most 8 files) and removes $L
 gpu_usage() { sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$1"; }
@@ -39,6 +41,7 @@ NCCL_LIB=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 PERF_TIMEOUT=${PERF_TIMEOUT:-150}
 TEST_TIMEOUT=${TEST_TIMEOUT:-200}
 GUARD=${GUARD:-540}
+CALL_LIMIT=${CALL_LIMIT:-585}
 GPU_HOST=${GPU_HOST:-0}
 B=${B:-build-gpu}
 
@@ -57,6 +60,11 @@ gpu_init() {
 gpu_elapsed() { echo $(( SECONDS - GPU_T0 )); }
 
 gpu_over_guard() { [[ $GUARD -gt 0 && $(gpu_elapsed) -ge $GUARD ]]; }
+
+gpu_limit() {
+  local left=$(( CALL_LIMIT - $(gpu_elapsed) ))
+  if [[ $CALL_LIMIT -gt 0 && $left -lt $1 ]]; then echo $(( left > 1 ? left : 1 )); else echo "$1"; fi
+}
 
 gpu_count() {
   if [[ -n ${CUDA_VISIBLE_DEVICES:-} ]]; then
@@ -120,7 +128,7 @@ gpu_launcher() {
 }
 
 gpu_perf() {
-  local lib=$1 np=$2 tool=$3 file=$4 launcher bin rc s=$SECONDS
+  local lib=$1 np=$2 tool=$3 file=$4 launcher bin rc limit s=$SECONDS
   shift 4
   local envs=(NCCL_NVLS_ENABLE=0)
   while [[ $# -gt 0 && $1 != -- ]]; do envs+=("$1"); shift; done
@@ -138,6 +146,7 @@ gpu_perf() {
   esac
   [[ -x $bin ]] || { echo "$file: $bin is not built"; return 1; }
   local cmd=()
+  limit=$(gpu_limit "$PERF_TIMEOUT")
   if [[ $launcher == mpirun ]]; then
     cmd=(mpirun --allow-run-as-root -np "$np")
     [[ $np -gt $(nproc) ]] && cmd+=(--oversubscribe)
@@ -148,11 +157,12 @@ gpu_perf() {
     for e in "${envs[@]}"; do cmd+=(-x "$e"); done
     cmd+=("$bin")
   else
-    cmd=("$B/bin/braidrun" -n "$np" --timeout "$PERF_TIMEOUT" -- env "${envs[@]}" "$bin")
+    cmd=("$B/bin/braidrun" -n "$np" --timeout "$limit" -- env "${envs[@]}" "$bin")
   fi
   echo "${cmd[*]} $* -J $L/$file.json" > "$L/$file.txt"
-  timeout "$PERF_TIMEOUT" "${cmd[@]}" "$@" -J "$L/$file.json" >> "$L/$file.txt" 2>&1
+  timeout "$limit" "${cmd[@]}" "$@" -J "$L/$file.json" >> "$L/$file.txt" 2>&1
   rc=$?
+  [[ $rc -eq 124 ]] && echo "timed out after $limit s" >> "$L/$file.txt"
   printf '%-34s rc=%-3d %4d s\n' "$file" "$rc" $(( SECONDS - s ))
   [[ $rc -ne 0 ]] && grep -v '^#' "$L/$file.txt" | tail -5 | sed 's/^/    | /'
   return $rc
@@ -172,7 +182,7 @@ gpu_test_needs() {
 }
 
 gpu_tests() {
-  local t s rc n missing summary verdict failed=0
+  local t s rc n missing summary verdict limit failed=0
   for t in "$@"; do
     if gpu_over_guard; then
       echo "SKIP $t: the script has run ${GUARD} s (GUARD)"; failed=$(( failed + 1 )); continue
@@ -184,7 +194,8 @@ gpu_tests() {
       echo "MISSING $t: $B/bin lacks$missing"; failed=$(( failed + 1 )); continue
     fi
     s=$SECONDS
-    timeout "$TEST_TIMEOUT" "$B/bin/$t" > "$L/$t.txt" 2>&1
+    limit=$(gpu_limit "$TEST_TIMEOUT")
+    timeout "$limit" "$B/bin/$t" > "$L/$t.txt" 2>&1
     rc=$?
     summary=$(grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?' "$L/$t.txt" | tr -s ' ' |
       sed 's/, listed below://' | tr '\n' ' ')
@@ -198,7 +209,7 @@ gpu_tests() {
     [[ $verdict == PASS ]] || failed=$(( failed + 1 ))
     echo "$verdict $t rc=$rc $(( SECONDS - s )) s: $summary"
     if [[ $rc -ne 0 ]]; then
-      [[ $rc -eq 124 ]] && echo "    | timed out after $TEST_TIMEOUT s"
+      [[ $rc -eq 124 ]] && echo "    | timed out after $limit s"
       grep -E '^\[  FAILED|Failure|error' -A3 "$L/$t.txt" | head -12 | sed 's/^/    | /'
     elif [[ $verdict == SKIPPED ]]; then
       grep -m1 -A1 ': Skipped$' "$L/$t.txt" | tail -1 | sed 's/^/    | /'

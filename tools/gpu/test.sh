@@ -11,7 +11,8 @@
 #             /usr/src/googletest where the system has none; CMAKE_ARGS adds configure options)
 #   -n NP     GPUs the tests see: CUDA_VISIBLE_DEVICES=0..NP-1 (default: every visible GPU)
 #   -g SEC    start no test once the script has run SEC seconds, build included (default 540; 0: no limit)
-#   -t SEC    time limit of one test binary (default 200)
+#   -t SEC    time limit of one test binary (default 200; none goes on past CALL_LIMIT, default 585 s after the
+#             start: a device call's 10 minutes less the packing)
 #   TEST...   the binaries to run (default: all), e.g. device_coll_test fifo_gpu_test
 #   -h        this text
 #
