@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Fits the tuner's P2pNvlink rows (src/collectives/tuner_model.def) to a calibration run of
-tools/gpu_calibrate.sh and shows what the fitted model would choose against the measured best.
+"""Fits the tuner's P2pNvlink rows (src/tuner/tuner_model.def) to a calibration grid measured by
+tools/gpu/calibrate.sh and shows what the fitted model would choose against the measured best.
 
-usage: tools/tuner_fit.py DIR [--fix NAME=VALUE ...]   (DIR holds {coll}_{LL|LL128|Simple}_{channels}.txt perf
-outputs; coll all_reduce_oneshot: NCCL_ALGO=allreduce:OneShot; --fix holds a parameter of NAMES at VALUE, e.g.
---fix perCh=0.01, as the twelfth session's LL128 row was fitted)
+usage: tools/tuner_fit.py DIR [--fix NAME=VALUE ...] [--model FILE]
 
-The model is the one in tuner.cc's predictUs for 2 ranks: base + perChannel*(n-1) + steps*step +
+DIR holds {coll}_{LL|LL128|Simple}_{channels}.txt perf outputs (tools/gpu/calibrate.sh's calibrate.tgz,
+unpacked); coll all_reduce_oneshot is all-reduce with NCCL_ALGO=allreduce:OneShot. --fix holds a parameter
+of NAMES at VALUE, e.g. --fix perCh=0.01 where two ranks cannot separate it from the rest (a grid of a few
+channel counts). --model reads the receive-tail rows from FILE instead of src/tuner/tuner_model.def.
+
+The model is the one in the tuner's predictUs for 2 ranks: base + perChannel*(n-1) + steps*step +
 chunks*chunkUs + W/(n*bwPerCh) + W/cap (+ the receive tail on Simple), W the bytes on the busiest link,
 chunks = ceil(W/n / chunkBytes).
 Pure Python (no numpy): Nelder-Mead on log-parameters, least squares of log(predicted/measured)."""
@@ -40,8 +43,8 @@ def load(d):
     return data
 
 
-# Large-size anchors from earlier runs on the same machine (docs/PERFORMANCE.md, 2026-11-22 third session):
-# ring all-reduce busbw 313.0 / 351.8 GB/s at 2 GB and 312.7 / 349.1 at 512 MB on 32 / 64 channels.
+# Large-size anchors measured on 2xH200 (NV18) beside the grid, which stops at 32 MB: ring all-reduce busbw
+# 313.0 / 351.8 GB/s at 2 GB and 312.7 / 349.1 at 512 MB on 32 / 64 channels.
 # Weighted so the few large points count as much as the grid's many small ones.
 ANCHORS = [("all_reduce", "Simple", ch, size, size / bw / 1e3)
            for ch, size, bw in ((32, 1 << 31, 313.0), (64, 1 << 31, 351.8), (32, 1 << 29, 312.7), (64, 1 << 29, 349.1))]
@@ -50,9 +53,18 @@ ANCHOR_WEIGHT = 20
 
 # tuner_model.def's BRAID_TUNER_RECV_TAIL rows on NVLink (ctaGBs, capUs), read from it and held fixed: a fit of the
 # Simple row would otherwise take the tail into base and step.
-DEF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "collectives", "tuner_model.def")
-RECV_TAIL = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in re.finditer(
-    r"^BRAID_TUNER_RECV_TAIL\(P2pNvlink, (\w+), ([\d.]+), ([\d.]+)\)", open(DEF).read(), re.M)}
+DEF = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "tuner",
+                                   "tuner_model.def"))
+RECV_TAIL = {}
+
+
+def read_recv_tail(path):
+    if not os.path.exists(path):
+        sys.exit("tuner_fit.py: no tuner model at %s (--model FILE)" % path)
+    return {m.group(1): (float(m.group(2)), float(m.group(3))) for m in re.finditer(
+        r"^BRAID_TUNER_RECV_TAIL\(P2pNvlink, (\w+), ([\d.]+), ([\d.]+)\)", open(path).read(), re.M)}
+
+
 TAILED = set(SHAPE)  # every collective here is a ring one (or the one-shot): predictUs adds the tail to all
 
 
@@ -105,19 +117,30 @@ def nelder_mead(f, x0, iters=4000):
 
 
 def main():
+    usage = "usage: tuner_fit.py DIR [--fix NAME=VALUE ...] [--model FILE], NAME one of " + " ".join(NAMES)
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) >= 2 else 2)
     data = load(sys.argv[1])
+    if not data:
+        sys.exit("tuner_fit.py: no {coll}_{proto}_{channels}.txt perf outputs in %s" % sys.argv[1])
+    model = DEF
     args = sys.argv[2:]
     while args:
-        if args[0] != "--fix" or len(args) < 2 or "=" not in args[1] or args[1].split("=")[0] not in NAMES:
-            sys.exit("usage: tuner_fit.py DIR [--fix NAME=VALUE ...], NAME one of " + " ".join(NAMES))
-        name, value = args[1].split("=")
-        FIX[NAMES.index(name)] = float(value)
+        if args[0] == "--model" and len(args) >= 2:
+            model = args[1]
+        elif args[0] != "--fix" or len(args) < 2 or "=" not in args[1] or args[1].split("=")[0] not in NAMES:
+            sys.exit(usage)
+        else:
+            name, value = args[1].split("=")
+            FIX[NAMES.index(name)] = float(value)
         args = args[2:]
+    RECV_TAIL.update(read_recv_tail(model))
     fitted = {}
     for proto, x0 in (("LL", [5.0, 0.5, 0.2, 0.02, 5.0, 400.0]), ("LL128", [5.0, 1.5, 0.3, 0.02, 15.0, 400.0]),
                       ("Simple", [5.0, 3.0, 0.3, 0.02, 20.0, 400.0])):
         pts = [d for d in data if d[1] == proto]
-        if not pts:  # a grid of one protocol (e.g. gpu_ll128.sh's LL128 grid)
+        if not pts:  # a grid of one protocol (calibrate.sh -p LL128)
             continue
         best, val = nelder_mead(lambda lp: loss(lp, pts, proto), [math.log(v) for v in x0])
         for _ in range(3):  # restarts from the optimum
