@@ -6,7 +6,8 @@
 # --baseline compares against a stored baseline (docs/perf/<machine>.jsonl) and which can become a new one.
 #
 #   tools/gpu/side_by_side.sh [-n NP] [-C COLLS] [-r ROUNDS] [-x VAR=V]... [--protos LIST] [-b BUILD_DIR]
-#                             [--baseline FILE.jsonl] [--machine NAME] [--host] [-g GUARD] [-- PERF_FLAGS...]
+#                             [--base DIR] [--baseline FILE.jsonl] [--machine NAME] [--host] [-g GUARD]
+#                             [-- PERF_FLAGS...]
 #
 #   -n NP            ranks, one per GPU, under mpirun -np NP (default: every visible GPU)
 #   -C COLLS         collectives, comma- or space-separated (default: all_reduce all_gather reduce_scatter
@@ -19,6 +20,10 @@
 #                    collectives (all_reduce all_gather reduce_scatter broadcast reduce) among COLLS
 #   -b DIR           build folder (default build-gpu): used as it is when its bin/ holds the perf tools and
 #                    braidrun (e.g. carried: tools/gpu/carry.sh), else they are built there
+#   --base DIR       another Braid build (e.g. main before a change, carried) run as a third library in every
+#                    round, interleaved with the others; its result goes to side_by_side_base.jsonl and the
+#                    new build is compared against it (tools/perf/baseline compare), so a change's cost or
+#                    gain is measured on the same GPUs in the same call
 #   --baseline FILE  compare the result against FILE (tools/perf/baseline compare; flags Braid rows 5% slower)
 #   --machine NAME   machine name in the result (default NPx<GPU model>, e.g. 2xh100; with --host: host)
 #   --host           host buffers (BRAID_HOST_COMM=1) on a machine without GPUs: Braid, against Open MPI's
@@ -45,7 +50,7 @@ BASELINE_PY=$(cd "$(dirname "$0")/../perf" && pwd)/baseline
 
 ALL="all_reduce all_gather reduce_scatter broadcast reduce alltoall gather scatter sendrecv"
 RING="all_reduce all_gather reduce_scatter broadcast reduce"
-np="" colls=$ALL rounds=1 extra=() protos="" baseline="" machine="" flags=()
+np="" colls=$ALL rounds=1 extra=() protos="" baseline="" base="" machine="" flags=()
 die() { echo "side_by_side.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -55,6 +60,7 @@ while [[ $# -gt 0 ]]; do
     -x) [[ ${2:-} == *=* ]] || die "-x wants VAR=V"; extra+=("$2"); shift 2 ;;
     --protos) protos=${2//,/ }; shift 2 ;;
     -b) B=${2:?}; shift 2 ;;
+    --base) base=${2:?}; shift 2 ;;
     --baseline) baseline=${2:?}; [[ -f $baseline ]] || die "no baseline $baseline"; shift 2 ;;
     --machine) machine=${2:?}; shift 2 ;;
     --host) GPU_HOST=1; shift ;;
@@ -90,6 +96,12 @@ if ! gpu_use_build "$B" "${tools[@]}"; then
   gpu_build "$B" "${targets[@]}"
   gpu_use_build "$B"
 fi
+if [[ -n $base ]]; then
+  new=$B
+  gpu_use_build "$base" "${tools[@]}" || die "--base $base: its bin/ lacks some of ${tools[*]}"
+  base_lib=$(cd "$base/lib" && pwd)
+  B=$new
+fi
 
 # The libraries of one collective: nccl (or openmpi on host buffers) and braid, then braid_<PROTO> for each
 # forced protocol.
@@ -101,6 +113,7 @@ libs_of() {
     echo nccl
   fi
   echo braid
+  [[ -n $base ]] && echo base
   if [[ " $RING " == *" $c "* ]]; then for p in $protos; do echo "braid_$p"; done; fi
 }
 
@@ -116,7 +129,12 @@ for (( r = 1; r <= rounds; r++ )); do
       if gpu_over_guard; then echo "${c}_${lib}_$r not run: the script has run $GUARD s (GUARD)"; failed=1; continue; fi
       envs=("${extra[@]}")
       [[ $lib == braid_* ]] && envs+=("NCCL_PROTO=${lib#braid_}")
-      gpu_perf "${lib%%_*}" "$np" "${c}_perf" "${c}_${lib}_$r" "${envs[@]}" -- "${flags[@]}" || failed=1
+      if [[ $lib == base ]]; then
+        (B=$base LD_LIBRARY_PATH=$base_lib:$LD_LIBRARY_PATH gpu_perf braid "$np" "${c}_perf" "${c}_base_$r" \
+          "${envs[@]}" -- "${flags[@]}") || failed=1
+      else
+        gpu_perf "${lib%%_*}" "$np" "${c}_perf" "${c}_${lib}_$r" "${envs[@]}" -- "${flags[@]}" || failed=1
+      fi
     done
   done
 done
@@ -141,6 +159,19 @@ if [[ -s $result ]]; then
   if [[ -n $baseline ]]; then
     "$BASELINE_PY" compare --strict "$baseline" "$result" | tee -a "$OUT/side_by_side.txt"
     [[ ${PIPESTATUS[0]} -eq 0 ]] || failed=1
+  fi
+  if [[ -n $base ]]; then
+    base_result=$OUT/side_by_side_base.jsonl
+    rm -f "$base_result"
+    shopt -s nullglob
+    files=("$L"/*_base_[0-9]*.json)
+    shopt -u nullglob
+    envs=()
+    for e in "${extra[@]}"; do envs+=(--env "$e"); done
+    "$BASELINE_PY" make --machine "$machine" --library braid "${envs[@]}" -o "$base_result" "${files[@]}" ||
+      failed=1
+    echo "== this build ($B) against --base $base, same call, interleaved:" | tee -a "$OUT/side_by_side.txt"
+    "$BASELINE_PY" compare "$base_result" "$result" | tee -a "$OUT/side_by_side.txt"
   fi
   echo "result: $result (a baseline for docs/perf/$machine.jsonl), tables: $OUT/side_by_side.txt"
 else
