@@ -26,9 +26,8 @@ namespace braid {
 // The FIFO step of a SIMPLE p2p share. Both sides derive it from the block's bytes and the connection's step
 // (the same on both), so they cut the transfer alike: in `pieces` steps of whole 4 KiB, none below
 // kP2pMinPieceBytes nor above the connection's step, so the receiver copies one piece out while the next
-// crosses the link. Each step costs ~1.5 us of handshake (2xH200, docs/gpu/2026-11-22zb: 32 KB send/recv
-// 10.7 / 11.6 / 14.1 us at 1 / 2 / 4 pieces), which pieces of 128 KiB and up pay back (16-64 MB send/recv,
-// shares of 256 KiB-1 MiB: 4-9% faster at 4 pieces); a share under two pieces keeps one step.
+// crosses the link. Each step costs ~1.5 us of handshake, which pieces of 128 KiB and up pay back (measured on
+// 2xH200: docs/TUNING.md, "Pieces"); a share under two pieces keeps one step.
 constexpr size_t kP2pMinPieceBytes = size_t(128) << 10;
 BRAID_HD inline size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_t pieces) {
   if (pieces <= 1 || bytes < 2 * kP2pMinPieceBytes) return connStep;
@@ -42,20 +41,12 @@ BRAID_HD inline size_t p2pSimpleStepBytes(size_t connStep, size_t bytes, uint32_
 // kP2pKneeChannels channels; above, one channel per u up to kP2pKneeChannels, then shares of 2u up to
 // kP2pKneeChannels, then shares of 4u (at least kP2pWideShareBytes), at most nChannels; inside that rule the
 // channel count holds at each widening until the larger shares catch up. Between the rules it drops: 16u on
-// 32 channels, 16u + 1 on 17. The fine cut makes more blocks (a 64 KiB transfer 8, was 1; 1 MiB 32, was 8): a
-// group past kMaxP2pBlocks of them runs from a table in device memory, at the cost of its fill launches.
-// Both sides derive it from the transfer's size and rank 0's channelBytes, so they cut alike. Why:
-// - up to 2u (2xH200, docs/gpu/2026-11-25f, two rounds): 8 KiB shares run LL on several CTA pairs: send/recv
-//   32 KB 6.6 us against 9.3 on one 32 KiB share, 64 KB 6.7 against 10.2, all-to-all alike;
-// - up to 16u (same call): 32 KiB shares: send/recv 256 KB-1 MB 9.7-11.4 us against 10.3-13.6 on u shares;
-// - 16u-32u (2xH100, docs/gpu/2026-12-02c, d, three rounds each): one channel per u (17-32 of 64 KiB) instead
-//   of shares of 2u (9-16 of 128 KiB): send/recv 1.25 / 1.5 / 1.75 / 2 MB 12.95 / 13.67 / 14.46 / 15.40 us
-//   against 14.86 / 15.43 / 16.08 / 16.77, all-to-all 2.5-4 MB (1.25-2 MiB a peer) 7-9% faster, gather and
-//   scatter within noise. (On 2xH200, docs/gpu/2026-11-23b, c, f, before programmatic launches, 64 KiB
-//   shares had spread over 12-21 us where 128 KiB ones ran 14.4 and 17.4.)
-// - above (2xH200, docs/gpu/2026-11-23b, c, f): 64 channels of 64-128 KiB shares (send/recv 4 MB, all-to-all
-//   8-16 MB) ran 21-24 us in some processes and 33-36 in others, 32 channels of 128-256 KiB 23-24 every time;
-//   from 16 MB on, 64 channels of 256 KiB beat 32 (send/recv 64 MB 200 against 212 us).
+// 32 channels, 16u + 1 on 17. The fine cut makes many blocks (a 64 KiB transfer 8, 1 MiB 32): a group past
+// kMaxP2pBlocks of them runs from a table in device memory, at the cost of its fill launches.
+// Both sides derive it from the transfer's size and rank 0's channelBytes, so they cut alike. Why: small shares
+// run LL on several CTA pairs at once, mid sizes gain from more, smaller SIMPLE shares, and past 32 channels only
+// shares of 256 KiB pay: 64 channels of 64-128 KiB shares ran fast in some processes and ~50% slower in others,
+// 32 of larger shares steadily (measured on 2xH200 and 2xH100: docs/TUNING.md, "The cut").
 constexpr int kP2pNarrowChannels = 8;
 constexpr int kP2pKneeChannels = 32;
 constexpr size_t kP2pWideShareBytes = size_t(256) << 10;
@@ -78,48 +69,26 @@ inline int p2pChannelsForBytes(size_t bytes, int nChannels, size_t channelBytes)
 }
 
 // A CTA bound (p2pMaxCtas: config.maxCTAs or CTAPolicy, NCCL_MAX_CTAS, NCCL_MAX_NCHANNELS, NCCL_MAX_P2P_NCHANNELS;
-// agreed at init) bounds p2p launches' ring channels. NCCL's numbers below are NCCL on its 32 p2p CTAs: its p2p kernels
-// heed NCCL_MAX_P2P_NCHANNELS only (docs/gpu/2026-12-10c), so they compare Braid on the bound with NCCL unbound. One SM
-// stores ~40 GB/s over NVLink whatever its threads (docs/gpu/2026-12-04d, tools/link_probe.cu), so under a small bound
-// the CTAs that send set the rate. There (kP2pPairMaxCtas or fewer) a ring channel's send and receive blocks share one
-// CTA, on two warp groups (P2pPlanInput::pairRing), and the ring is cut over the whole bound: both directions then send
-// from every CTA, and a one-way transfer (gather, scatter, a lone send) from the bound's worth of SMs. Transfers whose
-// shares on the whole bound would run LL (small ones) are cut over half of it instead (llChannels): LL blocks run on
-// whole CTAs, a send and a receive CTA per channel (so a group mixing those with large transfers takes up to llChannels
-// CTAs past the bound; tools/var_llgroups.patch put LL on the warp groups too and lost 1.5 us at 32 KB,
-// docs/gpu/2026-12-05a). Every rank must be able to pair (TuningFacts::p2pPair: NCCL_NTHREADS a multiple of 64 from
-// 128), else every rank keeps half the bound. 2xH200, docs/gpu/2026-12-04e, 256 MB, NCCL / half / paired, us: send/recv
-// under 8 1619.8 / 1752.5 / 1597.9, under 16 885.9 / 910.8 / 871.3, under 24 884.5 / 846.7 / 957.7 (paired loses);
-// gather under 8 748.0 / 841.1 / 649.9; scatter under 16 538.0 / 438.3 / 370.6. (Before the half cut, 7/16: send/recv
-// under 8 2274, gather 1157, docs/gpu/2026-12-04a.)
-// Pairing runs up to a bound of 20 (2xH100, docs/gpu/2026-12-08b-f, balanced transfers, us at 128 / 512 MB, NCCL /
-// half / paired): send/recv under 17 ~472 / ~1512, 522-526 / 2016-2025 (0.75x), 443-480 / 1661-1717; under 20 ~472 /
-// ~1512, 435-442 / 1657-1664, 411-490 / 1511-1595; all-to-all under 17 ~270 / ~970, 274 / 1038-1041, 240-241 /
-// 858-884; under 20 ~270 / ~970, 241-243 / 881-887, 223-225 / 800-813. The price, under 20: paired send/recv of 8-64 MB
-// runs up to 7% behind half (64 MB 251.1 against 234.9, NCCL 258.2), and 128 MB alone lands 8% behind in some
-// layouts (-b 128M: 472-476 against 435-438, NCCL ~472); under 17 paired wins at every size from 8 MB. Under 22 and 24
-// half wins (send/recv 512 MB 1544-1554 and 1498-1501 against paired 1580-1586 and 1577), and 12 ring channels paired
-// only as far as a bound of 17 or 20 needs (tools/var_link12.patch) lost to both: the SMs in play, not the sending
-// CTAs, set the rate there.
+// agreed at init) bounds p2p launches' ring channels. One SM stores ~40 GB/s over NVLink whatever its threads, so
+// under a small bound the CTAs that send set the rate. There (kP2pPairMaxCtas or fewer) a ring channel's send and
+// receive blocks share one CTA, on two warp groups (P2pPlanInput::pairRing), and the ring is cut over the whole
+// bound: both directions then send from every CTA, and a one-way transfer (gather, scatter, a lone send) from the
+// bound's worth of SMs. Transfers whose shares on the whole bound would run LL (small ones) are cut over half of it
+// instead (llChannels): LL blocks run on whole CTAs, a send and a receive CTA per channel (so a group mixing those
+// with large transfers takes up to llChannels CTAs past the bound; LL on the warp groups measured slower). Every
+// rank must be able to pair (TuningFacts::p2pPair: NCCL_NTHREADS a multiple of 64 from 128), else every rank keeps
+// half the bound.
 // Under larger bounds, half the bound's SMs already fill the link and sharing an SM between the directions only slows
 // each: every transfer is cut over half the bound, a CTA per direction, except a gather's or a scatter's
 // (P2pXfer::oneWay: both ends know the pair runs one way), cut over the whole bound (oneWayChannels) at any size. Ring
 // channels then pair only as far as a group mixing those with transfers the other way needs to keep within the bound
-// (P2pPlanInput::pairWithin). Before balanced transfers (p2pBalanced) the whole cut lost under 24 and below at large
-// sizes, its slowest CTAs setting the time (so it took 25 CTAs, or 8 MiB at most below that; tools/gpu_next101-105.sh
-// and their docs/gpu folders hold that data); with them it wins at every bound from 17 measured. 2xH200,
-// docs/gpu/2026-12-07d, one round, gather / scatter, NCCL / half (balanced) / whole (balanced), us, 128 / 256 / 512 MB:
-// under 20, 228.7 / 216.7 / 195.3, 384.2 / 412.3 / 375.3, 748.2 / 805.6 / 733.3 and 204.4 / 216.3 / 191.4, 389.7 /
-// 414.8 / 373.2, 752.6 / 814.4 / 731.8; under 24, 221.5 / 199.8 / 223.5, 383.3 / 379.4 / 375.1, 743.9 / 739.9 / 736.0
-// and 203.4 / 202.6 / 193.7, 387.4 / 381.6 / 375.8, 759.4 / 741.7 / 733.8. Two more rounds under 24 at 32-256 MB
-// (docs/gpu/2026-12-07e): the whole cut ahead or level but for gathers of 32 MB (65.27 and 61.00 against half's 61.44
-// and 63.48, NCCL 59.5) and one 128 MB gather (209.0 against 198.8). Under 17, 128-512 MB, gathers and scatters at
-// 1.01-1.05x NCCL. Under 28 and 32 the whole cut already won before (docs/gpu/2026-12-05c, 2026-12-06d, e).
+// (P2pPlanInput::pairWithin). Pairing wins up to a bound of 20 and half the bound from 22; with balanced transfers
+// (p2pBalanced) the whole cut wins for gathers and scatters at every bound from 17 (measured on 2xH200 and 2xH100:
+// docs/TUNING.md, "The CTA budget under a bound").
 // The cut depends only on agreed values (the bound, the LL threshold, the transfer's size and whether it is a gather's
 // or scatter's; never on whether this rank pairs, has copies or other transfers), so both sides still cut alike. Local
 // copies (all-to-all's own share, a gather/scatter root's) may take up to half the bound more, for as long as they
-// copy: with an eighth, a 2-rank all-to-all of 64 MB under a bound of 24 took 247 us, copy-bound, against NCCL's 139
-// (docs/gpu/2026-11-27g). Each connection to another peer adds one CTA per direction.
+// copy: on fewer CTAs a large all-to-all is copy-bound. Each connection to another peer adds one CTA per direction.
 constexpr int kP2pPairMaxCtas = 20;
 // A local copy (all-to-all's own share, a gather/scatter root's, a send to self) runs on up to maxCopyCtas CTAs of at
 // least this many bytes each: a CTA copies ~46 GB/s, one SM's worth (measured on 2xH200: a 4 MiB share on one CTA
@@ -175,12 +144,11 @@ inline int p2pRingChannels(size_t bytes, int nChannels, int llChannels, size_t c
 }
 
 // Balanced transfers. A ring transfer's CTAs move data at rates that differ by up to ~20% from one CTA to the next,
-// and differently from one launch to the next (2xH200, docs/gpu/2026-12-07b, tools/var_p2p_timeline.patch: a 512 MB
-// gather on 12 CTAs, 21.3 MiB each, 30-36.5 GB/s per sending CTA, the last ending 130-140 us after the first; on 32
-// CTAs 11-16 GB/s, 230 us apart), so with a fixed share each the fast ones idle while the slow ones finish, and on
-// few CTAs the link idles with them. A balanced transfer has no fixed shares: its sending CTAs claim FIFO-step
-// chunks of the whole transfer from one counter (P2pBlock::src), each step's sizes[] word tells the receiving CTA
-// which chunk it carries, and each sending CTA closes with an empty step (dev_work.h: kDevStepBalMark). Both sides
+// and differently from one launch to the next (a CTA timeline on 2xH200: docs/TUNING.md, "Balanced transfers"), so
+// with a fixed share each the fast ones idle while the slow ones finish, and on few CTAs the link idles with them. A
+// balanced transfer has no fixed shares: its sending CTAs claim FIFO-step chunks of the whole transfer from one
+// counter (P2pBlock::src), each step's sizes[] word tells the receiving CTA which chunk it carries, and each
+// sending CTA closes with an empty step (dev_work.h: kDevStepBalMark). Both sides
 // decide it from agreed values alike: the transfer is on the ring's connections, cut over `parts` >= 2 channels
 // whose connections are all GPU P2P (the host proxies of SHM and NET read sizes[] as byte counts), its shares are
 // at least minShare bytes (BRAID_P2P_BALANCE_BYTES, rank 0's; 0: never) and run SIMPLE. The receiver takes chunks in
@@ -194,19 +162,8 @@ constexpr int kP2pMaxBalanced = 64;
 // kP2pBalancedChunkBytes where the launch pairs its ring channels (P2pCtaBudget::pair) or the transfer is cut over
 // at least kP2pBalancedCapMinParts channels (so 8 steps put 2 MiB in flight a connection where 512 KiB steps, the
 // 4 MiB default FIFO, put 4). Both sides derive it from agreed values (the connection's step, the transfer's size
-// and channels, the budget) alike. Measured on 2xH100, us, 512 KiB chunks / 256 KiB / NCCL:
-// - paired (docs/gpu/2026-12-09a, two rounds): send/recv under NCCL_MAX_CTAS=20 128 MB 483-486 / 410-440 / 468-469,
-//   512 MB 1585-1587 / 1558 / 1512-1515, 32 MB 128-142 / 124-125; under 17 32 MB 136 / 125, 128 MB 465-470 /
-//   453-455, 512 MB level (1662-1664 / 1667-1672); all-to-all 1-6% faster;
-// - 64 channels unbounded (same call): send/recv 128 MB 395 / 385-387, 512 MB 1484-1485 / 1474-1475;
-// - unpaired, by the transfer's channels (docs/gpu/2026-12-09c, three rounds; …d, two, tools/var_capparts.patch):
-//   send/recv 512 MB on 11 (under 22) 1542-1544 / 1648-1650 / 1516, 128 MB 412-415 / 428-429; on 12 (under 24)
-//   512 MB 1496-1501 / 1528-1537 / 1506-1513, 128 MB level; on 16 (under 32) 128 MB 394-398 / 385-386, 512 MB
-//   1482 / 1471-1473; on 24 (under 48) 390-397 / 386-388, 1480-1482 / 1472-1473; gather (its whole bound) on 24
-//   (under 24) 128 MB 220-224 / 196-197 / 228, 512 MB 738-741 / 733; on 32 and 64 level or up to 4% faster. So
-//   the cap starts at 16 channels (13-15, bounds 26-30, unmeasured).
-// 128 KiB chunks ran 512 MB send/recv 22% slower under 17 (2028), as did a 1 MiB FIFO (docs/gpu/2026-12-08h); 16
-// FIFO steps of 256 KiB (tools/var_steps16.patch, every P2P connection) gained less and left collectives level.
+// and channels, the budget) alike. On 2xH100, 256 KiB chunks beat 512 KiB ones where paired and from 16 channels
+// up, and lost on 11-12; 128 KiB chunks lost everywhere measured (docs/TUNING.md, "Balanced transfers").
 constexpr size_t kP2pBalancedChunkBytes = size_t(256) << 10;
 constexpr int kP2pBalancedCapMinParts = 16;
 // The launch's P2pLaunchArgs::balCapParts: balanced transfers over at least this many channels take capped chunks.
