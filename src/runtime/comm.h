@@ -32,7 +32,7 @@ struct UserRedOp {
 // overlaps communication) bounds a communicator's channels, and so its collective launches' CTAs, to this, as
 // a config.maxCTAs would (a smaller maxCTAs, or a larger minCTAs, wins; p2p launches: p2pCtaBudget). On
 // 2xH200 a 16-64 MB all-reduce on 24 CTAs took NCCL's time and slowed an overlapped stream of compute kernels
-// as much as NCCL (6%), where the default 128 slowed it by 9-10% (docs/PERFORMANCE.md, fifteenth session).
+// as much as NCCL (6%), where the default 128 slowed it by 9-10% (docs/TUNING.md, "CTA policy").
 // NCCL_CTA_POLICY_ZERO (no CTAs where the copy engines can do the work) has no such path here and is taken as
 // EFFICIENCY.
 constexpr int kEfficiencyPolicyCtas = 24;
@@ -117,13 +117,9 @@ namespace braid {
 // 8 or fewer: the ring's FIFOs never take more memory than 32 channels of the default (connections to other
 // peers, made for p2p, get the same size). Few channels (a CTA bound: NCCL_MAX_CTAS, config.maxCTAs) leave
 // each CTA a larger share, and each FIFO step ends in a system fence that drains the CTA's NVLink stores:
-// larger steps pay it less often. PCIe P2P, SHM and sockets keep 4 MiB (unmeasured). 2xH100, 256 MB, us
-// (docs/gpu/2026-12-03d, e; NCCL beside):
-//   NCCL_MAX_CTAS=8, FIFOs of 4 / 8 / 16 MiB: all-gather 1258 / 1116 / 1070 (1166), reduce-scatter 1073 / 938 /
-//     896 (965), all-reduce 1926 / 1682 / 1616 (1745); 16 MB all-reduce 125.5 / 125.6 / 110.6 (125.8); FIFOs
-//     of 1 and 2 MiB were slower still (all-gather 1809, 1432).
-//   NCCL_MAX_CTAS=16, 4 / 8 MiB: all-gather 653 / 596 (646), all-reduce 1070 / 1026 (1057), send/recv 1214 /
-//     1077, all-to-all 600 / 535 (855).
+// larger steps pay it less often. PCIe P2P, SHM and sockets keep 4 MiB (unmeasured). On 2xH100 under 8 CTAs,
+// 16 MiB FIFOs ran the collectives 12-17% faster than 4 MiB (ahead of NCCL), and under 16, 8 MiB 4-11%
+// faster; 1-2 MiB were slower still (docs/TUNING.md, "FIFO sizes and steps").
 constexpr int64_t kDefaultFifoBytes = int64_t{4} << 20;
 constexpr int kBoundedFifoMaxChannels = 16;
 inline int64_t agreedFifoBytes(int channels, bool allBigFifoOk) {

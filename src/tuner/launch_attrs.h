@@ -32,15 +32,11 @@ inline LaunchAttrs launchAttrsFor(int pdl, bool capturing) {
 }
 
 // Thread-block clusters. The hardware places a cluster's CTAs on one GPC, and how a launch's CTAs spread over
-// the GPCs decides what their stores into the peer GPU carry: on 2xH100 a plain copy into the peer's memory
-// moved 347 GB/s both ways on 32 CTAs and 360 on 64, but 364 and 365 in clusters of 4; one way, 24 CTAs
-// 335 against 349 (tools/cumem_probe.cu, docs/gpu/2026-12-01d). NCCL launches in clusters of 4 on sm_90
-// (NCCL_CGA_CLUSTER_SIZE, config.cgaClusterSize), and that is how it moves 364-369 GB/s of broadcast on 24
-// CTAs. The ring collectives on Simple gained 2-4% from 32 MB up (broadcast 512 MB 1451 us against 1509-1513,
-// NCCL 1474-1483; reduce-scatter 64 MB 118 against 124; ring all-reduce 512 MB 1547-1564 against 1587-1589)
-// and about nothing at 8-16 MB, and 32 channels in clusters moved what 64 do without (docs/gpu/2026-12-01e,
-// ...f). The one-shot all-reduce lost (8 MB 37.9 us against 34.0-34.4) and so did send/recv (256 MB 778
-// against 754), so they launch plainly.
+// the GPCs decides what their stores into the peer GPU carry: a plain copy into the peer's memory moves a few
+// percent more in clusters of 4, as NCCL launches on sm_90 (NCCL_CGA_CLUSTER_SIZE, config.cgaClusterSize). The
+// ring collectives on Simple gain 2-4% from 32 MB up and about nothing at 8-16 MB (so kClusterMinBytes); the
+// one-shot all-reduce and send/recv lose, so they launch plainly (measured on 2xH100: docs/TUNING.md,
+// "Thread-block clusters").
 constexpr int kDefaultCgaCluster = 4;
 constexpr int kMaxCgaCluster = 8;               // the portable cluster size limit
 constexpr size_t kClusterMinBytes = 16u << 20;  // opBytes of the smallest op launched in clusters
@@ -80,16 +76,10 @@ inline int clusterIfFits(int cluster, int nChannels, int maxActiveClusters) {
 // (clusterSetting) and `userSet` says whether NCCL_CGA_CLUSTER_SIZE or config.cgaClusterSize chose it. A size
 // the user chose is kept. Otherwise kDefaultCgaCluster, but for the collectives that load both directions of
 // the link (all-gather, reduce-scatter, the ring all-reduce: `twoWay`) on kThreeClusterMinChannels to
-// kThreeClusterMaxChannels channels, which run in clusters of 3 (`threeFits`: init found 3 fit). 2xH100,
-// docs/gpu/2026-12-02g, h, us, clusters of 3 / 4: on 24 channels all-gather 64 / 256 MB 137.7 / 488.0 against
-// 145.6 / 546.1, reduce-scatter 143.4 / 512.3 against 157.2 / 556.7, ring all-reduce 238.2 / 883.3 against
-// 248.7 / 936.3; on 32 channels all-gather 129.2 / 449.0 against 134.4 / 506.1, reduce-scatter 138.1 / 458.8
-// against 146.5 / 517.2. Broadcast and reduce lose 1-3% in 3 on 24 channels (broadcast 197.1 / 753.6 against
-// 194.1 / 740.7, reduce 213.6 / 734.7 against 207.6 / 731.2), and on 48 channels 4 wins (all-gather 256 MB 427.4
-// against 486.9), so 4 stays for them and elsewhere. Other channel counts (16-23, 33-47) are unmeasured. As
-// landed (docs/gpu/2026-12-03a, NCCL_MAX_CTAS=24 / 32, medians of two rounds, 256 MB, us, 3 / 4): all-gather
-// 487.1 / 546.2 and 456.5 / 504.7, reduce-scatter 515.9 / 558.7 and 482.5 / 522.9, all-reduce 889.0 / 916.8
-// and 808.1 / 865.0; broadcast the same (740.8 / 740.4).
+// kThreeClusterMaxChannels channels, which run in clusters of 3 (`threeFits`: init found 3 fit). On 2xH100 those
+// ran 4-11% faster in clusters of 3 than of 4 on 24 and 32 channels; broadcast and reduce lost 1-3% in 3, and on
+// 48 channels 4 won, so 4 stays for them and elsewhere; 16-23 and 33-47 channels are unmeasured (docs/TUNING.md,
+// "Thread-block clusters").
 constexpr int kThreeClusterMinChannels = 24;
 constexpr int kThreeClusterMaxChannels = 32;
 inline int clusterForLaunch(int setting, bool userSet, bool threeFits, int nChannels, bool twoWay) {

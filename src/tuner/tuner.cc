@@ -575,7 +575,7 @@ uint32_t simpleStepCap(CollType coll, bool oneShot, size_t bytes, int nranks, in
       case CollType::AllReduce: segment = oneShot ? bytes / ch : bytes / ch / 2; break;
       case CollType::AllGather:
       case CollType::ReduceScatter: segment = bytes / 2 / ch; break;
-      default: return 0;  // broadcast and reduce measured no faster (docs/gpu/2026-11-25d)
+      default: return 0;  // broadcast and reduce measured no faster (docs/TUNING.md, "FIFO sizes and steps")
     }
     if (segment < connStep || segment >= 2 * connStep) return 0;
     cap = ((segment + 1) / 2 + 4095) & ~size_t(4095);

@@ -127,21 +127,20 @@ TuneDecision tune(const TuneRequest& req, const TunerConfig& cfg);
 // The FIFO step cap of a GPU Simple collective (0: the connection's step, NCCL_BUFFSIZE / kStepsPerBuffer).
 // pipelineSteps >= 1 (BRAID_PIPELINE_STEPS): each channel's share in at least that many steps of >= 16 KiB.
 // 0 (auto): a segment (what a channel moves per ring step) of one to two connection steps on a 2-rank NVLink
-// ring is cut into two steps, so the receiver reduces or copies one while the next crosses the link
-// (2xH200, docs/gpu/2026-11-25c/d: all-reduce 32 MB 114-118 us against 124-126, all-gather and reduce-scatter
-// 64 MB 4-7% faster; smaller segments lose more to the ~1.5 us of each extra step: all-reduce 8 MB 39.7
-// against 36.7 us); elsewhere unmeasured, so unchanged.
+// ring is cut into two steps, so the receiver reduces or copies one while the next crosses the link (4-9%
+// faster at 32-64 MB on 2xH200; smaller segments lose more to the ~1.5 us of each extra step: docs/TUNING.md,
+// "FIFO sizes and steps"); elsewhere unmeasured, so unchanged.
 // With oneShotSplit (BRAID_ONESHOT_SPLIT, default on), the 2-rank NVLink one-shot all-reduce with a channel
 // share of kSplitMinShareBytes or more runs in four steps, and the executor runs it split (a sending and a
-// receiving CTA per channel: kDevAllReduceOneShotSplit). docs/gpu/2026-11-26c, out of place, 2xH200, medians
-// of two rounds, split in 4 steps / one CTA per channel as before: 8 MB 35.0 / 37.0 us, 16 MB 59.7 / 65.4,
-// 32 MB 108.2 / 116.3, 64 MB 203.6 / 222.4. Four steps without the split lose (8 MB 48.6 us in place), and
-// the split in one step gains nothing at 2-8 MB, so below kSplitMinShareBytes nothing changes.
+// receiving CTA per channel: kDevAllReduceOneShotSplit): 5-9% faster than one CTA per channel at 8-64 MB on
+// 2xH200. Four steps without the split lose, and the split in one step gains nothing at 2-8 MB, so below
+// kSplitMinShareBytes the one-shot runs unsplit in one step (docs/TUNING.md, "The one-shot and split one-shot
+// all-reduce").
 constexpr size_t kSplitMinShareBytes = size_t(128) << 10;
 // Whether the split one-shot may run on nChannels channels: switched on, and 2 x nChannels CTAs within
 // cfg.maxCtas. Users bound CTAs to leave SMs to compute that overlaps the collective (NCCL's maxCTAs), so the
-// split never doubles past it (docs/PERFORMANCE.md, fifteenth session: the split's 128 CTAs slow an overlapped
-// stream of compute kernels by 9-10% where NCCL's 24 slow it by 5%). simpleStepCap and the executor both ask.
+// split never doubles past it (its 128 CTAs slow an overlapped stream of compute kernels by 9-10% where NCCL's 24
+// slow it by 5-6%: docs/TUNING.md, "CTA policy"). simpleStepCap and the executor both ask.
 inline bool oneShotSplitFits(const TunerConfig& cfg, int nChannels) {
   return cfg.oneShotSplit && (cfg.maxCtas <= 0 || 2 * static_cast<int64_t>(nChannels) <= cfg.maxCtas);
 }
