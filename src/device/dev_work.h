@@ -211,12 +211,10 @@ struct P2pTableChunk {
 static_assert(sizeof(P2pTableChunk) < 32000, "kernel parameters stay under CUDA's 32 KB limit");
 static_assert(sizeof(P2pLaunchArgs) < 32000, "kernel parameters stay under CUDA's 32 KB limit");
 // A launch passes the smallest of four parameter blocks that holds its blocks: every byte of a kernel's
-// parameters is copied into the launch at each call, and on 2xH200 the 8 KB block of 192 blocks cost small
-// transfers launch latency (send/recv 8 B: 6.2-6.9 us with 0.7 KB against 6.4-9.1 with 8 KB). The largest
+// parameters is copied into the launch at each call: on 2xH200 small batches (send/recv 8 B and 2 MB, all-to-all
+// 1 MB) ran up to 2-4 us slower on the 8 KB block of 192 blocks than on the 0.7 KB (16 blocks) and 1.4 KB
+// (32 blocks) tiers (docs/TUNING.md, "Parameter tiers"). The largest
 // (26 KB) serves batches of several large transfers (a pipeline step: 2 x 64 channels x 2 transfers).
-// The 32-block tier (1.4 KB): all-to-all 1 MB (18 blocks) and send/recv 2 MB (32 blocks) took 10.8-12.5 us
-// and 16.7-17.3 us on it, against 13.2-14.3 and 17.4-21.4 on the 8 KB block, three alternating runs each
-// (docs/gpu/2026-11-24a). The 16-block tier (0.7 KB) keeps the smallest launches as small as they were.
 constexpr int kTinyP2pBlocks = 16;
 constexpr int kSmallP2pBlocks = 32;
 constexpr int kMidP2pBlocks = 192;

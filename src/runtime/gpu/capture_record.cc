@@ -1,8 +1,8 @@
 // capture_record: moves a capture's one record node after each new batch (see capture_record.h).
 //
 // One record node per capture, not one per batch: a record node captured into the stream sits between
-// consecutive kernels and cost each all-reduce ~0.95 us in a graph of 50 (8 B: 4.72 against 3.78 us, 2xH100,
-// docs/gpu/2026-12-13b). The node is added beside the stream, so the stream's next node does not wait for it, and
+// consecutive kernels and cost each all-reduce ~0.95 us in a graph of 50 (2xH100: docs/TUNING.md, "Device
+// primitives"). The node is added beside the stream, so the stream's next node does not wait for it, and
 // as later batches come its edges move to their ends: a capture's graph may gain nodes and change edges while the
 // capture runs, but not lose nodes. The executor runs the batches of one capture in turn, so once the last has
 // ended all have.

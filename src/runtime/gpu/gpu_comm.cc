@@ -147,15 +147,13 @@ ncclResult_t describeLocalDevice(ncclComm* comm) {
 
 namespace {
 
-// 64 channels: on 2xH200 (NV18, sm_90 code) 32 -> 64 channels took all-reduce busbw at 2 GB from 313 to 352
-// GB/s, all-gather 312 -> 343, reduce-scatter 302 -> 347, and was no slower at 2 MB (2026-11-22, see
-// docs/PERFORMANCE.md). Small ops still use few of them (channelsForBytes: 64 KiB per channel).
+// 64 channels: on 2xH200 64 channels moved 10-15% more than 32 at 2 GB (all-reduce busbw 352 GB/s against
+// 313) and were no slower at 2 MB (docs/TUNING.md, "Channel counts"). Small ops still use few of them
+// (channelsForBytes: 64 KiB per channel).
 constexpr int kDefaultDevChannels = 64;
-// Channels of a ring with a socket (NET) link. NCCL runs 2 there. On 2xH200 with P2P and SHM off, all-reduce
-// at 64 MB-1 GB moved 3.44-3.49 GB/s on 4 channels against 2.74-2.97 on 64 and 2.83-3.01 on 16 (one call,
-// docs/gpu/2026-11-22e); a second call: 1 channel 2.35-2.44, 2: 2.49-3.08, 4: 2.37-2.62 (3.15-3.53 with 2
-// proxy threads), 8: 2.30-2.97; NCCL 3.58-4.40 across both. 64 channels also cost 512 MiB of pinned FIFOs
-// and 128 TCP connections per rank.
+// Channels of a ring with a socket (NET) link. NCCL runs 2 there. On 2xH200 with P2P and SHM off, large
+// all-reduces moved as much or more on 4 channels as on 1, 2, 8, 16 or 64 (docs/TUNING.md, "Channel counts"),
+// and 64 channels would cost 512 MiB of pinned FIFOs and 128 TCP connections per rank.
 constexpr int kNetDevChannels = 4;
 
 // Checks that this library holds code the GPU can run: refuses a GPU with neither SASS nor PTX for it, and
@@ -431,8 +429,8 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   if (comm->nranks > 1) {
     comm->conns->setLlSlots(true);
     // GPU rings push each byte through the proxy twice per rank (send and receive). On 2xH200 (4 channels,
-    // docs/gpu/2026-11-22j, ranks unbound) 2 threads moved 5.3-5.8 GB/s and 8 (one per connection) 9.2-10.6;
-    // bound by mpirun to one core each, 2 threads moved 3.0-3.5: the proxy places its threads off a tight
+    // ranks unbound) 8 threads (one per connection) moved nearly twice what 2 did, and ranks bound to one core
+    // each lost half of it (docs/TUNING.md, "Socket path"): the proxy places its threads off a tight
     // binding (proxy_affinity.h) and starts at most one per CPU it gets. The kernels publish steps in mapped
     // host memory, which wakes no fd: a thread that naps 20-250 us between 512 KiB steps delays them, so GPU
     // comms' threads poll 2 ms after activity.

@@ -361,7 +361,7 @@ cudaError_t GpuExecutor::launchKernel(const void* kernel, int nCta, void** args,
   cfg.attrs = attrs;
   // On a stream (not in a capture, where graphs already launch back to back), a programmatic dependent: the
   // kernel's CTAs get resident as the previous kernel drains and start the moment it ends, instead of after a
-  // launch (~1 us per collective on 2xH200: 512 KB all-reduce 7.8 -> 6.6 us). Every kernel waits for the
+  // launch (~1 us per collective on 2xH200: docs/TUNING.md, "PDL"). Every kernel waits for the
   // previous one first (devAwaitPreviousKernel), so stream order holds whatever ran before.
   const bool programmatic = launchAttrsFor(st_->pdl, capturing_).programmatic;
   if (programmatic) {
@@ -564,7 +564,7 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
   // (P2P, SHM; NET only when NCCL_PROTO forces LL): one slot-sized step with no fence instead of SIMPLE's FIFO
   // handshake (NCCL_P2P_LL_THRESHOLD, as in NCCL).
   // LL over NET only when NCCL_PROTO forces LL: over sockets it measured no faster than SIMPLE for small
-  // shares (docs/gpu/2026-11-22y), the socket round trip setting the time.
+  // shares, the socket round trip setting the time (docs/TUNING.md, "Small transfers").
   auto llOn = [&](const ConnInfo* ci) {
     return llSlotsOf(ci) != nullptr && (ci->kind != TransportKind::Net || st_->p2pLlOnNet);
   };

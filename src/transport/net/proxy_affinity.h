@@ -1,7 +1,7 @@
 // Where the NET proxy's threads run (BRAID_PROXY_CPUS). Launchers bind ranks tightly (Open MPI binds each of
 // 2 ranks to one core by default); proxy threads that inherit the binding share that core with the rank's
 // main thread, which spins in cudaStreamSynchronize. On 2xH200 the socket path moved 3.0-3.5 GB/s bound and
-// 5.3-5.8 GB/s with the binding off (2 threads), 9.2-10.6 GB/s with 8 (docs/gpu/2026-11-22j). So by default a
+// 5.3-5.8 GB/s with the binding off (2 threads), 9.2-10.6 GB/s with 8 (docs/TUNING.md, "Socket path"). So by default a
 // rank bound to 1-2 CPUs runs its proxy threads on its GPU's local CPUs (or every CPU the process may use)
 // instead; a rank given more keeps them; "inherit" keeps any binding, a CPU list ("0-3,8") names the CPUs.
 // The decision is a pure function (planProxyPlacement) so the policy is tested without the machine's layout.
