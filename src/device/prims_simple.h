@@ -93,7 +93,7 @@ __device__ __forceinline__ uint64_t devNowNs() {
 // such read is a PCIe round trip, and the reads of many CTAs queue behind one another: on 2xH200, with the
 // flags read every 256 polls, 64 CTAs waiting on a late peer held each wait ~240 us past its data, so the
 // other rank then waited in turn, and grouped send/recv at 16 MB alternated 55/295 us per launch, anti-phased
-// between the ranks (tools/iter_probe.cu, docs/PERFORMANCE.md ninth session). Waits of a healthy pipeline end
+// between the ranks (docs/TUNING.md, "Device primitives"). Waits of a healthy pipeline end
 // well within this. An abort, a dead peer or an earlier kernel's error is seen only by a wait that lasts
 // this long (SIMPLE: within ~0.5-1 ms of waiting; LL: 1024 polls, then up to ~1-2 ms with the CTA's turn), so
 // a kernel whose waits all end sooner runs to its end, as with NCCL's abort checks every 10^6 spins.
@@ -215,10 +215,10 @@ __device__ __forceinline__ void devPostSend(DevConn& c, uint32_t bytes) {
 }
 // No fence before head (as NCCL's receive post): every worker's loads of the slot have returned their
 // values before it reached the post barrier (each value feeds a store the worker issued before it), so the
-// sender cannot overwrite a slot still being read. A fence.acq_rel.sys here waited for the CTA's outstanding
-// stores at every step and at the end of every receiving CTA: without it send/recv of 32-512 KB on 2xH200
-// took 9.9-11.1 us instead of 10.7-12.1 (docs/gpu/2026-11-22zb and ...zc). A worker that kept slot data in
-// registers across the post barrier would need the fence back.
+// sender cannot overwrite a slot still being read. A fence.acq_rel.sys here would wait for the CTA's outstanding
+// stores at every step and at the end of every receiving CTA: without it send/recv of 32-512 KB on 2xH200 runs
+// ~1 us faster (docs/TUNING.md, "Device primitives"). A worker that kept slot data in registers across the post
+// barrier would need the fence back.
 __device__ __forceinline__ void devPostRecv(DevConn& c) {
   ++c.step;
   stRelaxedSys(c.head, c.step);
@@ -250,9 +250,9 @@ class DevPrims {
   // empty closing step, endWord posted. Thread 0 takes the chunks: from *claim where there is one (the sending CTAs
   // of the transfer share it), else first, first + stride, ...; it takes the next one while this step waits and
   // copies (the atomic's round trip overlaps the step). The poster learns the chunk from bal[] after the post barrier,
-  // so the step costs no barrier more than a send (a barrier of every thread per step waited for the poster's fence
-  // of the step before: ~5% slower on 10-12 CTAs, docs/gpu/2026-12-07c). Returns false (every thread alike) after
-  // the closing step.
+  // so the step costs no barrier more than a send (a barrier of every thread per step would wait for the poster's
+  // fence of the step before: ~5% slower on 10-12 CTAs, docs/TUNING.md, "Balanced transfers"). Returns false (every
+  // thread alike) after the closing step.
   __device__ bool sendChunk(unsigned int* claim, uint32_t first, uint32_t stride, size_t chunk, size_t total,
                             uint32_t nChunks, uint32_t endWord) {
     const uint32_t k = balSteps_++;
@@ -343,10 +343,10 @@ class DevPrims {
   // worker's loads of the step have returned (each fed a store issued before the barrier: devPostRecv's
   // argument, which rests on how the hardware completes loads, not on the PTX memory model: a relaxed store
   // does not order those loads before the receiver's writes in the model), with a relaxed store before
-  // devPostSend's system fence: counting after it (a release store)
-  // made the receiving CTA wait out that fence's NVLink round trip at every chunk, 8 MB in place 36.1-36.7 us
-  // against 35.7 (docs/gpu/2026-11-27a). Waiting on the sending CTA of the same launch cannot deadlock: that
-  // CTA never waits on a receiver (the executor splits only where a channel's share fits its FIFO).
+  // devPostSend's system fence: counting after it (a release store) would make the receiving CTA wait out that
+  // fence's NVLink round trip at every chunk (~0.4-1 us at 8 MB in place: docs/TUNING.md, "The one-shot and split
+  // one-shot all-reduce"). Waiting on the sending CTA of the same launch cannot deadlock: that CTA never waits on
+  // a receiver (the executor splits only where a channel's share fits its FIFO).
   __device__ void setSplitGuard(uint64_t* guard, bool isSender) {
     guard_ = guard;
     guardSender_ = isSender;

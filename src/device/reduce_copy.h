@@ -153,7 +153,7 @@ __device__ __forceinline__ void reduceCopyBody(const Fn& fn, int tid, int nthrea
 // primitive calls. Out of line compiles 2-4x faster, but a call costs run time where the inlined loop
 // does not (the callee saves registers to the stack): on 2xH200 int8 and int64 all-reduce ran 262/270 GB/s
 // outlined against 301/297 inlined at 64 MB (NCCL 266/272) and int8 reduce-scatter 238 against 260, while
-// fp16/bf16/fp8 measured the same both ways (docs/PERFORMANCE.md, eighth and ninth sessions). So only half
+// fp16/bf16/fp8 measured the same both ways (docs/TUNING.md, "Device primitives"). So only half
 // and the fp8 types, whose inlined objects were the slowest to build, stay out of line. Clean sm_90 objects
 // on the 2-core build machine (nvcc 13.0): int8 70 s inlined (25 outlined), int32 38 (17), int64 30 (13);
 // the inlined integer kernels spill 8-88 bytes in a few kernels and are still the faster ones.
