@@ -243,7 +243,7 @@ TEST(DeviceColl2Gpu, LlManySmallAllReduces) {
 // gives a wrong byte), over P2P and SHM. Each transfer takes channels by its own size (p2p_plan.h): the small
 // ones one channel, so 16384 runs LL and 16385 SIMPLE; even rounds add a 512 KiB + 5 transfer over 8 channels
 // (65600-byte shares: SIMPLE; in the P2P-LL64K variant, threshold 64 KiB, 7 SIMPLE shares and a last one of
-// 65093 bytes LL, one transfer in both protocols; before the 2026-11-23 cut it was 9 LL shares). Buffers are
+// 65093 bytes LL, one transfer in both protocols). Buffers are
 // offset by one byte (the unaligned paths). Over P2P and SHM also from 1,000 steps before LL's 32-bit flag
 // wrap (BRAID_TEST_STEP_BASE): the cleaning steps run mid-sequence. Every byte is
 // checked, and the byte past each output stays poisoned.
@@ -315,8 +315,8 @@ TEST(DeviceColl2Gpu, P2pLlAndSimpleAlternate) {
 }
 
 // A pipeline schedule's step: several large sends and receives to the ring neighbour in one group (the
-// 16 and 64 MB ones at 64 channels alone). Two 64 MB transfers each way took 256 of a launch's 192 blocks and
-// the group failed with ncclInvalidUsage; a launch now takes 640 (dev_work.h). Five each way (388 blocks), every byte
+// 16 and 64 MB ones at 64 channels alone). Two 64 MB transfers each way take 256 blocks, more than 192, within a
+// launch's kMaxP2pBlocks (640, dev_work.h). Five each way (388 blocks), every byte
 // checked, over P2P and SHM; then the same transfers with rank 1 posting each pair in a group of its own
 // (both sides must cut every transfer alike however they group: p2p_plan.h).
 TEST(DeviceColl2Gpu, P2pSeveralLargeTransfersInOneGroup) {

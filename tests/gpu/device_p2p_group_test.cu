@@ -193,7 +193,7 @@ bool kernelsInOneChain(cudaGraph_t g, size_t* kernels) {
 // steps and p2p claim words (NCCL serializes a communicator's captured operations per graph alike); the one in Y
 // between them must not make it forget X's last batch. Each group holds a balanced transfer of 64 MiB and more
 // each way beside LL- and mid-cut ones. Checked in X's structure (its kernel nodes form one chain: gpu_executor.cc
-// run orders them; without that they were siblings) and by replaying X, then Y, twice, every byte checked.
+// run orders them; left alone they would be siblings) and by replaying X, then Y, twice, every byte checked.
 TEST(DeviceP2pGroup, GroupsCapturedOnForkedStreamsRunInTurn) {
   NEED_GPUS(2);
   Pair p;
@@ -213,8 +213,8 @@ TEST(DeviceP2pGroup, GroupsCapturedOnForkedStreamsRunInTurn) {
     ASSERT_EQ(cudaEventCreateWithFlags(&join[r], cudaEventDisableTiming), cudaSuccess);
   }
   // Every capture ends before any check returns: a global-mode capture left open forbids cudaGraphInstantiate, and
-  // the later tests' allocations, in this thread (2026-12-11g: this test instantiated rank 0's graph while rank 1's
-  // stream still captured, got cudaErrorStreamCaptureUnsupported, and the tests after it failed in init).
+  // the later tests' allocations, in this thread (instantiating rank 0's graph while rank 1's stream still captures
+  // gets cudaErrorStreamCaptureUnsupported, and the tests after it fail in init).
   bool captured = true;
   for (int r = 0; r < 2; ++r) {
     captured = captured && cudaSetDevice(r) == cudaSuccess &&

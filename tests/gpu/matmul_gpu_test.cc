@@ -1,4 +1,4 @@
-// The matmul demo on 2 GPUs through GPU communicators (issue 6's gpu test): both modes, float and bf16,
+// The matmul demo on 2 GPUs through GPU communicators: both modes, float and bf16,
 // uneven sizes, launched by braidrun (one process per GPU, device = BRAID_LOCAL_RANK); the demo verifies C
 // against a single-GPU reference and must print "verified". Skips where fewer than 2 GPUs are visible.
 #include <gtest/gtest.h>

@@ -673,7 +673,7 @@ TEST(ApiMisuse, MismatchedCollectivesAreDetected) {
 
 // A broadcast whose ranks name different roots leaves a stray step in a FIFO; the next, matched broadcast
 // has steps of the same size and the same collective, so only the sequence number in the tag tells the stray
-// step from its own. Before, the receiver returned success with the earlier call's data.
+// step from its own; without it the receiver would return success with the earlier call's data.
 TEST(ApiMisuse, StrayStepOfAnEarlierMismatchIsNotTakenAsData) {
   for (bool sockets : {false, true}) {
     auto* done = sharedCounter();

@@ -156,7 +156,7 @@ TEST(BadInput, ArgumentsAreRejectedAndCommStillWorks) {
     MP_NCCL_ASSERT_COMM(ncclBroadcast(nullptr, nullptr, 0, ncclInt8, 0, comm, nullptr), comm);
     checkAllReduceWorks(comm, ctx, 3);
     // An empty collective is dropped where it is called: rank 0 alone issues every kind (a p2p-built one like
-    // all-to-all used to wait for its peer's matching step), inside and outside a group, and the next
+    // all-to-all must not wait for its peer's matching step), inside and outside a group, and the next
     // all-reduce must still pair up and be right.
     if (ctx.rank == 0) {
       mp::setStatus("empty collectives on rank 0 only");

@@ -169,10 +169,9 @@ TEST(Log, FileHasHostPidRankAndRespectsSubsys) {
 }
 
 // Ranks of one job often share one stderr (a pipe to a launcher or a log collector). Each line must reach it
-// in one write, or lines of different processes interleave mid-line: the GPU machine's glibc (Ubuntu 2.39)
-// writes an fprintf to the unbuffered stderr 128 bytes at a time, which split the init lines of two ranks in
-// cluster_gpu_test's output. The development VM's glibc (2.36) writes such a line whole, so there the old
-// logger passed too; this case catches the bug wherever glibc splits (docs/gpu/2026-12-14b: it failed there).
+// in one write, or lines of different processes interleave mid-line: glibc 2.39 (Ubuntu) writes an fprintf to
+// the unbuffered stderr 128 bytes at a time, which splits the init lines of two ranks; glibc 2.36 writes such a
+// line whole, so a logger relying on fprintf passes there. This case catches the split wherever glibc splits.
 namespace {
 // The children and pipe ends of the case below: whatever way the case ends, the children are started (so none
 // waits on `go` forever), then killed if still running, and reaped.

@@ -168,8 +168,8 @@ TEST(P2pPlan, ChannelBytesSetTheCut) {
   checkCoverage(in, blocks);
 }
 
-// A pipeline step on 2 ranks: two 64 MB sends and two receives to the one neighbour. 256 blocks did not
-// fit the launch's 192 (ncclInvalidUsage); the launch now takes 640.
+// A pipeline step on 2 ranks: two 64 MB sends and two receives to the one neighbour: 256 blocks, more than 192,
+// within one launch's kMaxP2pBlocks (640).
 TEST(P2pPlan, SeveralLargeTransfersFitOneLaunch) {
   P2pPlanInput in = input(64);
   in.maxBlocks = 640;

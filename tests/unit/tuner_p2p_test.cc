@@ -45,8 +45,8 @@ TEST(TunerP2p, EstimateFollowsTheCut) {
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 2 * m, 1), 2, 0, t, f), fixed(2 * m, Proto::Simple, 32));
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, t, f), fixed(4 * m, Proto::Simple, 32));
   EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 64 * m, 1), 2, 0, t, f), fixed(64 * m, Proto::Simple, 64));
-  // Measured on 2xH200 (docs/gpu/2026-11-23g): send/recv 4 MB 23-24 us, 64 MB 200 us. One channel (the
-  // estimate before) said several times that.
+  // Measured on 2xH200 (docs/TUNING.md, "The cut"): send/recv 4 MB 23-24 us, 64 MB 200 us. An estimate on one
+  // channel says several times that.
   const double us4m = predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, t, f);
   EXPECT_GT(us4m, 10.0);
   EXPECT_LT(us4m, 60.0);
@@ -98,7 +98,7 @@ TEST(TunerP2p, EstimateFollowsTheCut) {
 }
 
 // Balanced transfers (BRAID_P2P_BALANCE_BYTES) over NVLink P2P take tuner_model.def's BRAID_TUNER_P2P_BALANCED row:
-// within 10% of every point it was fitted to (2xH100, docs/gpu/2026-12-09a-e), where the Simple row said 1.5-2x.
+// within 10% of every point it was fitted to (2xH100, docs/TUNING.md), where the Simple row says 1.5-2x.
 TEST(TunerP2p, BalancedEstimateNearMeasured) {
   const TransportClass t = TransportClass::P2pNvlink;
   const size_t m = size_t(1) << 20;

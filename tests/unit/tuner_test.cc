@@ -258,8 +258,8 @@ TEST(TunerDecide, GridMonotoneAndSane) {
 }
 
 TEST(TunerDecide, CalibratedAgainstMeasurements) {
-  // Braid on 2xH200 (tuner_model.def, docs/gpu/2026-11-22c/): ring all-reduce 8 B on one channel 11.8 us with
-  // Simple and 6.1 us with LL; 2 GB busbw 313.0 GB/s at 32 channels and 351.8 at 64 (Simple).
+  // Braid on 2xH200 (tuner_model.def; docs/TUNING.md, "P2pNvlink Simple and LL"): ring all-reduce 8 B on one
+  // channel 11.8 us with Simple and 6.1 us with LL; 2 GB busbw 313.0 GB/s at 32 channels and 351.8 at 64 (Simple).
   TuneRequest r = req(CollType::AllReduce, 8, 2, TransportClass::P2pNvlink);
   EXPECT_NEAR(predictUs(r, Algo::Ring, Proto::Simple, 1, 512 << 10), 11.8, 1.5);
   EXPECT_NEAR(predictUs(r, Algo::Ring, Proto::LL, 1, 32768), 6.1, 1.5);
@@ -277,7 +277,7 @@ TEST(TunerDecide, CalibratedAgainstMeasurements) {
   // Host path, 2 ranks, 1 channel: 8 B 0.46 us.
   r = req(CollType::AllReduce, 8, 2, TransportClass::HostShm);
   EXPECT_NEAR(predictUs(r, Algo::Ring, Proto::Simple, 1, 512 << 10), 0.46, 0.2);
-  // The tuner's own 8 B pick on NVLink meets issue 5's target (<= 7 us on a stream).
+  // The tuner's own 8 B pick on NVLink stays within the small-message target (<= 7 us on a stream).
   EXPECT_LT(tune(req(CollType::AllReduce, 8, 2, TransportClass::P2pNvlink), TunerConfig()).predictedUs, 7.0);
 }
 
@@ -306,7 +306,7 @@ TEST(TunerDecide, OneShotTakesLl128OnTwoRanksOnly) {
 
 // The same executor on sm_90 NVLink, with LL128 kernels (float sums, copies): LL128 takes over from LL at ~136 KB
 // on the wire, so from ~136 KB for all-reduce (one-shot), broadcast and reduce and from ~272 KB for all-gather and
-// reduce-scatter (tuner_model.def: LL's cap, measured in docs/gpu/2026-12-12e, 0.5-1.5 us faster there than LL);
+// reduce-scatter (tuner_model.def: LL's cap; LL128 measured 0.5-1.5 us faster there than LL, docs/TUNING.md);
 // LL keeps the small sizes, where the two measured level, and Simple the large ones, from ~3.5 MB on the wire
 // (all-reduce, broadcast, reduce from ~3.5 MB, all-gather and reduce-scatter from ~7 MB).
 TEST(TunerDecide, TwoRankNvlinkLl128Choices) {
@@ -345,9 +345,9 @@ TEST(TunerDecide, TwoRankNvlinkLl128Choices) {
   EXPECT_EQ(pick(CollType::AllGather, 2 << 20).proto, Proto::LL128);
   EXPECT_EQ(pick(CollType::ReduceScatter, 2 << 20).proto, Proto::LL128);
   // Ring collectives keep LL128 to ~3.5 MB on the wire (BRAID_TUNER_RECV_TAIL: Simple's last step reduced or copied
-  // after it lands; reductions on LL128 measured 0.7-1.8 us ahead there, docs/gpu/2026-12-12g, and the copies once
-  // their byte kernels left local memory, docs/gpu/2026-12-13e): all-reduce, reduce and broadcast to ~3.5 MB,
-  // reduce-scatter and all-gather (half the bytes on the wire) to ~7 MB.
+  // after it lands; reductions and copies on LL128 measured 0.7-1.9 us ahead there, docs/TUNING.md, "Protocol
+  // handovers"): all-reduce, reduce and broadcast to ~3.5 MB, reduce-scatter and all-gather (half the bytes on the
+  // wire) to ~7 MB.
   const size_t mb = size_t{1} << 20;
   for (CollType c : {CollType::AllReduce, CollType::Reduce, CollType::Broadcast}) {
     EXPECT_EQ(pick(c, 2 * mb).proto, Proto::LL128) << collName(c);
@@ -374,8 +374,8 @@ TEST(TunerDecide, TwoRankNvlinkLl128Choices) {
 
 // What the GPU executor of a 2-rank NVLink comm offers (Ring and OneShot; LL and Simple): one-shot LL for
 // small all-reduces, Simple with every channel for large ones. The model hands all-reduce from LL to Simple at
-// ~776 KB on 64 channels; the H200 full tables (docs/gpu/2026-12-12b, LL / Simple forced) had 512 KB 8.56 / 8.95 us
-// and 1 MB 12.93 / 11.07.
+// ~776 KB on 64 channels; the 2xH200 full tables (LL / Simple forced) had 512 KB 8.56 / 8.95 us and 1 MB 12.93 /
+// 11.07 (docs/TUNING.md, "Protocol handovers").
 TEST(TunerDecide, TwoRankNvlinkExecutorChoices) {
   TunerConfig cfg;
   auto pick = [&](CollType c, size_t bytes) {
