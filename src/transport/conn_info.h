@@ -1,5 +1,5 @@
-// ConnInfo: the plain struct every transport's setup ends in (DESIGN.md §2.2). Executors (host threads now,
-// device kernels later) read only this; they never know which transport is behind it.
+// ConnInfo: the plain struct every transport's setup ends in (DESIGN.md §2.2). Executors (host threads, device
+// kernels) read only this; they never know which transport is behind it.
 //
 // A connection is a FIFO of nSteps slots of stepBytes each, living where the receiver reads it. The sender
 // writes slot (step % nSteps), stores the byte count in sizes[slot], then publishes tail = step + 1

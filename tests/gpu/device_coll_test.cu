@@ -80,7 +80,7 @@ TEST(DeviceColl2Gpu, Socket) {
   runAll("1", "1", true);
 }
 
-// NCCL_PROTO=Simple (every case on SIMPLE, which the tuner no longer picks for small float ops),
+// NCCL_PROTO=Simple (every case on SIMPLE, which the tuner does not pick for small float ops),
 // NCCL_PROTO=LL128 (over NVLink the LL128 kernels run float/half/bf16 sums and every copy collective, the
 // rest falls back to Simple with a warning; without NVLink everything falls back), and LL128 for all-reduce
 // only, so LL128 all-reduces share connections with the other collectives' LL and Simple steps.

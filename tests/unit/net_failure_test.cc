@@ -51,7 +51,7 @@ TEST(NetTransport, SenderGoneSetsReceiverErrorFlag) {
   s.reset();
   a.ctx.proxy.reset();
   EXPECT_TRUE(waitFlag(r.info.errorFlag, 5)) << "receiver's errorFlag not set after the sender closed";
-  // An executor waiting for data now fails fast instead of timing out.
+  // An executor waiting for data then fails fast instead of timing out.
   ConnInfo next = r.info;
   next.step = 50;
   std::string err = testutil::recvSteps(next, 12, 1, 5);

@@ -447,7 +447,7 @@ TEST(P2pPlan, PairedRingChannelsUnderABound) {
   int pairedCtas = 0;
   for (const P2pPlanCta& cta : l.ctas) pairedCtas += cta.split > 0 && l.all[cta.first].channel >= 4;
   EXPECT_EQ(pairedCtas, 4);
-  // Unbounded, nothing pairs (the executor sets pairRing only under a bound) and the cut is as before.
+  // Unbounded, nothing pairs (the executor sets pairRing only under a bound) and the cut is p2pChannelsForBytes'.
   EXPECT_EQ(p2pRingChannels(big, 64, 64, 65536, 16384), p2pChannelsForBytes(big, 64, 65536));
   EXPECT_EQ(p2pRingChannels(64 << 10, 8, 4, 65536, 16384), 4);
   EXPECT_EQ(p2pRingChannels(64 << 10, 8, 4, 65536, 4096), 8);  // 8 KiB shares above a 4 KiB threshold
@@ -564,7 +564,7 @@ TEST(P2pPlan, SimpleSharesCutIntoPieces) {
   EXPECT_EQ(steps(size_t{4} << 20, 4, kStep), 8u);   // capped at the connection's step
   EXPECT_EQ(steps((size_t{1} << 20) + 5, 4, kStep), 4u);  // 4 KiB-rounded pieces cover an odd size
   for (size_t b : {size_t{256} << 10, size_t{1} << 20, size_t{4} << 20}) {
-    EXPECT_EQ(p2pSimpleStepBytes(kStep, b, 1), kStep) << b;            // pieces 1: as before
+    EXPECT_EQ(p2pSimpleStepBytes(kStep, b, 1), kStep) << b;            // pieces 1: the connection's step
     EXPECT_EQ(p2pSimpleStepBytes(64 << 10, b, 4), size_t{64} << 10) << b;  // small NCCL_BUFFSIZE steps
   }
 }
