@@ -52,17 +52,56 @@ namespace {
 #define BRAID_STRINGIFY2(x) #x
 #define BRAID_STRINGIFY(x) BRAID_STRINGIFY2(x)
 const ParamDesc kParams[] = {
-#define BRAID_INT_PARAM(Name, env, def, doc) {#Name, env, BRAID_STRINGIFY(def), doc},
-#define BRAID_STR_PARAM(Name, env, def, doc) {#Name, env, def, doc},
+#define BRAID_INT_PARAM(Name, env, def, doc) {#Name, env, BRAID_STRINGIFY(def), doc, ParamKind::Int, ""},
+#define BRAID_STR_PARAM(Name, env, def, doc) {#Name, env, def, doc, ParamKind::Str, ""},
+#define BRAID_PARTIAL_PARAM(Name, env, def, honoured, doc) {#Name, env, def, doc, ParamKind::Partial, honoured},
+#define BRAID_IGNORED_PARAM(Name, env, quiet, doc) {#Name, env, "", doc, ParamKind::Ignored, quiet},
 #include "core/params.def"
 #undef BRAID_INT_PARAM
 #undef BRAID_STR_PARAM
+#undef BRAID_PARTIAL_PARAM
+#undef BRAID_IGNORED_PARAM
 };
+
+// Whether `value` is one of the comma-separated `list` (exact match).
+bool inList(const char* list, const std::string& value) {
+  const std::string all(list);
+  size_t start = 0;
+  while (start <= all.size()) {
+    size_t comma = all.find(',', start);
+    if (comma == std::string::npos) comma = all.size();
+    if (all.compare(start, comma - start, value) == 0 && !value.empty()) return true;
+    start = comma + 1;
+  }
+  return false;
+}
 }  // namespace
 
 const ParamDesc* paramTable(int* count) {
   *count = static_cast<int>(sizeof(kParams) / sizeof(kParams[0]));
   return kParams;
+}
+
+bool paramValueUnimplemented(const ParamDesc& p, const char* value) {
+  if (value == nullptr || *value == '\0') return false;
+  if (p.kind != ParamKind::Partial && p.kind != ParamKind::Ignored) return false;
+  return !inList(p.accepted, value);
+}
+
+int warnUnimplementedParamsNow() {
+  int warned = 0;
+  for (const ParamDesc& p : kParams) {
+    const char* v = getenv(p.env);
+    if (!paramValueUnimplemented(p, v)) continue;
+    ++warned;
+    BRAID_WARN("%s=%s has no effect in Braid (not implemented): %s", p.env, v, p.doc);
+  }
+  return warned;
+}
+
+void warnUnimplementedParams() {
+  static std::once_flag once;
+  std::call_once(once, [] { warnUnimplementedParamsNow(); });
 }
 
 }  // namespace braid

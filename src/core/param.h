@@ -11,15 +11,27 @@ namespace braid {
 int64_t readIntEnv(const char* name, int64_t def);
 std::string readStrEnv(const char* name, const char* def);
 
+// Accepted but not implemented variables (BRAID_IGNORED_PARAM) get no accessor: nothing may read them.
 namespace params {
 #define BRAID_INT_PARAM(Name, env, def, doc) \
   inline int64_t Name() { return ::braid::readIntEnv(env, def); }
 #define BRAID_STR_PARAM(Name, env, def, doc) \
   inline std::string Name() { return ::braid::readStrEnv(env, def); }
+#define BRAID_PARTIAL_PARAM(Name, env, def, honoured, doc) BRAID_STR_PARAM(Name, env, def, doc)
+#define BRAID_IGNORED_PARAM(Name, env, quiet, doc)
 #include "params.def"
 #undef BRAID_INT_PARAM
 #undef BRAID_STR_PARAM
+#undef BRAID_PARTIAL_PARAM
+#undef BRAID_IGNORED_PARAM
 }  // namespace params
+
+// Logs one warning per process for each variable of params.def that is set (non-empty) to a value Braid does
+// not implement (BRAID_IGNORED_PARAM, BRAID_PARTIAL_PARAM), naming it and saying what Braid does instead. Every
+// communicator init calls it; only the first call in the process looks. Thread-safe.
+void warnUnimplementedParams();
+// The check itself, without the once-per-process guard: logs and returns how many variables it warned of.
+int warnUnimplementedParamsNow();
 
 // NCCL_BUFFSIZE as every user of it takes it: outside [64 KiB, 2 GiB] the default 4 MiB (the FIFOs and the
 // tuner must agree: a tuner that assumed 4 MiB over FIFOs of the raw 32 KiB planned steps the FIFO lacked).
@@ -42,12 +54,17 @@ inline int64_t foldBounds(int64_t a, int64_t b) {
 inline int64_t envMaxChannels() { return foldBounds(params::MaxNChannels(), params::MaxCtas()); }
 
 // One row per parameter, for `braid_info`-style listings and tests.
+enum class ParamKind { Int, Str, Partial, Ignored };
 struct ParamDesc {
   const char* name;
   const char* env;
-  const char* def;
+  const char* def;       // "" for Ignored
   const char* doc;
+  ParamKind kind;
+  const char* accepted;  // Partial: the values implemented; Ignored: values that draw no warning
 };
+// Whether `value` would draw the warning of warnUnimplementedParams for `p` (empty: unset, never).
+bool paramValueUnimplemented(const ParamDesc& p, const char* value);
 const ParamDesc* paramTable(int* count);
 
 }  // namespace braid

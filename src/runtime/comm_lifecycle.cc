@@ -177,6 +177,7 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
 
 ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* cfg,
                       const char* fn) {
+  warnUnimplementedParams();  // once per process
   if (out == nullptr) return recordError(ncclInvalidArgument, "%s: comm is NULL", fn);
   *out = nullptr;
   if (nranks < 1) return recordError(ncclInvalidArgument, "%s: nranks %d is invalid (must be >= 1)", fn, nranks);
