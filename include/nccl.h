@@ -1,4 +1,4 @@
-/* Braid: the public C API, source- and ABI-compatible with NVIDIA NCCL 2.28 (see shared/ABI.md).
+/* Braid: the public C API, source- and ABI-compatible with NVIDIA NCCL 2.28 (see docs/ABI.md).
  * A program built against NCCL's nccl.h builds against this one, and a program linked against
  * libnccl.so.2 runs on Braid's libnccl.so.2 unmodified. */
 #ifndef NCCL_H_
