@@ -11,7 +11,7 @@ if(NOT TARGET Braid::braid)
   add_library(Braid::braid ALIAS braid)
 endif()
 
-foreach(header nccl.h braid.h nccl_device.h)
+foreach(header nccl.h nccl_device.h)
   if(EXISTS ${PROJECT_SOURCE_DIR}/include/${header})
     install(FILES ${PROJECT_SOURCE_DIR}/include/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   endif()

@@ -1,6 +1,6 @@
-/* Braid: the public C API, source- and ABI-compatible with NVIDIA NCCL 2.28 (see docs/ABI.md).
- * A program built against NCCL's nccl.h builds against this one, and a program linked against
- * libnccl.so.2 runs on Braid's libnccl.so.2 unmodified. */
+/* Braid: the public C API, ABI-compatible with NVIDIA NCCL 2.28 (see docs/ABI.md): the same functions,
+ * types, enum values and struct layouts, so a program linked against libnccl.so.2 runs on Braid's
+ * libnccl.so.2. Macros and declarations outside NCCL's documented API may be missing. */
 #ifndef NCCL_H_
 #define NCCL_H_
 

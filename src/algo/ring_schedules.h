@@ -1,4 +1,4 @@
-// The ring schedules (DESIGN.md §2.1), written once as templates over a Primitives type so the host
+// The ring schedules (docs/DESIGN.md §2), written once as templates over a Primitives type so the host
 // executor (CPU primitives over host FIFOs) and the device executor (warp primitives) run the same steps.
 //
 // A Primitives object is bound to one channel's ring (send to rank+1, receive from rank-1) and to the op's

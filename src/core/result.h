@@ -1,4 +1,4 @@
-// Errors as values: check macros and the "first failure records a message" mechanism (DESIGN.md §2.6).
+// Errors as values: check macros and the "first failure records a message" mechanism (docs/DESIGN.md §2).
 // Every internal function that can fail returns ncclResult_t. The innermost failure records a precise
 // message with recordError(); callers propagate the code with BRAID_CHECK without overwriting it. The API
 // layer opens an ErrorScope per call and copies the message to the communicator for ncclGetLastError.

@@ -1,4 +1,4 @@
-// Kernel entry points (DESIGN.md §2.5, top layer): the ring collectives and the p2p transfers. One CTA per
+// Kernel entry points (docs/DESIGN.md §4, top layer): the ring collectives and the p2p transfers. One CTA per
 // channel (collectives) or per connection (p2p); arguments arrive by value, connection state is loaded
 // from and stored back to device memory, so a launch depends on nothing the host does afterwards and CUDA
 // graph capture/replay works. Included by the variant files (dev_coll_*.cu), which instantiate it.

@@ -1,4 +1,4 @@
-// op128: the lowest device layer (DESIGN.md §2.5). 16-byte vector loads and stores, the scope-qualified
+// op128: the lowest device layer (docs/DESIGN.md §4). 16-byte vector loads and stores, the scope-qualified
 // loads/stores of FIFO counters, and the fences between them. Everything above goes through these so the
 // memory-ordering choices live in one place.
 #pragma once

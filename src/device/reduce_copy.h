@@ -1,4 +1,4 @@
-// reduce_copy: the one hot loop (DESIGN.md §2.5). One or two sources are combined element-wise by Fn
+// reduce_copy: the one hot loop (docs/DESIGN.md §4). One or two sources are combined element-wise by Fn
 // (pre-op on the rank's own contribution, post-op on the final value) and written to one or two
 // destinations, by all threads of the CTA: 16-byte packs, UNROLL packs in flight per thread, then single
 // packs, then a scalar tail. Pointers that do not share one 16-byte alignment fall back to scalar code;

@@ -1,4 +1,4 @@
-// ConnInfo: the plain struct every transport's setup ends in (DESIGN.md §2.2). Executors (host threads, device
+// ConnInfo: the plain struct every transport's setup ends in (docs/DESIGN.md §2). Executors (host threads, device
 // kernels) read only this; they never know which transport is behind it.
 //
 // A connection is a FIFO of nSteps slots of stepBytes each, living where the receiver reads it. The sender

@@ -18,7 +18,8 @@
 namespace braid {
 
 // NCCL's algorithm names are all known so that NCCL scripts (e.g. NCCL_ALGO=^NVLS) parse; Braid runs only
-// Ring, Tree and its direct (peer-mapped) all-reduces OneShot / TwoShot.
+// Ring and the 2-rank OneShot all-reduce. Tree and TwoShot have model rows but no schedule yet: a request
+// for them alone falls back to Ring (warned once).
 enum class Algo : int { Ring, Tree, CollNetDirect, CollNetChain, Nvls, NvlsTree, Pat, OneShot, TwoShot, kCount };
 enum class Proto : int { LL, LL128, Simple, kCount };
 // Where the bytes of a call travel; selects the cost model's row.

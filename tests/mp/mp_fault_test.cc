@@ -107,7 +107,7 @@ void killDuringAllReduce(int nranks, int victim, bool sockets, int timeoutEnv, d
     mp::note("rank %d: %s after %.2f s (iteration %d), async=%s: %s", ctx.rank, ncclGetErrorString(res), detect, iter,
              ncclGetErrorString(async), msg.c_str());
     EXPECT_LE(detect, maxDetect) << "the survivor took too long to notice the dead rank";
-    EXPECT_EQ(res, ncclRemoteError) << "a dead peer is ncclRemoteError (DESIGN.md 2.6): " << msg;
+    EXPECT_EQ(res, ncclRemoteError) << "a dead peer is ncclRemoteError (docs/DESIGN.md §2): " << msg;
     if (strictMessage) {
       EXPECT_TRUE(mp::mentionsRank(msg, victim)) << "the message should name rank " << victim << ": " << msg;
     } else {

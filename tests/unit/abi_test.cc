@@ -1,4 +1,4 @@
-// ABI facts of shared/ABI.md checked at compile time and run time: enum values, struct layouts, sentinels,
+// ABI facts of docs/ABI.md checked at compile time and run time: enum values, struct layouts, sentinels,
 // version macros, and the exported symbol set of libbraid.so (only nccl*/pnccl*/braid*; every function of
 // the API and its p-twin; the 38 symbols PyTorch imports).
 #include <gtest/gtest.h>

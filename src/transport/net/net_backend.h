@@ -1,4 +1,4 @@
-// The network backend interface under the NET transport (DESIGN.md §2.3): listen / connect / accept set a
+// The network backend interface under the NET transport (docs/DESIGN.md §2): listen / connect / accept set a
 // connection up; isend / irecv post a message (one FIFO slot) and test completes it; close (or the
 // destructor) releases it. Messages on one comm complete in posting order. Nothing here blocks after setup,
 // so one proxy thread drives every connection of a communicator. Backends: socket (net_socket.cc); an IB

@@ -552,9 +552,8 @@ ncclResult_t selectNetBackend(NetBackend** out) {
     return ncclSuccess;
   }
   if (strcasecmp(want.c_str(), "IB") == 0) {
-    static bool warned = false;
-    if (!warned) {
-      warned = true;
+    static std::atomic<bool> warned{false};  // communicators may connect on several threads at once
+    if (!warned.exchange(true)) {
       BRAID_WARN("NCCL_NET=IB: the IB verbs backend is not available in this build; using sockets");
     }
     *out = socketNetBackend();
