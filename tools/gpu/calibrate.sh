@@ -19,7 +19,7 @@
 #                slower rank's time) for broadcast and reduce unless PERF_FLAGS has -a
 #   -h           this text
 #
-# Output: $OUT/calibrate.tgz (OUT: the device call's output folder, default ./build-gpu-out) holding
+# Output: $OUT/calibrate.tgz (OUT: the job's output folder, default ./build-gpu-out) holding
 # calibrate/<coll>_<proto>_<channels>.{txt,json}. Then, on any machine:
 #   tar -xzf calibrate.tgz && tools/tuner_fit.py calibrate [--fix NAME=VALUE ...]
 # Exit status 1 if a run failed or was not started (-g). NCCL_NVLS_ENABLE=0 is passed to every rank. Environment:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds Braid on this machine (any machine with nvcc, CMake and Ninja) into a slim folder that a device call can
+# Builds Braid on this machine (any machine with nvcc, CMake and Ninja) into a slim folder that a job on a GPU machine can
 # carry instead of building there: DIR/bin (the programs) and DIR/lib (libbraid.so*, libnccl.so*), packed as
-# build-pack/DIR.tgz (a full build is ~28 MiB, ~9 MiB packed; a device call carries at most 64 MiB with the tree).
+# build-pack/DIR.tgz (a full build is ~28 MiB, ~9 MiB packed).
 #
 #   tools/gpu/carry.sh [-r REF] [-o DIR] [-D CMAKE_OPTION]... [-j JOBS] [-k] [TARGET...]
 #
@@ -15,7 +15,7 @@
 #              matmul_demo)
 #   -h         this text
 #
-# Then carry build-pack (or DIR) into the device call, and there e.g. `tools/gpu/test.sh -b DIR` or
+# Then carry build-pack (or DIR) to the GPU machine, and there e.g. `tools/gpu/test.sh -b DIR` or
 # `tools/gpu/side_by_side.sh -b DIR`: the scripts unpack build-pack/DIR.tgz when DIR is missing and put DIR/lib
 # on LD_LIBRARY_PATH (the programs' RUNPATH names this machine's build folder). DIR/SOURCE says what was built.
 # Without MPI headers here (apt-get install libopenmpi-dev) the perf tools run under braidrun, not mpirun.

@@ -3,7 +3,7 @@
 #
 #   gpu_usage FILE             prints FILE's header (its comment lines after the first line), for -h
 #   gpu_init NAME              the environment every run needs (NCCL_NVLS_ENABLE=0, mpirun as root), the log
-#                              folder L=$OUT/NAME (OUT: the device call's output folder, default ./build-gpu-out)
+#                              folder L=$OUT/NAME (OUT: the job's output folder, default ./build-gpu-out)
 #                              and the start time for gpu_elapsed
 #   gpu_count                  visible GPUs: CUDA_VISIBLE_DEVICES's entries, else `nvidia-smi -L` lines; 0 if none
 #   gpu_machine NP             a machine name for results: NPx<model>, e.g. 2xh100
@@ -25,10 +25,10 @@
 #                              not pass
 #   gpu_gpu_tests              the gpu test binaries: tests/gpu/*_test.{cc,cu} by name
 #   gpu_over_guard             status 0 once the script has run GUARD seconds (default 540; 0: never)
-#   gpu_limit SEC              SEC, or less where the script would run past CALL_LIMIT (default 585 s: a device
-#                              call's 600 s less the packing; 0: no limit): each run's and each test's timeout
+#   gpu_limit SEC              SEC, or less where the script would run past CALL_LIMIT (default 585 s: a 10-minute
+#                              job less the packing; 0: no limit): each run's and each test's timeout
 #   gpu_elapsed                seconds since gpu_init
-#   gpu_pack                   tars $L into $OUT/NAME.tgz (a device call brings back at most 8 files) and removes $L
+#   gpu_pack                   tars $L into $OUT/NAME.tgz (a job's output folder may bring back only a few files) and removes $L
 gpu_usage() { sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$1"; }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then

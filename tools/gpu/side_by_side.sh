@@ -36,7 +36,7 @@
 # Environment: NCCL_LIB (default /usr/lib/x86_64-linux-gnu/libnccl.so.2), PERF_TIMEOUT (s per run, default 150;
 # no run goes on past CALL_LIMIT, default 585 s after the start), MPIRUN_OPTS, GPU_LAUNCHER=braidrun (instead of
 # mpirun). NCCL_NVLS_ENABLE=0 is passed to every rank.
-# Output in $OUT (the device call's output folder, default ./build-gpu-out): side_by_side.jsonl (the result),
+# Output in $OUT (the job's output folder, default ./build-gpu-out): side_by_side.jsonl (the result),
 # side_by_side.txt (the tables) and side_by_side.tgz (each run's text output and -J JSON, named
 # <coll>_<lib>_<round>: tools/perf/medians reads them). Exit status 1 if a run failed or reported wrong values,
 # or (with --baseline) a Braid row was flagged slower.

@@ -12,11 +12,11 @@
 #   -n NP     GPUs the tests see: CUDA_VISIBLE_DEVICES=0..NP-1 (default: every visible GPU)
 #   -g SEC    start no test once the script has run SEC seconds, build included (default 540; 0: no limit)
 #   -t SEC    time limit of one test binary (default 200; none goes on past CALL_LIMIT, default 585 s after the
-#             start: a device call's 10 minutes less the packing)
+#             start: a 10-minute GPU-machine job less the packing)
 #   TEST...   the binaries to run (default: all), e.g. device_coll_test fifo_gpu_test
 #   -h        this text
 #
-# Run from the repository root. Logs: $OUT/test.tgz (OUT: the device call's output folder, default
+# Run from the repository root. Logs: $OUT/test.tgz (OUT: the job's output folder, default
 # ./build-gpu-out). NCCL_NVLS_ENABLE=0 is exported for every test.
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=common.sh

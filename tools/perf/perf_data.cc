@@ -51,7 +51,7 @@ std::vector<int> affinityOf(pthread_t t) {
 
 // Where filling and checking run. A launcher binds each rank tightly (Open MPI binds each of 2 ranks to one
 // core), and 16 threads that inherit the binding share that core: fill + check of 512 MB of int8 took ~25 s
-// per size on the 2xH200 machine, the bulk of a device call. A rank bound to at most 2 CPUs therefore runs
+// per size on the 2xH200 machine, most of a 10-minute GPU-machine job. A rank bound to at most 2 CPUs therefore runs
 // its data threads on its share (dataCpuSlice) of every CPU the process may be given (a scratch thread asks
 // for all and reads back what the kernel grants). Timed loops never run there.
 struct DataPlacement {
