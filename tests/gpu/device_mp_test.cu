@@ -20,24 +20,6 @@ using namespace gpu_test;
 
 namespace {
 
-int probeGpus() {
-  int fds[2];
-  if (pipe(fds) != 0) return 0;
-  pid_t pid = fork();
-  if (pid == 0) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-    (void)!write(fds[1], &n, sizeof(n));
-    _exit(0);
-  }
-  close(fds[1]);
-  int n = 0;
-  if (read(fds[0], &n, sizeof(n)) != sizeof(n)) n = 0;
-  close(fds[0]);
-  waitpid(pid, nullptr, 0);
-  return n;
-}
-
 bool childMain(int rank, const ncclUniqueId& id, bool quick) {
   GT_CUDA(cudaSetDevice(rank));
   ncclComm_t comm;
@@ -242,13 +224,13 @@ void runTwoProcesses(bool quick, bool (*child)(int, const ncclUniqueId&) = nullp
 }  // namespace
 
 TEST(DeviceColl2Proc, P2pIpc) {
-  int n = probeGpus();
+  int n = gpuCountForked();
   if (n < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << n;
   runTwoProcesses(false);
 }
 
 TEST(DeviceColl2Proc, Shm) {
-  int n = probeGpus();
+  int n = gpuCountForked();
   if (n < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << n;
   EnvScope e;
   e.set("NCCL_P2P_DISABLE", "1");
@@ -256,7 +238,7 @@ TEST(DeviceColl2Proc, Shm) {
 }
 
 TEST(DeviceColl2Proc, Socket) {
-  int n = probeGpus();
+  int n = gpuCountForked();
   if (n < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << n;
   EnvScope e;
   e.set("NCCL_P2P_DISABLE", "1");
@@ -265,13 +247,13 @@ TEST(DeviceColl2Proc, Socket) {
 }
 
 TEST(DeviceColl2Proc, DeadPeerStopsKernelsAndIsNamed) {
-  int n = probeGpus();
+  int n = gpuCountForked();
   if (n < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << n;
   runTwoProcesses(true, deadPeerChild);
 }
 
 TEST(DeviceColl2Proc, GroupSimulateEndNearMeasured) {
-  int n = probeGpus();
+  int n = gpuCountForked();
   if (n < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << n;
   runTwoProcesses(true, simulateChild);
 }

@@ -70,6 +70,26 @@ using namespace braid;
     }                                                                                             \
   } while (0)
 
+// The GPUs a child process sees, counted there so the caller stays free of CUDA and may fork ranks that each
+// initialise their own (a CUDA context does not survive fork).
+inline int gpuCountForked() {
+  int fds[2];
+  if (pipe(fds) != 0) return 0;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+    (void)!write(fds[1], &n, sizeof(n));
+    _exit(0);
+  }
+  close(fds[1]);
+  int n = 0;
+  if (read(fds[0], &n, sizeof(n)) != sizeof(n)) n = 0;
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  return n;
+}
+
 // The GPUs this process sees (0 where the CUDA runtime has none; its error is cleared).
 inline int gpuCount() {
   int n = 0;

@@ -72,10 +72,11 @@ class GpuExecutor final : public Executor {
     DeviceGuard g(st_->dev);
     cudaEvent_t e = nullptr;
     if (event(kCaptureTails, &e) != ncclSuccess) cudaGetLastError();
+    lastDone_ = events_.empty() ? nullptr : events_[0];
   }
   ~GpuExecutor() override;
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
-  ncclResult_t asyncError() override { return checkStatus(); }
+  ncclResult_t asyncError() override;
   double predictUs(const OpDesc& op) override;
   void withPeerWatchPaused(const std::function<void()>& f) override {
     if (st_->watch) {
@@ -104,6 +105,8 @@ class GpuExecutor final : public Executor {
   // replay can wait on it; [1..kCaptureTails]: captureTails_' end events, recorded inside their captures; the rest:
   // joins.
   std::vector<cudaEvent_t> events_;
+  // events_[0], kept apart for asyncError, which a watchdog thread may call while run() grows events_.
+  cudaEvent_t lastDone_ = nullptr;
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
   // The last batch captured into each of the kCaptureTails most recently used captures: its capture
@@ -182,6 +185,19 @@ ncclResult_t GpuExecutor::event(size_t i, cudaEvent_t* out) {
     events_.push_back(e);
   }
   *out = events_[i];
+  return ncclSuccess;
+}
+
+ncclResult_t GpuExecutor::asyncError() {
+  BRAID_CHECK(checkStatus());
+  // A peer process died while this communicator's work still runs: that work cannot complete. Kernels waiting on
+  // the dead rank stop at once, but one waiting on a live rank that itself stopped would spin until
+  // BRAID_DEVICE_TIMEOUT and then name that live rank; say now who died, so the caller can abort. Work that
+  // completed before the death (a job's ranks exiting at its end) reports nothing.
+  if (st_->peerIsGone() && lastDone_ != nullptr && cudaEventQuery(lastDone_) == cudaErrorNotReady)
+    return recordError(ncclRemoteError, "rank %d: %s; the communicator's work in flight cannot complete (abort it)",
+                       st_->rank, st_->goneMessage().c_str());
+  cudaGetLastError();
   return ncclSuccess;
 }
 
