@@ -2,7 +2,9 @@
 // ConnInfo FIFO protocol for many steps (slot wrap-around, sizes 0..stepBytes) over SHM and over sockets
 // (1 and 2 sockets per peer), the /dev/shm-too-small error, and peer failure setting errorFlag.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <fstream>
 #include <sstream>
@@ -11,8 +13,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -121,6 +125,26 @@ TEST(ShmTransport, NamesUnlinkedOnceMapped) {
     EXPECT_EQ(countShmSegmentsOfThisProcess(), before + 1);
   }
   EXPECT_EQ(countShmSegmentsOfThisProcess(), before);
+}
+
+// What a survivor runs for a peer found dead during setup: that pid's names go, and only those (pid 12's
+// sweep must spare pid 123's segments).
+TEST(ShmTransport, UnlinkSegmentsOfRemovesOnlyThatPidsNames) {
+  ShmSegment mine;
+  ASSERT_EQ(ShmSegment::create(4096, 1, &mine), ncclSuccess);
+  const std::string other = "/braid-" + std::to_string(getpid()) + "0-0-unlinktest";
+  int fd = shm_open(other.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  close(fd);
+  EXPECT_GE(countShmSegmentsOfThisProcess(), 1);
+  EXPECT_GE(unlinkSegmentsOf(getpid()), 1);
+  EXPECT_EQ(countShmSegmentsOfThisProcess(), 0);
+  EXPECT_NE(mine.base(), nullptr) << "the mapping outlives its name";
+  fd = shm_open(other.c_str(), O_RDWR, 0);
+  EXPECT_GE(fd, 0) << "another pid's segment was removed";
+  if (fd >= 0) close(fd);
+  shm_unlink(other.c_str());
+  EXPECT_EQ(unlinkSegmentsOf(0), 0);
 }
 
 TEST(ShmTransport, TooLargeSegmentGivesClearError) {

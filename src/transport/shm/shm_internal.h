@@ -1,6 +1,8 @@
 // SHM transport internals (tests include this): the POSIX shared-memory segment wrapper and the transport
 // class. The receiver of a connection creates the segment (FIFO control page + data, see host_fifo.h) and
-// sends its name; the sender maps it and unlinks the name, so a crash after setup leaks nothing.
+// sends its name; the sender maps it and unlinks the name, so a crash after setup leaks nothing. A rank
+// killed during setup runs no cleanup: whichever survivor finds an unfinished connection's peer dead unlinks
+// every segment that peer created (unlinkSegmentsOf), so a name never outlives the job.
 #pragma once
 
 #include <cstddef>
@@ -47,6 +49,9 @@ class ShmSegment {
 
 // "/braid-<pid>-<counter>-<random>": unique across processes, communicators and restarts.
 std::string makeShmName();
+// Unlinks every segment in /dev/shm that process `pid` named (makeShmName); returns how many. Only for a
+// process known dead: its names are orphans, and a peer that has one mapped keeps the mapping.
+int unlinkSegmentsOf(int pid);
 
 class ShmTransport final : public Transport {
  public:

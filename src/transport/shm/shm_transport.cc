@@ -1,6 +1,9 @@
 // SHM transport: connections between processes of one host that share /dev/shm. The receiver owns the
-// FIFO (a POSIX shm segment it creates at setup); the sender maps it at connect and unlinks the name.
+// FIFO (a POSIX shm segment it creates at setup); the sender maps it at connect and unlinks the name. If a
+// side dies before that (SIGKILL runs no cleanup), the survivor's teardown of the unfinished connection
+// unlinks what the dead process created: its own name may not even have reached the survivor yet.
 // Both sides' ConnInfo point into the same mapping, so executors move data with plain loads and stores.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -10,9 +13,12 @@
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "core/log.h"
 #include "core/param.h"
@@ -43,6 +49,21 @@ struct ShmResources final : ConnResources {
   int peer = -1;
   int channel = 0;
   Direction dir = Direction::Send;
+  PeerInfo selfInfo{};
+  PeerInfo peerInfo{};
+  bool connected = false;
+
+  // A connection torn down before it connected, with its peer dead: the peer may have died between creating
+  // a segment and the sender mapping it (for this connection or another of its connections), leaving names
+  // nobody else knows of or will remove. Its own segment, if any, goes with `seg`.
+  ~ShmResources() override {
+    if (connected || peerProcessAlive(selfInfo, peerInfo)) return;
+    int n = unlinkSegmentsOf(peerInfo.pid);
+    if (n > 0) {
+      BRAID_WARN("SHM: rank %d (pid %d) died while connecting to rank %d; removed %d segment(s) it left in %s", peer,
+                 peerInfo.pid, me, n, kShmDir);
+    }
+  }
 };
 
 uint64_t randomBits() {
@@ -64,6 +85,13 @@ std::string shmSpaceText() {
   return buf;
 }
 
+// BRAID_TEST_SHM_KILL_AFTER: die the way a killed rank does (no cleanup at all) at a precise point of setup.
+void testKillAfterCreate() {
+  static std::atomic<int64_t> created{0};
+  const int64_t n = params::TestShmKillAfter();
+  if (n > 0 && created.fetch_add(1) + 1 == n) raise(SIGKILL);
+}
+
 }  // namespace
 
 std::string makeShmName() {
@@ -72,6 +100,23 @@ std::string makeShmName() {
   snprintf(buf, sizeof(buf), "/braid-%d-%llu-%016llx", static_cast<int>(getpid()),
            static_cast<unsigned long long>(counter.fetch_add(1)), static_cast<unsigned long long>(randomBits()));
   return buf;
+}
+
+int unlinkSegmentsOf(int pid) {
+  if (pid <= 0) return 0;
+  char prefix[32];
+  snprintf(prefix, sizeof(prefix), "braid-%d-", pid);  // makeShmName's, without the leading '/'
+  const size_t len = strlen(prefix);
+  std::vector<std::string> names;
+  if (DIR* d = opendir(kShmDir)) {
+    while (const dirent* e = readdir(d)) {
+      if (strncmp(e->d_name, prefix, len) == 0) names.push_back(std::string("/") + e->d_name);
+    }
+    closedir(d);
+  }
+  int n = 0;
+  for (const std::string& name : names) n += shm_unlink(name.c_str()) == 0;  // ENOENT: another survivor's
+  return n;
 }
 
 ShmSegment& ShmSegment::operator=(ShmSegment&& o) noexcept {
@@ -180,6 +225,8 @@ bool ShmTransport::canConnect(const PeerInfo& me, const PeerInfo& peer) const {
 ncclResult_t ShmTransport::setup(Direction dir, const PeerInfo& me, const PeerInfo& peer, int channel, size_t buffBytes,
                                  Connector* conn, ConnectHandle* myHandle) {
   auto res = std::make_unique<ShmResources>();
+  res->selfInfo = me;
+  res->peerInfo = peer;
   res->me = me.rank;
   res->peer = peer.rank;
   res->dir = dir;
@@ -196,6 +243,7 @@ ncclResult_t ShmTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
     const bool ll = conn->ctx && conn->ctx->llSlots;
     h.bytes = ll ? shmSegmentBytes(h.nSteps, h.stepBytes) : hostFifoBytes(h.nSteps, h.stepBytes);
     BRAID_CHECK(ShmSegment::create(h.bytes, peer.rank, &res->seg));
+    testKillAfterCreate();
     snprintf(h.name, sizeof(h.name), "%s", res->seg.name().c_str());
     // fallocate handed us zeroed pages: head = tail = 0, no error, nothing attached.
     hostFifoView(res->seg.base(), h.nSteps, h.stepBytes, &conn->info);
@@ -255,6 +303,7 @@ ncclResult_t ShmTransport::connect(Direction dir, const ConnectHandle& peerHandl
     while (!__atomic_load_n(attached, __ATOMIC_ACQUIRE)) BRAID_CHECK(waiter.poll());
     res->seg.unlink();  // the sender did; nothing left for our destructor to remove
   }
+  res->connected = true;
   conn->connected = true;
   return ncclSuccess;
 }
