@@ -29,6 +29,8 @@ namespace {
 
 constexpr int kTagSplitId = 0x5000;      // + split sequence, over the parent's bootstrap
 constexpr int kTagShrinkId = 0x6000;
+// How long ncclCommAbort lets a completed collective's queued sends leave before it closes the connections.
+constexpr double kAbortDrainSec = 1.0;
 
 // NCCL_CTA_POLICY overrides config.CTAPolicy (as NCCL's environment does); then the policy's bound on CTAs
 // (kEfficiencyPolicyCtas, comm.h).
@@ -248,9 +250,14 @@ ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
 
 void destroyComm(ncclComm* comm, bool abort) {
   if (abort) {
+    // A host communicator with no call running and no error has completed all its work, yet its last sends
+    // may still be on their way out through the NET proxy; peers may be receiving them. They leave first
+    // (bounded: kAbortDrainSec). Anything else (a call in flight, a failed operation, a nonblocking init
+    // not done, a GPU communicator whose kernels may still run) is aborted at once.
+    const bool completed = comm->hostComm && comm->activeCalls.load() == 0 && comm->asyncError.load() == ncclSuccess;
     comm->abortFlag.store(1);
     comm->bootstrapAbort.store(1);
-    if (comm->conns) comm->conns->abort();
+    if (comm->conns) comm->conns->abort(completed ? kAbortDrainSec : 0);
     if (comm->bootstrap) comm->bootstrap->close();
   }
   {

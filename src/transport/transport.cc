@@ -303,20 +303,27 @@ void ConnectionManager::setTransports(std::vector<Transport*> order) {
 
 void ConnectionManager::setAbortHook(std::function<void()> hook) { impl_->abortHook = std::move(hook); }
 
-void ConnectionManager::abort() {
+void ConnectionManager::abort(double drainSec) {
   if (impl_->abortHook) impl_->abortHook();
   impl_->aborted = true;
+  std::shared_ptr<NetProxy> proxy;
+  {
+    std::lock_guard<std::mutex> lock(impl_->ctx.proxyMu);
+    proxy = impl_->ctx.proxy;
+  }
+  // Completed work first: its last steps may still wait in a NET send FIFO, or half-written in the socket,
+  // and a peer still receiving them would see the connection break. The flags below stop the proxy
+  // mid-message, and the close after them drops whatever it had not yet handed to the socket.
+  if (proxy && drainSec > 0 && !proxy->drain(drainSec, nullptr)) {
+    BRAID_INFO(kSubNet, "rank %d: NET send connections did not drain within %.1f s at abort; peers may miss data",
+               impl_->self ? impl_->self->rank : -1, drainSec);
+  }
   // Flags first, so executors stop waiting at once; then the proxy, which may be mid-transfer.
   {
     std::lock_guard<std::mutex> lock(impl_->containersMu);
     impl_->forEach([](Connector* c) {
       if (c && c->info.errorFlag) __atomic_store_n(c->info.errorFlag, 1u, __ATOMIC_RELEASE);
     });
-  }
-  std::shared_ptr<NetProxy> proxy;
-  {
-    std::lock_guard<std::mutex> lock(impl_->ctx.proxyMu);
-    proxy = impl_->ctx.proxy;
   }
   if (proxy) proxy->stop();
 }

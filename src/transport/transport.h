@@ -101,8 +101,10 @@ class ConnectionManager final : public ConnProvider {
   // size the channel count by the ring's slowest link). An error (recorded) when none can connect.
   ncclResult_t kindFor(int peer, TransportKind* kind);
 
-  // Marks every connection broken and stops proxies; used by abort.
-  void abort();
+  // Marks every connection broken and stops proxies; used by abort. drainSec > 0: first, for at most that
+  // long, let the NET send slots already published leave (the caller knows they belong to operations this
+  // rank completed, which peers may still be receiving); a broken connection ends its own wait at once.
+  void abort(double drainSec = 0);
 
   // The transports tried, in order, for connections made from now on (default: hostTransports()).
   // Device communicators pass deviceTransports().
