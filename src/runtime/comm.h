@@ -12,6 +12,7 @@
 
 #include "core/bootstrap.h"
 #include "core/peer_info.h"
+#include "core/peer_watch.h"
 #include "core/wait.h"
 #include "nccl.h"
 
@@ -47,6 +48,20 @@ struct CommConfig {
   int cgaClusterSize = -1;  // config.cgaClusterSize (-1: unset); NCCL_CGA_CLUSTER_SIZE overrides it
 };
 
+// A split's or shrink's members as the parent knows them, watched while the child's bootstrap runs: until the
+// bootstrap's peer table arrives the child's own waits know no peers, so a member that died there would cost
+// the whole BRAID_BOOTSTRAP_TIMEOUT. The watch aborts the child's bootstrap at once instead, naming the rank.
+struct MemberWatch {
+  PeerInfo self{};
+  std::vector<PeerInfo> peers;  // the parent's ranks, indexed by parent rank
+  std::vector<uint8_t> ignore;  // 1: not a member of the child (or already ignored by the parent)
+  WaitContext ctx;              // points at the fields above
+  std::mutex mu;
+  std::string message;  // guarded by mu: which member died
+  std::atomic<bool> fired{false};
+  std::unique_ptr<PeerWatch> watch;
+};
+
 constexpr uint64_t kCommMagic = 0x427261696443306dull;
 constexpr uint64_t kCommDeadMagic = 0xdeadc0ffeedeadull;
 }  // namespace braid
@@ -79,6 +94,7 @@ struct ncclComm {
   std::unique_ptr<braid::Bootstrap> bootstrap;
   std::unique_ptr<braid::ConnectionManager> conns;
   std::unique_ptr<braid::Executor> exec;  // host or GPU executor, by hostComm
+  std::unique_ptr<braid::MemberWatch> memberWatch;  // a split's or shrink's child, until its bootstrap is done
 
   // ncclInProgress while a nonblocking init runs; then its result. Sticky errors from collectives too.
   std::atomic<int> asyncError{ncclSuccess};

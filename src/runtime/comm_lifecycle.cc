@@ -3,11 +3,14 @@
 #include "runtime/comm_lifecycle.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -15,6 +18,7 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "core/peer_info.h"
+#include "core/peer_watch.h"
 #include "core/result.h"
 #include "runtime/executor.h"
 #include "runtime/gpu/gpu_comm.h"
@@ -137,6 +141,73 @@ void syncBootWait(ncclComm* comm) {
   comm->bootWait.abortFlag = &comm->bootstrapAbort;
 }
 
+// BRAID_TEST_KILL_AT_BOOTSTRAP: die the way a killed rank does (no cleanup) as a chosen bootstrap begins.
+void testKillAtBootstrap() {
+  static std::atomic<int64_t> started{0};
+  const int64_t n = params::TestKillAtBootstrap();
+  if (n > 0 && started.fetch_add(1) + 1 == n) raise(SIGKILL);
+}
+
+// A split's or shrink's child: watch its members (as the parent knows them) while its bootstrap runs; one that
+// dies aborts the bootstrap (MemberWatch).
+void startMemberWatch(ncclComm* comm) {
+  MemberWatch* mw = comm->memberWatch.get();
+  if (mw == nullptr) return;
+  mw->ctx.self = &mw->self;
+  mw->ctx.peers = &mw->peers;
+  mw->ctx.ignore = &mw->ignore;
+  mw->ctx.commName = comm->wait.commName;
+  if (!PeerWatch::observable(&mw->ctx)) return;
+  try {
+    mw->watch = std::make_unique<PeerWatch>(
+        &mw->ctx,
+        [comm, mw](int, const std::string& message) {
+          {
+            std::lock_guard<std::mutex> lock(mw->mu);
+            mw->message = message;
+          }
+          mw->fired.store(true);
+          comm->bootstrapAbort.store(1);
+          comm->abortFlag.store(1);
+        },
+        std::chrono::milliseconds(std::max<int64_t>(10, std::min<int64_t>(params::PeerWatchMs(), 100))));
+  } catch (const std::system_error& e) {
+    BRAID_WARN("rank %d: cannot watch the members of the new communicator (%s): a member that dies during its "
+               "bootstrap is found only at BRAID_BOOTSTRAP_TIMEOUT", comm->rank, e.what());
+  }
+}
+
+// Stops the watch. A member seen dead fails the init (even where the bootstrap completed just before: the
+// communicator's connections could not be made), naming it in the parent's ranks.
+ncclResult_t endMemberWatch(ncclComm* comm, ncclResult_t boot) {
+  MemberWatch* mw = comm->memberWatch.get();
+  if (mw == nullptr) return boot;
+  mw->watch.reset();  // joins its thread
+  if (mw->fired.load()) {
+    std::string message;
+    {
+      std::lock_guard<std::mutex> lock(mw->mu);
+      message = mw->message;
+    }
+    clearPendingError();  // the aborted bootstrap's own message says less than the watch's
+    return recordError(ncclRemoteError, "rank %d: a member of the new communicator died during its bootstrap: %s "
+                       "(ranks of the parent communicator)", comm->rank, message.c_str());
+  }
+  comm->memberWatch.reset();
+  return boot;
+}
+
+// The parent's view of a child's members (parent ranks), the others ignored.
+std::unique_ptr<MemberWatch> memberWatchOf(const ncclComm* parent, const std::vector<int>& members) {
+  auto mw = std::make_unique<MemberWatch>();
+  mw->self = parent->self;
+  mw->peers = parent->peers;
+  mw->ignore.assign(parent->peers.size(), 1);
+  for (int r : members)
+    if (r >= 0 && r < static_cast<int>(mw->ignore.size())) mw->ignore[r] = 0;
+  return mw;
+}
+
 // Everything after argument checks; runs on the caller's thread or the nonblocking init thread.
 ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   RankTag tag(comm->rank);
@@ -153,7 +224,11 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   comm->wait.self = &comm->self;
   comm->wait.commName = comm->config.name.empty() ? "braid" : comm->config.name.c_str();
   syncBootWait(comm);
-  BRAID_CHECK(Bootstrap::create(id, comm->rank, comm->nranks, comm->self, &comm->bootWait, &comm->bootstrap));
+  testKillAtBootstrap();
+  startMemberWatch(comm);
+  const ncclResult_t boot =
+      Bootstrap::create(id, comm->rank, comm->nranks, comm->self, &comm->bootWait, &comm->bootstrap);
+  BRAID_CHECK(endMemberWatch(comm, boot));
   comm->peers = comm->bootstrap->peers();
   comm->wait.peers = &comm->peers;
   syncBootWait(comm);
@@ -178,7 +253,7 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
 }  // namespace
 
 ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* cfg,
-                      const char* fn) {
+                      const char* fn, std::unique_ptr<MemberWatch> members) {
   warnUnimplementedParams();  // once per process
   if (out == nullptr) return recordError(ncclInvalidArgument, "%s: comm is NULL", fn);
   *out = nullptr;
@@ -199,6 +274,7 @@ ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   comm->nranks = nranks;
   comm->config = config;
   comm->commHash = idData.secret;
+  comm->memberWatch = std::move(members);
   if (config.blocking && !inGroup()) {
     BRAID_CHECK(initBody(comm.get(), id));
     *out = comm.release();
@@ -374,7 +450,8 @@ ncclResult_t splitBody(ncclComm* comm, int color, int key, ncclComm_t* newcomm, 
   BRAID_CHECK(shareNewId(comm, members, kTagSplitId + (seq & 0xfff), &id));
   ncclConfig_t tmp;
   BRAID_CHECK(inheritConfig(comm, const_cast<ncclConfig_t*>(config), &tmp));
-  return commInit(newcomm, static_cast<int>(members.size()), id, newRank, config ? config : &tmp, "ncclCommSplit");
+  return commInit(newcomm, static_cast<int>(members.size()), id, newRank, config ? config : &tmp, "ncclCommSplit",
+                  memberWatchOf(comm, members));
 }
 
 // The shrink itself: stop watching the excluded ranks, agree on the new id among the members, init the child.
@@ -397,7 +474,8 @@ ncclResult_t shrinkBody(ncclComm* comm, const std::vector<uint8_t>& excluded, co
   BRAID_CHECK(shareNewId(comm, members, kTagShrinkId + (seq & 0xfff), &id));
   ncclConfig_t tmp;
   BRAID_CHECK(inheritConfig(comm, const_cast<ncclConfig_t*>(config), &tmp));
-  return commInit(newcomm, static_cast<int>(members.size()), id, newRank, config ? config : &tmp, "ncclCommShrink");
+  return commInit(newcomm, static_cast<int>(members.size()), id, newRank, config ? config : &tmp, "ncclCommShrink",
+                  memberWatchOf(comm, members));
 }
 }  // namespace
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "nccl.h"
@@ -19,8 +20,9 @@ bool gpusVisible();
 // Creates rank `rank` of `nranks` on the job `id`. Blocking and outside a group: returns when the init is done.
 // Nonblocking, or inside a group: *out is valid at once and ncclCommGetAsyncError reports ncclInProgress until
 // the init (started now, or at the group's end) is done.
+// `members`: a split's or shrink's members as the parent knows them (watched during the child's bootstrap).
 ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* cfg,
-                      const char* fn);
+                      const char* fn, std::unique_ptr<MemberWatch> members = nullptr);
 // Frees `comm` once the calls running on it have left (abort: stops its transfers first). A comm still held
 // by another thread's open group, or by a call that does not leave within 30 s, is left allocated (warned).
 void destroyComm(ncclComm* comm, bool abort);
