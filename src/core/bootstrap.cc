@@ -1,12 +1,16 @@
 // The rank side of the bootstrap (Bootstrap::create and the messaging that follows). Each rank starts a
 // listener and a receive thread, says hello to the root, and gets the peer table. Messages to a peer go
-// over one cached outgoing connection per peer (a preamble with the secret, then framed messages); the
-// receive thread drains every incoming connection eagerly into per-(peer, tag) FIFO queues, so send never
-// waits for the receiver to post its recv, and a dropped connection is noticed at once.
+// over one cached outgoing connection per peer (the challenge answered, the peer's proof checked, then
+// framed messages); the receive thread drains every incoming connection eagerly into per-(peer, tag) FIFO
+// queues, so send never waits for the receiver to post its recv, and a dropped connection is noticed at
+// once. The receive thread holds at most kMaxUnauthConns connections that have not authenticated, each for
+// at most kAuthDeadlineSec, so a flood of idle connections cannot exhaust this process's descriptors.
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -83,6 +87,7 @@ struct InConn {
   MsgHeader hdr{};
   std::vector<char> payload;
   size_t got = 0;
+  uint64_t nonce = 0;  // our challenge
   Clock::time_point acceptedAt;
 };
 
@@ -95,8 +100,9 @@ struct OutConn {
 
 class BootstrapImpl final : public Bootstrap {
  public:
-  BootstrapImpl(int rank, int nranks, uint64_t secret, const WaitContext* ctx)
-      : rank_(rank), nranks_(nranks), secret_(secret), ctx_(ctx) {
+  BootstrapImpl(int rank, int nranks, const uint8_t key[kBootstrapKeyBytes], const WaitContext* ctx)
+      : rank_(rank), nranks_(nranks), ctx_(ctx) {
+    memcpy(key_, key, sizeof(key_));
     if (ctx_ == nullptr) {
       defaultCtx_.timeoutSec = bootstrapTimeoutSec();
       ctx_ = &defaultCtx_;
@@ -121,14 +127,17 @@ class BootstrapImpl final : public Bootstrap {
   const std::atomic<uint32_t>* abortFlag() const { return ctx_->abortFlag; }
   bool aborted() const { return ctx_->abortFlag && ctx_->abortFlag->load(std::memory_order_relaxed); }
   double opTimeout() const { return ctx_->timeoutSec > 0 ? ctx_->timeoutSec : -1; }
-  ncclResult_t connectToPeer(OutConn& c, int peer);
+  ncclResult_t connectToPeer(OutConn& c, int peer, double total);
+  ncclResult_t openPeerConn(OutConn& c, int peer);
+  ncclResult_t peerHandshake(OutConn& c, int peer, double timeoutSec, bool* retry);
   std::string peerName(int peer) const {
     return "rank " + std::to_string(peer) +
            (peer < static_cast<int>(addrs_.size()) ? " at " + sockAddrToString(addrs_[peer]) : "");
   }
   ncclResult_t checkPeer(int peer, const char* op) const;
   ncclResult_t exchangeWithRoot(const SockAddr& rootAddr, const PeerInfo& mine);
-  ncclResult_t readRootReply(Socket& root, const std::string& rootName, double timeoutSec);
+  ncclResult_t readRootReply(Socket& root, const std::string& rootName, double timeoutSec, uint64_t rootNonce,
+                             uint64_t myNonce);
 
   void recvLoop();
   bool readConn(InConn& c);
@@ -137,7 +146,7 @@ class BootstrapImpl final : public Bootstrap {
 
   const int rank_;
   const int nranks_;
-  const uint64_t secret_;
+  uint8_t key_[kBootstrapKeyBytes];
   const WaitContext* ctx_;
   WaitContext defaultCtx_;
 
@@ -184,7 +193,7 @@ ncclResult_t BootstrapImpl::init(const UniqueIdData& id, const PeerInfo& mine) {
   if (rank_ == 0 && !commId.empty()) {
     SockAddr envAddr;
     if (parseSockAddr(commId.c_str(), &envAddr) == ncclSuccess && sameSockAddr(envAddr, rootAddr)) {
-      BRAID_CHECK(startBootstrapRoot(&envAddr, secret_, abortFlag(), &rootStop_));
+      BRAID_CHECK(startBootstrapRoot(&envAddr, key_, abortFlag(), &rootStop_));
     } else {
       clearPendingError();  // the id came from elsewhere (e.g. ncclCommSplit): its root is already running
     }
@@ -216,42 +225,69 @@ ncclResult_t BootstrapImpl::exchangeWithRoot(const SockAddr& rootAddr, const Pee
   const double timeoutSec = bootstrapTimeoutSec();
   const std::string rootName = sockAddrToString(rootAddr);
   const std::string what = "the bootstrap root at " + rootName;
+  const auto start = Clock::now();
+  auto left = [&] { return timeoutSec - std::chrono::duration<double>(Clock::now() - start).count(); };
   Socket root;
-  if (root.connect(rootAddr, timeoutSec, abortFlag()) != ncclSuccess) {
-    if (aborted()) return ncclInvalidUsage;  // the socket layer said "aborted"
-    return wrapError(ncclRemoteError, "bootstrap: rank %d of %d could not reach the root at %s within %.0f s", rank_,
-                     nranks_, rootName.c_str(), timeoutSec);
+  AuthChallenge ch{};
+  for (;;) {
+    if (root.connect(rootAddr, std::max(0.01, left()), abortFlag()) != ncclSuccess) {
+      if (aborted()) return ncclInvalidUsage;  // the socket layer said "aborted"
+      return wrapError(ncclRemoteError, "bootstrap: rank %d of %d could not reach the root at %s within %.0f s", rank_,
+                       nranks_, rootName.c_str(), timeoutSec);
+    }
+    if (root.recvAll(&ch, sizeof(ch), std::max(0.01, left()), abortFlag(), what.c_str()) == ncclSuccess) break;
+    if (aborted()) return ncclInvalidUsage;
+    // A root busy with other connections closes new ones at once; nothing was sent, so try again.
+    if (left() <= 0)
+      return wrapError(ncclRemoteError, "bootstrap: rank %d of %d got no challenge from the root at %s within %.0f s",
+                       rank_, nranks_, rootName.c_str(), timeoutSec);
+    BRAID_INFO(kSubBootstrap,
+               "bootstrap rank %d: the root at %s closed the connection before its challenge (%s); "
+               "retrying",
+               rank_, rootName.c_str(), pendingError().c_str());
+    clearPendingError();
+    root.close();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (ch.magic != kRootFrameMagic)
+    return recordError(ncclRemoteError, "bootstrap: rank %d: %s is not a Braid bootstrap root (bad magic)", rank_,
+                       what.c_str());
 
   struct {
     RootFrameHeader hdr;
     HelloPayload hello;
   } frame;
   memset(&frame, 0, sizeof(frame));
-  frame.hdr = RootFrameHeader{kRootFrameMagic, secret_, kRootHello, rank_, sizeof(HelloPayload)};
+  frame.hdr = RootFrameHeader{kRootFrameMagic, 0, kRootHello, rank_, sizeof(HelloPayload)};
   frame.hello.nranks = nranks_;
+  frame.hello.nonce = bootstrapNonce();
   frame.hello.listenAddr = toWireAddr(listenAddr_);
   frame.hello.info = mine;
   frame.hello.info.rank = rank_;
+  frame.hdr.mac =
+      rootFrameMac(key_, kAuthRootHello, ch.nonce, frame.hello.nonce, frame.hdr, &frame.hello, sizeof(frame.hello));
   BRAID_CHECK(root.sendAll(&frame, sizeof(frame), timeoutSec, abortFlag(), what.c_str()));
 
   // The root reports missing ranks at its own deadline; waiting a little longer lets that report win.
-  return readRootReply(root, rootName, timeoutSec + bootstrapRankGraceSec(timeoutSec));
+  return readRootReply(root, rootName, timeoutSec + bootstrapRankGraceSec(timeoutSec), ch.nonce, frame.hello.nonce);
 }
 
-ncclResult_t BootstrapImpl::readRootReply(Socket& root, const std::string& rootName, double timeoutSec) {
+ncclResult_t BootstrapImpl::readRootReply(Socket& root, const std::string& rootName, double timeoutSec,
+                                          uint64_t rootNonce, uint64_t myNonce) {
   const std::string what = "the bootstrap root at " + rootName;
   RootFrameHeader h;
   if (root.recvAll(&h, sizeof(h), timeoutSec, abortFlag(), what.c_str()) != ncclSuccess) {
     if (aborted()) return ncclInvalidUsage;
     return wrapError(ncclRemoteError,
-                     "bootstrap: rank %d of %d got no peer table from the root at %s (a wrong secret, i.e. an id of "
+                     "bootstrap: rank %d of %d got no peer table from the root at %s (a wrong key, i.e. an id of "
                      "another job, makes the root drop the connection)",
                      rank_, nranks_, rootName.c_str());
   }
-  if (h.magic != kRootFrameMagic || h.secret != secret_)
+  if (h.magic != kRootFrameMagic)
     return recordError(ncclRemoteError, "bootstrap: rank %d: %s answered with a frame that is not from our root (%s)",
-                       rank_, what.c_str(), h.magic != kRootFrameMagic ? "bad magic" : "wrong secret");
+                       rank_, what.c_str(), "bad magic");
+  // An error frame is believed without a proof: the root cannot prove anything to a rank whose id holds
+  // another key, and an impostor that could forge an error could as well close the connection.
   if (h.type == kRootError) {
     ErrorPayloadHeader e;
     if (h.size < sizeof(e))
@@ -272,6 +308,11 @@ ncclResult_t BootstrapImpl::readRootReply(Socket& root, const std::string& rootN
                        static_cast<unsigned long long>(tableBytes));
   std::vector<TableEntry> table(nranks_);
   BRAID_CHECK(root.recvAll(table.data(), tableBytes, timeoutSec, abortFlag(), what.c_str()));
+  const uint64_t digest = bootstrapMac(key_, kAuthRootReply, 0, 0, table.data(), tableBytes);
+  if (!macEqual(h.mac, rootFrameMac(key_, kAuthRootReply, rootNonce, myNonce, h, &digest, sizeof(digest))))
+    return recordError(ncclRemoteError,
+                       "bootstrap: rank %d: %s sent a table without proof of the id's key (not our root)", rank_,
+                       what.c_str());
   peers_.resize(nranks_);
   addrs_.resize(nranks_);
   for (int r = 0; r < nranks_; ++r) {
@@ -306,13 +347,7 @@ ncclResult_t BootstrapImpl::send(int peer, int tag, const void* data, size_t siz
     return recordError(ncclRemoteError, "bootstrap rank %d: the connection to %s failed earlier: %s", rank_,
                        peerName(peer).c_str(), c.error.c_str());
   ncclResult_t r = ncclSuccess;
-  if (!c.sock.valid()) {
-    r = connectToPeer(c, peer);
-    if (r == ncclSuccess) {
-      PeerPreamble pre{kPeerFrameMagic, secret_, rank_, peer};
-      r = c.sock.sendAll(&pre, sizeof(pre), opTimeout(), abortFlag(), what.c_str());
-    }
-  }
+  if (!c.sock.valid()) r = openPeerConn(c, peer);
   if (r == ncclSuccess) {
     MsgHeader h{rank_, tag, static_cast<uint64_t>(size)};
     if (size <= kCoalesceBytes) {
@@ -336,9 +371,8 @@ ncclResult_t BootstrapImpl::send(int peer, int tag, const void* data, size_t siz
 // Every rank's listener is up before the address table goes out, so a refused connect means the peer's
 // process is gone or going: connect in short attempts and, between them, look whether it (or any observable
 // peer) died, naming it at once instead of retrying for the whole timeout.
-ncclResult_t BootstrapImpl::connectToPeer(OutConn& c, int peer) {
+ncclResult_t BootstrapImpl::connectToPeer(OutConn& c, int peer, double total) {
   using Clock = std::chrono::steady_clock;
-  const double total = opTimeout();
   const auto start = Clock::now();
   for (;;) {
     double slice = 1.0;
@@ -364,6 +398,52 @@ ncclResult_t BootstrapImpl::connectToPeer(OutConn& c, int peer) {
     if (dead != ncclSuccess)
       return wrapError(dead, "bootstrap rank %d: cannot connect to %s (%s)", rank_, peerName(peer).c_str(),
                        connectErr.c_str());
+  }
+}
+
+// Answers the peer's challenge and checks its proof. `retry` is set when the connection ended before the
+// peer authenticated us (a listener busy with a flood closes new connections at once): nothing was sent
+// but our proof, so a new connection may try again.
+ncclResult_t BootstrapImpl::peerHandshake(OutConn& c, int peer, double timeoutSec, bool* retry) {
+  const std::string what = "bootstrap " + peerName(peer);
+  *retry = false;
+  AuthChallenge ch{};
+  PeerPreamble pre{kPeerFrameMagic, 0, rank_, peer, bootstrapNonce()};
+  PeerAck ack{};
+  ncclResult_t r = c.sock.recvAll(&ch, sizeof(ch), timeoutSec, abortFlag(), what.c_str());
+  if (r == ncclSuccess) {
+    if (ch.magic != kPeerFrameMagic)
+      return recordError(ncclRemoteError, "bootstrap rank %d: %s is not a Braid bootstrap listener (bad magic)", rank_,
+                         peerName(peer).c_str());
+    pre.mac = peerHelloMac(key_, ch.nonce, pre);
+    r = c.sock.sendAll(&pre, sizeof(pre), timeoutSec, abortFlag(), what.c_str());
+  }
+  if (r == ncclSuccess) r = c.sock.recvAll(&ack, sizeof(ack), timeoutSec, abortFlag(), what.c_str());
+  if (r != ncclSuccess) {
+    *retry = r == ncclRemoteError && !aborted();
+    return r;
+  }
+  if (ack.magic != kPeerFrameMagic || !macEqual(ack.mac, peerAckMac(key_, ch.nonce, pre)))
+    return recordError(ncclRemoteError, "bootstrap rank %d: %s did not prove it holds the id's key", rank_,
+                       peerName(peer).c_str());
+  return ncclSuccess;
+}
+
+ncclResult_t BootstrapImpl::openPeerConn(OutConn& c, int peer) {
+  const double total = opTimeout();
+  const auto start = Clock::now();
+  auto left = [&] { return total - std::chrono::duration<double>(Clock::now() - start).count(); };
+  for (;;) {
+    BRAID_CHECK(connectToPeer(c, peer, total > 0 ? std::max(0.01, left()) : total));
+    bool retry = false;
+    ncclResult_t r = peerHandshake(c, peer, total > 0 ? std::max(0.01, left()) : total, &retry);
+    if (r == ncclSuccess) return ncclSuccess;
+    c.sock.close();
+    if (!retry || (total > 0 && left() <= 0)) return r;
+    BRAID_INFO(kSubBootstrap, "bootstrap rank %d: %s closed the connection before authenticating (%s); retrying", rank_,
+               peerName(peer).c_str(), pendingError().c_str());
+    clearPendingError();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
@@ -528,13 +608,20 @@ bool BootstrapImpl::readConn(InConn& c) {
     c.got = 0;
     if (c.stage == InConn::kPreamble) {
       const PeerPreamble& p = c.pre;
-      const char* bad = p.magic != kPeerFrameMagic                ? "not a Braid bootstrap connection (bad magic)"
-                        : p.secret != secret_                     ? "wrong secret"
-                        : p.dstRank != rank_                      ? "addressed to another rank"
-                        : (p.srcRank < 0 || p.srcRank >= nranks_) ? "source rank out of range"
-                                                                  : nullptr;
+      const char* bad = p.magic != kPeerFrameMagic ? "not a Braid bootstrap connection (bad magic)"
+                        : !macEqual(p.mac, peerHelloMac(key_, c.nonce, p)) ? "no proof of the id's key"
+                        : p.dstRank != rank_                               ? "addressed to another rank"
+                        : (p.srcRank < 0 || p.srcRank >= nranks_)          ? "source rank out of range"
+                                                                           : nullptr;
       if (bad) {
         BRAID_WARN("bootstrap rank %d: dropped a connection from %s: %s", rank_, c.addr.c_str(), bad);
+        return false;
+      }
+      PeerAck ack{kPeerFrameMagic, peerAckMac(key_, c.nonce, p)};
+      // 16 bytes on a connection that has carried nothing back yet: they fit its send buffer.
+      if (::send(c.sock.fd(), &ack, sizeof(ack), MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(ack))) {
+        BRAID_WARN("bootstrap rank %d: dropped a connection from %s: cannot send the acknowledgement: %s", rank_,
+                   c.addr.c_str(), strerror(errno));
         return false;
       }
       c.src = p.srcRank;
@@ -563,13 +650,16 @@ bool BootstrapImpl::readConn(InConn& c) {
 void BootstrapImpl::recvLoop() {
   RankTag tag(rank_);
   std::vector<std::unique_ptr<InConn>> conns;
-  const auto silentLimit =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(bootstrapTimeoutSec()));
+  const double authSec = std::min(kAuthDeadlineSec, bootstrapTimeoutSec());
+  const auto authLimit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(authSec));
+  Clock::time_point acceptPausedUntil{};
+  size_t droppedOverCap = 0;
   try {
     while (!stop_.load()) {
       std::vector<pollfd> fds;
       fds.push_back({wakeFd_.get(), POLLIN, 0});
-      fds.push_back({listener_.fd(), POLLIN, 0});
+      // Out of descriptors: leave the listener alone a moment rather than spin on it.
+      fds.push_back({Clock::now() < acceptPausedUntil ? -1 : listener_.fd(), POLLIN, 0});
       for (auto& c : conns) fds.push_back({c->sock.fd(), POLLIN, 0});
       int n = ::poll(fds.data(), fds.size(), 100);
       if (stop_.load()) break;
@@ -580,27 +670,50 @@ void BootstrapImpl::recvLoop() {
       }
       std::vector<std::unique_ptr<InConn>> keep;
       auto now = Clock::now();
+      size_t unauth = 0;
       for (size_t i = 0; i < conns.size(); ++i) {
         InConn& c = *conns[i];
         bool alive = fds[i + 2].revents == 0 || readConn(c);
-        // A connection that never presents a preamble is dropped after the bootstrap timeout.
-        if (alive && c.src < 0 && now - c.acceptedAt > silentLimit) {
-          BRAID_WARN("bootstrap rank %d: dropped a connection from %s: no preamble within the bootstrap timeout", rank_,
-                     c.addr.c_str());
+        // A connection that has not authenticated soon after accept is dropped.
+        if (alive && c.src < 0 && now - c.acceptedAt > authLimit) {
+          BRAID_INFO(kSubBootstrap, "bootstrap rank %d: dropped a connection from %s: not authenticated within %.1f s",
+                     rank_, c.addr.c_str(), authSec);
           alive = false;
         }
-        if (alive) keep.push_back(std::move(conns[i]));
+        if (alive) {
+          if (c.src < 0) ++unauth;
+          keep.push_back(std::move(conns[i]));
+        }
       }
       conns.swap(keep);
       if (fds[1].revents != 0) {
         for (;;) {
           int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-          if (fd < 0) break;
+          if (fd < 0) {
+            int err = errno;
+            if (isLocalResourceErrno(err)) {
+              BRAID_WARN("bootstrap rank %d: accept failed: %s; pausing accepts for 50 ms", rank_, strerror(err));
+              acceptPausedUntil = Clock::now() + std::chrono::milliseconds(50);
+            }
+            break;
+          }
+          Socket sock(fd);
+          // Past the cap, close at once: a real peer retries (it has sent nothing yet), a flood holds nothing.
+          if (unauth >= kMaxUnauthConns) {
+            if (droppedOverCap++ % 1000 == 0)
+              BRAID_WARN(
+                  "bootstrap rank %d: %zu connections are waiting to authenticate; closing new ones (%zu so far)",
+                  rank_, unauth, droppedOverCap);
+            continue;
+          }
           auto c = std::make_unique<InConn>();
-          c->sock = Socket(fd);
+          c->nonce = bootstrapNonce();
+          if (!sendChallenge(fd, kPeerFrameMagic, c->nonce)) continue;
+          c->sock = std::move(sock);
           c->addr = socketPeerAddr(fd);
           c->acceptedAt = now;
           conns.push_back(std::move(c));
+          ++unauth;
         }
       }
     }
@@ -624,7 +737,13 @@ ncclResult_t Bootstrap::create(const ncclUniqueId& id, int rank, int nranks, con
     return recordError(ncclInvalidArgument, "bootstrap: rank %d is out of range [0, %d)", rank, nranks);
   UniqueIdData d;
   BRAID_CHECK(bootstrapParseId(id, &d));
-  std::unique_ptr<BootstrapImpl> b(new (std::nothrow) BootstrapImpl(rank, nranks, d.secret, ctx));
+  if (d.flags & kIdUnauthenticated)
+    BRAID_INFO(kSubInit | kSubBootstrap,
+               "bootstrap rank %d: this job is unauthenticated: its unique id was made from NCCL_COMM_ID without "
+               "BRAID_JOB_SECRET, so anyone who knows that address can join it as any rank; set BRAID_JOB_SECRET "
+               "alike on every rank (braidrun does), or pass an id from ncclGetUniqueId without NCCL_COMM_ID",
+               rank);
+  std::unique_ptr<BootstrapImpl> b(new (std::nothrow) BootstrapImpl(rank, nranks, d.key, ctx));
   if (!b) return recordError(ncclSystemError, "bootstrap: out of memory");
   BRAID_CHECK(b->init(d, mine));
   *out = std::move(b);

@@ -1,8 +1,9 @@
 // Bootstrap: out-of-band TCP exchange between the ranks of a communicator, before and besides any
-// transport. ncclGetUniqueId starts a root listener (a thread) whose address and a random secret go in the
-// unique id; every rank connects to the root, presents the secret, and receives the peer table (listen
-// addresses + PeerInfo of all ranks). Afterwards ranks message each other directly (tagged, framed,
-// secret-checked) through per-rank listeners; a background thread accepts and queues incoming messages.
+// transport. ncclGetUniqueId starts a root listener (a thread) whose address and a random key go in the
+// unique id; every rank connects to the root, proves it holds the key (a keyed hash of the root's challenge;
+// the key itself never travels), and receives the peer table (listen addresses + PeerInfo of all ranks).
+// Afterwards ranks message each other directly (tagged, framed, authenticated the same way) through
+// per-rank listeners; a background thread accepts and queues incoming messages.
 // Every wait is bounded (BRAID_BOOTSTRAP_TIMEOUT) and watches the abort flag and peer liveness.
 #pragma once
 
@@ -18,14 +19,20 @@
 
 namespace braid {
 
+constexpr size_t kBootstrapKeyBytes = 16;
+
 // Layout of ncclUniqueId::internal (128 bytes). The magic tells ids of ours from garbage.
 struct UniqueIdData {
-  uint64_t magic;       // kUniqueIdMagic
-  uint64_t secret;      // random; every bootstrap frame of this comm carries it
-  uint8_t addr[28];     // sockaddr_in or sockaddr_in6 of the root listener
+  uint64_t magic;                   // kUniqueIdMagic
+  uint8_t key[kBootstrapKeyBytes];  // random (ncclGetUniqueId, split, shrink), or derived from NCCL_COMM_ID
+  uint8_t addr[28];                 // sockaddr_in or sockaddr_in6 of the root listener
   uint32_t addrLen;
+  uint32_t flags;  // kIdUnauthenticated
 };
-constexpr uint64_t kUniqueIdMagic = 0x4272616964496431ull;  // "BraidId1"
+constexpr uint64_t kUniqueIdMagic = 0x4272616964496432ull;  // "BraidId2"
+// The key was derived from NCCL_COMM_ID alone (no BRAID_JOB_SECRET): anyone who knows the address can
+// compute it, so the job is not authenticated.
+constexpr uint32_t kIdUnauthenticated = 1u << 0;
 static_assert(sizeof(UniqueIdData) <= NCCL_UNIQUE_ID_BYTES, "unique id fits");
 
 // Creates an id and starts its root listener thread (which serves exactly one init, then exits, or times
@@ -37,6 +44,8 @@ ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id);
 ncclResult_t bootstrapCreateRootId(ncclUniqueId* id);
 // Decodes and validates an id (magic); ncclInvalidArgument with a message if it is not one of ours.
 ncclResult_t bootstrapParseId(const ncclUniqueId& id, UniqueIdData* out);
+// A 64-bit name of the communicator made from the id's key (a keyed hash: it tells nothing of the key).
+uint64_t bootstrapCommHash(const UniqueIdData& id);
 
 class Bootstrap {
  public:

@@ -28,18 +28,40 @@ struct WireAddr {
   uint32_t len;
 };
 
-// Every root frame (both directions) starts with this; the secret proves the sender belongs to the comm.
+// Authentication. The key (UniqueIdData::key) never travels. Every listener (the root, each rank's)
+// opens a connection with a challenge: a fresh random nonce. The connecting side answers with its own
+// nonce and a keyed hash (SipHash-2-4, bootstrapMac) over both nonces and what it claims (rank, nranks,
+// listen address...); the listener checks it before it believes or answers anything, and proves itself
+// back with a keyed hash over both nonces (the table frame of the root, the PeerAck of a rank). So the
+// peer table goes only to a rank that proved it holds the key, and a rank sends data only to a listener
+// that proved it holds it too.
+struct AuthChallenge {
+  uint64_t magic;  // kRootFrameMagic or kPeerFrameMagic
+  uint64_t nonce;  // the listener's
+};
+
+// What a keyed hash is for; part of its input so that one proof can never stand in for another.
+enum AuthPurpose : uint32_t {
+  kAuthRootHello = 1,
+  kAuthRootReply = 2,
+  kAuthPeerHello = 3,
+  kAuthPeerAck = 4,
+  kAuthCommHash = 5
+};
+
+// Every root frame (both directions) starts with this.
 struct RootFrameHeader {
-  uint64_t magic;   // kRootFrameMagic
-  uint64_t secret;  // UniqueIdData::secret
-  int32_t type;     // RootMsgType
-  int32_t rank;     // sender's rank (hello) or recipient's rank (reply)
-  uint64_t size;    // payload bytes that follow
+  uint64_t magic;  // kRootFrameMagic
+  uint64_t mac;    // hello: kAuthRootHello proof; table: kAuthRootReply proof; error: 0 or a kAuthRootReply proof
+  int32_t type;    // RootMsgType
+  int32_t rank;    // sender's rank (hello) or recipient's rank (reply)
+  uint64_t size;   // payload bytes that follow
 };
 
 struct HelloPayload {
   int32_t nranks;
   int32_t reserved;
+  uint64_t nonce;       // the rank's, for the root's proof in its reply
   WireAddr listenAddr;  // where this rank accepts bootstrap connections from peers
   PeerInfo info;
 };
@@ -56,12 +78,19 @@ struct ErrorPayloadHeader {
   uint32_t len;
 };
 
-// First bytes on every rank-to-rank connection; a connection that gets them wrong is dropped.
+// The connecting rank's answer to a rank listener's challenge; a connection that gets it wrong is dropped.
 struct PeerPreamble {
   uint64_t magic;  // kPeerFrameMagic
-  uint64_t secret;
+  uint64_t mac;    // kAuthPeerHello proof over (challenge nonce, nonce, srcRank, dstRank)
   int32_t srcRank;
   int32_t dstRank;
+  uint64_t nonce;  // the connecting rank's
+};
+
+// The listener's answer once the preamble checks out; only then does the connecting rank send messages.
+struct PeerAck {
+  uint64_t magic;  // kPeerFrameMagic
+  uint64_t mac;    // kAuthPeerAck proof over (challenge nonce, preamble nonce, srcRank, dstRank)
 };
 
 // Then any number of messages: this header followed by `size` bytes.
@@ -72,8 +101,35 @@ struct MsgHeader {
 };
 
 static_assert(std::is_trivially_copyable<HelloPayload>::value, "hello travels as bytes");
-static_assert(sizeof(RootFrameHeader) == 32 && sizeof(PeerPreamble) == 24 && sizeof(MsgHeader) == 16,
+static_assert(sizeof(RootFrameHeader) == 32 && sizeof(PeerPreamble) == 32 && sizeof(MsgHeader) == 16 &&
+                  sizeof(AuthChallenge) == 16 && sizeof(PeerAck) == 16,
               "wire structs have no hidden padding");
+
+// SipHash-2-4 of `purpose`, both nonces and `len` bytes of `data` under the 16-byte key.
+uint64_t bootstrapMac(const uint8_t key[kBootstrapKeyBytes], AuthPurpose purpose, uint64_t listenerNonce,
+                      uint64_t connectorNonce, const void* data, size_t len);
+// Proofs of the peer protocol (both ends compute them alike).
+uint64_t peerHelloMac(const uint8_t key[kBootstrapKeyBytes], uint64_t listenerNonce, const PeerPreamble& p);
+uint64_t peerAckMac(const uint8_t key[kBootstrapKeyBytes], uint64_t listenerNonce, const PeerPreamble& p);
+// Proofs of the root protocol: over the header (its mac field zeroed) and the payload.
+uint64_t rootFrameMac(const uint8_t key[kBootstrapKeyBytes], AuthPurpose purpose, uint64_t rootNonce,
+                      uint64_t rankNonce, const RootFrameHeader& h, const void* payload, size_t len);
+// Constant-time equality of two proofs.
+bool macEqual(uint64_t a, uint64_t b);
+// Random bytes from getrandom (or /dev/urandom); ncclSystemError if neither works.
+ncclResult_t bootstrapRandomBytes(void* out, size_t len);
+// A fresh nonce (random; falls back to a clock-and-counter mix that never repeats in this process).
+uint64_t bootstrapNonce();
+// Sends a challenge on a freshly accepted nonblocking socket (16 bytes always fit its empty send buffer).
+bool sendChallenge(int fd, uint64_t magic, uint64_t nonce);
+
+// How long a listener (root or rank) keeps a connection that has not authenticated, and how many such
+// connections it holds at once: a flood of idle connections must not exhaust descriptors. Beyond the cap,
+// a new connection is closed at once; the connecting rank retries, since nothing was exchanged yet.
+constexpr double kAuthDeadlineSec = 2.0;
+constexpr size_t kMaxUnauthConns = 64;
+// accept() failed for want of a local resource (EMFILE, ENFILE, ENOBUFS, ENOMEM).
+bool isLocalResourceErrno(int err);
 
 // Largest table a root accepts to build (nranks bound); protects the root from garbage hellos.
 constexpr int32_t kMaxBootstrapRanks = 1 << 20;
@@ -89,9 +145,10 @@ double bootstrapTimeoutSec();
 // informative than a plain timeout) arrives first.
 double bootstrapRankGraceSec(double timeoutSec);
 
-// Secret for NCCL_COMM_ID mode, where every rank must derive the same value without talking:
-// a hash of the NCCL_COMM_ID string and of BRAID_JOB_SECRET (set by braidrun), never 0.
-uint64_t commIdSecret(const std::string& commId, const std::string& jobSecret);
+// Key for NCCL_COMM_ID mode, where every rank must derive the same value without talking: a hash of the
+// NCCL_COMM_ID string and of BRAID_JOB_SECRET (set by braidrun). Without BRAID_JOB_SECRET anyone who knows
+// the address can compute it: such a job is unauthenticated (said at init).
+void commIdKey(const std::string& commId, const std::string& jobSecret, uint8_t key[kBootstrapKeyBytes]);
 
 // Ends a root early (its host rank left: the ranks that joined get an error, and the port is freed for a
 // retry instead of being held until the timeout). stopAndWait returns once the root thread has closed its
@@ -111,9 +168,10 @@ class BootstrapRootStop {
 };
 
 // Listens on `addr` (retrying while the port is still held, e.g. by the previous root of a fixed
-// NCCL_COMM_ID, until the bootstrap timeout) and starts a detached root thread with `secret`. `stop`, if
+// NCCL_COMM_ID, until the bootstrap timeout) and starts a detached root thread with `key`. `stop`, if
 // given, receives the root's BootstrapRootStop.
-ncclResult_t startBootstrapRoot(SockAddr* addr, uint64_t secret, const std::atomic<uint32_t>* abortFlag,
-                               std::shared_ptr<BootstrapRootStop>* stop = nullptr);
+ncclResult_t startBootstrapRoot(SockAddr* addr, const uint8_t key[kBootstrapKeyBytes],
+                                const std::atomic<uint32_t>* abortFlag,
+                                std::shared_ptr<BootstrapRootStop>* stop = nullptr);
 
 }  // namespace braid

@@ -1,11 +1,11 @@
-// The bootstrap root: unique ids (random secret + root address, or NCCL_COMM_ID), and the detached root
-// thread that gathers one hello per rank and hands every rank the table. The thread serves exactly one
-// communicator init and exits, or exits after BRAID_BOOTSTRAP_TIMEOUT, telling the ranks that did connect
-// which ranks never arrived. It multiplexes all connections with poll(), so a silent or bogus connection
-// (wrong magic or secret) is dropped without delaying the real ranks.
+// The bootstrap root: unique ids (random key + root address, or NCCL_COMM_ID), and the detached root
+// thread that gathers one authenticated hello per rank and hands every rank the table. The thread serves
+// exactly one communicator init and exits, or exits after BRAID_BOOTSTRAP_TIMEOUT, telling the ranks that
+// did connect which ranks never arrived. It multiplexes all connections with poll(), so a silent or bogus
+// connection (wrong magic, no proof of the key) is dropped without delaying the real ranks, and it holds at
+// most kMaxUnauthConns unauthenticated connections, each for at most kAuthDeadlineSec.
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,9 +31,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Connections that have not finished their hello; more than this and the oldest is dropped (a flood of
-// bogus connections must not exhaust descriptors).
-constexpr size_t kMaxPendingConns = 1024;
 // How long the root spends handing one rank its reply before giving up on that rank.
 constexpr double kReplySendTimeoutSec = 10;
 
@@ -44,6 +41,9 @@ struct RootConn {
   HelloPayload hello{};
   size_t got = 0;  // bytes of hdr+hello received so far
   int rank = -1;
+  uint64_t nonce = 0;  // our challenge
+  bool authenticated = false;
+  Clock::time_point acceptedAt;
 };
 
 // "2" / "2,3" / "2-9,12" for long runs, so a 1000-rank report stays short.
@@ -65,10 +65,14 @@ std::string formatRankList(const std::vector<int>& ranks) {
 
 class RootServer {
  public:
-  RootServer(Socket listener, const SockAddr& addr, uint64_t secret, double timeoutSec,
+  RootServer(Socket listener, const SockAddr& addr, const uint8_t key[kBootstrapKeyBytes], double timeoutSec,
              std::shared_ptr<BootstrapRootStop> stop)
-      : listener_(std::move(listener)), where_(sockAddrToString(addr)), secret_(secret), timeoutSec_(timeoutSec),
-        stop_(std::move(stop)) {}
+      : listener_(std::move(listener)),
+        where_(sockAddrToString(addr)),
+        timeoutSec_(timeoutSec),
+        stop_(std::move(stop)) {
+    memcpy(key_, key, sizeof(key_));
+  }
 
   void run() {
     serve();
@@ -110,7 +114,9 @@ class RootServer {
 
   void pollOnce() {
     std::vector<pollfd> fds;
-    fds.push_back({listener_.fd(), POLLIN, 0});
+    // Out of descriptors: leave the listener alone a moment rather than spin on it.
+    const bool acceptPaused = Clock::now() < acceptPausedUntil_;
+    fds.push_back({acceptPaused ? -1 : listener_.fd(), POLLIN, 0});
     // Joined ranks send nothing more; watching them tells us if one dies before the table is out.
     std::vector<int> watched;
     for (size_t r = 0; r < joined_.size(); ++r)
@@ -137,9 +143,18 @@ class RootServer {
       }
     }
     std::vector<std::unique_ptr<RootConn>> stillPending;
+    const auto now = Clock::now();
+    const auto authLimit = toDuration(std::min(kAuthDeadlineSec, timeoutSec_));
     for (auto& c : pending_) {
       short ev = fds[k++].revents;
-      if (ev == 0 || readHello(c)) stillPending.push_back(std::move(c));
+      if (ev != 0 && !readHello(c)) continue;
+      if (now - c->acceptedAt > authLimit) {
+        BRAID_INFO(kSubBootstrap,
+                   "bootstrap root %s: closed a connection from %s: no authenticated hello within %.1f s",
+                   where_.c_str(), c->peer.c_str(), std::min(kAuthDeadlineSec, timeoutSec_));
+        continue;
+      }
+      stillPending.push_back(std::move(c));
     }
     pending_.swap(stillPending);
     if (fds[0].revents != 0) acceptAll();
@@ -148,15 +163,28 @@ class RootServer {
   void acceptAll() {
     for (;;) {
       int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) return;  // EAGAIN: drained; anything else: retried at the next poll
-      auto c = std::make_unique<RootConn>();
-      c->sock = Socket(fd);
-      c->peer = socketPeerAddr(fd);
-      if (pending_.size() >= kMaxPendingConns) {
-        BRAID_WARN("bootstrap root %s: too many connections without a hello; dropping %s", where_.c_str(),
-                   pending_.front()->peer.c_str());
-        pending_.erase(pending_.begin());
+      if (fd < 0) {
+        int err = errno;
+        if (isLocalResourceErrno(err)) {
+          BRAID_WARN("bootstrap root %s: accept failed: %s; pausing accepts for 50 ms", where_.c_str(), strerror(err));
+          acceptPausedUntil_ = Clock::now() + std::chrono::milliseconds(50);
+        }
+        return;  // EAGAIN: drained; anything else: retried at the next poll
       }
+      Socket sock(fd);
+      // Past the cap, close at once: a real rank retries (it has sent nothing yet), a flood holds nothing.
+      if (pending_.size() >= kMaxUnauthConns) {
+        if (droppedOverCap_++ % 1000 == 0)
+          BRAID_WARN("bootstrap root %s: %zu connections are waiting to authenticate; closing new ones (%zu so far)",
+                     where_.c_str(), pending_.size(), droppedOverCap_);
+        continue;
+      }
+      auto c = std::make_unique<RootConn>();
+      c->nonce = bootstrapNonce();
+      if (!sendChallenge(fd, kRootFrameMagic, c->nonce)) continue;
+      c->sock = std::move(sock);
+      c->peer = socketPeerAddr(fd);
+      c->acceptedAt = Clock::now();
       pending_.push_back(std::move(c));
     }
   }
@@ -186,23 +214,10 @@ class RootServer {
       }
       c->got += static_cast<size_t>(r);
       if (c->got == sizeof(RootFrameHeader)) {
-        // Check the header before trusting anything else the peer says.
-        if (c->hdr.magic == kRootFrameMagic && c->hdr.secret != secret_ && c->hdr.type == kRootHello) {
-          // A Braid rank holding an id of another root (or a stale one): tell it, so it fails at once with
-          // a clear message instead of timing out. The reply echoes its secret, not ours.
-          BRAID_WARN("bootstrap root %s: rejected rank %d from %s: its unique id belongs to another root",
-                     where_.c_str(), c->hdr.rank, c->peer.c_str());
-          sendError(*c, ncclInvalidArgument,
-                    "bootstrap: the unique id (commId) given to rank " + std::to_string(c->hdr.rank) +
-                        " does not belong to the root at " + where_ +
-                        " (secret mismatch: an id from another ncclGetUniqueId, or a stale one)",
-                    c->hdr.secret);
-          return false;
-        }
-        if (c->hdr.magic != kRootFrameMagic || c->hdr.secret != secret_) {
-          BRAID_WARN("bootstrap root %s: dropped a connection from %s: %s", where_.c_str(), c->peer.c_str(),
-                     c->hdr.magic != kRootFrameMagic ? "not a Braid bootstrap hello (bad magic)"
-                                                     : "wrong secret (a stale unique id, or another job)");
+        // Check the header before reading on; nothing it says is believed before the proof is checked.
+        if (c->hdr.magic != kRootFrameMagic) {
+          BRAID_WARN("bootstrap root %s: dropped a connection from %s: not a Braid bootstrap hello (bad magic)",
+                     where_.c_str(), c->peer.c_str());
           return false;
         }
         if (c->hdr.type != kRootHello || c->hdr.size != sizeof(HelloPayload)) {
@@ -214,6 +229,19 @@ class RootServer {
         }
       }
     }
+    uint64_t want = rootFrameMac(key_, kAuthRootHello, c->nonce, c->hello.nonce, c->hdr, &c->hello, sizeof(c->hello));
+    if (!macEqual(c->hdr.mac, want)) {
+      // A Braid rank holding an id of another root (or a stale one), or a forger: tell it, so a real rank
+      // fails at once with a clear message instead of timing out. The reply carries nothing of ours.
+      BRAID_WARN("bootstrap root %s: rejected a hello as rank %d from %s: no proof of this root's key", where_.c_str(),
+                 c->hdr.rank, c->peer.c_str());
+      sendError(*c, ncclInvalidArgument,
+                "bootstrap: the unique id (commId) given to rank " + std::to_string(c->hdr.rank) +
+                    " does not belong to the root at " + where_ +
+                    " (key mismatch: an id from another ncclGetUniqueId, or a stale one)");
+      return false;
+    }
+    c->authenticated = true;
     processHello(c);
     return false;
   }
@@ -266,15 +294,18 @@ class RootServer {
     sendError(c, code, msg);
   }
 
-  // `replySecret`: the secret the receiver will check (ours, unless it holds another root's id).
-  void sendError(RootConn& c, ncclResult_t code, const std::string& msg, uint64_t replySecret = 0) {
+  // To an authenticated rank the error carries our proof; to anyone else, mac 0.
+  void sendError(RootConn& c, ncclResult_t code, const std::string& msg) {
     std::vector<char> buf(sizeof(RootFrameHeader) + sizeof(ErrorPayloadHeader) + msg.size());
-    RootFrameHeader h{kRootFrameMagic, replySecret ? replySecret : secret_, kRootError, c.hdr.rank,
+    RootFrameHeader h{kRootFrameMagic, 0, kRootError, c.hdr.rank,
                       static_cast<uint64_t>(sizeof(ErrorPayloadHeader) + msg.size())};
     ErrorPayloadHeader e{static_cast<int32_t>(code), static_cast<uint32_t>(msg.size())};
-    memcpy(buf.data(), &h, sizeof(h));
     memcpy(buf.data() + sizeof(h), &e, sizeof(e));
     memcpy(buf.data() + sizeof(h) + sizeof(e), msg.data(), msg.size());
+    if (c.authenticated)
+      h.mac =
+          rootFrameMac(key_, kAuthRootReply, c.nonce, c.hello.nonce, h, buf.data() + sizeof(h), buf.size() - sizeof(h));
+    memcpy(buf.data(), &h, sizeof(h));
     std::string what = "rank " + std::to_string(c.hdr.rank) + " at " + c.peer;
     if (c.sock.sendAll(buf.data(), buf.size(), kReplySendTimeoutSec, nullptr, what.c_str()) != ncclSuccess) {
       BRAID_WARN("bootstrap root %s: could not send an error to %s: %s", where_.c_str(), what.c_str(),
@@ -290,8 +321,13 @@ class RootServer {
       entries[r].listenAddr = joined_[r]->hello.listenAddr;
       entries[r].info = joined_[r]->hello.info;
     }
+    // Each rank's proof covers its header and a keyed digest of the table (hashing the table once).
+    const size_t tableBytes = sizeof(TableEntry) * static_cast<size_t>(nranks_);
+    const uint64_t digest = bootstrapMac(key_, kAuthRootReply, 0, 0, entries, tableBytes);
     for (int r = 0; r < nranks_; ++r) {
-      RootFrameHeader h{kRootFrameMagic, secret_, kRootTable, r, sizeof(TableEntry) * static_cast<uint64_t>(nranks_)};
+      RootFrameHeader h{kRootFrameMagic, 0, kRootTable, r, static_cast<uint64_t>(tableBytes)};
+      h.mac =
+          rootFrameMac(key_, kAuthRootReply, joined_[r]->nonce, joined_[r]->hello.nonce, h, &digest, sizeof(digest));
       memcpy(buf.data(), &h, sizeof(h));
       std::string what = "rank " + std::to_string(r) + " at " + joined_[r]->peer;
       if (joined_[r]->sock.sendAll(buf.data(), buf.size(), kReplySendTimeoutSec, nullptr, what.c_str()) !=
@@ -344,8 +380,10 @@ class RootServer {
 
   Socket listener_;
   std::string where_;
-  uint64_t secret_;
+  uint8_t key_[kBootstrapKeyBytes];
   double timeoutSec_;
+  Clock::time_point acceptPausedUntil_{};
+  size_t droppedOverCap_ = 0;
   std::shared_ptr<BootstrapRootStop> stop_;  // may be null
   Clock::time_point deadline_;
   int nranks_ = -1;
@@ -355,34 +393,13 @@ class RootServer {
   std::vector<std::unique_ptr<RootConn>> joined_;  // by rank
 };
 
-ncclResult_t randomSecret(uint64_t* out) {
-  uint64_t v = 0;
-  ssize_t n = getrandom(&v, sizeof(v), 0);
-  if (n != static_cast<ssize_t>(sizeof(v))) {
-    int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      int err = errno;
-      return recordError(ncclSystemError,
-                         "cannot get random bytes for the bootstrap secret: getrandom and /dev/urandom "
-                         "failed (%s)",
-                         strerror(err));
-    }
-    Socket guard(fd);  // closes the descriptor
-    if (::read(fd, &v, sizeof(v)) != static_cast<ssize_t>(sizeof(v))) {
-      int err = errno;
-      return recordError(ncclSystemError, "cannot read /dev/urandom for the bootstrap secret: %s", strerror(err));
-    }
-  }
-  *out = v != 0 ? v : 0x9e3779b97f4a7c15ull;
-  return ncclSuccess;
-}
-
-void fillId(ncclUniqueId* id, const SockAddr& addr, uint64_t secret) {
+void fillId(ncclUniqueId* id, const SockAddr& addr, const uint8_t key[kBootstrapKeyBytes], uint32_t flags) {
   memset(id, 0, sizeof(*id));
   UniqueIdData d;
   memset(&d, 0, sizeof(d));
   d.magic = kUniqueIdMagic;
-  d.secret = secret;
+  memcpy(d.key, key, sizeof(d.key));
+  d.flags = flags;
   WireAddr w = toWireAddr(addr);
   memcpy(d.addr, w.bytes, sizeof(d.addr));
   d.addrLen = w.len;
@@ -423,27 +440,6 @@ double bootstrapTimeoutSec() {
 
 double bootstrapRankGraceSec(double timeoutSec) { return timeoutSec / 4 > 5 ? timeoutSec / 4 : 5; }
 
-uint64_t commIdSecret(const std::string& commId, const std::string& jobSecret) {
-  // FNV-1a over both strings (with a separator), then a splitmix64 finalizer to spread the bits.
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&h](const std::string& s) {
-    for (unsigned char ch : s) {
-      h ^= ch;
-      h *= 0x100000001b3ull;
-    }
-    h ^= 0xff;
-    h *= 0x100000001b3ull;
-  };
-  mix(commId);
-  mix(jobSecret);
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  return h != 0 ? h : 1;
-}
-
 void BootstrapRootStop::stopAndWait(double maxSec) {
   stop_.store(true);
   std::unique_lock<std::mutex> lk(mu_);
@@ -458,8 +454,8 @@ void BootstrapRootStop::listenerClosed() {
   cv_.notify_all();
 }
 
-ncclResult_t startBootstrapRoot(SockAddr* addr, uint64_t secret, const std::atomic<uint32_t>* abortFlag,
-                               std::shared_ptr<BootstrapRootStop>* stop) {
+ncclResult_t startBootstrapRoot(SockAddr* addr, const uint8_t key[kBootstrapKeyBytes],
+                                const std::atomic<uint32_t>* abortFlag, std::shared_ptr<BootstrapRootStop>* stop) {
   double timeoutSec = bootstrapTimeoutSec();
   Socket listener;
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeoutSec));
@@ -487,7 +483,7 @@ ncclResult_t startBootstrapRoot(SockAddr* addr, uint64_t secret, const std::atom
       flag = std::make_shared<BootstrapRootStop>();
       *stop = flag;
     }
-    auto server = std::make_shared<RootServer>(std::move(listener), *addr, secret, timeoutSec, flag);
+    auto server = std::make_shared<RootServer>(std::move(listener), *addr, key, timeoutSec, flag);
     std::thread([server] { server->run(); }).detach();
   } catch (const std::exception& e) {
     return recordError(ncclSystemError, "bootstrap: cannot start the root thread for %s: %s",
@@ -500,10 +496,10 @@ ncclResult_t bootstrapCreateRootId(ncclUniqueId* id) {
   if (id == nullptr) return recordError(ncclInvalidArgument, "bootstrapCreateRootId: id is NULL");
   SockAddr addr;
   BRAID_CHECK(findInterfaceAddr(&addr, nullptr));
-  uint64_t secret;
-  BRAID_CHECK(randomSecret(&secret));
-  BRAID_CHECK(startBootstrapRoot(&addr, secret, nullptr));
-  fillId(id, addr, secret);
+  uint8_t key[kBootstrapKeyBytes];
+  BRAID_CHECK(bootstrapRandomBytes(key, sizeof(key)));
+  BRAID_CHECK(startBootstrapRoot(&addr, key, nullptr));
+  fillId(id, addr, key, 0);
   return ncclSuccess;
 }
 
@@ -523,8 +519,12 @@ ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id) {
   if ((v4 ? addr.sin.sin_port : addr.sin6.sin6_port) == 0)
     return recordError(ncclInvalidArgument, "NCCL_COMM_ID=%s: the port must not be 0 (every rank connects to it)",
                        commId.c_str());
-  fillId(id, addr, commIdSecret(commId, readStrEnv("BRAID_JOB_SECRET", "")));
-  BRAID_INFO(kSubBootstrap, "unique id from NCCL_COMM_ID=%s (root started by rank 0)", commId.c_str());
+  const std::string jobSecret = readStrEnv("BRAID_JOB_SECRET", "");
+  uint8_t key[kBootstrapKeyBytes];
+  commIdKey(commId, jobSecret, key);
+  fillId(id, addr, key, jobSecret.empty() ? kIdUnauthenticated : 0);
+  BRAID_INFO(kSubBootstrap, "unique id from NCCL_COMM_ID=%s (root started by rank 0)%s", commId.c_str(),
+             jobSecret.empty() ? "; no BRAID_JOB_SECRET: unauthenticated" : "");
   return ncclSuccess;
 }
 

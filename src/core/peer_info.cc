@@ -1,15 +1,19 @@
 // Local identity for PeerInfo, and process liveness of peers we can observe (same pid namespace).
 #include "core/peer_info.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
+
+#include "core/log.h"
 
 namespace braid {
 namespace {
@@ -38,6 +42,17 @@ std::string linkTarget(const char* path) {
   if (n <= 0) return "";
   buf[n] = '\0';
   return buf;
+}
+
+// Once per (pid, errno) in a row, so a long shortage does not flood the log.
+void warnLivenessUnknown(const PeerInfo& peer, int err) {
+  static std::atomic<uint64_t> last{0};
+  uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(peer.pid)) << 32) | static_cast<uint32_t>(err);
+  if (last.exchange(key) == key) return;
+  BRAID_WARN(
+      "cannot check whether rank %d (pid %d) is alive: reading /proc/%d/stat failed: %s (a local resource "
+      "shortage, not the peer); taking it as alive",
+      peer.rank, peer.pid, peer.pid, strerror(err));
 }
 
 }  // namespace
@@ -77,7 +92,31 @@ bool peerProcessAlive(const PeerInfo& me, const PeerInfo& peer) {
   if (kill(peer.pid, 0) != 0 && errno == ESRCH) return false;
   char path[64];
   snprintf(path, sizeof(path), "/proc/%d/stat", peer.pid);
-  std::string stat = readFirstLine(path);
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT || err == ESRCH) return false;
+    // Our own shortage (EMFILE, ENFILE, ENOMEM, ...) says nothing about the peer: kill() found it, so it
+    // counts as alive, and the reason is said instead of a false "gone".
+    warnLivenessUnknown(peer, err);
+    return true;
+  }
+  char buf[512];
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, sizeof(buf) - 1);
+  } while (n < 0 && errno == EINTR);
+  int err = errno;
+  ::close(fd);
+  if (n < 0) {
+    if (err == ESRCH) return false;
+    warnLivenessUnknown(peer, err);
+    return true;
+  }
+  buf[n] = '\0';
+  std::string stat(buf);
+  size_t nl = stat.find('\n');
+  if (nl != std::string::npos) stat.resize(nl);
   return !stat.empty() && !procStatSaysExiting(stat);
 }
 

@@ -273,7 +273,7 @@ ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   comm->rank = rank;
   comm->nranks = nranks;
   comm->config = config;
-  comm->commHash = idData.secret;
+  comm->commHash = bootstrapCommHash(idData);
   comm->memberWatch = std::move(members);
   if (config.blocking && !inGroup()) {
     BRAID_CHECK(initBody(comm.get(), id));

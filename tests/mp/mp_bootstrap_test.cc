@@ -1,4 +1,4 @@
-// Bootstrap from the outside: connections to the root that do not present the secret (garbage, a wrong
+// Bootstrap from the outside: connections to the root that do not prove the id's key (garbage, a wrong
 // secret, silence, an immediate close) while an init is under way must not disturb it; ranks in two
 // network namespaces joined by a veth pair bootstrap and run collectives over sockets (root only).
 #include <arpa/inet.h>
@@ -27,13 +27,13 @@ namespace {
 using mp::Case;
 using mp::Coll;
 
-constexpr uint64_t kBraidIdMagic = 0x4272616964496431ull;  // "BraidId1" (src/core/bootstrap.h)
+constexpr uint64_t kBraidIdMagic = 0x4272616964496432ull;  // "BraidId2" (src/core/bootstrap.h)
 
 bool idAddress(const ncclUniqueId& id, sockaddr_storage* ss, socklen_t* len, std::string* why) {
   mp::UniqueIdLayout lay;
   std::memcpy(&lay, id.internal, sizeof lay);
   if (lay.magic != kBraidIdMagic) {
-    *why = "unique id magic is not BraidId1 (layout changed?)";
+    *why = "unique id magic is not BraidId2 (layout changed?)";
     return false;
   }
   if (lay.addrLen != sizeof(sockaddr_in) && lay.addrLen != sizeof(sockaddr_in6)) {
@@ -165,7 +165,7 @@ TEST(Bootstrap, IdOfAnotherRootIsRejected) {
       ncclUniqueId other = ctx.id;
       mp::UniqueIdLayout lay;
       std::memcpy(&lay, other.internal, sizeof lay);
-      lay.secret ^= 0x5555aaaa5555aaaaull;
+      lay.key[0] ^= 0x55;
       std::memcpy(other.internal, &lay, sizeof lay);
       ncclComm_t bad = nullptr;
       mp::setStatus("init with another root's id");

@@ -6,6 +6,8 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/env_guard.h"
 
@@ -118,6 +120,31 @@ uint16_t freePort() {
   return ntohs(a.sin.sin_port);
 }
 
+// The client side of the root protocol, for tests that speak it by hand: reads the root's challenge and
+// sends a hello as `rank` of `nranks`, proved with `key` (the id's, or a wrong one).
+struct HandHello {
+  RootFrameHeader hdr;
+  HelloPayload hello;
+};
+HandHello makeHello(const uint8_t* key, uint64_t rootNonce, int rank, int nranks, const SockAddr& listen) {
+  HandHello f;
+  memset(&f, 0, sizeof(f));
+  f.hdr = RootFrameHeader{kRootFrameMagic, 0, kRootHello, rank, sizeof(HelloPayload)};
+  f.hello.nranks = nranks;
+  f.hello.nonce = bootstrapNonce();
+  f.hello.listenAddr = toWireAddr(listen);
+  fillLocalPeerInfo(&f.hello.info);
+  f.hello.info.rank = rank;
+  f.hdr.mac = rootFrameMac(key, kAuthRootHello, rootNonce, f.hello.nonce, f.hdr, &f.hello, sizeof(f.hello));
+  return f;
+}
+uint64_t readChallenge(Socket& s, uint64_t magic) {
+  AuthChallenge ch{};
+  EXPECT_EQ(s.recvAll(&ch, sizeof(ch), 5, nullptr, "challenge"), ncclSuccess) << pendingError();
+  EXPECT_EQ(ch.magic, magic);
+  return ch.nonce;
+}
+
 // ---- ids and framing ----
 
 TEST(BootstrapId, RoundTripAndMagic) {
@@ -125,14 +152,17 @@ TEST(BootstrapId, RoundTripAndMagic) {
   UniqueIdData d;
   ASSERT_EQ(bootstrapParseId(id, &d), ncclSuccess);
   EXPECT_EQ(d.magic, kUniqueIdMagic);
-  EXPECT_NE(d.secret, 0u);
+  const uint8_t zeroKey[kBootstrapKeyBytes] = {};
+  EXPECT_NE(memcmp(d.key, zeroKey, sizeof(zeroKey)), 0);
+  EXPECT_EQ(d.flags, 0u);
   SockAddr a = rootAddrOf(id);
   EXPECT_NE(a.sa.sa_family == AF_INET ? a.sin.sin_port : a.sin6.sin6_port, 0);
-  // Two ids: different secrets, different roots.
+  // Two ids: different keys, different roots.
   ncclUniqueId id2 = freshId();
   UniqueIdData d2;
   ASSERT_EQ(bootstrapParseId(id2, &d2), ncclSuccess);
-  EXPECT_NE(d.secret, d2.secret);
+  EXPECT_NE(memcmp(d.key, d2.key, sizeof(d.key)), 0);
+  EXPECT_NE(bootstrapCommHash(d), bootstrapCommHash(d2));
 
   ncclUniqueId zero;
   memset(&zero, 0, sizeof(zero));
@@ -188,11 +218,22 @@ TEST(BootstrapId, WireFormat) {
   EXPECT_FALSE(fromWireAddr(bad, &back));
   EXPECT_FALSE(sameSockAddr(a4, a6));
 
-  // NCCL_COMM_ID secrets: deterministic, and different per job secret and per address.
-  EXPECT_EQ(commIdSecret("127.0.0.1:5000", "job"), commIdSecret("127.0.0.1:5000", "job"));
-  EXPECT_NE(commIdSecret("127.0.0.1:5000", "job"), commIdSecret("127.0.0.1:5000", "job2"));
-  EXPECT_NE(commIdSecret("127.0.0.1:5000", ""), commIdSecret("127.0.0.1:5001", ""));
-  EXPECT_NE(commIdSecret("", ""), 0u);
+  // NCCL_COMM_ID keys: deterministic, and different per job secret and per address.
+  auto key = [](const char* commId, const char* job) {
+    std::string k(kBootstrapKeyBytes, '\0');
+    commIdKey(commId, job, reinterpret_cast<uint8_t*>(&k[0]));
+    return k;
+  };
+  EXPECT_EQ(key("127.0.0.1:5000", "job"), key("127.0.0.1:5000", "job"));
+  EXPECT_NE(key("127.0.0.1:5000", "job"), key("127.0.0.1:5000", "job2"));
+  EXPECT_NE(key("127.0.0.1:5000", ""), key("127.0.0.1:5001", ""));
+  EXPECT_NE(key("", ""), std::string(kBootstrapKeyBytes, '\0'));
+  // A proof depends on its purpose and on both nonces.
+  uint8_t k16[kBootstrapKeyBytes];
+  for (int i = 0; i < 16; ++i) k16[i] = static_cast<uint8_t>(i);
+  EXPECT_EQ(bootstrapMac(k16, kAuthPeerHello, 1, 2, "x", 1), bootstrapMac(k16, kAuthPeerHello, 1, 2, "x", 1));
+  EXPECT_NE(bootstrapMac(k16, kAuthPeerHello, 1, 2, "x", 1), bootstrapMac(k16, kAuthPeerAck, 1, 2, "x", 1));
+  EXPECT_NE(bootstrapMac(k16, kAuthPeerHello, 1, 2, "x", 1), bootstrapMac(k16, kAuthPeerHello, 1, 3, "x", 1));
 
   EXPECT_EQ(sizeof(UniqueIdData) <= NCCL_UNIQUE_ID_BYTES, true);
   EXPECT_EQ(sizeof(RootFrameHeader), 32u);
@@ -310,16 +351,22 @@ TEST(BootstrapComm, BogusConnectionsToRootDoNotDisturbInit) {
   UniqueIdData d;
   ASSERT_EQ(bootstrapParseId(id, &d), ncclSuccess);
   SockAddr root = rootAddrOf(id);
-  // A wrong secret, a bad magic, garbage, and a connection that never says anything.
+  // A wrong key, a bad magic, garbage, and a connection that never says anything.
   Socket wrongSecret, badMagic, garbage, silent;
   ASSERT_EQ(wrongSecret.connect(root, 5, nullptr), ncclSuccess);
   ASSERT_EQ(badMagic.connect(root, 5, nullptr), ncclSuccess);
   ASSERT_EQ(garbage.connect(root, 5, nullptr), ncclSuccess);
   ASSERT_EQ(silent.connect(root, 5, nullptr), ncclSuccess);
-  RootFrameHeader h{kRootFrameMagic, d.secret ^ 1, kRootHello, 0, sizeof(HelloPayload)};
-  ASSERT_EQ(wrongSecret.sendAll(&h, sizeof(h), 5, nullptr, "root"), ncclSuccess);
-  h.secret = d.secret;
+  uint8_t wrongKey[kBootstrapKeyBytes];
+  memcpy(wrongKey, d.key, sizeof(wrongKey));
+  wrongKey[0] ^= 1;
+  SockAddr nowhere;
+  ASSERT_EQ(parseSockAddr("127.0.0.1:9", &nowhere), ncclSuccess);
+  HandHello f = makeHello(wrongKey, readChallenge(wrongSecret, kRootFrameMagic), 0, 3, nowhere);
+  ASSERT_EQ(wrongSecret.sendAll(&f, sizeof(f), 5, nullptr, "root"), ncclSuccess);
+  RootFrameHeader h = f.hdr;
   h.magic ^= 1;
+  readChallenge(badMagic, kRootFrameMagic);
   ASSERT_EQ(badMagic.sendAll(&h, sizeof(h), 5, nullptr, "root"), ncclSuccess);
   char junk[7] = "abcdef";
   ASSERT_EQ(garbage.sendAll(junk, sizeof(junk), 5, nullptr, "root"), ncclSuccess);
@@ -335,13 +382,14 @@ TEST(BootstrapComm, BogusConnectionsToRootDoNotDisturbInit) {
         EXPECT_EQ(r.boot->barrier(), ncclSuccess);
       });
   for (auto& r : ranks) EXPECT_EQ(r->createRes, ncclSuccess) << r->createErr;
-  // The wrong-secret hello got an error frame (never the table), then EOF; the bad magic only EOF.
+  // The wrong-key hello got an error frame without a proof (never the table), then EOF; the bad magic
+  // only EOF.
   char c;
   clearPendingError();
   RootFrameHeader reply{};
   ASSERT_EQ(wrongSecret.recvAll(&reply, sizeof(reply), 5, nullptr, "root"), ncclSuccess);
   EXPECT_EQ(reply.type, kRootError);
-  EXPECT_EQ(reply.secret, d.secret ^ 1);
+  EXPECT_EQ(reply.mac, 0u);
   std::vector<char> rest(reply.size);
   ASSERT_EQ(wrongSecret.recvAll(rest.data(), rest.size(), 5, nullptr, "root"), ncclSuccess);
   EXPECT_EQ(wrongSecret.recvAll(&c, 1, 5, nullptr, "root"), ncclRemoteError);
@@ -364,16 +412,7 @@ TEST(BootstrapComm, BogusConnectionToRankListenerIsDropped) {
   SockAddr la;
   ASSERT_EQ(parseSockAddr("127.0.0.1:0", &la), ncclSuccess);
   ASSERT_EQ(fakeListener.listen(&la), ncclSuccess);
-  struct {
-    RootFrameHeader hdr;
-    HelloPayload hello;
-  } f;
-  memset(&f, 0, sizeof(f));
-  f.hdr = RootFrameHeader{kRootFrameMagic, d.secret, kRootHello, 1, sizeof(HelloPayload)};
-  f.hello.nranks = 2;
-  f.hello.listenAddr = toWireAddr(la);
-  fillLocalPeerInfo(&f.hello.info);
-  f.hello.info.rank = 1;
+  HandHello f = makeHello(d.key, readChallenge(root, kRootFrameMagic), 1, 2, la);
   ASSERT_EQ(root.sendAll(&f, sizeof(f), 5, nullptr, "root"), ncclSuccess);
   RootFrameHeader h;
   ASSERT_EQ(root.recvAll(&h, sizeof(h), 10, nullptr, "root"), ncclSuccess);
@@ -385,22 +424,28 @@ TEST(BootstrapComm, BogusConnectionToRankListenerIsDropped) {
   SockAddr rank0Addr;
   ASSERT_TRUE(fromWireAddr(table[0].listenAddr, &rank0Addr));
 
-  // Wrong secret: dropped (EOF), and rank 0 does not take it as rank 1 going away.
+  // No proof of the key: dropped (EOF, no acknowledgement), and rank 0 does not take it as rank 1 going away.
   Socket bogus;
   ASSERT_EQ(bogus.connect(rank0Addr, 5, nullptr), ncclSuccess);
-  PeerPreamble pre{kPeerFrameMagic, d.secret + 1, 1, 0};
+  uint64_t nonce = readChallenge(bogus, kPeerFrameMagic);
+  PeerPreamble pre{kPeerFrameMagic, 0, 1, 0, 77};
+  pre.mac = peerHelloMac(d.key, nonce, pre) + 1;
   ASSERT_EQ(bogus.sendAll(&pre, sizeof(pre), 5, nullptr, "rank 0"), ncclSuccess);
   char c;
   clearPendingError();
   EXPECT_EQ(bogus.recvAll(&c, 1, 5, nullptr, "rank 0"), ncclRemoteError);
   clearPendingError();
-  // The right secret as rank 1: a message goes through.
+  // The right proof as rank 1: rank 0 proves itself back, and a message goes through.
   Socket good;
   ASSERT_EQ(good.connect(rank0Addr, 5, nullptr), ncclSuccess);
-  pre.secret = d.secret;
+  nonce = readChallenge(good, kPeerFrameMagic);
+  pre.mac = peerHelloMac(d.key, nonce, pre);
   int v = 42;
   MsgHeader mh{1, 5, sizeof(v)};
   ASSERT_EQ(good.sendAll(&pre, sizeof(pre), 5, nullptr, "rank 0"), ncclSuccess);
+  PeerAck ack{};
+  ASSERT_EQ(good.recvAll(&ack, sizeof(ack), 5, nullptr, "rank 0"), ncclSuccess);
+  EXPECT_EQ(ack.mac, peerAckMac(d.key, nonce, pre));
   ASSERT_EQ(good.sendAll(&mh, sizeof(mh), 5, nullptr, "rank 0"), ncclSuccess);
   ASSERT_EQ(good.sendAll(&v, sizeof(v), 5, nullptr, "rank 0"), ncclSuccess);
   int got = 0;
@@ -539,16 +584,9 @@ TEST(BootstrapInit, RankLeavingBeforeTableIsAwaitedAgain) {
   {
     Socket root;
     ASSERT_EQ(root.connect(rootAddrOf(id), 5, nullptr), ncclSuccess);
-    struct {
-      RootFrameHeader hdr;
-      HelloPayload hello;
-    } f;
-    memset(&f, 0, sizeof(f));
-    f.hdr = RootFrameHeader{kRootFrameMagic, d.secret, kRootHello, 1, sizeof(HelloPayload)};
-    f.hello.nranks = 2;
     SockAddr la;
     ASSERT_EQ(parseSockAddr("127.0.0.1:9", &la), ncclSuccess);
-    f.hello.listenAddr = toWireAddr(la);
+    HandHello f = makeHello(d.key, readChallenge(root, kRootFrameMagic), 1, 2, la);
     ASSERT_EQ(root.sendAll(&f, sizeof(f), 5, nullptr, "root"), ncclSuccess);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -618,12 +656,15 @@ TEST(BootstrapInit, CommIdMode) {
         });
     for (auto& r : ranks) EXPECT_EQ(r->createRes, ncclSuccess) << r->createErr;
   }
-  // The id holds the NCCL_COMM_ID address and the derived secret.
+  // The id holds the NCCL_COMM_ID address and the key derived with the job secret (so not unauthenticated).
   ncclUniqueId id;
   ASSERT_EQ(bootstrapGetUniqueId(&id), ncclSuccess);
   UniqueIdData d;
   ASSERT_EQ(bootstrapParseId(id, &d), ncclSuccess);
-  EXPECT_EQ(d.secret, commIdSecret(commId, "bootstrap-test-job"));
+  uint8_t key[kBootstrapKeyBytes];
+  commIdKey(commId, "bootstrap-test-job", key);
+  EXPECT_EQ(memcmp(d.key, key, sizeof(key)), 0);
+  EXPECT_EQ(d.flags & kIdUnauthenticated, 0u);
   EXPECT_EQ(sockAddrToString(rootAddrOf(id)), commId);
   // bootstrapCreateRootId ignores NCCL_COMM_ID.
   ncclUniqueId fresh = freshId();
@@ -639,7 +680,7 @@ TEST(BootstrapInit, CommIdMode) {
 
 namespace braid {
 namespace {
-// A rank holding an id whose secret belongs to another root is told so at once (ncclInvalidArgument),
+// A rank holding an id whose key belongs to another root is told so at once (ncclInvalidArgument),
 // instead of timing out; the root keeps serving its own ranks.
 TEST(BootstrapInit, IdFromAnotherRootIsRejectedAtOnce) {
   ncclUniqueId a = freshId();
@@ -647,9 +688,9 @@ TEST(BootstrapInit, IdFromAnotherRootIsRejectedAtOnce) {
   UniqueIdData da, db;
   ASSERT_EQ(bootstrapParseId(a, &da), ncclSuccess);
   ASSERT_EQ(bootstrapParseId(b, &db), ncclSuccess);
-  ncclUniqueId forged = a;  // a's root address, b's secret
+  ncclUniqueId forged = a;  // a's root address, b's key
   UniqueIdData df = da;
-  df.secret = db.secret;
+  memcpy(df.key, db.key, sizeof(df.key));
   memcpy(forged.internal, &df, sizeof(df));
   auto stray = makeRanks(1, 20);
   runRanks(stray, [&](TestRank&) { return forged; }, nullptr);
@@ -662,6 +703,111 @@ TEST(BootstrapInit, IdFromAnotherRootIsRejectedAtOnce) {
   auto goodB = makeRanks(1, 20);
   runRanks(goodB, [&](TestRank&) { return b; }, nullptr);
   EXPECT_EQ(goodB[0]->createRes, ncclSuccess) << goodB[0]->createErr;
+}
+
+// A job with an id from ncclGetUniqueId and no BRAID_JOB_SECRET: a process that knows only the root's address
+// (not the id's random key) says hello as rank 1, presenting the keys it can compute (the one NCCL_COMM_ID
+// mode would derive from that address, and zeros). The root refuses it without sending the table, and the
+// real rank 1 still joins. Before ids carried a random key proved by a keyed hash, an id made from an
+// address without a job secret let such a forger take rank 1's place and read every rank's address and pid.
+TEST(BootstrapAuth, ForgedHelloWithoutTheKeyIsRefused) {
+  EnvGuard noCommId("NCCL_COMM_ID", nullptr);
+  EnvGuard noJob("BRAID_JOB_SECRET", nullptr);
+  ncclUniqueId id;
+  clearPendingError();
+  ASSERT_EQ(bootstrapGetUniqueId(&id), ncclSuccess) << pendingError();
+  const std::string rootAddr = sockAddrToString(rootAddrOf(id));
+
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The forger: only rootAddr from here on. Exit 0: refused every time; 1: got a table; 2: setup failed.
+    SockAddr root;
+    if (parseSockAddr(rootAddr.c_str(), &root) != ncclSuccess) _exit(2);
+    uint8_t guesses[2][kBootstrapKeyBytes] = {};
+    commIdKey(rootAddr, "", guesses[0]);
+    SockAddr la;
+    if (parseSockAddr("127.0.0.1:9", &la) != ncclSuccess) _exit(2);
+    for (auto& key : guesses) {
+      Socket s;
+      if (s.connect(root, 5, nullptr) != ncclSuccess) _exit(2);
+      AuthChallenge ch{};
+      if (s.recvAll(&ch, sizeof(ch), 5, nullptr, "root") != ncclSuccess) continue;  // dropped: refused
+      HandHello f = makeHello(key, ch.nonce, 1, 2, la);
+      if (s.sendAll(&f, sizeof(f), 5, nullptr, "root") != ncclSuccess) continue;
+      RootFrameHeader h{};
+      if (s.recvAll(&h, sizeof(h), 5, nullptr, "root") != ncclSuccess) continue;
+      if (h.type == kRootTable) _exit(1);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 2) << "the forger could not reach the root";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "a hello without the id's key got the peer table";
+
+  auto ranks = makeRanks(2, 20);
+  runRanks(
+      ranks, [&](TestRank&) { return id; },
+      [](TestRank& r) {
+        std::vector<int> all(r.nranks);
+        all[r.rank] = 10 + r.rank;
+        EXPECT_EQ(r.boot->allGather(all.data(), sizeof(int)), ncclSuccess) << pendingError();
+        for (int p = 0; p < r.nranks; ++p) EXPECT_EQ(all[p], 10 + p);
+      });
+  for (auto& r : ranks) EXPECT_EQ(r->createRes, ncclSuccess) << r->createErr;
+}
+
+// A flood of idle connections to a rank's listener: beyond kMaxUnauthConns they are closed at once, the
+// rest after kAuthDeadlineSec, and the rank's peers still reach it.
+TEST(BootstrapAuth, RankListenerCapsUnauthenticatedConnections) {
+  ncclUniqueId id = freshId();
+  auto ranks = makeRanks(2, 20);
+  runRanks(
+      ranks, [&](TestRank&) { return id; }, nullptr);
+  for (auto& r : ranks) ASSERT_EQ(r->createRes, ncclSuccess) << r->createErr;
+  std::vector<Socket> held(300);
+  SockAddr target;
+  // The table is private to Bootstrap; find a listener the way a flood would: scan the descriptors.
+  bool found = false;
+  for (int fd = 0; fd < 4096 && !found; ++fd) {
+    int acc = 0;
+    socklen_t l = sizeof(acc);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l) != 0 || !acc) continue;
+    socklen_t len = sizeof(target);
+    if (getsockname(fd, &target.sa, &len) == 0 && (target.sa.sa_family == AF_INET || target.sa.sa_family == AF_INET6))
+      found = true;
+  }
+  ASSERT_TRUE(found);
+  size_t challenged = 0, closedAtOnce = 0;
+  for (auto& s : held) {
+    ASSERT_EQ(s.connect(target, 5, nullptr), ncclSuccess) << pendingError();
+    AuthChallenge ch{};
+    if (s.recvAll(&ch, sizeof(ch), 5, nullptr, "listener") == ncclSuccess)
+      ++challenged;
+    else
+      ++closedAtOnce;
+    clearPendingError();
+  }
+  // Every listener in this process (several ranks' and maybe a root) caps at kMaxUnauthConns.
+  EXPECT_LE(challenged, kMaxUnauthConns);
+  EXPECT_GE(closedAtOnce, held.size() - kMaxUnauthConns);
+  // The ranks still talk, while the flood is held open.
+  std::vector<std::thread> ts;
+  for (auto& r : ranks) {
+    TestRank* p = r.get();
+    ts.emplace_back([p] { EXPECT_EQ(p->boot->barrier(), ncclSuccess) << pendingError(); });
+  }
+  for (auto& t : ts) t.join();
+  // After the deadline the held connections are closed by the listener.
+  std::this_thread::sleep_for(std::chrono::duration<double>(kAuthDeadlineSec + 0.5));
+  size_t stillOpen = 0;
+  for (auto& s : held) {
+    char c;
+    if (::recv(s.fd(), &c, 1, MSG_DONTWAIT) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) ++stillOpen;
+  }
+  EXPECT_EQ(stillOpen, 0u);
 }
 }  // namespace
 }  // namespace braid

@@ -5,19 +5,21 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cerrno>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
-#include <sys/wait.h>
 
 #include "core/log.h"
 #include "core/param.h"
@@ -351,6 +353,41 @@ TEST(Wait, DeadPeerDetectedByPid) {
   int status;
   waitpid(child, &status, 0);
   EXPECT_TRUE(peerProcessAlive(me, me));
+}
+
+// Out of descriptors (EMFILE) is this process's shortage, not the peer's death: a live peer whose
+// /proc/<pid>/stat cannot be opened still counts as alive. Before, the failed open read as an empty stat
+// line and a live peer was reported gone (a flood of connections to a bootstrap listener caused it).
+TEST(Wait, OutOfDescriptorsDoesNotMakeALivePeerGone) {
+  pid_t peer = fork();
+  if (peer == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_GT(peer, 0);
+  pid_t checker = fork();
+  if (checker == 0) {
+    // In a child, so the lowered limit and the filled table die with it.
+    rlimit rl{};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = 64;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(3);
+    while (::open("/dev/null", O_RDONLY) >= 0) {
+    }
+    if (errno != EMFILE) _exit(4);
+    std::vector<PeerInfo> peers = selfAndChild(peer);
+    WaitContext ctx;
+    ctx.self = &peers[0];
+    ctx.peers = &peers;
+    _exit(peerProcessAlive(peers[0], peers[1]) && checkPeersAlive(&ctx) == ncclSuccess ? 0 : 1);
+  }
+  ASSERT_GT(checker, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(checker, &status, 0), checker);
+  kill(peer, SIGKILL);
+  waitpid(peer, nullptr, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: a live peer was called gone while out of descriptors; 3/4: setup";
 }
 
 // The parser behind liveness: a process inside exit (PF_EXITING, 0x4) has already closed its sockets, so

@@ -88,9 +88,10 @@ void initComm(const RankCtx& ctx, ncclComm_t* comm);
 // The id layout (mirrors src/core/bootstrap.h UniqueIdData; this test uses the public API only).
 struct UniqueIdLayout {
   uint64_t magic;
-  uint64_t secret;
+  uint8_t key[16];  // random (ncclGetUniqueId), or derived from NCCL_COMM_ID
   uint8_t addr[28];
   uint32_t addrLen;
+  uint32_t flags;  // bit 0: derived from NCCL_COMM_ID without BRAID_JOB_SECRET (unauthenticated)
 };
 
 // Shared anonymous memory that survives fork (for cross-rank timestamps etc.); never freed.
