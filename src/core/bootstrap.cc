@@ -128,6 +128,7 @@ class BootstrapImpl final : public Bootstrap {
   bool aborted() const { return ctx_->abortFlag && ctx_->abortFlag->load(std::memory_order_relaxed); }
   double opTimeout() const { return ctx_->timeoutSec > 0 ? ctx_->timeoutSec : -1; }
   ncclResult_t connectToPeer(OutConn& c, int peer, double total);
+  ncclResult_t nameDeadAfterBrokenConn(const std::string& cause);
   ncclResult_t openPeerConn(OutConn& c, int peer);
   ncclResult_t peerHandshake(OutConn& c, int peer, double timeoutSec, bool* retry);
   std::string peerName(int peer) const {
@@ -364,8 +365,21 @@ ncclResult_t BootstrapImpl::send(int peer, int tag, const void* data, size_t siz
     // A half-written frame leaves the stream unusable: later sends to this peer fail with the same cause.
     c.error = pendingError().empty() ? "send failed" : pendingError();
     c.sock.close();
+    if (r == ncclRemoteError && !aborted()) r = nameDeadAfterBrokenConn(c.error);
   }
   return r;
+}
+
+// A connection that broke under a send usually means its process died (the kernel closes its sockets before
+// the process is reaped, so give the exit a moment to show): name the dead rank rather than the pipe.
+ncclResult_t BootstrapImpl::nameDeadAfterBrokenConn(const std::string& cause) {
+  const auto until = Clock::now() + std::chrono::milliseconds(500);
+  while (firstDeadPeer(ctx_) < 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (firstDeadPeer(ctx_) < 0) return ncclRemoteError;  // the pending message stays the cause
+  clearPendingError();
+  ncclResult_t dead = checkPeersAlive(ctx_);
+  if (dead == ncclSuccess) return recordError(ncclRemoteError, "%s", cause.c_str());
+  return wrapError(dead, "bootstrap rank %d: %s", rank_, cause.c_str());
 }
 
 // Every rank's listener is up before the address table goes out, so a refused connect means the peer's
