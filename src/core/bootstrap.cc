@@ -45,6 +45,8 @@ constexpr int kTagBarrier = kBootstrapInternalTag + 16;  // + round (at most 31 
 constexpr uint32_t kMaxRootErrorLen = 4096;
 // Messages up to this size go out with their header in one write (one TCP segment with NODELAY).
 constexpr size_t kCoalesceBytes = 16 * 1024;
+// How long a rank whose root connection ended tries a fresh one, to tell a dead root from one that dropped it.
+constexpr double kRootProbeSec = 1.0;
 
 // Replaces the pending message with `prefix: <pending>`: the inner failure knows the errno, the caller
 // knows which rank and what for.
@@ -137,7 +139,7 @@ class BootstrapImpl final : public Bootstrap {
   }
   ncclResult_t checkPeer(int peer, const char* op) const;
   ncclResult_t exchangeWithRoot(const SockAddr& rootAddr, const PeerInfo& mine);
-  ncclResult_t readRootReply(Socket& root, const std::string& rootName, double timeoutSec, uint64_t rootNonce,
+  ncclResult_t readRootReply(Socket& root, const SockAddr& rootAddr, double timeoutSec, uint64_t rootNonce,
                              uint64_t myNonce);
 
   void recvLoop();
@@ -270,19 +272,36 @@ ncclResult_t BootstrapImpl::exchangeWithRoot(const SockAddr& rootAddr, const Pee
   BRAID_CHECK(root.sendAll(&frame, sizeof(frame), timeoutSec, abortFlag(), what.c_str()));
 
   // The root reports missing ranks at its own deadline; waiting a little longer lets that report win.
-  return readRootReply(root, rootName, timeoutSec + bootstrapRankGraceSec(timeoutSec), ch.nonce, frame.hello.nonce);
+  return readRootReply(root, rootAddr, timeoutSec + bootstrapRankGraceSec(timeoutSec), ch.nonce, frame.hello.nonce);
 }
 
-ncclResult_t BootstrapImpl::readRootReply(Socket& root, const std::string& rootName, double timeoutSec,
+ncclResult_t BootstrapImpl::readRootReply(Socket& root, const SockAddr& rootAddr, double timeoutSec,
                                           uint64_t rootNonce, uint64_t myNonce) {
+  const std::string rootName = sockAddrToString(rootAddr);
   const std::string what = "the bootstrap root at " + rootName;
   RootFrameHeader h;
   if (root.recvAll(&h, sizeof(h), timeoutSec, abortFlag(), what.c_str()) != ncclSuccess) {
     if (aborted()) return ncclInvalidUsage;
-    return wrapError(ncclRemoteError,
-                     "bootstrap: rank %d of %d got no peer table from the root at %s (a wrong key, i.e. an id of "
-                     "another job, makes the root drop the connection)",
-                     rank_, nranks_, rootName.c_str());
+    // A root that rejects our key says so in an error frame; a connection that just ends means the root's
+    // process went away, which a fresh connect tells apart from a root that is alive but dropped us.
+    const std::string cause = pendingError();
+    clearPendingError();
+    // A live root sends its challenge at once; while its process exits, its listener may still accept.
+    Socket probe;
+    AuthChallenge probeCh{};
+    if (probe.connect(rootAddr, kRootProbeSec, abortFlag()) != ncclSuccess ||
+        probe.recvAll(&probeCh, sizeof(probeCh), kRootProbeSec, abortFlag(), what.c_str()) != ncclSuccess) {
+      if (aborted()) return ncclInvalidUsage;
+      const std::string probeErr = pendingError();
+      clearPendingError();
+      return recordError(ncclRemoteError,
+                         "bootstrap: rank %d of %d cannot reach the bootstrap root at %s: %s; a new connection failed "
+                         "too (%s): its process may have died",
+                         rank_, nranks_, rootName.c_str(), cause.c_str(), probeErr.c_str());
+    }
+    return recordError(ncclRemoteError,
+                       "bootstrap: rank %d of %d got no peer table from the root at %s, which is still up: %s", rank_,
+                       nranks_, rootName.c_str(), cause.c_str());
   }
   if (h.magic != kRootFrameMagic)
     return recordError(ncclRemoteError, "bootstrap: rank %d: %s answered with a frame that is not from our root (%s)",
