@@ -45,6 +45,8 @@ constexpr int kTagBarrier = kBootstrapInternalTag + 16;  // + round (at most 31 
 constexpr uint32_t kMaxRootErrorLen = 4096;
 // Messages up to this size go out with their header in one write (one TCP segment with NODELAY).
 constexpr size_t kCoalesceBytes = 16 * 1024;
+// How long a rank whose root connection ended tries a fresh one, to tell a dead root from one that dropped it.
+constexpr double kRootProbeSec = 1.0;
 
 // Replaces the pending message with `prefix: <pending>`: the inner failure knows the errno, the caller
 // knows which rank and what for.
@@ -128,6 +130,7 @@ class BootstrapImpl final : public Bootstrap {
   bool aborted() const { return ctx_->abortFlag && ctx_->abortFlag->load(std::memory_order_relaxed); }
   double opTimeout() const { return ctx_->timeoutSec > 0 ? ctx_->timeoutSec : -1; }
   ncclResult_t connectToPeer(OutConn& c, int peer, double total);
+  ncclResult_t nameDeadAfterBrokenConn(const std::string& cause);
   ncclResult_t openPeerConn(OutConn& c, int peer);
   ncclResult_t peerHandshake(OutConn& c, int peer, double timeoutSec, bool* retry);
   std::string peerName(int peer) const {
@@ -136,7 +139,7 @@ class BootstrapImpl final : public Bootstrap {
   }
   ncclResult_t checkPeer(int peer, const char* op) const;
   ncclResult_t exchangeWithRoot(const SockAddr& rootAddr, const PeerInfo& mine);
-  ncclResult_t readRootReply(Socket& root, const std::string& rootName, double timeoutSec, uint64_t rootNonce,
+  ncclResult_t readRootReply(Socket& root, const SockAddr& rootAddr, double timeoutSec, uint64_t rootNonce,
                              uint64_t myNonce);
 
   void recvLoop();
@@ -269,19 +272,36 @@ ncclResult_t BootstrapImpl::exchangeWithRoot(const SockAddr& rootAddr, const Pee
   BRAID_CHECK(root.sendAll(&frame, sizeof(frame), timeoutSec, abortFlag(), what.c_str()));
 
   // The root reports missing ranks at its own deadline; waiting a little longer lets that report win.
-  return readRootReply(root, rootName, timeoutSec + bootstrapRankGraceSec(timeoutSec), ch.nonce, frame.hello.nonce);
+  return readRootReply(root, rootAddr, timeoutSec + bootstrapRankGraceSec(timeoutSec), ch.nonce, frame.hello.nonce);
 }
 
-ncclResult_t BootstrapImpl::readRootReply(Socket& root, const std::string& rootName, double timeoutSec,
+ncclResult_t BootstrapImpl::readRootReply(Socket& root, const SockAddr& rootAddr, double timeoutSec,
                                           uint64_t rootNonce, uint64_t myNonce) {
+  const std::string rootName = sockAddrToString(rootAddr);
   const std::string what = "the bootstrap root at " + rootName;
   RootFrameHeader h;
   if (root.recvAll(&h, sizeof(h), timeoutSec, abortFlag(), what.c_str()) != ncclSuccess) {
     if (aborted()) return ncclInvalidUsage;
-    return wrapError(ncclRemoteError,
-                     "bootstrap: rank %d of %d got no peer table from the root at %s (a wrong key, i.e. an id of "
-                     "another job, makes the root drop the connection)",
-                     rank_, nranks_, rootName.c_str());
+    // A root that rejects our key says so in an error frame; a connection that just ends means the root's
+    // process went away, which a fresh connect tells apart from a root that is alive but dropped us.
+    const std::string cause = pendingError();
+    clearPendingError();
+    // A live root sends its challenge at once; while its process exits, its listener may still accept.
+    Socket probe;
+    AuthChallenge probeCh{};
+    if (probe.connect(rootAddr, kRootProbeSec, abortFlag()) != ncclSuccess ||
+        probe.recvAll(&probeCh, sizeof(probeCh), kRootProbeSec, abortFlag(), what.c_str()) != ncclSuccess) {
+      if (aborted()) return ncclInvalidUsage;
+      const std::string probeErr = pendingError();
+      clearPendingError();
+      return recordError(ncclRemoteError,
+                         "bootstrap: rank %d of %d cannot reach the bootstrap root at %s: %s; a new connection failed "
+                         "too (%s): its process may have died",
+                         rank_, nranks_, rootName.c_str(), cause.c_str(), probeErr.c_str());
+    }
+    return recordError(ncclRemoteError,
+                       "bootstrap: rank %d of %d got no peer table from the root at %s, which is still up: %s", rank_,
+                       nranks_, rootName.c_str(), cause.c_str());
   }
   if (h.magic != kRootFrameMagic)
     return recordError(ncclRemoteError, "bootstrap: rank %d: %s answered with a frame that is not from our root (%s)",
@@ -364,8 +384,21 @@ ncclResult_t BootstrapImpl::send(int peer, int tag, const void* data, size_t siz
     // A half-written frame leaves the stream unusable: later sends to this peer fail with the same cause.
     c.error = pendingError().empty() ? "send failed" : pendingError();
     c.sock.close();
+    if (r == ncclRemoteError && !aborted()) r = nameDeadAfterBrokenConn(c.error);
   }
   return r;
+}
+
+// A connection that broke under a send usually means its process died (the kernel closes its sockets before
+// the process is reaped, so give the exit a moment to show): name the dead rank rather than the pipe.
+ncclResult_t BootstrapImpl::nameDeadAfterBrokenConn(const std::string& cause) {
+  const auto until = Clock::now() + std::chrono::milliseconds(500);
+  while (firstDeadPeer(ctx_) < 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (firstDeadPeer(ctx_) < 0) return ncclRemoteError;  // the pending message stays the cause
+  clearPendingError();
+  ncclResult_t dead = checkPeersAlive(ctx_);
+  if (dead == ncclSuccess) return recordError(ncclRemoteError, "%s", cause.c_str());
+  return wrapError(dead, "bootstrap rank %d: %s", rank_, cause.c_str());
 }
 
 // Every rank's listener is up before the address table goes out, so a refused connect means the peer's

@@ -7,6 +7,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -185,6 +187,43 @@ TEST(Bootstrap, IdOfAnotherRootIsRejected) {
     MP_NCCL_ASSERT(ncclCommDestroy(comm));
   });
   mp::expectAllPassed(r);
+}
+
+// The process serving the bootstrap root dies after the other ranks sent their hellos: they must say that the
+// root cannot be reached and may have died, not blame a wrong key, and fail well before the bootstrap timeout.
+TEST(Bootstrap, DeadRootIsNotReportedAsAWrongKey) {
+  mp::Options o;
+  o.idSource = mp::IdSource::kRank0;  // the root thread lives in rank 0's process
+  o.timeoutSec = 60;
+  o.env = {{"BRAID_BOOTSTRAP_TIMEOUT", "20"}};
+  const int root = 0;
+  auto r = mp::runRanks(3, o, [&](mp::RankCtx& ctx) {
+    if (ctx.rank == root) {
+      mp::setStatus("serving the root; dies before joining");
+      usleep(1500 * 1000);  // the others connect and send their hellos meanwhile
+      raise(SIGKILL);
+    }
+    ncclComm_t comm = nullptr;
+    mp::setStatus("init while the root's process dies");
+    double t0 = mp::nowSec();
+    ncclResult_t res = ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank);
+    double dt = mp::nowSec() - t0;
+    std::string msg = mp::lastError(nullptr);
+    mp::note("init -> %s after %.2f s: %s", ncclGetErrorString(res), dt, msg.c_str());
+    EXPECT_EQ(res, ncclRemoteError) << msg;
+    EXPECT_TRUE(mp::containsCI(msg, "cannot reach the bootstrap root")) << msg;
+    EXPECT_TRUE(mp::containsCI(msg, "may have died")) << msg;
+    EXPECT_FALSE(mp::containsCI(msg, "key")) << "a dead root is not a wrong key: " << msg;
+    EXPECT_LT(dt, 10.0) << msg;
+    if (res == ncclSuccess && comm) ncclCommAbort(comm);
+  });
+  bool ok = r.harnessError.empty();
+  for (auto& rr : r.ranks) {
+    if (rr.timedOut) ok = false;
+    if (rr.rank == root ? rr.termSignal != SIGKILL : !(rr.exited && rr.exitCode == 0)) ok = false;
+  }
+  EXPECT_TRUE(ok) << r.describe();
+  if (ok && getenv("MP_VERBOSE")) std::cout << r.describe();
 }
 
 // ---- network namespaces ----

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/wait.h"
 #include "nccl.h"
 
 namespace braid {
@@ -33,10 +34,12 @@ struct NetConnIdent {
 };
 
 // How long setup may block, and the abort flag it watches; `peer` names the other side in messages.
+// `wait` (may be null) lets a blocked connect/accept see that a rank died: a dead peer never connects.
 struct NetSetupParams {
   double timeoutSec = 120;
   const std::atomic<uint32_t>* abortFlag = nullptr;
   int peer = -1;
+  const WaitContext* wait = nullptr;
 };
 
 // Base of a backend's request type: owned by its comm, valid until test() reports it done.

@@ -21,6 +21,7 @@
 #include "core/param.h"
 #include "core/result.h"
 #include "core/socket.h"
+#include "core/wait.h"
 #include "transport/net/net_backend.h"
 #include "transport/net/net_socket.h"
 
@@ -87,6 +88,24 @@ uint64_t randomNonce() {
 }
 
 bool wouldBlock(int e) { return e == EAGAIN || e == EWOULDBLOCK; }
+
+// Setup waits on the peer in slices this long, and checks between them that no rank has died: a rank that
+// died after the bootstrap never connects (and its listener refuses us), which would otherwise cost the whole
+// timeout and end in a message that names only the neighbour.
+constexpr double kLivenessSliceSec = 0.1;
+
+// Up to kLivenessSliceSec of `left`.
+double livenessSlice(double left) { return std::max(0.01, std::min(left, kLivenessSliceSec)); }
+
+// ncclRemoteError naming every dead rank ("rank R (pid P on host H) is gone ..."), or ncclSuccess.
+ncclResult_t checkSetupPeers(const NetSetupParams& p, const char* doing) {
+  if (p.wait == nullptr || firstDeadPeer(p.wait) < 0) return ncclSuccess;
+  ncclResult_t r = checkPeersAlive(p.wait);
+  if (r == ncclSuccess) return ncclSuccess;  // it came back: a pid reused between the two looks is not dead
+  std::string inner = pendingError();
+  clearPendingError();
+  return recordError(r, "NET/Socket: %s rank %d: %s", doing, p.peer, inner.c_str());
+}
 
 // Replaces the pending message with one that says which step failed and with whom.
 ncclResult_t rewrapError(ncclResult_t code, const char* fmt, int peer) {
@@ -418,7 +437,13 @@ class SocketListenComm final : public NetListenComm {
                            p.timeoutSec, got, nSocks_);
       }
       Socket s;
-      ncclResult_t r = listener_.accept(&s, left, p.abortFlag);
+      const double slice = p.wait == nullptr ? left : livenessSlice(left);
+      ncclResult_t r = listener_.accept(&s, slice, p.abortFlag);
+      if (r == ncclRemoteError) {  // nobody connected within the slice (the deadline is checked above)
+        clearPendingError();
+        BRAID_CHECK(checkSetupPeers(p, "waiting for"));
+        continue;
+      }
       if (r != ncclSuccess) return rewrapError(r, "NET/Socket: waiting for rank %d to connect: %s", p.peer);
       Preamble pre{};
       // A stray client that never speaks must not hold us past a short grace period: connections are read one
@@ -510,8 +535,29 @@ class SocketBackend final : public NetBackend {
                          h.magic);
     }
     std::vector<Socket> socks(h.nSocks);
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    auto left = [&] { return p.timeoutSec - std::chrono::duration<double>(Clock::now() - start).count(); };
     for (uint32_t i = 0; i < h.nSocks; i++) {
-      ncclResult_t r = socks[i].connect(h.addr, p.timeoutSec, p.abortFlag);
+      ncclResult_t r;
+      for (;;) {
+        // Refused connects are retried within a slice; between slices, a dead peer ends the wait.
+        double slice = p.timeoutSec > 0 ? livenessSlice(left()) : kLivenessSliceSec;
+        if (p.wait == nullptr) slice = p.timeoutSec;  // nothing to check between slices
+        const auto attempt = Clock::now();
+        r = socks[i].connect(h.addr, slice, p.abortFlag);
+        const bool usedSlice = std::chrono::duration<double>(Clock::now() - attempt).count() >= slice * 0.9;
+        if (r != ncclRemoteError || !usedSlice || p.wait == nullptr) break;
+        const std::string connectErr = pendingError();
+        clearPendingError();
+        r = checkSetupPeers(p, "connecting to");
+        if (r != ncclSuccess) return r;
+        if (p.timeoutSec > 0 && left() <= 0) {
+          r = recordError(ncclRemoteError, "could not connect to %s within %.0f s (last attempt: %s)",
+                          sockAddrToString(h.addr).c_str(), p.timeoutSec, connectErr.c_str());
+          break;
+        }
+      }
       if (r != ncclSuccess) return rewrapError(r, "NET/Socket: cannot connect to rank %d: %s", p.peer);
       Preamble pre{kPreambleMagic, h.nonce, ident, i, h.nSocks};
       r = socks[i].sendAll(&pre, sizeof(pre), p.timeoutSec, p.abortFlag, "the receiving rank");

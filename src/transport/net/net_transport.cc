@@ -2,6 +2,9 @@
 // connected comm to the communicator's NetProxy. The receiver listens at setup and sends the backend's
 // handle with its FIFO geometry; the sender connects at connect() with a local FIFO of the same geometry.
 // GPU communicators' FIFOs carry LL slots on both sides (the proxies forward LL steps, conn_info.h).
+#include <signal.h>
+
+#include <atomic>
 #include <cstring>
 #include <memory>
 
@@ -51,6 +54,7 @@ NetSetupParams setupParams(const NetResources& res) {
   p.timeoutSec = static_cast<double>(params::BootstrapTimeout());
   p.abortFlag = res.ctx->wait ? res.ctx->wait->abortFlag : nullptr;
   p.peer = res.peer;
+  p.wait = res.ctx->wait;
   return p;
 }
 
@@ -83,6 +87,14 @@ ncclResult_t proxyOf(TransportContext* ctx, int me, std::shared_ptr<NetProxy>* o
   }
   *out = ctx->proxy;
   return ncclSuccess;
+}
+
+// BRAID_TEST_NET_KILL_AT_CONNECT: die the way a killed rank does (no cleanup) after the handles were exchanged,
+// while the peers connect to us or wait for us.
+void testKillAtConnect() {
+  static std::atomic<int64_t> started{0};
+  const int64_t n = params::TestNetKillAtConnect();
+  if (n > 0 && started.fetch_add(1) + 1 == n) raise(SIGKILL);
 }
 
 }  // namespace
@@ -126,6 +138,7 @@ ncclResult_t NetTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
 ncclResult_t NetTransport::connect(Direction dir, const ConnectHandle& peerHandle, Connector* conn) {
   auto* res = dynamic_cast<NetResources*>(conn->res.get());
   if (!res) return recordError(ncclInternalError, "NET: connect before setup (rank %d)", conn->info.peer);
+  testKillAtConnect();
   NetConnHandle h;
   std::memcpy(&h, peerHandle.data, sizeof(h));
   if (h.magic != kNetConnMagic || h.rank != res->peer || h.tag != res->tag) {
