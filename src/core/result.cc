@@ -15,7 +15,7 @@ thread_local std::string tLast;
 
 ncclResult_t recordError(ncclResult_t code, const char* fmt, ...) {
   if (!tPending.empty()) return code;
-  char buf[1024];
+  char buf[2048];  // a timeout names every peer's last operation (wait.h StallReporter)
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(buf, sizeof(buf), fmt, ap);

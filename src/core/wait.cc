@@ -96,15 +96,17 @@ ncclResult_t Waiter::slowCheck() {
     deadSeen_ = true;
     deadSince_ = now;
   } else if (now - deadSince_ > kDeadGrace) {
-    return recordError(ncclRemoteError, "%s %s gone: exited or killed while we waited for %s", dead.c_str(),
-                       nDead > 1 ? "are" : "is", what_);
+    return recordError(ncclRemoteError, "%s %s gone: exited or killed while we waited for %s%s", dead.c_str(),
+                       nDead > 1 ? "are" : "is", what_, stallReport(ctx_).c_str());
   }
   double waited = std::chrono::duration<double>(now - start_).count();
   if (ctx_->timeoutSec > 0 && waited > ctx_->timeoutSec) {
+    const std::string stall = stallReport(ctx_);
     if (peer_ >= 0)
-      return recordError(ncclRemoteError, "timed out after %.0f s waiting for %s (rank %d made no progress; BRAID_TIMEOUT=%g)",
-                         waited, what_, peer_, ctx_->timeoutSec);
-    return recordError(ncclRemoteError, "timed out after %.0f s waiting for %s", waited, what_);
+      return recordError(ncclRemoteError,
+                         "timed out after %.0f s waiting for %s (rank %d made no progress; BRAID_TIMEOUT=%g)%s", waited,
+                         what_, peer_, ctx_->timeoutSec, stall.c_str());
+    return recordError(ncclRemoteError, "timed out after %.0f s waiting for %s%s", waited, what_, stall.c_str());
   }
   return ncclSuccess;
 }
@@ -124,7 +126,14 @@ ncclResult_t checkPeersAlive(const WaitContext* ctx) {
   int nDead = 0;
   std::string dead = describeDead(ctx, -1, &nDead);
   if (nDead == 0) return ncclSuccess;
-  return recordError(ncclRemoteError, "%s %s gone: exited or killed", dead.c_str(), nDead > 1 ? "are" : "is");
+  return recordError(ncclRemoteError, "%s %s gone: exited or killed%s", dead.c_str(), nDead > 1 ? "are" : "is",
+                     stallReport(ctx).c_str());
+}
+
+std::string stallReport(const WaitContext* ctx) {
+  if (ctx == nullptr || ctx->stall == nullptr) return std::string();
+  std::string s = ctx->stall->describe();
+  return s.empty() ? s : ". " + s;
 }
 
 }  // namespace braid

@@ -7,12 +7,24 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/peer_info.h"
 #include "nccl.h"
 
 namespace braid {
+
+// Says, when a wait times out, which ranks did not reach this rank's operation and what each peer did last,
+// from state the peers publish without a message (the runtime's progress table). A stalled rank (SIGSTOP, a
+// debugger, a long host-side stall) blocks its neighbours first, so the neighbour a wait names is often not
+// the rank to look at. Must be safe to call from any thread at any time.
+class StallReporter {
+ public:
+  virtual ~StallReporter() = default;
+  // Appended to the timeout message: "" when there is nothing to add.
+  virtual std::string describe() const = 0;
+};
 
 // What a wait needs to know about its communicator. Owned by the comm; cheap to copy by pointer.
 struct WaitContext {
@@ -23,6 +35,8 @@ struct WaitContext {
   const char* commName = "";
   // Ranks not to watch for liveness (e.g. ranks excluded by ncclCommShrink); indexed by rank, may be null.
   const std::vector<uint8_t>* ignore = nullptr;
+  // Set by the runtime where it can tell which ranks reached the current operation; may be null.
+  const StallReporter* stall = nullptr;
 };
 
 class Waiter {
@@ -51,6 +65,9 @@ class Waiter {
 // ncclRemoteError. Used when a connection broke, to name the rank that died rather than the neighbour
 // that reported it.
 ncclResult_t checkPeersAlive(const WaitContext* ctx);
+// ". <ctx->stall's description>", or "" without one: appended to every message that blames a peer for a
+// failed wait (timeout, dead peer, broken connection), so it also names the ranks that never arrived.
+std::string stallReport(const WaitContext* ctx);
 // The lowest observable dead rank (ignored ranks skipped), or -1.
 int firstDeadPeer(const WaitContext* ctx);
 

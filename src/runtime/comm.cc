@@ -10,6 +10,7 @@
 #include "core/param.h"
 #include "core/result.h"
 #include "runtime/executor.h"
+#include "runtime/host/progress_table.h"
 #include "transport/transport.h"
 
 ncclComm::ncclComm() = default;

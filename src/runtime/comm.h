@@ -19,6 +19,7 @@
 namespace braid {
 class ConnectionManager;
 class Executor;
+class ProgressTable;
 
 // A user reduction op made by ncclRedOpCreatePreMulSum.
 struct UserRedOp {
@@ -91,6 +92,9 @@ struct ncclComm {
   std::atomic<uint32_t> bootstrapAbort{0};
   std::atomic<bool> revoked{false};
 
+  // Host communicators: where each rank of this host is (timeouts name the ranks that did not arrive). Declared
+  // before what waits through `wait`, so it outlives them; wait.stall points at it.
+  std::unique_ptr<braid::ProgressTable> progress;
   std::unique_ptr<braid::Bootstrap> bootstrap;
   std::unique_ptr<braid::ConnectionManager> conns;
   std::unique_ptr<braid::Executor> exec;  // host or GPU executor, by hostComm

@@ -1,10 +1,11 @@
 // Faults: a rank that never arrives at init, a rank killed in the middle of an all-reduce loop (over shared
-// memory and over sockets), ncclCommAbort on healthy comms and while a peer waits. Every survivor must get
+// memory and over sockets), a rank stopped (SIGSTOP) between all-reduces, ncclCommAbort on healthy comms and while a peer waits. Every survivor must get
 // an error naming the dead rank within the timeout; nothing may hang; abort returns promptly.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -125,6 +126,64 @@ TEST(Fault, RankKilledDuringAllReduce_3ranks_shm) { killDuringAllReduce(3, 1, fa
 TEST(Fault, RankKilledDuringAllReduce_3ranks_socket) { killDuringAllReduce(3, 1, true, 20, 15, true); }
 // With 4 ranks, rank 0 is not a ring neighbour of rank 2: it may only learn through the timeout.
 TEST(Fault, RankKilledDuringAllReduce_4ranks_socket) { killDuringAllReduce(4, 2, true, 8, 8 + 6, false); }
+
+// (c) Rank 2 of 4 stops itself (SIGSTOP) before its 6th all-reduce; it stays alive, so no liveness check fires.
+// Each survivor's call times out (BRAID_TIMEOUT=3) with ncclRemoteError, and its message must name rank 2 as
+// not having reached the operation, with each rank's last operation, whichever neighbour it waited on (or
+// whichever survivor had already failed and exited: errors cascade around the ring).
+void stalledRankIsNamed(bool sockets) {
+  const int nranks = 4, stalled = 2, stallAt = 5;  // iterations 0-4 are batches #1-#5
+  mp::Options o;
+  o.timeoutSec = 60;
+  o.killStopped = true;
+  o.env = {{"BRAID_HOST_COMM", "1"}, {"BRAID_TIMEOUT", "3"}};
+  if (sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
+  auto r = mp::runRanks(nranks, o, [&](mp::RankCtx& ctx) {
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    const size_t count = 4096;
+    std::vector<float> in(count, 1.0f), out(count);
+    ncclResult_t res = ncclSuccess;
+    int iter = 0;
+    for (; iter <= stallAt; iter++) {
+      if (ctx.rank == stalled && iter == stallAt) {
+        mp::setStatus("stopped before all-reduce %d", iter);
+        raise(SIGSTOP);
+        _exit(3);  // never continued: the harness kills it
+      }
+      mp::setStatus("all-reduce iteration %d", iter);
+      std::fill(out.begin(), out.end(), -1.0f);
+      res = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+      if (res != ncclSuccess) break;
+      ASSERT_EQ(out[0], (float)nranks);
+      ASSERT_EQ(out[count - 1], (float)nranks);
+    }
+    std::string msg = mp::lastError(comm);
+    mp::note("rank %d: %s at iteration %d: %s", ctx.rank, ncclGetErrorString(res), iter, msg.c_str());
+    EXPECT_EQ(iter, stallAt);
+    EXPECT_EQ(res, ncclRemoteError) << msg;
+    EXPECT_NE(msg.find("rank 2 did not reach this rank's operation #6 AllReduce"), std::string::npos)
+        << "the message should name the stalled rank 2 as not having reached the operation: " << msg;
+    EXPECT_NE(msg.find("rank 2: #5 AllReduce done"), std::string::npos) << "rank 2's last operation: " << msg;
+    EXPECT_NE(msg.find("rank 2 (pid"), std::string::npos) << "rank 2 should be reported stopped: " << msg;
+    // Every survivor is in #6, or has already failed it (ranks in the same state are listed together).
+    EXPECT_NE(msg.find(": #6 AllReduce "), std::string::npos) << "the survivors' last operation: " << msg;
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  });
+  bool ok = r.harnessError.empty();
+  for (auto& rr : r.ranks) {
+    if (rr.timedOut) ok = false;
+    if (rr.rank == stalled ? !(rr.stopped && rr.termSignal == SIGKILL) : !(rr.exited && rr.exitCode == 0)) ok = false;
+  }
+  if (!ok)
+    ADD_FAILURE() << r.describe();
+  else if (getenv("MP_VERBOSE"))
+    std::cout << r.describe();
+}
+
+TEST(Fault, StalledRankIsNamed_4ranks_shm) { stalledRankIsNamed(false); }
+TEST(Fault, StalledRankIsNamed_4ranks_socket) { stalledRankIsNamed(true); }
 
 // (b2) A rank dies after init; another rank then sends to it for the first time, so its bootstrap must connect
 // to a listener that is gone. The refused connect is recognised as the dead rank within seconds, not retried

@@ -21,6 +21,7 @@
 #include "runtime/comm.h"
 #include "runtime/host/host_coll.h"
 #include "runtime/host/host_p2p.h"
+#include "runtime/host/progress_table.h"
 #include "runtime/tuning_agreement.h"
 #include "transport/conn_info.h"
 #include "transport/transport.h"
@@ -38,6 +39,7 @@ struct HostExecutor::Impl {
   std::unique_ptr<TunerConfig> tuning;  // null: every collective on all channels
   TransportClass transport = TransportClass::HostShm;  // the ring's class, agreed over ranks (setTuning)
   ChannelMemo last;                     // the previous decision (tunedRingChannels)
+  ProgressTable* progress = nullptr;    // this rank's slot of the host's progress table (setProgress)
 
   // Worker pool: worker i serves channel i + 1. Guarded by mu.
   std::mutex mu;
@@ -199,7 +201,18 @@ double HostExecutor::predictUs(const OpDesc& op) {
   return tune(ringSimpleRequest(op, impl_->nranks, impl_->transport, impl_->nChannels, 1), cfg).predictedUs;
 }
 
+void HostExecutor::setProgress(ProgressTable* table) { impl_->progress = table; }
+
 ncclResult_t HostExecutor::run(const std::vector<OpDesc>& ops) {
+  ProgressTable* table = impl_->progress;
+  if (table == nullptr || ops.empty()) return runOps(ops);
+  table->begin(ops[0].coll, ops.size() > 1);
+  const ncclResult_t res = runOps(ops);
+  table->end(res == ncclSuccess);
+  return res;
+}
+
+ncclResult_t HostExecutor::runOps(const std::vector<OpDesc>& ops) {
   std::vector<const OpDesc*> p2p;
   for (const OpDesc& op : ops) {
     if (!isP2pColl(op.coll)) {
@@ -216,6 +229,7 @@ ncclResult_t HostExecutor::run(const std::vector<OpDesc>& ops) {
 constexpr int kMaxHostChannels = 32;
 
 ncclResult_t initHostComm(ncclComm* comm) {
+  BRAID_CHECK(setupProgressTable(comm));
   BRAID_CHECK(agreeOnChannels(comm, params::HostChannels(), kMaxHostChannels));
 
   comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
@@ -234,6 +248,7 @@ ncclResult_t initHostComm(ncclComm* comm) {
       if (!ci || ci->kind == TransportKind::Net) facts.transport = static_cast<int32_t>(TransportClass::HostSocket);
   BRAID_CHECK(agreeTuning(comm, local, facts, &tuning, &agreedFacts));
   exec->setTuning(tuning, static_cast<TransportClass>(agreedFacts.transport));
+  exec->setProgress(comm->progress.get());
   comm->exec = std::move(exec);
   BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: host communicator ready, %d channel(s), ring next %s", (void*)comm,
              comm->rank, comm->nranks, comm->nChannels, comm->conns->transportName((comm->rank + 1) % comm->nranks));

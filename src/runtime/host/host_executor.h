@@ -19,6 +19,7 @@ struct ncclComm;
 namespace braid {
 
 class ConnProvider;
+class ProgressTable;
 
 class HostExecutor final : public Executor {
  public:
@@ -31,12 +32,15 @@ class HostExecutor final : public Executor {
   // `transport`: the ring's path class, the same on every rank (agreed at init: a ring mixing SHM and
   // socket links must plan like its slowest on every rank).
   void setTuning(const TunerConfig& cfg, TransportClass transport = TransportClass::HostShm);
+  // Each batch is published in `table` (may be null): its sequence number and collective, at start and end.
+  void setProgress(ProgressTable* table);
   // Runs the batch to completion (or the first error, with a recorded message naming the peer).
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
   // The cost model's time (us) of `op` as this executor would run it (ncclGroupSimulateEnd).
   double predictUs(const OpDesc& op) override;
 
  private:
+  ncclResult_t runOps(const std::vector<OpDesc>& ops);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -239,8 +239,8 @@ ncclResult_t P2pBatch::checkBroken() {
       // Data the transport delivered before it saw the peer close is still ours to consume.
       if (q == &recv_[p] && loadAcquire(q->conn->tail) > q->conn->step) continue;
       BRAID_CHECK(checkPeersAlive(wait_));
-      return recordError(ncclRemoteError, "rank %d: p2p connection with rank %d broke (transport reported an error)",
-                         rank_, p);
+      return recordError(ncclRemoteError, "rank %d: p2p connection with rank %d broke (transport reported an error)%s",
+                         rank_, p, stallReport(wait_).c_str());
     }
   }
   return ncclSuccess;

@@ -174,8 +174,8 @@ class HostPrims {
         // Name the rank that died, if one did, rather than the neighbour that reported it.
         res_ = checkPeersAlive(wait_);
         if (res_ == ncclSuccess)
-          res_ = recordError(ncclRemoteError, "ring connection with rank %d broke (transport reported an error; %s)",
-                             c->peer, what);
+          res_ = recordError(ncclRemoteError, "ring connection with rank %d broke (transport reported an error; %s)%s",
+                             c->peer, what, stallReport(wait_).c_str());
         BRAID_INFO(kSubColl, "ring connection with rank %d broke while waiting for %s (step %llu head %llu tail %llu)",
                    c->peer, what, (unsigned long long)c->step, (unsigned long long)loadAcquire(c->head),
                    (unsigned long long)loadAcquire(c->tail));

@@ -137,6 +137,7 @@ struct Child {
   int msgFd = -1;  // parent reads messages here
   bool reaped = false;
   bool msgEof = false;
+  bool stopped = false;
 };
 
 }  // namespace
@@ -247,6 +248,8 @@ std::string RunResult::describe() const {
       os << "TIMED OUT (killed)";
     else if (r.exited)
       os << "exit " << r.exitCode;
+    else if (r.termSignal && r.stopped)
+      os << "stopped, then killed by signal " << r.termSignal;
     else if (r.termSignal)
       os << "killed by signal " << r.termSignal << " (" << strsignal(r.termSignal) << ")";
     else
@@ -425,14 +428,24 @@ RunResult runRanks(int nranks, const Options& opts, const std::function<void(Ran
     for (int i = 0; i < nranks; i++) {
       if (kids[i].reaped) continue;
       int st = 0;
-      pid_t w = waitpid(kids[i].pid, &st, WNOHANG);
-      if (w == kids[i].pid) {
+      pid_t w = waitpid(kids[i].pid, &st, WNOHANG | WUNTRACED);
+      if (w == kids[i].pid && WIFSTOPPED(st)) {
+        kids[i].stopped = true;
+        result.ranks[i].stopped = true;
+      } else if (w == kids[i].pid) {
         kids[i].reaped = true;
         auto& rr = result.ranks[i];
         rr.exited = WIFEXITED(st);
         rr.exitCode = rr.exited ? WEXITSTATUS(st) : -1;
         rr.termSignal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
       }
+    }
+    if (opts.killStopped) {
+      bool othersDone = true;
+      for (auto& k : kids)
+        if (!k.reaped && !k.stopped) othersDone = false;
+      for (auto& k : kids)
+        if (othersDone && k.stopped && !k.reaped) kill(k.pid, SIGKILL);  // reaped on the next round
     }
   }
   // Deadline: kill what is left.

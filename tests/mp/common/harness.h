@@ -6,7 +6,7 @@
 // namespace) and hands it to every child through a pipe. Each child sets its environment, runs the body,
 // and _exit()s; gtest failures inside a child (EXPECT_*/ASSERT_*/ADD_FAILURE) are forwarded to the parent
 // through a pipe by a gtest listener. The parent waits with a deadline, kills every child still running when
-// it expires, and reports each rank's outcome (exit code, signal, forwarded messages, last status line).
+// it expires (or, with Options::killStopped, a stopped child once all others ended), and reports each rank's outcome (exit code, signal, forwarded messages, last status line).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -39,6 +39,9 @@ struct Options {
   IdSource idSource = IdSource::kParent;
   std::function<void(int rank)> childSetup;             // in the child after env, before the id
   std::function<void(const ncclUniqueId&)> parentHook;  // in the parent once the id is out (kParent/kRank0)
+  // A rank that stops itself (raise(SIGSTOP), a stall under test) would sit until the deadline: with this set,
+  // the parent SIGKILLs the stopped ranks as soon as every other rank has ended (RankResult::stopped).
+  bool killStopped = false;
 };
 
 struct RankResult {
@@ -47,6 +50,7 @@ struct RankResult {
   int exitCode = -1;
   int termSignal = 0;  // killed by this signal
   bool timedOut = false;
+  bool stopped = false;  // was seen stopped (SIGSTOP); with Options::killStopped, then SIGKILLed
   std::string messages;  // gtest failures and notes forwarded by the child
   std::string status;    // the child's last setStatus() line
 };
