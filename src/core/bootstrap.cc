@@ -154,6 +154,7 @@ class BootstrapImpl final : public Bootstrap {
   WaitContext defaultCtx_;
 
   std::vector<PeerInfo> peers_;
+  DropWarnings dropWarnings_;  // the receive thread's
   std::vector<SockAddr> addrs_;  // listen address of every rank
   std::vector<std::unique_ptr<OutConn>> out_;
 
@@ -647,14 +648,17 @@ bool BootstrapImpl::readConn(InConn& c) {
                         : (p.srcRank < 0 || p.srcRank >= nranks_)          ? "source rank out of range"
                                                                            : nullptr;
       if (bad) {
-        BRAID_WARN("bootstrap rank %d: dropped a connection from %s: %s", rank_, c.addr.c_str(), bad);
+        if (uint64_t held; dropWarnings_.allow(&held))
+          BRAID_WARN("bootstrap rank %d: dropped a connection from %s: %s%s", rank_, c.addr.c_str(), bad,
+                     heldText(held).c_str());
         return false;
       }
       PeerAck ack{kPeerFrameMagic, peerAckMac(key_, c.nonce, p)};
       // 16 bytes on a connection that has carried nothing back yet: they fit its send buffer.
       if (::send(c.sock.fd(), &ack, sizeof(ack), MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(ack))) {
-        BRAID_WARN("bootstrap rank %d: dropped a connection from %s: cannot send the acknowledgement: %s", rank_,
-                   c.addr.c_str(), strerror(errno));
+        if (uint64_t held; dropWarnings_.allow(&held))
+          BRAID_WARN("bootstrap rank %d: dropped a connection from %s: cannot send the acknowledgement: %s%s", rank_,
+                     c.addr.c_str(), strerror(errno), heldText(held).c_str());
         return false;
       }
       c.src = p.srcRank;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -130,6 +131,36 @@ constexpr double kAuthDeadlineSec = 2.0;
 constexpr size_t kMaxUnauthConns = 64;
 // accept() failed for want of a local resource (EMFILE, ENFILE, ENOBUFS, ENOMEM).
 bool isLocalResourceErrno(int err);
+
+// Warnings anyone who can reach a listener can cause once per connection (bad magic, no proof of the key,
+// a connection closed early): a flood must not bury the log. The first kBurst print as they come; after
+// that at most one per interval, saying how many were held back. Used by one thread (a listener's).
+class DropWarnings {
+ public:
+  static constexpr int kBurst = 5;
+  // Whether to print this warning; *held: how many were held back since the last one printed.
+  bool allow(uint64_t* held) {
+    const auto now = std::chrono::steady_clock::now();
+    if (printed_ < kBurst || now - last_ >= std::chrono::seconds(1)) {
+      ++printed_;
+      last_ = now;
+      *held = held_;
+      held_ = 0;
+      return true;
+    }
+    ++held_;
+    return false;
+  }
+
+ private:
+  int printed_ = 0;
+  uint64_t held_ = 0;
+  std::chrono::steady_clock::time_point last_{};
+};
+// What a printed DropWarnings line adds about the ones held back before it.
+inline std::string heldText(uint64_t held) {
+  return held ? " (and " + std::to_string(held) + " similar connections since the last such warning)" : "";
+}
 
 // Largest table a root accepts to build (nranks bound); protects the root from garbage hellos.
 constexpr int32_t kMaxBootstrapRanks = 1 << 20;

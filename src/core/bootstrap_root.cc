@@ -208,23 +208,27 @@ class RootServer {
       if (r < 0 && errno == EINTR) continue;
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
       if (r <= 0) {
-        BRAID_WARN("bootstrap root %s: connection from %s closed before a complete hello (%zu of %zu bytes)",
-                   where_.c_str(), c->peer.c_str(), c->got, kTotal);
+        if (uint64_t held; dropWarnings_.allow(&held))
+          BRAID_WARN("bootstrap root %s: connection from %s closed before a complete hello (%zu of %zu bytes)%s",
+                     where_.c_str(), c->peer.c_str(), c->got, kTotal, heldText(held).c_str());
         return false;
       }
       c->got += static_cast<size_t>(r);
       if (c->got == sizeof(RootFrameHeader)) {
         // Check the header before reading on; nothing it says is believed before the proof is checked.
         if (c->hdr.magic != kRootFrameMagic) {
-          BRAID_WARN("bootstrap root %s: dropped a connection from %s: not a Braid bootstrap hello (bad magic)",
-                     where_.c_str(), c->peer.c_str());
+          if (uint64_t held; dropWarnings_.allow(&held))
+            BRAID_WARN("bootstrap root %s: dropped a connection from %s: not a Braid bootstrap hello (bad magic)%s",
+                       where_.c_str(), c->peer.c_str(), heldText(held).c_str());
           return false;
         }
         if (c->hdr.type != kRootHello || c->hdr.size != sizeof(HelloPayload)) {
-          BRAID_WARN(
-              "bootstrap root %s: dropped a connection from %s: unexpected frame type %d size %llu "
-              "(different Braid versions?)",
-              where_.c_str(), c->peer.c_str(), c->hdr.type, static_cast<unsigned long long>(c->hdr.size));
+          if (uint64_t held; dropWarnings_.allow(&held))
+            BRAID_WARN(
+                "bootstrap root %s: dropped a connection from %s: unexpected frame type %d size %llu "
+                "(different Braid versions?)%s",
+                where_.c_str(), c->peer.c_str(), c->hdr.type, static_cast<unsigned long long>(c->hdr.size),
+                heldText(held).c_str());
           return false;
         }
       }
@@ -233,8 +237,9 @@ class RootServer {
     if (!macEqual(c->hdr.mac, want)) {
       // A Braid rank holding an id of another root (or a stale one), or a forger: tell it, so a real rank
       // fails at once with a clear message instead of timing out. The reply carries nothing of ours.
-      BRAID_WARN("bootstrap root %s: rejected a hello as rank %d from %s: no proof of this root's key", where_.c_str(),
-                 c->hdr.rank, c->peer.c_str());
+      if (uint64_t held; dropWarnings_.allow(&held))
+        BRAID_WARN("bootstrap root %s: rejected a hello as rank %d from %s: no proof of this root's key%s",
+                   where_.c_str(), c->hdr.rank, c->peer.c_str(), heldText(held).c_str());
       sendError(*c, ncclInvalidArgument,
                 "bootstrap: the unique id (commId) given to rank " + std::to_string(c->hdr.rank) +
                     " does not belong to the root at " + where_ +
@@ -384,6 +389,7 @@ class RootServer {
   double timeoutSec_;
   Clock::time_point acceptPausedUntil_{};
   size_t droppedOverCap_ = 0;
+  DropWarnings dropWarnings_;
   std::shared_ptr<BootstrapRootStop> stop_;  // may be null
   Clock::time_point deadline_;
   int nranks_ = -1;

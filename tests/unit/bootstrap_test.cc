@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "core/bootstrap_internal.h"
+#include "core/log.h"
 #include "core/result.h"
 #include "core/socket.h"
 
@@ -396,6 +398,43 @@ TEST(BootstrapComm, BogusConnectionsToRootDoNotDisturbInit) {
   clearPendingError();
   EXPECT_EQ(badMagic.recvAll(&c, 1, 5, nullptr, "root"), ncclRemoteError);
   clearPendingError();
+}
+
+// A flood of bad connections to the root: every one is dropped, and the log gets a few lines (the first ones,
+// then at most one a second saying how many were held back), not one per connection.
+TEST(BootstrapComm, FloodOfBadConnectionsLogsAFewLines) {
+  char path[] = "/tmp/braid_flood_log_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  int lines = 0;
+  {
+    braid_test::EnvGuard debug("NCCL_DEBUG", "WARN"), file("NCCL_DEBUG_FILE", path);
+    resetLogging();
+    ncclUniqueId id = freshId();
+    SockAddr root = rootAddrOf(id);
+    constexpr int kFlood = 300;
+    for (int i = 0; i < kFlood; ++i) {
+      Socket s;
+      ASSERT_EQ(s.connect(root, 5, nullptr), ncclSuccess);
+      readChallenge(s, kRootFrameMagic);
+      RootFrameHeader h{};
+      h.magic = kRootFrameMagic ^ 1;
+      ASSERT_EQ(s.sendAll(&h, sizeof(h), 5, nullptr, "root"), ncclSuccess);
+      char c;
+      EXPECT_EQ(s.recvAll(&c, 1, 5, nullptr, "root"), ncclRemoteError);  // dropped
+      clearPendingError();
+    }
+    auto ranks = makeRanks(2);
+    runRanks(ranks, [&](TestRank&) { return id; }, [](TestRank& r) { EXPECT_EQ(r.boot->barrier(), ncclSuccess); });
+    for (auto& r : ranks) EXPECT_EQ(r->createRes, ncclSuccess) << r->createErr;
+  }
+  resetLogging();
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) lines += line.find("bootstrap root") != std::string::npos;
+  unlink(path);
+  EXPECT_GE(lines, 1) << "the drops are still reported";
+  EXPECT_LE(lines, DropWarnings::kBurst + 3) << "one flood, " << lines << " warning lines";
 }
 
 TEST(BootstrapComm, BogusConnectionToRankListenerIsDropped) {
