@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 
@@ -25,27 +26,41 @@ inline void cpuRelax() {
 
 namespace {
 // Every observable dead peer, `first` (if dead) listed first: when one rank dies, survivors may abort and
-// exit in turn, so the message names all of them rather than whichever was checked first.
-std::string describeDead(const WaitContext* ctx, int first, int* count) {
+// exit in turn, so the message names all of them rather than whichever was checked first. Ranks that exited
+// after an error of their own (StallReporter::failedOwnOp) go to *after instead, unless every dead rank did:
+// they reacted to the failure, they did not cause it.
+std::string describeDead(const WaitContext* ctx, int first, int* count, std::string* after = nullptr) {
   std::string out;
   *count = 0;
   if (ctx == nullptr || ctx->self == nullptr || ctx->peers == nullptr) return out;
   const auto& peers = *ctx->peers;
-  auto add = [&](int r) {
-    const PeerInfo& p = peers[r];
-    char buf[160];
-    snprintf(buf, sizeof(buf), "%srank %d (pid %d on host %s)", *count ? ", " : "", r, p.pid, p.hostName);
-    out += buf;
-    ++*count;
-  };
+  std::vector<int> dead;
   if (first >= 0 && first < static_cast<int>(peers.size()) && first != ctx->self->rank &&
       !peerProcessAlive(*ctx->self, peers[first]))
-    add(first);
+    dead.push_back(first);
   for (size_t r = 0; r < peers.size(); ++r) {
     if (static_cast<int>(r) == ctx->self->rank || static_cast<int>(r) == first) continue;
     if (ctx->ignore && r < ctx->ignore->size() && (*ctx->ignore)[r]) continue;
-    if (!peerProcessAlive(*ctx->self, peers[r])) add(static_cast<int>(r));
+    if (!peerProcessAlive(*ctx->self, peers[r])) dead.push_back(static_cast<int>(r));
   }
+  std::vector<int> causes, reacted;
+  for (int r : dead) (ctx->stall && after && ctx->stall->failedOwnOp(r) ? reacted : causes).push_back(r);
+  if (causes.empty()) causes.swap(reacted);
+  auto list = [&](const std::vector<int>& ranks) {
+    std::string s;
+    for (int r : ranks) {
+      const PeerInfo& p = peers[r];
+      char buf[160];
+      snprintf(buf, sizeof(buf), "%srank %d (pid %d on host %s)", s.empty() ? "" : ", ", r, p.pid, p.hostName);
+      s += buf;
+    }
+    return s;
+  };
+  out = list(causes);
+  *count = static_cast<int>(causes.size());
+  if (after && !reacted.empty())
+    *after = "; " + list(reacted) + (reacted.size() > 1 ? " also exited, each" : " also exited") +
+             " after an error of its own";
   return out;
 }
 }  // namespace
@@ -88,7 +103,8 @@ ncclResult_t Waiter::slowCheck() {
   // A peer that exited may still have data in flight to us (socket buffers, a proxy thread): it only
   // counts as dead when the wait has also made no progress for kDeadGrace after we noticed.
   int nDead = 0;
-  std::string dead = describeDead(ctx_, peer_, &nDead);
+  std::string after;
+  std::string dead = describeDead(ctx_, peer_, &nDead, &after);
   auto now = std::chrono::steady_clock::now();
   if (nDead == 0) {
     deadSeen_ = false;
@@ -96,8 +112,8 @@ ncclResult_t Waiter::slowCheck() {
     deadSeen_ = true;
     deadSince_ = now;
   } else if (now - deadSince_ > kDeadGrace) {
-    return recordError(ncclRemoteError, "%s %s gone: exited or killed while we waited for %s%s", dead.c_str(),
-                       nDead > 1 ? "are" : "is", what_, stallReport(ctx_).c_str());
+    return recordError(ncclRemoteError, "%s %s gone: exited or killed while we waited for %s%s%s", dead.c_str(),
+                       nDead > 1 ? "are" : "is", what_, after.c_str(), stallReport(ctx_).c_str());
   }
   double waited = std::chrono::duration<double>(now - start_).count();
   if (ctx_->timeoutSec > 0 && waited > ctx_->timeoutSec) {
@@ -124,10 +140,11 @@ int firstDeadPeer(const WaitContext* ctx) {
 
 ncclResult_t checkPeersAlive(const WaitContext* ctx) {
   int nDead = 0;
-  std::string dead = describeDead(ctx, -1, &nDead);
+  std::string after;
+  std::string dead = describeDead(ctx, -1, &nDead, &after);
   if (nDead == 0) return ncclSuccess;
-  return recordError(ncclRemoteError, "%s %s gone: exited or killed%s", dead.c_str(), nDead > 1 ? "are" : "is",
-                     stallReport(ctx).c_str());
+  return recordError(ncclRemoteError, "%s %s gone: exited or killed%s%s", dead.c_str(), nDead > 1 ? "are" : "is",
+                     after.c_str(), stallReport(ctx).c_str());
 }
 
 std::string stallReport(const WaitContext* ctx) {

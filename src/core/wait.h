@@ -24,6 +24,9 @@ class StallReporter {
   virtual ~StallReporter() = default;
   // Appended to the timeout message: "" when there is nothing to add.
   virtual std::string describe() const = 0;
+  // Whether rank r's last operation failed on its own side (it reported an error, then may have exited): a
+  // survivor that exits after its error is not the cause of a failure, and is not named as one.
+  virtual bool failedOwnOp(int r) const { return false; }
 };
 
 // What a wait needs to know about its communicator. Owned by the comm; cheap to copy by pointer.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +64,21 @@ struct KillShared {
   std::atomic<double> killTime;
 };
 
+// The ranks a "... is gone" / "... are gone" message names as gone (its cause), before any "also exited"
+// part that lists survivors which exited after their own error.
+std::vector<int> ranksNamedGone(const std::string& msg) {
+  std::vector<int> out;
+  const size_t end = msg.find(" gone");
+  if (end == std::string::npos) return out;
+  for (size_t at = msg.find("rank "); at != std::string::npos && at < end; at = msg.find("rank ", at + 5)) {
+    int r = -1;
+    if (sscanf(msg.c_str() + at, "rank %d (pid", &r) == 1 && msg.compare(at, 5, "rank ") == 0 &&
+        msg.find(" (pid", at) < msg.find(',', at))
+      out.push_back(r);
+  }
+  return out;
+}
+
 // (b) One rank raises SIGKILL at a random point inside a large all-reduce loop.
 void killDuringAllReduce(int nranks, int victim, bool sockets, int timeoutEnv, double maxDetect, bool strictMessage) {
   auto* sh = (KillShared*)mp::sharedAlloc(sizeof(KillShared));
@@ -114,6 +130,9 @@ void killDuringAllReduce(int nranks, int victim, bool sockets, int timeoutEnv, d
     } else {
       EXPECT_TRUE(mp::containsCI(msg, "rank")) << "the message should name a rank: " << msg;
     }
+    // Survivors abort and exit right after their own error: none of them is named as a cause.
+    for (int r : ranksNamedGone(msg))
+      EXPECT_EQ(r, victim) << "rank " << r << " exited after its own error, yet is named as gone: " << msg;
     mp::setStatus("ncclCommAbort after the fault");
     double t0 = mp::nowSec();
     EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
@@ -124,8 +143,10 @@ void killDuringAllReduce(int nranks, int victim, bool sockets, int timeoutEnv, d
 
 TEST(Fault, RankKilledDuringAllReduce_3ranks_shm) { killDuringAllReduce(3, 1, false, 20, 15, true); }
 TEST(Fault, RankKilledDuringAllReduce_3ranks_socket) { killDuringAllReduce(3, 1, true, 20, 15, true); }
-// With 4 ranks, rank 0 is not a ring neighbour of rank 2: it may only learn through the timeout.
-TEST(Fault, RankKilledDuringAllReduce_4ranks_socket) { killDuringAllReduce(4, 2, true, 8, 8 + 6, false); }
+// With 4 ranks, rank 0 is not a ring neighbour of rank 2; the neighbours fail first, abort and exit, and
+// rank 0 must still name rank 2 (not them) as the rank that is gone.
+TEST(Fault, RankKilledDuringAllReduce_4ranks_shm) { killDuringAllReduce(4, 2, false, 8, 8 + 6, true); }
+TEST(Fault, RankKilledDuringAllReduce_4ranks_socket) { killDuringAllReduce(4, 2, true, 8, 8 + 6, true); }
 
 // (c) Rank 2 of 4 stops itself (SIGSTOP) before its 6th all-reduce; it stays alive, so no liveness check fires.
 // Each survivor's call times out (BRAID_TIMEOUT=3) with ncclRemoteError, and its message must name rank 2 as

@@ -104,6 +104,10 @@ void ProgressTable::begin(CollType coll, bool multi) {
   word(rank_).store(pack(cur_), std::memory_order_release);
 }
 
+bool ProgressTable::failedOwnOp(int r) const {
+  return r >= 0 && r < nranks_ && observable_[static_cast<size_t>(r)] && read(r).state == kFailed;
+}
+
 void ProgressTable::end(bool ok) {
   cur_.state = ok ? kDone : kFailed;
   word(rank_).store(pack(cur_), std::memory_order_release);

@@ -51,6 +51,7 @@ class ProgressTable final : public StallReporter {
 
   Entry read(int r) const;
   std::string describe() const override;
+  bool failedOwnOp(int r) const override;
 
  private:
   std::atomic<uint64_t>& word(int r) const { return words_[static_cast<size_t>(r) * kStride]; }
