@@ -3,6 +3,7 @@
 // error scope and catches everything, and argument checks that record a message naming the argument.
 #pragma once
 
+#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -48,7 +49,18 @@ ncclResult_t apiCall(const char* name, ncclComm* comm, F&& body) noexcept {
 ncclResult_t checkComm(const ncclComm* comm, const char* fn);
 // Not null when count > 0 (or always when `always`).
 ncclResult_t checkPtr(const void* p, const char* arg, const char* fn);
-ncclResult_t checkDtype(ncclDataType_t t, const char* fn);
+// Taken by reference and read as an int (rawEnumValue): a caller may pass any value.
+ncclResult_t checkDtype(const ncclDataType_t& t, const char* fn);
+
+// An enum argument as the int the caller passed, read without loading it as the enum: C callers may pass any
+// int, and a bad value is an argument error to report, not undefined behaviour inside the library.
+template <typename E>
+int rawEnumValue(const E& e) {
+  static_assert(sizeof(E) == sizeof(int), "NCCL's enums are int-sized");
+  int v;
+  std::memcpy(&v, &e, sizeof(v));
+  return v;
+}
 ncclResult_t checkRank(int r, int nranks, const char* arg, const char* fn);
 
 }  // namespace braid

@@ -90,14 +90,15 @@ ncclResult_t collCall(const char* fn, ncclComm* comm, F&& body) {
   });
 }
 
-OpDesc makeOp(CollType c, const void* send, void* recv, size_t count, ncclDataType_t t, cudaStream_t stream) {
+// `t` is copied as bytes: it may be any int the caller passed, and submit's checkDtype reports a bad one.
+OpDesc makeOp(CollType c, const void* send, void* recv, size_t count, const ncclDataType_t& t, cudaStream_t stream) {
   OpDesc op;
   op.stream = static_cast<void*>(stream);
   op.coll = c;
   op.sendbuff = send;
   op.recvbuff = recv;
   op.count = count;
-  op.dtype = t;
+  std::memcpy(&op.dtype, &t, sizeof(op.dtype));
   return op;
 }
 

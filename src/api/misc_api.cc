@@ -23,10 +23,10 @@ ncclResult_t checkPtr(const void* p, const char* arg, const char* fn) {
   return ncclSuccess;
 }
 
-ncclResult_t checkDtype(ncclDataType_t t, const char* fn) {
-  if (static_cast<int>(t) < 0 || static_cast<int>(t) >= ncclNumTypes)
-    return recordError(ncclInvalidArgument, "%s: datatype %d is invalid (valid: 0..%d)", fn, static_cast<int>(t),
-                       ncclNumTypes - 1);
+ncclResult_t checkDtype(const ncclDataType_t& t, const char* fn) {
+  const int raw = rawEnumValue(t);
+  if (raw < 0 || raw >= ncclNumTypes)
+    return recordError(ncclInvalidArgument, "%s: datatype %d is invalid (valid: 0..%d)", fn, raw, ncclNumTypes - 1);
   return ncclSuccess;
 }
 
