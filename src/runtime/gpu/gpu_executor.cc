@@ -73,6 +73,11 @@ class GpuExecutor final : public Executor {
     cudaEvent_t e = nullptr;
     if (event(kCaptureTails, &e) != ncclSuccess) cudaGetLastError();
     lastDone_ = events_.empty() ? nullptr : events_[0];
+    // Made here, not in run(): asyncError reads the handle from another thread.
+    if (st_->watch && cudaEventCreateWithFlags(&lastStart_, cudaEventDisableTiming) != cudaSuccess) {
+      lastStart_ = nullptr;
+      cudaGetLastError();
+    }
   }
   ~GpuExecutor() override;
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
@@ -107,6 +112,9 @@ class GpuExecutor final : public Executor {
   std::vector<cudaEvent_t> events_;
   // events_[0], kept apart for asyncError, which a watchdog thread may call while run() grows events_.
   cudaEvent_t lastDone_ = nullptr;
+  // Recorded where the last uncaptured batch begins, on communicators with a peer watch (asyncError): complete
+  // once everything the caller queued before that batch has run.
+  cudaEvent_t lastStart_ = nullptr;
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
   // The last batch captured into each of the kCaptureTails most recently used captures: its capture
@@ -175,6 +183,7 @@ GpuExecutor::~GpuExecutor() {
   }
   table_.reset();
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  if (lastStart_) cudaEventDestroy(lastStart_);
   cudaGetLastError();
 }
 
@@ -194,7 +203,10 @@ ncclResult_t GpuExecutor::asyncError() {
   // the dead rank stop at once, but one waiting on a live rank that itself stopped would spin until
   // BRAID_DEVICE_TIMEOUT and then name that live rank; say now who died, so the caller can abort. Work that
   // completed before the death (a job's ranks exiting at its end) reports nothing.
-  if (st_->peerIsGone() && lastDone_ != nullptr && cudaEventQuery(lastDone_) == cudaErrorNotReady)
+  // Only a batch that has started counts: one queued behind the caller's other work may find its data already
+  // there (a peer that sent its last message and exited) and complete when it runs.
+  if (st_->peerIsGone() && lastDone_ != nullptr && lastStart_ != nullptr && cudaEventQuery(lastStart_) == cudaSuccess &&
+      cudaEventQuery(lastDone_) == cudaErrorNotReady)
     return recordError(ncclRemoteError, "rank %d: %s; the communicator's work in flight cannot complete (abort it)",
                        st_->rank, st_->goneMessage().c_str());
   cudaGetLastError();
@@ -327,6 +339,8 @@ ncclResult_t GpuExecutor::run(const std::vector<OpDesc>& ops) {
     BRAID_CUDA_CHECK(cudaEventRecord(ev, others[i]), "rank %d: cudaEventRecord on a batch stream", st_->rank);
     BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, ev, 0), "rank %d: joining the batch's streams", st_->rank);
   }
+  if (!capturing && lastStart_)
+    BRAID_CUDA_CHECK(cudaEventRecord(lastStart_, main), "rank %d: cudaEventRecord before the batch", st_->rank);
   std::vector<const OpDesc*>& p2p = p2p_.ops;
   p2p.clear();
   for (const OpDesc& op : ops) {
