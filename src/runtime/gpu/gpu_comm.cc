@@ -56,6 +56,7 @@ void DeviceState::peerGone(int deadRank, const std::string& message) {
     std::lock_guard<std::mutex> lk(goneMu_);
     goneMessage_ = message;
   }
+  goneRank_.store(deadRank);
   goneSeen_.store(true);
   if (statusHost) __atomic_store_n(&statusHost->deadPeer, static_cast<uint32_t>(deadRank + 1), __ATOMIC_SEQ_CST);
   BRAID_WARN("rank %d: %s; kernels waiting on rank %d stop, and new collectives on this communicator fail", rank,

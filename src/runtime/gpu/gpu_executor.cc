@@ -10,8 +10,10 @@
 // after the capture's last batch records it (capture_record.h) and, once the communicator has captured, every
 // uncaptured batch waits for it and records it.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -73,6 +75,8 @@ class GpuExecutor final : public Executor {
     cudaEvent_t e = nullptr;
     if (event(kCaptureTails, &e) != ncclSuccess) cudaGetLastError();
     lastDone_ = events_.empty() ? nullptr : events_[0];
+    lastPeer_ = std::make_unique<std::atomic<uint8_t>[]>(static_cast<size_t>(st_->nranks));
+    for (int r = 0; r < st_->nranks; ++r) lastPeer_[r].store(0, std::memory_order_relaxed);
     // Made here, not in run(): asyncError reads the handle from another thread.
     if (st_->watch && cudaEventCreateWithFlags(&lastStart_, cudaEventDisableTiming) != cudaSuccess) {
       lastStart_ = nullptr;
@@ -82,6 +86,7 @@ class GpuExecutor final : public Executor {
   ~GpuExecutor() override;
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
   ncclResult_t asyncError() override;
+  void noteBatchPeers(const std::vector<OpDesc>& ops);  // lastAll_, lastPeer_ for asyncError
   double predictUs(const OpDesc& op) override;
   void withPeerWatchPaused(const std::function<void()>& f) override {
     if (st_->watch) {
@@ -115,6 +120,10 @@ class GpuExecutor final : public Executor {
   // Recorded where the last uncaptured batch begins, on communicators with a peer watch (asyncError): complete
   // once everything the caller queued before that batch has run.
   cudaEvent_t lastStart_ = nullptr;
+  // The ranks the last uncaptured batch exchanges data with (asyncError): every rank when it holds a collective,
+  // else its point-to-point peers. Written by run(), read by a watchdog thread: a hint, relaxed.
+  std::atomic<bool> lastAll_{true};
+  std::unique_ptr<std::atomic<uint8_t>[]> lastPeer_;
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
   // The last batch captured into each of the kCaptureTails most recently used captures: its capture
@@ -197,19 +206,45 @@ ncclResult_t GpuExecutor::event(size_t i, cudaEvent_t* out) {
   return ncclSuccess;
 }
 
+void GpuExecutor::noteBatchPeers(const std::vector<OpDesc>& ops) {
+  bool all = false;
+  for (const OpDesc& op : ops) {
+    all = all || !isP2pColl(op.coll) || op.coll == CollType::AllToAll ||
+          ((op.coll == CollType::Gather || op.coll == CollType::Scatter) && op.root == st_->rank);
+  }
+  if (!all) {
+    for (int r = 0; r < st_->nranks; ++r) lastPeer_[r].store(0, std::memory_order_relaxed);
+    for (const OpDesc& op : ops) {
+      const int peer = op.coll == CollType::Send || op.coll == CollType::Recv ? op.peer : op.root;
+      if (peer >= 0 && peer < st_->nranks) lastPeer_[peer].store(1, std::memory_order_relaxed);
+    }
+  }
+  lastAll_.store(all, std::memory_order_relaxed);
+}
+
 ncclResult_t GpuExecutor::asyncError() {
   BRAID_CHECK(checkStatus());
+  if (!st_->peerIsGone() || lastDone_ == nullptr || lastStart_ == nullptr) return ncclSuccess;
+  const int dead = st_->goneRank();
+  const bool involved = lastAll_.load(std::memory_order_relaxed) ||
+                        (dead >= 0 && dead < st_->nranks && lastPeer_[dead].load(std::memory_order_relaxed));
+  if (!involved) return ncclSuccess;  // the last batch needs nothing of the dead rank: let it complete
+  DeviceGuard g(st_->dev);
   // A peer process died while this communicator's work still runs: that work cannot complete. Kernels waiting on
   // the dead rank stop at once, but one waiting on a live rank that itself stopped would spin until
   // BRAID_DEVICE_TIMEOUT and then name that live rank; say now who died, so the caller can abort. Work that
   // completed before the death (a job's ranks exiting at its end) reports nothing.
-  // Only a batch that has started counts: one queued behind the caller's other work may find its data already
-  // there (a peer that sent its last message and exited) and complete when it runs.
-  if (st_->peerIsGone() && lastDone_ != nullptr && lastStart_ != nullptr && cudaEventQuery(lastStart_) == cudaSuccess &&
-      cudaEventQuery(lastDone_) == cudaErrorNotReady)
+  // Only a batch that has started, and needs the dead rank, counts: one queued behind the caller's other work,
+  // or whose peers are all alive, may find its data there (a peer that sent its last message and exited) and
+  // complete.
+  const cudaError_t started = cudaEventQuery(lastStart_);
+  const cudaError_t done = started == cudaSuccess ? cudaEventQuery(lastDone_) : cudaSuccess;
+  if (started == cudaSuccess && done == cudaErrorNotReady)
     return recordError(ncclRemoteError, "rank %d: %s; the communicator's work in flight cannot complete (abort it)",
                        st_->rank, st_->goneMessage().c_str());
-  cudaGetLastError();
+  // A query's own failure (not "not ready") would stay as the thread's sticky error: clear only that.
+  if ((started != cudaSuccess && started != cudaErrorNotReady) || (done != cudaSuccess && done != cudaErrorNotReady))
+    cudaGetLastError();
   return ncclSuccess;
 }
 
@@ -339,8 +374,10 @@ ncclResult_t GpuExecutor::run(const std::vector<OpDesc>& ops) {
     BRAID_CUDA_CHECK(cudaEventRecord(ev, others[i]), "rank %d: cudaEventRecord on a batch stream", st_->rank);
     BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, ev, 0), "rank %d: joining the batch's streams", st_->rank);
   }
-  if (!capturing && lastStart_)
+  if (!capturing && lastStart_) {
+    noteBatchPeers(ops);
     BRAID_CUDA_CHECK(cudaEventRecord(lastStart_, main), "rank %d: cudaEventRecord before the batch", st_->rank);
+  }
   std::vector<const OpDesc*>& p2p = p2p_.ops;
   p2p.clear();
   for (const OpDesc& op : ops) {

@@ -108,6 +108,7 @@ class DeviceState {
   // finished peer exiting at job end is normal). New collectives then fail naming the rank.
   void peerGone(int deadRank, const std::string& message);
   bool peerIsGone() const { return goneSeen_.load(); }
+  int goneRank() const { return goneRank_.load(); }  // the dead rank peerGone was told of, -1: none
   std::string goneMessage() const;
 
   std::unique_ptr<PeerWatch> watch;  // GPU comms with peers (BRAID_PEER_WATCH_MS); stopped first on destruction
@@ -116,6 +117,7 @@ class DeviceState {
   mutable std::mutex goneMu_;
   std::string goneMessage_;  // guarded by goneMu_
   std::atomic<bool> goneSeen_{false};
+  std::atomic<int> goneRank_{-1};
 };
 
 std::unique_ptr<Executor> makeGpuExecutor(ncclComm* comm, std::unique_ptr<DeviceState> state);
