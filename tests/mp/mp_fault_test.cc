@@ -182,14 +182,20 @@ void stalledRankIsNamed(bool sockets) {
     }
     std::string msg = mp::lastError(comm);
     mp::note("rank %d: %s at iteration %d: %s", ctx.rank, ncclGetErrorString(res), iter, msg.c_str());
-    EXPECT_EQ(iter, stallAt);
     EXPECT_EQ(res, ncclRemoteError) << msg;
-    EXPECT_NE(msg.find("rank 2 did not reach this rank's operation #6 AllReduce"), std::string::npos)
-        << "the message should name the stalled rank 2 as not having reached the operation: " << msg;
     EXPECT_NE(msg.find("rank 2: #5 AllReduce done"), std::string::npos) << "rank 2's last operation: " << msg;
     EXPECT_NE(msg.find("rank 2 (pid"), std::string::npos) << "rank 2 should be reported stopped: " << msg;
-    // Every survivor is in #6, or has already failed it (ranks in the same state are listed together).
-    EXPECT_NE(msg.find(": #6 AllReduce "), std::string::npos) << "the survivors' last operation: " << msg;
+    if (sockets && iter == stallAt - 1) {
+      // Over sockets rank 2's last sends of #5 may sit in its stopped proxy thread: a survivor downstream is then
+      // still in #5 itself, and rank 2 is named as stopped rather than as behind.
+      mp::note("rank %d failed in #5 (rank 2's last sends were held back)", ctx.rank);
+    } else {
+      EXPECT_EQ(iter, stallAt);
+      EXPECT_NE(msg.find("rank 2 did not reach this rank's operation #6 AllReduce"), std::string::npos)
+          << "the message should name the stalled rank 2 as not having reached the operation: " << msg;
+      // Every survivor is in #6, or has already failed it (ranks in the same state are listed together).
+      EXPECT_NE(msg.find(": #6 AllReduce "), std::string::npos) << "the survivors' last operation: " << msg;
+    }
     EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
   });
   bool ok = r.harnessError.empty();
