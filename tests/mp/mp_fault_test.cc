@@ -191,7 +191,12 @@ void stalledRankIsNamed(bool sockets) {
       mp::note("rank %d failed in #5 (rank 2's last sends were held back)", ctx.rank);
     } else {
       EXPECT_EQ(iter, stallAt);
-      EXPECT_NE(msg.find("rank 2 did not reach this rank's operation #6 AllReduce"), std::string::npos)
+      // "rank 2 did not reach ...", or "ranks 2-3 ..." where a downstream rank failed in #5 (over sockets).
+      const size_t notReached = msg.find("did not reach this rank's operation #6 AllReduce");
+      EXPECT_NE(notReached, std::string::npos) << "the message should say who did not reach the operation: " << msg;
+      const std::string who = msg.substr(0, notReached);
+      EXPECT_TRUE(who.rfind("rank 2 ") != std::string::npos || who.rfind("ranks 2-") != std::string::npos ||
+                  who.rfind("ranks 2,") != std::string::npos)
           << "the message should name the stalled rank 2 as not having reached the operation: " << msg;
       // Every survivor is in #6, or has already failed it (ranks in the same state are listed together).
       EXPECT_NE(msg.find(": #6 AllReduce "), std::string::npos) << "the survivors' last operation: " << msg;
