@@ -152,10 +152,13 @@ bool sendChallenge(int fd, uint64_t magic, uint64_t nonce) {
 
 bool isLocalResourceErrno(int err) { return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM; }
 
-void commIdKey(const std::string& commId, const std::string& jobSecret, uint8_t key[kBootstrapKeyBytes]) {
-  // A fixed salt as the SipHash key: this is a derivation both ends repeat, not a secret of its own.
+void commIdKey(const SockAddr& root, const std::string& jobSecret, uint8_t key[kBootstrapKeyBytes]) {
+  // A fixed salt as the SipHash key: this is a derivation both ends repeat, not a secret of its own. The root's
+  // address as parsed, not the NCCL_COMM_ID text: ranks may spell one address differently (a host name or its
+  // IP, "[::1]" or "[0::1]").
   const uint8_t salt[16] = {'B', 'r', 'a', 'i', 'd', 'C', 'o', 'm', 'm', 'I', 'd', 'K', 'e', 'y', '0', '1'};
-  std::string in = commId;
+  const WireAddr w = toWireAddr(root);
+  std::string in(reinterpret_cast<const char*>(w.bytes), w.len);
   in.push_back('\0');
   in += jobSecret;
   for (int half = 0; half < 2; ++half) {

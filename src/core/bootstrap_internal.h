@@ -176,10 +176,10 @@ double bootstrapTimeoutSec();
 // informative than a plain timeout) arrives first.
 double bootstrapRankGraceSec(double timeoutSec);
 
-// Key for NCCL_COMM_ID mode, where every rank must derive the same value without talking: a hash of the
-// NCCL_COMM_ID string and of BRAID_JOB_SECRET (set by braidrun). Without BRAID_JOB_SECRET anyone who knows
+// Key for NCCL_COMM_ID mode, where every rank must derive the same value without talking: a hash of the root
+// address NCCL_COMM_ID names (as parsed, so every spelling of it agrees) and of BRAID_JOB_SECRET (braidrun's). Without BRAID_JOB_SECRET anyone who knows
 // the address can compute it: such a job is unauthenticated (said at init).
-void commIdKey(const std::string& commId, const std::string& jobSecret, uint8_t key[kBootstrapKeyBytes]);
+void commIdKey(const SockAddr& root, const std::string& jobSecret, uint8_t key[kBootstrapKeyBytes]);
 
 // Ends a root early (its host rank left: the ranks that joined get an error, and the port is freed for a
 // retry instead of being held until the timeout). stopAndWait returns once the root thread has closed its

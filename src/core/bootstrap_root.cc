@@ -527,7 +527,7 @@ ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id) {
                        commId.c_str());
   const std::string jobSecret = readStrEnv("BRAID_JOB_SECRET", "");
   uint8_t key[kBootstrapKeyBytes];
-  commIdKey(commId, jobSecret, key);
+  commIdKey(addr, jobSecret, key);
   fillId(id, addr, key, jobSecret.empty() ? kIdUnauthenticated : 0);
   BRAID_INFO(kSubBootstrap, "unique id from NCCL_COMM_ID=%s (root started by rank 0)%s", commId.c_str(),
              jobSecret.empty() ? "; no BRAID_JOB_SECRET: unauthenticated" : "");

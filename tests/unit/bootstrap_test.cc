@@ -220,16 +220,20 @@ TEST(BootstrapId, WireFormat) {
   EXPECT_FALSE(fromWireAddr(bad, &back));
   EXPECT_FALSE(sameSockAddr(a4, a6));
 
-  // NCCL_COMM_ID keys: deterministic, and different per job secret and per address.
+  // NCCL_COMM_ID keys: deterministic, different per job secret and per address, the same for two spellings
+  // of one address.
   auto key = [](const char* commId, const char* job) {
     std::string k(kBootstrapKeyBytes, '\0');
-    commIdKey(commId, job, reinterpret_cast<uint8_t*>(&k[0]));
+    SockAddr a;
+    EXPECT_EQ(parseSockAddr(commId, &a), ncclSuccess) << commId;
+    commIdKey(a, job, reinterpret_cast<uint8_t*>(&k[0]));
     return k;
   };
   EXPECT_EQ(key("127.0.0.1:5000", "job"), key("127.0.0.1:5000", "job"));
   EXPECT_NE(key("127.0.0.1:5000", "job"), key("127.0.0.1:5000", "job2"));
   EXPECT_NE(key("127.0.0.1:5000", ""), key("127.0.0.1:5001", ""));
-  EXPECT_NE(key("", ""), std::string(kBootstrapKeyBytes, '\0'));
+  EXPECT_NE(key("127.0.0.1:5000", ""), std::string(kBootstrapKeyBytes, '\0'));
+  EXPECT_EQ(key("[::1]:5000", "job"), key("[0:0:0:0:0:0:0:1]:5000", "job"));
   // A proof depends on its purpose and on both nonces.
   uint8_t k16[kBootstrapKeyBytes];
   for (int i = 0; i < 16; ++i) k16[i] = static_cast<uint8_t>(i);
@@ -701,7 +705,9 @@ TEST(BootstrapInit, CommIdMode) {
   UniqueIdData d;
   ASSERT_EQ(bootstrapParseId(id, &d), ncclSuccess);
   uint8_t key[kBootstrapKeyBytes];
-  commIdKey(commId, "bootstrap-test-job", key);
+  SockAddr commAddr;
+  ASSERT_EQ(parseSockAddr(commId.c_str(), &commAddr), ncclSuccess);
+  commIdKey(commAddr, "bootstrap-test-job", key);
   EXPECT_EQ(memcmp(d.key, key, sizeof(key)), 0);
   EXPECT_EQ(d.flags & kIdUnauthenticated, 0u);
   EXPECT_EQ(sockAddrToString(rootAddrOf(id)), commId);
@@ -764,7 +770,7 @@ TEST(BootstrapAuth, ForgedHelloWithoutTheKeyIsRefused) {
     SockAddr root;
     if (parseSockAddr(rootAddr.c_str(), &root) != ncclSuccess) _exit(2);
     uint8_t guesses[2][kBootstrapKeyBytes] = {};
-    commIdKey(rootAddr, "", guesses[0]);
+    commIdKey(root, "", guesses[0]);
     SockAddr la;
     if (parseSockAddr("127.0.0.1:9", &la) != ncclSuccess) _exit(2);
     for (auto& key : guesses) {
