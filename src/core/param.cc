@@ -2,6 +2,7 @@
 #include "core/param.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -102,6 +103,10 @@ int warnUnimplementedParamsNow() {
 void warnUnimplementedParams() {
   static std::once_flag once;
   std::call_once(once, [] { warnUnimplementedParamsNow(); });
+}
+
+void testKillOnCall(std::atomic<int64_t>& calls, int64_t n) {
+  if (n > 0 && calls.fetch_add(1) + 1 == n) raise(SIGKILL);
 }
 
 }  // namespace braid

@@ -2,6 +2,7 @@
 // (these are read at init, never on a hot path), so tests may change the environment between comms.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -32,6 +33,10 @@ namespace params {
 void warnUnimplementedParams();
 // The check itself, without the once-per-process guard: logs and returns how many variables it warned of.
 int warnUnimplementedParamsNow();
+
+// Tests only (the BRAID_TEST_*_KILL_* parameters): the process SIGKILLs itself, running no cleanup, as the
+// n-th call counted by `calls` happens (n <= 0: never). Lets a test kill a rank at an exact point of setup.
+void testKillOnCall(std::atomic<int64_t>& calls, int64_t n);
 
 // NCCL_BUFFSIZE as every user of it takes it: outside [64 KiB, 2 GiB] the default 4 MiB (the FIFOs and the
 // tuner must agree: a tuner that assumed 4 MiB over FIFOs of the raw 32 KiB planned steps the FIFO lacked).

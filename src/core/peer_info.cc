@@ -80,7 +80,7 @@ bool procStatSaysExiting(const std::string& stat) {
   if (close == std::string::npos || close + 2 >= stat.size()) return false;
   char state = stat[close + 2];
   if (state == 'Z' || state == 'X') return true;
-  // Fields after the state: ppid pgrp session tty_nr tpgid flags.
+  // Fields after the state: ppid, pgrp, session id, tty_nr, tpgid, flags.
   unsigned long long flags = 0;
   if (sscanf(stat.c_str() + close + 2, "%*c %*d %*d %*d %*d %*d %llu", &flags) != 1) return false;
   return (flags & kPfExiting) != 0;

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -144,8 +143,7 @@ void syncBootWait(ncclComm* comm) {
 // BRAID_TEST_KILL_AT_BOOTSTRAP: die the way a killed rank does (no cleanup) as a chosen bootstrap begins.
 void testKillAtBootstrap() {
   static std::atomic<int64_t> started{0};
-  const int64_t n = params::TestKillAtBootstrap();
-  if (n > 0 && started.fetch_add(1) + 1 == n) raise(SIGKILL);
+  testKillOnCall(started, params::TestKillAtBootstrap());
 }
 
 // A split's or shrink's child: watch its members (as the parent knows them) while its bootstrap runs; one that

@@ -93,8 +93,7 @@ ncclResult_t proxyOf(TransportContext* ctx, int me, std::shared_ptr<NetProxy>* o
 // while the peers connect to us or wait for us.
 void testKillAtConnect() {
   static std::atomic<int64_t> started{0};
-  const int64_t n = params::TestNetKillAtConnect();
-  if (n > 0 && started.fetch_add(1) + 1 == n) raise(SIGKILL);
+  testKillOnCall(started, params::TestNetKillAtConnect());
 }
 
 }  // namespace

@@ -13,7 +13,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -88,8 +87,7 @@ std::string shmSpaceText() {
 // BRAID_TEST_SHM_KILL_AFTER: die the way a killed rank does (no cleanup at all) at a precise point of setup.
 void testKillAfterCreate() {
   static std::atomic<int64_t> created{0};
-  const int64_t n = params::TestShmKillAfter();
-  if (n > 0 && created.fetch_add(1) + 1 == n) raise(SIGKILL);
+  testKillOnCall(created, params::TestShmKillAfter());
 }
 
 }  // namespace
