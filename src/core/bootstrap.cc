@@ -690,7 +690,6 @@ void BootstrapImpl::recvLoop() {
   const double authSec = std::min(kAuthDeadlineSec, bootstrapTimeoutSec());
   const auto authLimit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(authSec));
   Clock::time_point acceptPausedUntil{};
-  size_t droppedOverCap = 0;
   try {
     while (!stop_.load()) {
       std::vector<pollfd> fds;
@@ -737,10 +736,9 @@ void BootstrapImpl::recvLoop() {
           Socket sock(fd);
           // Past the cap, close at once: a real peer retries (it has sent nothing yet), a flood holds nothing.
           if (unauth >= kMaxUnauthConns) {
-            if (droppedOverCap++ % 1000 == 0)
-              BRAID_WARN(
-                  "bootstrap rank %d: %zu connections are waiting to authenticate; closing new ones (%zu so far)",
-                  rank_, unauth, droppedOverCap);
+            if (uint64_t held; dropWarnings_.allow(&held))
+              BRAID_WARN("bootstrap rank %d: %zu connections are waiting to authenticate; closing new ones%s", rank_,
+                         unauth, heldText(held).c_str());
             continue;
           }
           auto c = std::make_unique<InConn>();

@@ -174,9 +174,9 @@ class RootServer {
       Socket sock(fd);
       // Past the cap, close at once: a real rank retries (it has sent nothing yet), a flood holds nothing.
       if (pending_.size() >= kMaxUnauthConns) {
-        if (droppedOverCap_++ % 1000 == 0)
-          BRAID_WARN("bootstrap root %s: %zu connections are waiting to authenticate; closing new ones (%zu so far)",
-                     where_.c_str(), pending_.size(), droppedOverCap_);
+        if (uint64_t held; dropWarnings_.allow(&held))
+          BRAID_WARN("bootstrap root %s: %zu connections are waiting to authenticate; closing new ones%s",
+                     where_.c_str(), pending_.size(), heldText(held).c_str());
         continue;
       }
       auto c = std::make_unique<RootConn>();
@@ -388,7 +388,6 @@ class RootServer {
   uint8_t key_[kBootstrapKeyBytes];
   double timeoutSec_;
   Clock::time_point acceptPausedUntil_{};
-  size_t droppedOverCap_ = 0;
   DropWarnings dropWarnings_;
   std::shared_ptr<BootstrapRootStop> stop_;  // may be null
   Clock::time_point deadline_;
