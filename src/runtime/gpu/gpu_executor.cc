@@ -75,7 +75,7 @@ class GpuExecutor final : public Executor {
     cudaEvent_t e = nullptr;
     if (event(kCaptureTails, &e) != ncclSuccess) cudaGetLastError();
     lastDone_ = events_.empty() ? nullptr : events_[0];
-    lastPeer_ = std::make_unique<std::atomic<uint8_t>[]>(static_cast<size_t>(st_->nranks));
+    lastPeer_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(st_->nranks));
     for (int r = 0; r < st_->nranks; ++r) lastPeer_[r].store(0, std::memory_order_relaxed);
     // Made here, not in run(): asyncError reads the handle from another thread.
     if (st_->watch && cudaEventCreateWithFlags(&lastStart_, cudaEventDisableTiming) != cudaSuccess) {
@@ -123,7 +123,8 @@ class GpuExecutor final : public Executor {
   // The ranks the last uncaptured batch exchanges data with (asyncError): every rank when it holds a collective,
   // else its point-to-point peers. Written by run(), read by a watchdog thread: a hint, relaxed.
   std::atomic<bool> lastAll_{true};
-  std::unique_ptr<std::atomic<uint8_t>[]> lastPeer_;
+  std::atomic<uint64_t> lastBatch_{0};                  // batches noted so far
+  std::unique_ptr<std::atomic<uint64_t>[]> lastPeer_;  // per rank: the last noted batch it took part in
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
   // The last batch captured into each of the kCaptureTails most recently used captures: its capture
@@ -212,14 +213,16 @@ void GpuExecutor::noteBatchPeers(const std::vector<OpDesc>& ops) {
     all = all || !isP2pColl(op.coll) || op.coll == CollType::AllToAll ||
           ((op.coll == CollType::Gather || op.coll == CollType::Scatter) && op.root == st_->rank);
   }
+  // Stamped with the batch's number, so only this batch's peers are written (no pass over every rank).
+  const uint64_t batch = lastBatch_.load(std::memory_order_relaxed) + 1;
   if (!all) {
-    for (int r = 0; r < st_->nranks; ++r) lastPeer_[r].store(0, std::memory_order_relaxed);
     for (const OpDesc& op : ops) {
       const int peer = op.coll == CollType::Send || op.coll == CollType::Recv ? op.peer : op.root;
-      if (peer >= 0 && peer < st_->nranks) lastPeer_[peer].store(1, std::memory_order_relaxed);
+      if (peer >= 0 && peer < st_->nranks) lastPeer_[peer].store(batch, std::memory_order_relaxed);
     }
   }
   lastAll_.store(all, std::memory_order_relaxed);
+  lastBatch_.store(batch, std::memory_order_relaxed);
 }
 
 ncclResult_t GpuExecutor::asyncError() {
@@ -227,7 +230,8 @@ ncclResult_t GpuExecutor::asyncError() {
   if (!st_->peerIsGone() || lastDone_ == nullptr || lastStart_ == nullptr) return ncclSuccess;
   const int dead = st_->goneRank();
   const bool involved = lastAll_.load(std::memory_order_relaxed) ||
-                        (dead >= 0 && dead < st_->nranks && lastPeer_[dead].load(std::memory_order_relaxed));
+                        (dead >= 0 && dead < st_->nranks &&
+                         lastPeer_[dead].load(std::memory_order_relaxed) == lastBatch_.load(std::memory_order_relaxed));
   if (!involved) return ncclSuccess;  // the last batch needs nothing of the dead rank: let it complete
   DeviceGuard g(st_->dev);
   // A peer process died while this communicator's work still runs: that work cannot complete. Kernels waiting on
