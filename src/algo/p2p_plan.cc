@@ -65,9 +65,12 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
     connT0[ci] = static_cast<int>(nch.size());
     if (conn.xs.empty()) continue;
     int m = 1;
+    const int connCap = conn.ring ? 0 : std::max(1, conn.channels);
     for (const P2pXfer& x : conn.xs) {
       const int over = p2pCutChannels(x.oneWay, in.nChannels, in.oneWayChannels);
-      const int k = conn.ring ? p2pRingChannels(x.bytes, over, in.llChannels, in.channelBytes, in.llThreshold) : 1;
+      int cap = connCap;
+      if (x.maxChannels > 0) cap = cap > 0 ? std::min(cap, x.maxChannels) : x.maxChannels;
+      const int k = p2pTransferChannels(x.bytes, over, cap, in.llChannels, in.channelBytes, in.llThreshold);
       nch.push_back(k);
       m = std::max(m, k);
       nBlocks += k;
@@ -77,15 +80,15 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
     maxNch = std::max(maxNch, m);
     if (conn.ring) (conn.isSend ? ringSend : ringRecv) = static_cast<int>(ci);
   }
-  // Balanced transfers (p2pBalanced): a claim slot for each of the ring send's first kP2pMaxBalanced, -1 for the
-  // rest and for receives (a local choice: the receiver takes chunks in any order), -2 for transfers not balanced.
+  // Balanced transfers (p2pBalanced): a claim slot for each of the launch's first kP2pMaxBalanced balanced sends,
+  // -1 for the rest and for receives (a local choice: the receiver takes chunks in any order), -2 for transfers not
+  // balanced.
   std::vector<int>& bal = out->bal;
   bal.assign(nch.size(), -2);
   if (in.balanceMinShare > 0) {
+    int slot = 0;
     for (size_t ci = 0; ci < in.conns.size(); ++ci) {
       const P2pPlanConn& conn = in.conns[ci];
-      if (!conn.ring) continue;
-      int slot = 0;
       for (size_t t = 0; t < conn.xs.size(); ++t) {
         const int parts = nch[connT0[ci] + t];
         if (!p2pBalanced(conn.xs[t].bytes, parts, in.balanceMinShare)) continue;

@@ -1,10 +1,11 @@
 // p2p_plan: how a GPU communicator's batch of point-to-point transfers (send/recv, and the transfers of
 // all-to-all, gather and scatter) is cut into the CTAs of one kernel launch. A pure function of the transfer
 // lists, kept apart from the CUDA executor so its contract is unit-tested on any machine: both sides of a
-// connection cut every transfer alike whatever else either side grouped with it. A transfer on the ring
-// neighbour's connections runs over p2pChannelsForBytes(its own size, channelBytes) channels, share c on
-// channel c, and each share's protocol (LL or SIMPLE) and SIMPLE FIFO steps (p2pSimpleStepBytes) follow from the
-// share's size alone.
+// connection cut every transfer alike whatever else either side grouped with it. A transfer runs over
+// p2pTransferChannels channels (its own size, channelBytes, at most its connection's channels: the ring's for the
+// neighbour, the peer's p2pPeerChannels connections for others, and a collective's cap), share c on channel c,
+// and each share's protocol (LL or SIMPLE) and SIMPLE FIFO steps (p2pSimpleStepBytes) follow from the share's
+// size alone.
 // A batch is always one launch: a rank's launches run one after another on its stream, so a batch split
 // into several launches can wait on work its peer posts only in a later group (a deadlock, shown by the
 // progress model in tests/unit/p2p_plan_test.cc). Blocks past the kernel parameters' room go to device memory
@@ -143,6 +144,36 @@ inline int p2pRingChannels(size_t bytes, int nChannels, int llChannels, size_t c
   return p2pChannelsForBytes(bytes, llChannels, channelBytes);
 }
 
+// Peer channels. With more than two ranks a rank's transfers to several peers run side by side (all-to-all,
+// a gather's or scatter's root, send/recv groups such as a pipeline's or an expert layer's), each peer on its
+// own connections. One SM moves ~35-40 GB/s and a GPU's NVLink ~450 GB/s each way, so each peer needs several
+// CTAs, and the sum over the peers must still fit the GPU's SMs: kP2pPeerCtaTarget CTAs a direction shared by
+// the n - 1 peers, from kP2pMinPeerChannels to kP2pMaxPeerChannels each (n = 3: 16, 4: 10, 8: 4, 16 and up:
+// 2). Every peer that is not a ring neighbour gets that many connections of each direction (fewer over SHM and
+// NET: transport.h, p2pChannelsOn), and a collective's transfers at n > 2 (all-to-all, gather, scatter) are cut
+// over at most that many channels on the ring neighbour's connections too (P2pXfer::maxChannels), so every
+// peer moves at the same pace and all finish together. Under a CTA bound (maxCtas > 0) the peers share it.
+// A pure function of agreed values (nranks, the agreed channels and bound, rank 0's BRAID_P2P_PEER_CHANNELS),
+// so both sides of every connection cut alike.
+constexpr int kP2pPeerCtaTarget = 32;
+constexpr int kP2pMinPeerChannels = 2;
+constexpr int kP2pMaxPeerChannels = 16;
+inline int p2pPeerChannels(int nranks, int nChannels, int maxCtas, int forced) {
+  const int others = nranks > 2 ? nranks - 1 : 1;
+  int p = forced > 0 ? forced
+                     : std::max(kP2pMinPeerChannels, std::min(kP2pMaxPeerChannels, kP2pPeerCtaTarget / others));
+  if (maxCtas > 0) p = std::min(p, std::max(1, maxCtas / (2 * others)));
+  return std::max(1, std::min(p, nChannels));
+}
+
+// The channels a transfer is cut over: p2pRingChannels over `over` (the launch's cut, p2pCutChannels), at most
+// `cap` (its connection's channels and its own P2pXfer::maxChannels; 0: none). planP2p and the cost model alike.
+inline int p2pTransferChannels(size_t bytes, int over, int cap, int llChannels, size_t channelBytes,
+                               size_t llThreshold) {
+  if (cap > 0 && cap < over) over = cap;
+  return p2pRingChannels(bytes, over, llChannels, channelBytes, llThreshold);
+}
+
 // Balanced transfers. A ring transfer's CTAs move data at rates that differ by up to ~20% from one CTA to the next,
 // and differently from one launch to the next (a CTA timeline on 2xH200: docs/TUNING.md, "Balanced transfers"), so
 // with a fixed share each the fast ones idle while the slow ones finish, and on few CTAs the link idles with them. A
@@ -186,14 +217,17 @@ struct P2pXfer {
   size_t bytes;
   const char* src = nullptr;  // local copies: the source
   bool oneWay = false;        // a gather's or scatter's: its peer's end is one too (oneWayChannels)
+  int maxChannels = 0;        // at most so many channels (0: no cap): a collective's transfer at n > 2, both ends
+                              // know it (p2pPeerChannels)
 };
 
 // The transfers of one connection direction, in posting order.
 struct P2pPlanConn {
-  bool ring = false;        // the ring neighbour: split over channels; otherwise one p2p connection
+  bool ring = false;         // the ring neighbour: the ring's connections; otherwise the peer's p2p connections
   bool isSend = false;
-  std::vector<uint8_t> ll;  // per channel (ring) or [0]: whether the connection has LL slots
-  std::vector<uint8_t> bal;  // per channel (ring): whether the connection is GPU P2P (balanced transfers, p2pBalanced)
+  int channels = 1;          // a p2p peer's connections (ring: the launch's nChannels)
+  std::vector<uint8_t> ll;   // per channel: whether the connection has LL slots
+  std::vector<uint8_t> bal;  // per channel: whether the connection is GPU P2P (balanced transfers, p2pBalanced)
   std::vector<P2pXfer> xs;
 };
 
@@ -226,7 +260,7 @@ inline void applyBudget(const P2pCtaBudget& b, P2pPlanInput* in) {
 
 struct P2pPlanBlock {
   int conn;      // index into P2pPlanInput::conns; -1: a local copy
-  int channel;   // the ring channel (0 for p2p connections and copies)
+  int channel;   // the connection's channel (ring or the peer's p2p connections; 0 for copies)
   char* buf;
   const char* src;
   size_t bytes;

@@ -34,6 +34,7 @@ struct Offer {
   uint32_t p2pPair;
   uint32_t p2pBalanceBytes;
   int32_t maxP2pCtas;  // -1: unbounded
+  int32_t p2pPeerChannels;
 };
 }  // namespace
 
@@ -50,6 +51,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.p2pChannelBytes = facts.p2pChannelBytes;
   mine.p2pPieces = facts.p2pPieces;
   mine.p2pBalanceBytes = facts.p2pBalanceBytes;
+  mine.p2pPeerChannels = facts.p2pPeerChannels;
   mine.clusterRing = facts.clusterRing;
   mine.clusterThree = facts.clusterThree;
   mine.p2pPair = facts.p2pPair;
@@ -79,6 +81,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.p2pChannelBytes = all[0].p2pChannelBytes;
   f.p2pPieces = all[0].p2pPieces;
   f.p2pBalanceBytes = all[0].p2pBalanceBytes;
+  f.p2pPeerChannels = all[0].p2pPeerChannels;
   out.buffSize = all[0].buffSize;
   out.pipelineSteps = all[0].pipelineSteps;
   out.oneShotSplit = all[0].oneShotSplit != 0;
@@ -100,7 +103,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
              o.pipelineSteps != own.pipelineSteps || o.oneShotSplit != own.oneShotSplit || o.maxCtas != own.maxCtas ||
              o.maxP2pCtas != own.maxP2pCtas || o.tunerOn != own.tunerOn || o.p2pLlThreshold != own.p2pLlThreshold ||
              o.p2pChannelBytes != own.p2pChannelBytes || o.p2pPieces != own.p2pPieces ||
-             o.p2pBalanceBytes != own.p2pBalanceBytes;
+             o.p2pBalanceBytes != own.p2pBalanceBytes || o.p2pPeerChannels != own.p2pPeerChannels;
     for (int c = 0; c < kNumCollTypes; ++c) {
       out.protos.mask[c] &= o.protos[c];
       out.algos.mask[c] &= o.algos[c];

@@ -22,6 +22,7 @@ struct TuningFacts {
   uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES (rank 0's): both sides cut a transfer alike
   uint32_t p2pPieces = 4;            // BRAID_P2P_PIECES (rank 0's): both sides cut a share into the same steps
   uint32_t p2pBalanceBytes = 0;      // BRAID_P2P_BALANCE_BYTES (rank 0's): both sides balance the same transfers
+  int32_t p2pPeerChannels = 0;       // BRAID_P2P_PEER_CHANNELS (rank 0's): both sides connect and cut peers alike
   // The rank launches its ring collectives on Simple over NVLink P2P in thread-block clusters (a cluster size
   // of 2 or more that fits, and every ring connection NVLink P2P); AND over ranks: the tuner runs the clustered
   // ring instead of the unsplit one-shot only where every rank's ring is clustered

@@ -91,8 +91,10 @@ class ConnProvider {
   // Connects what is missing; the peers named must call it in the same batch (A's send to B pairs with
   // B's recv from A). Returns with every listed connection usable.
   virtual ncclResult_t connectP2p(const int* sendPeers, int nSend, const int* recvPeers, int nRecv) = 0;
-  virtual ConnInfo* p2pSend(int peer) = 0;
-  virtual ConnInfo* p2pRecv(int peer) = 0;
+  // A peer's point-to-point connections: channels [0, p2pChannels(peer)), all connected by connectP2p.
+  virtual ConnInfo* p2pSend(int peer, int channel = 0) = 0;
+  virtual ConnInfo* p2pRecv(int peer, int channel = 0) = 0;
+  virtual int p2pChannels(int /*peer*/) { return 1; }
 };
 
 }  // namespace braid

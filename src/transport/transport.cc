@@ -28,11 +28,11 @@ constexpr int kRingTagBase = 0x10000000;
 constexpr int kP2pTagBase = 0x20000000;
 constexpr int kMaxRingChannels = 1 << 20;
 constexpr double kDrainTimeoutSec = 10;
-static_assert(kP2pTagBase + 2 < kBootstrapInternalTag, "tags stay clear of the bootstrap's own");
+static_assert(kP2pTagBase + 2 * kMaxP2pPeerChannels < kBootstrapInternalTag, "tags stay clear of the bootstrap's own");
 
 int tagFor(bool p2p, int channel, Direction dir) {
   int d = dir == Direction::Send ? 0 : 1;
-  return p2p ? kP2pTagBase + d : kRingTagBase + channel * 2 + d;
+  return p2p ? kP2pTagBase + (kP2pConnChannel - channel) * 2 + d : kRingTagBase + channel * 2 + d;
 }
 
 const char* dirName(Direction d) { return d == Direction::Send ? "send to" : "recv from"; }
@@ -55,7 +55,9 @@ struct ConnectionManager::Impl {
   const std::vector<PeerInfo>* peers = nullptr;
   TransportContext ctx;
   std::vector<std::unique_ptr<Connector>> ringSend, ringRecv;
-  std::map<int, std::unique_ptr<Connector>> p2pSend, p2pRecv;
+  // Per peer, its point-to-point connections by channel.
+  std::map<int, std::vector<std::unique_ptr<Connector>>> p2pSend, p2pRecv;
+  int peerChannels = 1;              // setP2pChannels
   std::map<int, Transport*> chosen;  // per peer, for transportName and logging once
   std::vector<Transport*> order = hostTransports();
   std::function<void()> abortHook;
@@ -77,6 +79,15 @@ struct ConnectionManager::Impl {
 
   int rank() const { return self->rank; }
   int nranks() const { return static_cast<int>(peers->size()); }
+
+  // A peer's point-to-point connections (p2pChannelsOn its path; one to the rank itself).
+  ncclResult_t p2pChannelsOf(int peer, int* k) {
+    if (peer == rank()) return *k = 1, ncclSuccess;
+    Transport* t = nullptr;
+    BRAID_CHECK(pick(peer, &t));
+    *k = p2pChannelsOn(t->kind(), peerChannels);
+    return ncclSuccess;
+  }
 
   ncclResult_t pick(int peer, Transport** out) {
     auto it = chosen.find(peer);
@@ -146,18 +157,21 @@ struct ConnectionManager::Impl {
   ncclResult_t failed(ncclResult_t r, const Pending& b, const char* phase) {
     if (pendingError().empty()) {
       recordError(r, "%s: %s of the %s connection (%s rank %d, channel %d) failed", b.transport->name(), phase,
-                  b.p2p ? "p2p" : "ring", dirName(b.dir), b.peer, b.channel);
+                  b.p2p ? "p2p" : "ring", dirName(b.dir), b.peer, b.p2p ? kP2pConnChannel - b.channel : b.channel);
     }
     BRAID_WARN("rank %d: %s %s of the %s connection %s rank %d (channel %d) failed: %s", rank(), b.transport->name(),
-               phase, b.p2p ? "p2p" : "ring", dirName(b.dir), b.peer, b.p2p ? -1 : b.channel, pendingError().c_str());
+               phase, b.p2p ? "p2p" : "ring", dirName(b.dir), b.peer, b.p2p ? kP2pConnChannel - b.channel : b.channel,
+               pendingError().c_str());
     return r;
   }
 
   void forEach(void (*fn)(Connector*)) {
     for (auto& c : ringSend) fn(c.get());
     for (auto& c : ringRecv) fn(c.get());
-    for (auto& kv : p2pSend) fn(kv.second.get());
-    for (auto& kv : p2pRecv) fn(kv.second.get());
+    for (auto& kv : p2pSend)
+      for (auto& c : kv.second) fn(c.get());
+    for (auto& kv : p2pRecv)
+      for (auto& c : kv.second) fn(c.get());
   }
 };
 
@@ -237,7 +251,10 @@ ncclResult_t ConnectionManager::connectP2p(const int* sendPeers, int nSend, cons
       }
       if (have.count(p) || !seen.insert(p).second) continue;
       if (p != m.rank() && !m.bootstrap) return recordError(ncclInternalError, "connectP2p: no bootstrap");
-      batch.push_back(Impl::Pending{dir, p, kP2pConnChannel, true, nullptr, nullptr, {}, {}});
+      int k = 1;
+      BRAID_CHECK(m.p2pChannelsOf(p, &k));
+      for (int c = 0; c < k; ++c)
+        batch.push_back(Impl::Pending{dir, p, p2pConnChannel(c), true, nullptr, nullptr, {}, {}});
     }
     return ncclSuccess;
   };
@@ -247,7 +264,9 @@ ncclResult_t ConnectionManager::connectP2p(const int* sendPeers, int nSend, cons
   BRAID_CHECK(m.run(batch));
   {
     std::lock_guard<std::mutex> lock(m.containersMu);
-    for (auto& b : batch) (b.dir == Direction::Send ? m.p2pSend : m.p2pRecv)[b.peer] = std::move(b.conn);
+    // A peer's channels were queued in order, so they land at their index.
+    for (auto& b : batch)
+      (b.dir == Direction::Send ? m.p2pSend : m.p2pRecv)[b.peer].push_back(std::move(b.conn));
   }
   return ncclSuccess;
 }
@@ -262,14 +281,25 @@ ConnInfo* ConnectionManager::ringRecv(int channel) {
   return channel >= 0 && channel < static_cast<int>(v.size()) ? &v[channel]->info : nullptr;
 }
 
-ConnInfo* ConnectionManager::p2pSend(int peer) {
-  auto it = impl_->p2pSend.find(peer);
-  return it == impl_->p2pSend.end() ? nullptr : &it->second->info;
+namespace {
+ConnInfo* p2pFind(std::map<int, std::vector<std::unique_ptr<Connector>>>& m, int peer, int channel) {
+  auto it = m.find(peer);
+  if (it == m.end() || channel < 0 || channel >= static_cast<int>(it->second.size())) return nullptr;
+  return &it->second[channel]->info;
+}
+}  // namespace
+
+ConnInfo* ConnectionManager::p2pSend(int peer, int channel) { return p2pFind(impl_->p2pSend, peer, channel); }
+ConnInfo* ConnectionManager::p2pRecv(int peer, int channel) { return p2pFind(impl_->p2pRecv, peer, channel); }
+
+int ConnectionManager::p2pChannels(int peer) {
+  int k = 0;
+  if (peer < 0 || peer >= impl_->nranks() || impl_->p2pChannelsOf(peer, &k) != ncclSuccess) return 0;
+  return k;
 }
 
-ConnInfo* ConnectionManager::p2pRecv(int peer) {
-  auto it = impl_->p2pRecv.find(peer);
-  return it == impl_->p2pRecv.end() ? nullptr : &it->second->info;
+void ConnectionManager::setP2pChannels(int peerChannels) {
+  impl_->peerChannels = std::max(1, std::min(peerChannels, kMaxP2pPeerChannels));
 }
 
 int ConnectionManager::ringChannels() const { return static_cast<int>(impl_->ringSend.size()); }

@@ -42,9 +42,26 @@ struct Connector {
 
 enum class Direction { Send, Recv };
 
-// Both sides of a point-to-point (send/recv) connection present this as their "channel" to setup() (NET
-// ident, handle check; P2P gives such connections no LL128 slots: only ring collectives run LL128).
+// Both sides of a point-to-point (send/recv) connection present kP2pConnChannel - c as their "channel" c to
+// setup() (NET ident, handle check; P2P gives such connections no LL128 slots: only ring collectives run LL128).
+// A peer has up to kMaxP2pPeerChannels of them (ConnectionManager::setP2pChannels).
 constexpr int kP2pConnChannel = 0xfffff;
+constexpr int kMaxP2pPeerChannels = 64;
+inline int p2pConnChannel(int c) { return kP2pConnChannel - c; }
+inline bool isP2pConnChannel(int channel) {
+  return channel <= kP2pConnChannel && channel > kP2pConnChannel - kMaxP2pPeerChannels;
+}
+// The point-to-point connections a peer gets on a path of `kind` where GPU P2P peers get `peerChannels`: a
+// pure function of the two PeerInfo values (through the kind) and the agreed count, so both sides connect alike.
+// SHM segments are pinned host memory (4 MiB a connection by default), so at most kMaxShmP2pChannels; a socket
+// carries one (its proxy thread, not the CTAs, sets the pace).
+constexpr int kMaxShmP2pChannels = 4;
+inline int p2pChannelsOn(TransportKind kind, int peerChannels) {
+  const int p = peerChannels < 1 ? 1 : (peerChannels > kMaxP2pPeerChannels ? kMaxP2pPeerChannels : peerChannels);
+  if (kind == TransportKind::Shm) return p < kMaxShmP2pChannels ? p : kMaxShmP2pChannels;
+  if (kind == TransportKind::Net) return 1;
+  return p;
+}
 
 class Transport {
  public:
@@ -91,8 +108,10 @@ class ConnectionManager final : public ConnProvider {
 
   ConnInfo* ringSend(int channel) override;
   ConnInfo* ringRecv(int channel) override;
-  ConnInfo* p2pSend(int peer) override;
-  ConnInfo* p2pRecv(int peer) override;
+  ConnInfo* p2pSend(int peer, int channel = 0) override;
+  ConnInfo* p2pRecv(int peer, int channel = 0) override;
+  // The point-to-point connections a listed peer gets (p2pChannelsOn its path); 0 for an unknown peer.
+  int p2pChannels(int peer) override;
   int ringChannels() const override;
   // Which transport serves a peer (for logs and tests).
   const char* transportName(int peer) const;
@@ -117,6 +136,9 @@ class ConnectionManager final : public ConnProvider {
   // NET proxy threads of this communicator unless BRAID_NET_PROXY_THREADS is set, and how long each polls
   // after activity before napping (before connecting).
   void setNetProxy(int threads, int spinUs);
+  // GPU P2P peers get this many point-to-point connections (p2pChannelsOn; default 1), connected together on
+  // first use: a value agreed over the ranks (set before any connectP2p).
+  void setP2pChannels(int peerChannels);
   // Runs first thing in abort(), e.g. to raise a device-visible abort flag so kernels stop spinning.
   void setAbortHook(std::function<void()> hook);
 

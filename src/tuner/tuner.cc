@@ -634,8 +634,11 @@ double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass trans
   const bool oneWay = isOneWayColl(op.coll);
   const P2pCtaBudget& cut = facts.cut;
   const int over = p2pCutChannels(oneWay, cut.nChannels, cut.oneWayChannels);
+  const bool coll = n > 2 && op.coll != CollType::Send && op.coll != CollType::Recv;
   auto transfer = [&](bool ring) {
-    const int nch = ring ? p2pRingChannels(bytes, over, cut.llChannels, facts.channelBytes, facts.llThreshold) : 1;
+    int cap = ring ? 0 : std::max(1, facts.peerConnChannels);
+    if (coll) cap = cap > 0 ? std::min(cap, facts.peerChannels) : facts.peerChannels;
+    const int nch = p2pTransferChannels(bytes, over, cap, cut.llChannels, facts.channelBytes, facts.llThreshold);
     // LL as planP2p decides it for the transfer's full shares (the last, shorter one may differ).
     const bool ll =
         facts.llSlots && p2pShareBytes(bytes, nch) <= facts.llThreshold && row(transport, Proto::LL).bwPerChGBs > 0;
@@ -652,13 +655,13 @@ double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass trans
     // on its channel where the group has both; a lone send is estimated at the paired rate too (the op alone cannot
     // tell).
     const P2pBalancedRow& bal = modelTable().balanced[static_cast<int>(transport)];
-    if (!ring || ll || bal.capGBs <= 0 || facts.balanceMinShare == 0) return simple;
+    if (ll || bal.capGBs <= 0 || facts.balanceMinShare == 0) return simple;
     const double perCta = cut.pair && !oneWay ? bal.pairedCtaGBs : bal.ctaGBs;
     const double balanced = bal.fillUs + static_cast<double>(bytes) / std::min(nch * perCta, bal.capGBs) / 1e3;
     return p2pBalanced(bytes, nch, facts.balanceMinShare) ? balanced : std::min(simple, balanced);
   };
-  // Transfers to or from every other rank: the ring neighbour's on the channels, the others' (3+ ranks) each on
-  // one connection, side by side.
+  // Transfers to or from every other rank, side by side: the ring neighbour's on the ring's channels, the others'
+  // (3+ ranks) on their own connections.
   auto fanOut = [&] { return n > 2 ? std::max(transfer(true), transfer(false)) : transfer(true); };
   // A send to or receive from the rank itself: a local copy on the launch's copy CTAs (planP2p), not the link. (A group
   // with nothing else runs it on the copy engine instead, at about the same rate.) The root's own share of a gather or

@@ -197,9 +197,11 @@ struct P2pCutFacts {
   size_t llThreshold = 0;       // NCCL_P2P_LL_THRESHOLD: shares up to this run LL where the path has LL slots
   bool llSlots = false;         // the path's connections have LL slots (P2P, SHM; NET only when LL is forced)
   size_t balanceMinShare = 0;  // BRAID_P2P_BALANCE_BYTES (p2pBalanced; used where the path has a balanced row); 0: none
+  int peerChannels = 1;        // a collective's cap per transfer at n > 2 (p2pPeerChannels)
+  int peerConnChannels = 1;    // the connections of a peer that is no ring neighbour, on the path (p2pChannelsOn)
 };
-// The cost model's time of one GPU point-to-point op on `rank` as planP2p cuts it (p2p_plan.h): the ring
-// neighbour's transfer over p2pRingChannels channels, any other peer's over one connection, each share
+// The cost model's time of one GPU point-to-point op on `rank` as planP2p cuts it (p2p_plan.h): each transfer
+// over p2pTransferChannels channels (the ring's for the neighbour, the peer's connections for others), each share
 // LL or SIMPLE by its size (a balanced transfer by tuner_model.def's BRAID_TUNER_P2P_BALANCED row, where its
 // path has one), a send to or receive from the rank itself as a local copy (BRAID_TUNER_LOCAL_COPY); an op's
 // transfers to several peers run side by side, so the slowest sets it.

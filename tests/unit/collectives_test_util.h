@@ -96,8 +96,8 @@ class MemProvider : public ConnProvider {
     lastRecvPeers.assign(recvPeers, recvPeers + nRecv);
     return ncclSuccess;
   }
-  ConnInfo* p2pSend(int peer) override { return &p2pSend_[peer]; }
-  ConnInfo* p2pRecv(int peer) override { return &p2pRecv_[peer]; }
+  ConnInfo* p2pSend(int peer, int channel = 0) override { return channel == 0 ? &p2pSend_[peer] : nullptr; }
+  ConnInfo* p2pRecv(int peer, int channel = 0) override { return channel == 0 ? &p2pRecv_[peer] : nullptr; }
 
   int connectCalls = 0;
   std::vector<int> lastSendPeers, lastRecvPeers;

@@ -62,23 +62,28 @@ TEST(TunerP2p, EstimateFollowsTheCut) {
     EXPECT_GE(us, prev) << b;
     prev = us;
   }
-  // 4 ranks, rank 0: next 1, prev 3. A send to 2 (not the neighbour) takes one connection.
-  const double toNext = predictP2pUs(op(CollType::Send, 4 * m, 1), 4, 0, t, f);
-  const double toFar = predictP2pUs(op(CollType::Send, 4 * m, 2), 4, 0, t, f);
+  // 4 ranks, rank 0: next 1, prev 3, peers on 10 channels (p2pPeerChannels). A send to 2 (not the neighbour)
+  // takes its 10 connections; the neighbour's 4 MB the 32 channels its size asks for.
+  P2pCutFacts p4 = f;
+  p4.peerChannels = p4.peerConnChannels = 10;
+  const double toNext = predictP2pUs(op(CollType::Send, 4 * m, 1), 4, 0, t, p4);
+  const double toFar = predictP2pUs(op(CollType::Send, 4 * m, 2), 4, 0, t, p4);
+  EXPECT_DOUBLE_EQ(toNext, fixed(4 * m, Proto::Simple, 32));
+  EXPECT_DOUBLE_EQ(toFar, fixed(4 * m, Proto::Simple, 10));
   EXPECT_LT(toNext, toFar);
-  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Recv, 4 * m, 3), 4, 0, t, f), toNext);
-  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Recv, 4 * m, 1), 4, 0, t, f), toFar);
-  // All-to-all (count per peer): the slowest transfer, the one-connection peers' on 3+ ranks.
-  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::AllToAll, 4 * m, 0), 4, 0, t, f), toFar);
-  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::AllToAll, 4 * m, 0), 2, 0, t, f),
-                   predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, t, f));
-  // Gather to root 0: the root receives from everyone; rank 3 sends to its next (0) over the channels, rank 2
-  // over one connection. Scatter from root 0: rank 1 receives from its prev (0) over the channels.
-  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 4 * m, 0), 4, 0, t, f), toFar);
-  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 4 * m, 0), 4, 3, t, f), toNext);
-  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 4 * m, 0), 4, 2, t, f), toFar);
-  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Scatter, 4 * m, 0), 4, 1, t, f), toNext);
-  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Scatter, 4 * m, 0), 4, 2, t, f), toFar);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Recv, 4 * m, 3), 4, 0, t, p4), toNext);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Recv, 4 * m, 1), 4, 0, t, p4), toFar);
+  // One connection per peer: a far send on one channel.
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Send, 4 * m, 2), 4, 0, t, f), fixed(4 * m, Proto::Simple, 1));
+  // All-to-all (count per peer), gather and scatter at 3+ ranks: every peer's transfer on the peers' 10 channels,
+  // the ring neighbour's too, so every rank's estimate is a far transfer's.
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::AllToAll, 4 * m, 0), 4, 0, t, p4), toFar);
+  EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::AllToAll, 4 * m, 0), 2, 0, t, p4),
+                   predictP2pUs(op(CollType::Send, 4 * m, 1), 2, 0, t, p4));
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Gather, 4 * m, 0), 4, r, t, p4), toFar) << r;
+    EXPECT_DOUBLE_EQ(predictP2pUs(op(CollType::Scatter, 4 * m, 0), 4, r, t, p4), toFar) << r;
+  }
   // Under a bound of 24 (p2pCtaBudget): a send/recv's transfer on 12 channels, a gather's or scatter's on 24.
   P2pCutFacts b24 = f;
   b24.cut.nChannels = b24.cut.llChannels = 12;

@@ -257,6 +257,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
       static_cast<uint32_t>(std::max<int64_t>(4096, std::min<int64_t>(params::P2pChannelBytes(), int64_t(1) << 30)));
   facts.p2pPieces = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(params::P2pPieces(), 64)));
   facts.p2pPair = p2pCanPair(st->nThreads) ? 1u : 0u;
+  facts.p2pPeerChannels = static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(params::P2pPeerChannels(), 64)));
   facts.p2pBalanceBytes =
       static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(params::P2pBalanceBytes(), 1 << 30)));
   // Programmatic launches need kernels that wait for their predecessor: the PTX they came from decides (every
@@ -324,6 +325,8 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->p2pPieces = agreed.p2pPieces;
   st->p2pBalanceBytes = agreed.p2pBalanceBytes;
   st->p2pPair = agreed.p2pPair != 0;
+  st->p2pPeerChannels = p2pPeerChannels(comm->nranks, st->nChannels, p2pMaxCtas(st->tuning), agreed.p2pPeerChannels);
+  if (comm->conns) comm->conns->setP2pChannels(st->p2pPeerChannels);
   st->clusterRing = agreed.clusterRing != 0;
   st->clusterThree = agreed.clusterThree != 0;
   st->p2pCopyCtas = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(params::P2pCopyCtas(), kMaxP2pCtas)));

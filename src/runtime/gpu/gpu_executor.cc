@@ -103,7 +103,7 @@ class GpuExecutor final : public Executor {
   // clusters of `cluster` CTAs where the caller asks (collCluster; nCta whole clusters) and the comm allows.
   cudaError_t launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s, int cluster = 0);
   ncclResult_t launchP2p(const std::vector<const OpDesc*>& ops, cudaStream_t s);
-  ncclResult_t p2pConn(int peer, bool send, DevConn** out);
+  ncclResult_t p2pConn(int peer, int channel, bool send, DevConn** out);
   ncclResult_t event(size_t i, cudaEvent_t* out);
   uint32_t lowLatencyKernels(const OpDesc& op) const;
 
@@ -161,7 +161,8 @@ class GpuExecutor final : public Executor {
     std::vector<std::vector<P2pXfer>> sends, recvs;  // per peer, in the plan's form (P2pPlanConn::xs)
     std::vector<P2pXfer> selfSends, selfRecvs;        // local copies go straight into in.copies
     std::vector<int> sendPeers, recvPeers, connPeer;
-    std::vector<DevConn*> conns;
+    std::vector<DevConn*> conns;  // each p2p connection's channels, from connFirst[ci] (ring connections: none)
+    std::vector<int> connFirst;
     P2pPlanInput in;
     P2pPlanLaunch plan;
     std::vector<unsigned char> table;  // a launch past the parameter tiers: its lists, as P2pTableStore takes them
@@ -418,6 +419,11 @@ double GpuExecutor::predictUs(const OpDesc& op) {
     f.llThreshold = st_->p2pLlThreshold;
     f.llSlots = st_->llPath && (transport_ != TransportClass::NetSocket || st_->p2pLlOnNet);
     f.balanceMinShare = st_->p2pBalanceBytes;  // only a GPU P2P path has a balanced row (tuner_model.def)
+    f.peerChannels = st_->p2pPeerChannels;
+    const TransportKind kind = transport_ == TransportClass::Shm         ? TransportKind::Shm
+                               : transport_ == TransportClass::NetSocket ? TransportKind::Net
+                                                                         : TransportKind::P2p;
+    f.peerConnChannels = p2pChannelsOn(kind, st_->p2pPeerChannels);
     return predictP2pUs(op, st_->nranks, st_->rank, transport_, f);
   }
   return planner_.plan(op, lowLatencyKernels(op)).predictedUs;
@@ -530,19 +536,19 @@ ncclResult_t GpuExecutor::launchColl(const OpDesc& op, cudaStream_t s) {
   return ncclSuccess;
 }
 
-ncclResult_t GpuExecutor::p2pConn(int peer, bool send, DevConn** out) {
+ncclResult_t GpuExecutor::p2pConn(int peer, int channel, bool send, DevConn** out) {
   auto& map = send ? st_->p2pSend : st_->p2pRecv;
-  auto it = map.find(peer);
+  auto it = map.find({peer, channel});
   if (it != map.end()) {
     *out = it->second;
     return ncclSuccess;
   }
-  ConnInfo* info = send ? comm_->conns->p2pSend(peer) : comm_->conns->p2pRecv(peer);
-  if (!info) return recordError(ncclInternalError, "rank %d: p2p connection %s rank %d is missing", st_->rank,
-                                send ? "to" : "from", peer);
+  ConnInfo* info = send ? comm_->conns->p2pSend(peer, channel) : comm_->conns->p2pRecv(peer, channel);
+  if (!info) return recordError(ncclInternalError, "rank %d: p2p connection %s rank %d (channel %d) is missing",
+                                st_->rank, send ? "to" : "from", peer, channel);
   DevConn* d = nullptr;
   BRAID_CUDA_CHECK(cudaMalloc(&d, sizeof(DevConn)), "rank %d: cudaMalloc of a p2p connection state", st_->rank);
-  map[peer] = d;
+  map[{peer, channel}] = d;
   BRAID_CHECK(st_->upload(*info, send, d));
   *out = d;
   return ncclSuccess;
@@ -563,11 +569,13 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
     const char* sb = static_cast<const char*>(op->sendbuff);
     char* rb = static_cast<char*>(op->recvbuff);
     const bool oneWay = isOneWayColl(op->coll);
+    // A collective's transfers at n > 2 share the peers' channels alike (p2pPeerChannels); both ends know.
+    const int cap = n > 2 && op->coll != CollType::Send && op->coll != CollType::Recv ? st_->p2pPeerChannels : 0;
     auto snd = [&](int p, const char* b) {
-      (p == me ? w.selfSends : w.sends[p]).push_back(P2pXfer{const_cast<char*>(b), bytes, nullptr, oneWay});
+      (p == me ? w.selfSends : w.sends[p]).push_back(P2pXfer{const_cast<char*>(b), bytes, nullptr, oneWay, cap});
     };
     auto rcv = [&](int p, char* b) {
-      (p == me ? w.selfRecvs : w.recvs[p]).push_back(P2pXfer{b, bytes, nullptr, oneWay});
+      (p == me ? w.selfRecvs : w.recvs[p]).push_back(P2pXfer{b, bytes, nullptr, oneWay, cap});
     };
     switch (op->coll) {
       case CollType::Send: snd(op->peer, sb); break;
@@ -620,7 +628,8 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
                               [](const P2pXfer& c) { return c.bytes == 0 || c.buf == c.src; }),
                copies.end());
 
-  // Ring neighbours go over the ring connections, all channels; other peers over one p2p connection each.
+  // Ring neighbours go over the ring connections, all channels; other peers over their own p2p connections
+  // (p2pPeerChannels of them over P2P: ConnectionManager::setP2pChannels).
   const int next = (me + 1) % n, prev = (me - 1 + n) % n;
   w.sendPeers.clear();
   w.recvPeers.clear();
@@ -639,6 +648,7 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
   auto llOn = [&](const ConnInfo* ci) {
     return llSlotsOf(ci) != nullptr && (ci->kind != TransportKind::Net || st_->p2pLlOnNet);
   };
+  auto gpuP2p = [](const ConnInfo* ci) { return ci != nullptr && ci->kind == TransportKind::P2p; };
   P2pPlanInput& in = w.in;
   // The cut and paired CTAs (p2p_plan.h) as the budget says: every rank's threads can pair (agreed at init).
   applyBudget(p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, p2pMaxCtas(st_->tuning), st_->p2pPair), &in);
@@ -662,7 +672,6 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
       if (c.ring) {
         // Filled on the first ring transfer only: a 1-rank comm has no connections at all (comm_->conns null).
         if (!w.ringLlKnown) {
-          auto gpuP2p = [](const ConnInfo* ci) { return ci != nullptr && ci->kind == TransportKind::P2p; };
           for (int ch = 0; ch < st_->nChannels; ++ch) {
             w.ringLl[0].push_back(llOn(comm_->conns->ringSend(ch)));
             w.ringLl[1].push_back(llOn(comm_->conns->ringRecv(ch)));
@@ -671,10 +680,18 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
           }
           w.ringLlKnown = true;
         }
+        c.channels = st_->nChannels;
         c.ll = w.ringLl[dir];
         c.bal = w.ringBal[dir];
       } else {
-        c.ll.assign(1, llOn(isSend ? comm_->conns->p2pSend(p) : comm_->conns->p2pRecv(p)));
+        c.channels = std::max(1, comm_->conns->p2pChannels(p));
+        c.ll.clear();
+        c.bal.clear();
+        for (int ch = 0; ch < c.channels; ++ch) {
+          const ConnInfo* ci = isSend ? comm_->conns->p2pSend(p, ch) : comm_->conns->p2pRecv(p, ch);
+          c.ll.push_back(llOn(ci));
+          c.bal.push_back(gpuP2p(ci));
+        }
       }
       c.xs = xs;
       w.connPeer.push_back(p);
@@ -695,9 +712,16 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
                        "local copies): %s; split the group", me, nTransfers, why.c_str());
   // Every connection first, so a failure leaves nothing launched.
   std::vector<DevConn*>& p2pConns = w.conns;
-  p2pConns.assign(in.conns.size(), nullptr);
-  for (size_t ci = 0; ci < in.conns.size(); ++ci)
-    if (!in.conns[ci].ring) BRAID_CHECK(p2pConn(w.connPeer[ci], in.conns[ci].isSend, &p2pConns[ci]));
+  p2pConns.clear();
+  w.connFirst.assign(in.conns.size(), 0);
+  for (size_t ci = 0; ci < in.conns.size(); ++ci) {
+    w.connFirst[ci] = static_cast<int>(p2pConns.size());
+    if (in.conns[ci].ring) continue;
+    for (int ch = 0; ch < in.conns[ci].channels; ++ch) {
+      p2pConns.push_back(nullptr);
+      BRAID_CHECK(p2pConn(w.connPeer[ci], ch, in.conns[ci].isSend, &p2pConns.back()));
+    }
+  }
   // The lists as the kernel reads them: CTA i runs blocks[ctaFirst[i]] .. + blocks[ctaFirst[i]].nSeg; a
   // paired CTA's receive group starts right after, its first block's nSeg counting it (the kernel finds the
   // CTA's end at the next CTA's first block).
@@ -720,7 +744,7 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
         b.nSeg = 0;
         b.conn = pb.conn < 0                 ? nullptr
                  : in.conns[pb.conn].ring ? (pb.isSend ? st_->ringSend(pb.channel) : st_->ringRecv(pb.channel))
-                                          : p2pConns[pb.conn];
+                                          : p2pConns[w.connFirst[pb.conn] + pb.channel];
       }
       if (cta.split > 0) {
         blocks[first].nSeg = cta.split;

@@ -68,7 +68,8 @@ class DeviceState {
   // Device memory, kP2pMaxBalanced zeroed pairs: a balanced send's claim counter and finished-CTA count (p2p_plan.h;
   // the last CTA of the transfer zeroes both again, so every launch and graph replay finds them zero).
   uint32_t* p2pClaims = nullptr;
-  std::map<int, DevConn*> p2pSend, p2pRecv;  // non-neighbour peers, connected lazily
+  // Non-neighbour peers' connections by (peer, channel), connected lazily.
+  std::map<std::pair<int, int>, DevConn*> p2pSend, p2pRecv;
   std::vector<void*> registered;    // host FIFO bases registered with cudaHostRegister
   // Agreed by every rank at init (agreeOnSelection), because neighbours that chose differently would wait on
   // each other's FIFOs forever: LL is possible (every ring connection of every rank has LL slots: P2P or SHM), and
@@ -92,6 +93,7 @@ class DeviceState {
   bool clusterThreeFits = false;     // clusters of 3 fit for kThreeClusterMaxChannels channels (clusterForLaunch)
   bool clusterRing = false;          // every rank's ring launches clustered (TuningFacts::clusterRing, agreed)
   bool clusterThree = false;         // ... in clusters of 3 on 24-32 channels (TuningFacts::clusterThree, agreed)
+  int p2pPeerChannels = 1;            // a peer's p2p connections and a collective's cap at n > 2 (p2pPeerChannels)
   int p2pCopyCtas = 32;              // BRAID_P2P_COPY_CTAS, this rank's (read at init: getenv is no per-call cost)
 
 

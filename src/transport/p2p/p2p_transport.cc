@@ -144,7 +144,7 @@ ncclResult_t P2pTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
   const size_t ll128Offset = llOffset + static_cast<size_t>(h.nSteps) * kP2pLlSlotBytes;
   if (dir == Direction::Recv) {
     bytes = ll128Offset;
-    h.ll128 = channel != kP2pConnChannel && p2pNvlinkBetween(me.busId, peer.busId) ? 1u : 0u;
+    h.ll128 = !isP2pConnChannel(channel) && p2pNvlinkBetween(me.busId, peer.busId) ? 1u : 0u;
     if (h.ll128) bytes += static_cast<size_t>(h.nSteps) * kP2pLl128SlotBytes;
   }
   e = cudaMalloc(&res->local, bytes);
