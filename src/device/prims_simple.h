@@ -193,9 +193,15 @@ __device__ __forceinline__ bool devSpin(DevStatus* st, const DevConn& c, Ready r
   return true;
 }
 
-// Thread 0: wait for a free send slot / a filled recv slot of `bytes` (step = the one waited for).
-__device__ __forceinline__ bool devWaitSend(DevStatus* st, const DevConn& c, uint64_t step) {
-  return devSpin(st, c, [&] { return step < ldAcquireSys(c.head) + c.nSteps; });
+// Thread 0: wait for a free send slot / a filled recv slot of `bytes` (step = the one waited for). A send
+// reads head only when the credits it saw last are used up (DevConn::headSeen): that read was an acquire of
+// this thread, which still orders the slot's reuse after the receiver's reads.
+__device__ __forceinline__ bool devWaitSend(DevStatus* st, DevConn& c, uint64_t step) {
+  if (step < c.headSeen + c.nSteps) return true;
+  return devSpin(st, c, [&] {
+    c.headSeen = ldAcquireSys(c.head);
+    return step < c.headSeen + c.nSteps;
+  });
 }
 __device__ __forceinline__ bool devWaitRecv(DevStatus* st, const DevConn& c, uint64_t step, uint32_t bytes) {
   if (!devSpin(st, c, [&] { return ldAcquireSys(c.tail) > step; })) return false;
