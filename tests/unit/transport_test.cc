@@ -10,6 +10,7 @@
 #include <sstream>
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -145,6 +146,38 @@ TEST(ShmTransport, UnlinkSegmentsOfRemovesOnlyThatPidsNames) {
   if (fd >= 0) close(fd);
   shm_unlink(other.c_str());
   EXPECT_EQ(unlinkSegmentsOf(0), 0);
+}
+
+// A GPU communicator's segment goes on its GPU's NUMA node: the pages land on the node asked for (here the
+// machine's last online node), and the thread's own policy is back afterwards.
+TEST(ShmTransport, SegmentPagesLandOnTheNodeAsked) {
+  int last = 0;
+  if (FILE* f = fopen("/sys/devices/system/node/online", "r")) {
+    char buf[256] = {};
+    if (fgets(buf, sizeof(buf), f)) {
+      const char* p = buf;
+      for (const char* q = buf; *q; ++q)
+        if (*q == ',' || *q == '-') p = q + 1;
+      last = atoi(p);
+    }
+    fclose(f);
+  }
+  int modeBefore = -1;
+  ASSERT_EQ(syscall(SYS_get_mempolicy, &modeBefore, nullptr, 0ul, nullptr, 0ul), 0) << strerror(errno);
+  ShmSegment seg;
+  const size_t bytes = size_t(4) << 20;
+  ASSERT_EQ(ShmSegment::create(bytes, 1, &seg, last), ncclSuccess) << pendingError();
+  static_cast<volatile char*>(seg.base())[0] = 1;  // mapped in this process (the pages were reserved already)
+  if (pageNumaNode(seg.base()) < 0) GTEST_SKIP() << "get_mempolicy does not report page nodes here";
+  for (size_t off : {size_t(0), bytes / 2, bytes - 4096}) {
+    static_cast<volatile char*>(seg.base())[off] = 1;
+    EXPECT_EQ(pageNumaNode(static_cast<char*>(seg.base()) + off), last) << "page at " << off;
+  }
+  int modeAfter = -1;
+  ASSERT_EQ(syscall(SYS_get_mempolicy, &modeAfter, nullptr, 0ul, nullptr, 0ul), 0);
+  EXPECT_EQ(modeAfter, modeBefore);
+  EXPECT_EQ(gpuNumaNode(-1), -1);
+  EXPECT_EQ(gpuNumaNode(int64_t(0xfff) << 20), -1) << "a bus id with no device";
 }
 
 TEST(ShmTransport, TooLargeSegmentGivesClearError) {

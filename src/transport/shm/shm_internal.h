@@ -16,6 +16,12 @@ namespace braid {
 
 // RAII: one mapping of a POSIX shm object; unmaps on destruction and unlinks the name if this side
 // created it and nobody unlinked it yet.
+// The NUMA node of the GPU at PCI bus id `busId` (sysfs), -1 when unknown (no GPU, one node, no sysfs).
+int gpuNumaNode(int64_t busId);
+
+// The NUMA node of the page at `addr` (get_mempolicy), -1 when the kernel does not say.
+int pageNumaNode(const void* addr);
+
 class ShmSegment {
  public:
   ShmSegment() = default;
@@ -28,7 +34,9 @@ class ShmSegment {
   // Creates a segment of `bytes` under a fresh unique name, reserving its memory up front (posix_fallocate:
   // an unreserved tmpfs page would SIGBUS on first touch when /dev/shm is full). `peer` names the rank the
   // segment is for, in messages. ncclSystemError naming /dev/shm, the bytes needed and free when it fails.
-  static ncclResult_t create(size_t bytes, int peer, ShmSegment* out);
+  // numaNode >= 0: the pages are reserved on that NUMA node where it has room (the GPU that reads them, so
+  // its copies out of the segment cross no socket link); else where the calling thread runs.
+  static ncclResult_t create(size_t bytes, int peer, ShmSegment* out, int numaNode = -1);
   // Maps an existing segment by name; `bytes` must match the creator's size.
   static ncclResult_t open(const char* name, size_t bytes, int peer, ShmSegment* out);
 

@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +25,7 @@
 #include "core/result.h"
 #include "core/wait.h"
 #include "transport/host_fifo.h"
+#include "transport/p2p/nvlink.h"
 #include "transport/shm/shm_internal.h"
 
 namespace braid {
@@ -150,7 +152,58 @@ void ShmSegment::reset() {
   name_.clear();
 }
 
-ncclResult_t ShmSegment::create(size_t bytes, int peer, ShmSegment* out) {
+namespace {
+// The memory-policy syscalls' values (linux/mempolicy.h), so no libnuma is needed.
+constexpr int kMpolDefault = 0;
+constexpr int kMpolPreferred = 1;
+constexpr unsigned kMpolFNode = 1u << 0;
+constexpr unsigned kMpolFAddr = 1u << 1;
+constexpr unsigned long kMaxNumaNodes = 1024;
+
+// For its lifetime, the calling thread's page allocations prefer `node` (none: node < 0 or the kernel
+// refuses); then the thread's previous policy is back.
+class PreferNode {
+ public:
+  explicit PreferNode(int node) {
+    if (node < 0 || static_cast<unsigned long>(node) >= kMaxNumaNodes) return;
+    if (syscall(SYS_get_mempolicy, &oldMode_, oldMask_, kMaxNumaNodes, nullptr, 0ul) != 0) return;
+    unsigned long mask[kMaxNumaNodes / (8 * sizeof(unsigned long))] = {};
+    mask[node / (8 * sizeof(unsigned long))] = 1ul << (node % (8 * sizeof(unsigned long)));
+    set_ = syscall(SYS_set_mempolicy, kMpolPreferred, mask, kMaxNumaNodes) == 0;
+  }
+  ~PreferNode() {
+    if (set_) syscall(SYS_set_mempolicy, oldMode_, oldMode_ == kMpolDefault ? nullptr : oldMask_, kMaxNumaNodes);
+  }
+  PreferNode(const PreferNode&) = delete;
+  PreferNode& operator=(const PreferNode&) = delete;
+
+ private:
+  int oldMode_ = kMpolDefault;
+  unsigned long oldMask_[kMaxNumaNodes / (8 * sizeof(unsigned long))] = {};
+  bool set_ = false;
+};
+}  // namespace
+
+int gpuNumaNode(int64_t busId) {
+  if (busId < 0) return -1;
+  char bus[32];
+  p2pBusIdToString(busId, bus, sizeof(bus));
+  const std::string path = std::string("/sys/bus/pci/devices/") + bus + "/numa_node";
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return -1;
+  int node = -1;
+  if (std::fscanf(f, "%d", &node) != 1) node = -1;
+  std::fclose(f);
+  return node;
+}
+
+int pageNumaNode(const void* addr) {
+  int node = -1;
+  if (syscall(SYS_get_mempolicy, &node, nullptr, 0ul, addr, kMpolFNode | kMpolFAddr) != 0) return -1;
+  return node;
+}
+
+ncclResult_t ShmSegment::create(size_t bytes, int peer, ShmSegment* out, int numaNode) {
   out->reset();
   std::string name = makeShmName();
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -159,8 +212,13 @@ ncclResult_t ShmSegment::create(size_t bytes, int peer, ShmSegment* out) {
     return recordError(ncclSystemError, "SHM: cannot create segment %s%s for rank %d: shm_open: %s (errno %d)", kShmDir,
                        name.c_str(), peer, strerror(e), e);
   }
-  // posix_fallocate returns the error instead of setting errno.
-  int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  // posix_fallocate returns the error instead of setting errno. It reserves the pages, so they land on the
+  // node the thread prefers now.
+  int rc;
+  {
+    PreferNode prefer(numaNode);
+    rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  }
   if (rc != 0) {
     close(fd);
     shm_unlink(name.c_str());
@@ -240,7 +298,9 @@ ncclResult_t ShmTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
     h.stepBytes = hostFifoStepBytes(buffBytes, kHostFifoSteps);
     const bool ll = conn->ctx && conn->ctx->llSlots;
     h.bytes = ll ? shmSegmentBytes(h.nSteps, h.stepBytes) : hostFifoBytes(h.nSteps, h.stepBytes);
-    BRAID_CHECK(ShmSegment::create(h.bytes, peer.rank, &res->seg));
+    // A GPU communicator's segment on the receiving GPU's NUMA node: its kernels read every step from it.
+    const int node = me.cudaDev >= 0 && !me.isHost ? gpuNumaNode(me.busId) : -1;
+    BRAID_CHECK(ShmSegment::create(h.bytes, peer.rank, &res->seg, node));
     testKillAfterCreate();
     snprintf(h.name, sizeof(h.name), "%s", res->seg.name().c_str());
     // fallocate handed us zeroed pages: head = tail = 0, no error, nothing attached.
@@ -249,8 +309,8 @@ ncclResult_t ShmTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
     if (ll) hostFifoPresetSteps(conn->info, params::TestStepBase());  // GPU comms: tests only
     conn->info.peer = peer.rank;
     conn->info.kind = TransportKind::Shm;
-    BRAID_INFO(kSubShm, "SHM: channel %d recv from rank %d: segment %s, %u x %u bytes", channel, peer.rank, h.name,
-               h.nSteps, h.stepBytes);
+    BRAID_INFO(kSubShm, "SHM: channel %d recv from rank %d: segment %s, %u x %u bytes, NUMA node %d (GPU's %d)",
+               channel, peer.rank, h.name, h.nSteps, h.stepBytes, pageNumaNode(res->seg.base()), node);
   }
   std::memset(myHandle, 0, sizeof(*myHandle));
   std::memcpy(myHandle->data, &h, sizeof(h));
