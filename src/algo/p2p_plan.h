@@ -152,17 +152,22 @@ inline int p2pRingChannels(size_t bytes, int nChannels, int llChannels, size_t c
 // 2). Every peer that is not a ring neighbour gets that many connections of each direction (fewer over SHM and
 // NET: transport.h, p2pChannelsOn), and a collective's transfers at n > 2 (all-to-all, gather, scatter) are cut
 // over at most that many channels on the ring neighbour's connections too (P2pXfer::maxChannels), so every
-// peer moves at the same pace and all finish together. Under a CTA bound (maxCtas > 0) the peers share it.
-// A pure function of agreed values (nranks, the agreed channels and bound, rank 0's BRAID_P2P_PEER_CHANNELS),
-// so both sides of every connection cut alike.
+// peer moves at the same pace and all finish together. Under a CTA bound (maxCtas > 0) the peers share it, one
+// channel each at least (so past maxCtas / 2 peers a collective passes the bound). Whatever the count asked for
+// (forced values too), a collective to every peer both ways, plus a copy CTA, fits one launch of kP2pLaunchCtas
+// (P2pPlanInput::maxCtas): otherwise a rank that needs more CTAs than its peers (a gather's root) would refuse a
+// launch its peers make and wait on. A pure function of agreed values (nranks, the agreed channels and bound,
+// rank 0's BRAID_P2P_PEER_CHANNELS), so both sides of every connection cut alike.
 constexpr int kP2pPeerCtaTarget = 32;
 constexpr int kP2pMinPeerChannels = 2;
 constexpr int kP2pMaxPeerChannels = 16;
+constexpr int kP2pLaunchCtas = 192;  // the CTAs of one p2p launch (dev_work.h's kMaxP2pCtas)
 inline int p2pPeerChannels(int nranks, int nChannels, int maxCtas, int forced) {
   const int others = nranks > 2 ? nranks - 1 : 1;
   int p = forced > 0 ? forced
                      : std::max(kP2pMinPeerChannels, std::min(kP2pMaxPeerChannels, kP2pPeerCtaTarget / others));
   if (maxCtas > 0) p = std::min(p, std::max(1, maxCtas / (2 * others)));
+  p = std::min(p, (kP2pLaunchCtas - 1) / (2 * others));
   return std::max(1, std::min(p, nChannels));
 }
 
@@ -174,14 +179,14 @@ inline int p2pTransferChannels(size_t bytes, int over, int cap, int llChannels, 
   return p2pRingChannels(bytes, over, llChannels, channelBytes, llThreshold);
 }
 
-// Balanced transfers. A ring transfer's CTAs move data at rates that differ by up to ~20% from one CTA to the next,
+// Balanced transfers. A transfer's CTAs move data at rates that differ by up to ~20% from one CTA to the next,
 // and differently from one launch to the next (a CTA timeline on 2xH200: docs/TUNING.md, "Balanced transfers"), so
 // with a fixed share each the fast ones idle while the slow ones finish, and on few CTAs the link idles with them. A
 // balanced transfer has no fixed shares: its sending CTAs claim FIFO-step chunks of the whole transfer from one
 // counter (P2pBlock::src), each step's sizes[] word tells the receiving CTA which chunk it carries, and each
-// sending CTA closes with an empty step (dev_work.h: kDevStepBalMark). Both sides
-// decide it from agreed values alike: the transfer is on the ring's connections, cut over `parts` >= 2 channels
-// whose connections are all GPU P2P (the host proxies of SHM and NET read sizes[] as byte counts), its shares are
+// sending CTA closes with an empty step (dev_work.h: kDevStepBalMark). Both sides decide it from agreed values
+// alike: the transfer (on the ring's or a peer's connections) is cut over `parts` >= 2 channels whose connections
+// are all GPU P2P (the host proxies of SHM and NET read sizes[] as byte counts), its shares are
 // at least minShare bytes (BRAID_P2P_BALANCE_BYTES, rank 0's; 0: never) and run SIMPLE. The receiver takes chunks in
 // any order, so how the sender deals them out is its own choice: its launch's first kP2pMaxBalanced balanced sends
 // claim (DeviceState::p2pClaims holds that many counter pairs, each zeroed again by the last CTA that used it), and

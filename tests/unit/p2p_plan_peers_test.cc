@@ -740,9 +740,11 @@ TEST(P2pPlanPeers, PeerChannelsAsDocumented) {
   EXPECT_EQ(p2pPeerChannels(4, 64, -1, 0), 10);
   EXPECT_EQ(p2pPeerChannels(8, 64, -1, 0), 4);
   EXPECT_EQ(p2pPeerChannels(16, 64, -1, 0), 2);
-  EXPECT_EQ(p2pPeerChannels(64, 64, -1, 0), 2);
+  EXPECT_EQ(p2pPeerChannels(48, 64, -1, 0), 2);
+  EXPECT_EQ(p2pPeerChannels(64, 64, -1, 0), 1);  // 2 a peer would pass one launch's 192 CTAs
   for (int n = 2; n <= 16; ++n) {
     const int others = n > 2 ? n - 1 : 1;
+    const int fit = std::max(1, (kP2pLaunchCtas - 1) / (2 * others));  // every peer both ways and a copy CTA
     for (int nch : {1, 2, 3, 8, 32, 64}) {
       const int dflt = std::min(nch, std::max(2, std::min(16, 32 / others)));
       EXPECT_EQ(p2pPeerChannels(n, nch, -1, 0), dflt) << n << " ranks, " << nch << " channels";
@@ -754,10 +756,10 @@ TEST(P2pPlanPeers, PeerChannelsAsDocumented) {
         EXPECT_LE(v, dflt) << n << " ranks, bound " << bound;
       }
       for (int forced : {1, 2, 3, 5, 16, 17, 40, 64}) {
-        EXPECT_EQ(p2pPeerChannels(n, nch, -1, forced), std::min(forced, nch)) << n << " ranks, forced " << forced;
+        EXPECT_EQ(p2pPeerChannels(n, nch, -1, forced), std::min({forced, nch, fit})) << n << " ranks, forced " << forced;
         for (int bound : {8, 24, 192})
           EXPECT_EQ(p2pPeerChannels(n, nch, bound, forced),
-                    std::max(1, std::min({forced, nch, std::max(1, bound / (2 * (n - 1)))})))
+                    std::max(1, std::min({forced, nch, fit, std::max(1, bound / (2 * (n - 1)))})))
               << n << " ranks, forced " << forced << ", bound " << bound;
       }
     }
@@ -960,13 +962,11 @@ TEST(P2pPlanPeers, ChecksCatchBrokenPlans) {
   }
 }
 
-// Open (disabled: run with --gtest_also_run_disabled_tests). p2pPeerChannels bounds the peers' connections by a
-// CTA bound but not by the launch (kMaxP2pCtas = 192): a forced BRAID_P2P_PEER_CHANNELS (documented 1 to 64), or
-// the floor of kP2pMinPeerChannels = 2 from 49 ranks, gives a single collective more CTAs than one launch has, and
-// launchP2p refuses it ("split the group", which a collective cannot be). Where the ranks' counts differ (a
-// gather's root and the others, peers on different transports) some ranks refuse and the rest launch and wait for
-// them.
-TEST(P2pPlanPeers, DISABLED_EveryCollectiveFitsOneLaunchWhateverThePeerChannels) {
+// A single collective always fits one launch (kMaxP2pCtas = 192), whatever BRAID_P2P_PEER_CHANNELS forces (1 to
+// 64) and from 49 ranks on, where the floor of 2 channels a peer would not: launchP2p would refuse it ("split the
+// group", which a collective cannot be), and where the ranks' counts differ (a gather's root and the others, peers
+// on different transports) some ranks would refuse while the rest launch and wait for them.
+TEST(P2pPlanPeers, EveryCollectiveFitsOneLaunchWhateverThePeerChannels) {
   const size_t kMiB = size_t(1) << 20;
   struct Case {
     int n, forced;

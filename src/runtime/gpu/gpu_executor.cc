@@ -656,6 +656,7 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
   in.balanceMinShare = st_->p2pBalanceBytes;
   in.channelBytes = st_->p2pChannelBytes;
   in.maxCtas = kMaxP2pCtas;
+  static_assert(kMaxP2pCtas == kP2pLaunchCtas, "p2pPeerChannels sizes collectives to the launch");
   in.maxBlocks = kMaxP2pTableBlocks;
   w.connPeer.clear();
   size_t nConns = 0, nTransfers = copies.size();
