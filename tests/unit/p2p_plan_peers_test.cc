@@ -12,7 +12,7 @@
 //   4. every rank finishes in a model of the whole communicator where a send block completes only together with
 //      its receive block (a rendezvous: no FIFO room at all), CTAs resident a few at a time in launch order;
 // and p2pPeerChannels as documented. The checkers return their problems rather than fail, so the self-tests at
-// the end show each can fail on a plan broken on purpose. One open problem is kept as a disabled test (the last).
+// the end show each can fail on a plan broken on purpose; the last test sizes collectives to one launch.
 // (Two ranks in detail: p2p_plan_test.cc, p2p_plan_progress_test.cc.)
 #include <gtest/gtest.h>
 
