@@ -4,6 +4,7 @@
 #include "device/coll_kernel.cuh"
 #include "device/dev_kernels.h"
 #include "device/dev_variants.h"
+#include "device/one_shot_peers.cuh"
 
 namespace braid {
 
@@ -220,6 +221,18 @@ const void* lowLatencyKernel(CollType coll, ncclDataType_t dtype, RedKind kind) 
 const void* devCollKernelLL(CollType coll, ncclDataType_t dtype, RedKind kind) {
   return lowLatencyKernel<kDevProtoLL>(coll, dtype, kind);
 }
+const void* devOneShotPeersKernel(ncclDataType_t dtype, RedKind kind) {
+  if (kind != RedKind::Sum) return nullptr;
+  switch (dtype) {
+    case ncclFloat32: return reinterpret_cast<const void*>(&oneShotPeersKernel<float, FuncSum<float>>);
+#ifndef BRAID_KERNELS_MINIMAL
+    case ncclFloat16: return reinterpret_cast<const void*>(&oneShotPeersKernel<Half, FuncSum<Half>>);
+    case ncclBfloat16: return reinterpret_cast<const void*>(&oneShotPeersKernel<BFloat16, FuncSum<BFloat16>>);
+#endif
+    default: return nullptr;
+  }
+}
+
 const void* devCollKernelLL128(CollType coll, ncclDataType_t dtype, RedKind kind) {
   return lowLatencyKernel<kDevProtoLL128>(coll, dtype, kind);
 }
@@ -257,7 +270,8 @@ cudaError_t devPreloadKernels() {
     for (RedKind k : kinds) {
       const void* f = devCollKernel(CollType::AllReduce, t, k);  // one kernel serves all three reducing colls
       if (f && (e = cudaFuncGetAttributes(&attr, f)) != cudaSuccess) return e;
-      for (const void* l : {devCollKernelLL(CollType::AllReduce, t, k), devCollKernelLL128(CollType::AllReduce, t, k)})
+      for (const void* l : {devCollKernelLL(CollType::AllReduce, t, k), devCollKernelLL128(CollType::AllReduce, t, k),
+                            devOneShotPeersKernel(t, k)})
         if (l && (e = cudaFuncGetAttributes(&attr, l)) != cudaSuccess) return e;
     }
   }

@@ -19,6 +19,9 @@ const void* devP2pKernel(int maxBlocks);
 const void* devP2pTableFillKernel();
 // The LL-protocol kernel for the same arguments, or nullptr where this build has none (then SIMPLE).
 const void* devCollKernelLL(CollType coll, ncclDataType_t dtype, RedKind kind);
+// The one-shot all-reduce of more than two ranks on LL (kDevAllReduceOneShotPeers; the LL kernels' variants), or
+// nullptr.
+const void* devOneShotPeersKernel(ncclDataType_t dtype, RedKind kind);
 // The LL128-protocol kernel (the same variants as LL), or nullptr.
 const void* devCollKernelLL128(CollType coll, ncclDataType_t dtype, RedKind kind);
 // Loads every kernel of this build on the current device (cudaFuncGetAttributes forces CUDA's lazy

@@ -121,8 +121,13 @@ enum DevColl : int32_t {
   // CTA nChannels + c receives and reduces it, so the link and the reduction overlap (2 x nChannels CTAs;
   // SIMPLE only, and only where a channel's share fits its FIFO, so no sending CTA waits on a receiving one;
   // in place, CollLaunchArgs::splitGuard orders each chunk's read before its overwrite).
-  kDevAllReduceOneShotSplit = 6
+  kDevAllReduceOneShotSplit = 6,
+  // The one-shot all-reduce of 3 to kDevMaxOneShotPeers + 1 ranks, on LL (one_shot_peers.cuh): every rank writes
+  // its input into every peer's LL slots and reduces all n inputs in rank order (CollLaunchArgs::peerConns).
+  kDevAllReduceOneShotPeers = 7
 };
+// The most peers the one-shot of kDevAllReduceOneShotPeers reaches (a GPU node of 8).
+constexpr int kDevMaxOneShotPeers = 7;
 
 #if defined(__CUDACC__)
 // First thing in every collective and p2p kernel: wait until the stream's previous kernel has ended and its
@@ -164,6 +169,9 @@ struct CollLaunchArgs {
   // pointers: ~100 B of parameters instead of 1.1 KiB per launch (graph replays 0.05-0.2 us faster on 2xH200).
   DevConn* ringConns;
   int32_t ringStride;
+  // kDevAllReduceOneShotPeers: channel c's connection pair with its j-th peer (rank order, this rank left out) is
+  // peerConns[(c * (nranks - 1) + j) * 2] (send) and [... + 1] (receive); device memory, fixed once built.
+  DevConn* const* peerConns;
   int32_t pdlTrigger;  // 1: each CTA lets the stream's next kernel launch at once (it waits for this one to end)
 };
 

@@ -35,6 +35,9 @@ struct Offer {
   uint32_t p2pBalanceBytes;
   int32_t maxP2pCtas;  // -1: unbounded
   int32_t p2pPeerChannels;
+  uint32_t peersReachable;
+  uint32_t peersShm;
+  uint32_t oneShotPeersBytes;
 };
 }  // namespace
 
@@ -52,6 +55,9 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.p2pPieces = facts.p2pPieces;
   mine.p2pBalanceBytes = facts.p2pBalanceBytes;
   mine.p2pPeerChannels = facts.p2pPeerChannels;
+  mine.peersReachable = facts.peersReachable;
+  mine.peersShm = facts.peersShm;
+  mine.oneShotPeersBytes = facts.oneShotPeersBytes;
   mine.clusterRing = facts.clusterRing;
   mine.clusterThree = facts.clusterThree;
   mine.p2pPair = facts.p2pPair;
@@ -82,6 +88,9 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.p2pPieces = all[0].p2pPieces;
   f.p2pBalanceBytes = all[0].p2pBalanceBytes;
   f.p2pPeerChannels = all[0].p2pPeerChannels;
+  f.oneShotPeersBytes = all[0].oneShotPeersBytes;
+  f.peersReachable = 1;
+  f.peersShm = 0;
   out.buffSize = all[0].buffSize;
   out.pipelineSteps = all[0].pipelineSteps;
   out.oneShotSplit = all[0].oneShotSplit != 0;
@@ -95,6 +104,8 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     f.clusterRing &= o.clusterRing;
     f.clusterThree &= o.clusterThree;
     f.p2pPair &= o.p2pPair;
+    f.peersReachable &= o.peersReachable;
+    f.peersShm |= o.peersShm;
     f.transport = std::max(f.transport, o.transport);
     out.minChannels = std::max(out.minChannels, o.minChannels);
     out.maxCtas = static_cast<int>(foldBounds(out.maxCtas, o.maxCtas));
@@ -103,7 +114,8 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
              o.pipelineSteps != own.pipelineSteps || o.oneShotSplit != own.oneShotSplit || o.maxCtas != own.maxCtas ||
              o.maxP2pCtas != own.maxP2pCtas || o.tunerOn != own.tunerOn || o.p2pLlThreshold != own.p2pLlThreshold ||
              o.p2pChannelBytes != own.p2pChannelBytes || o.p2pPieces != own.p2pPieces ||
-             o.p2pBalanceBytes != own.p2pBalanceBytes || o.p2pPeerChannels != own.p2pPeerChannels;
+             o.p2pBalanceBytes != own.p2pBalanceBytes || o.p2pPeerChannels != own.p2pPeerChannels ||
+             o.oneShotPeersBytes != own.oneShotPeersBytes;
     for (int c = 0; c < kNumCollTypes; ++c) {
       out.protos.mask[c] &= o.protos[c];
       out.algos.mask[c] &= o.algos[c];

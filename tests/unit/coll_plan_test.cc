@@ -132,3 +132,50 @@ TEST(CollPlan, ProtocolsWithoutKernelsAreNeverPlanned) {
     EXPECT_NE(q.proto, Proto::Simple) << count << " floats: small all-reduces run LL or LL128 where they can";
   }
 }
+
+// More than two ranks: small all-reduces take the one-shot over every peer (kDevAllReduceOneShotPeers) on LL,
+// one channel per 8 KiB up to the agreed cap; past BRAID_ONESHOT_PEERS_BYTES, without the LL kernel, where init
+// found a peer it cannot reach so (oneShotPeersBytes 0), for other collectives, or where NCCL_ALGO leaves out
+// OneShot or NCCL_PROTO leaves out LL, the ring.
+TEST(CollPlan, OneShotOfMoreRanksForSmallAllReduces) {
+  CollPlanFacts f = nvlinkPair();
+  f.nranks = 4;
+  f.oneShotPeersBytes = 65536;
+  f.oneShotPeerChannels = 10;
+  std::vector<char> mem(size_t(1) << 20);
+  const uint32_t ll = 1u << static_cast<int>(Proto::LL);
+  {
+    CollPlanner planner(f);
+    for (size_t bytes : {size_t(4), size_t(4096), size_t(8192), size_t(8196), size_t(40000), size_t(65536)}) {
+      const CollPlan p = planner.plan(allReduce(bytes / 4, mem.data(), mem.data()), kAllProtos);
+      EXPECT_EQ(p.devColl, kDevAllReduceOneShotPeers) << bytes;
+      EXPECT_EQ(p.proto, Proto::LL) << bytes;
+      EXPECT_EQ(p.nChannels, std::min<int>(10, static_cast<int>((bytes + 8191) / 8192))) << bytes;
+      EXPECT_EQ(p.nCta, p.nChannels) << bytes;
+      EXPECT_GT(p.predictedUs, 0) << bytes;
+    }
+    EXPECT_NE(planner.plan(allReduce(65540 / 4, mem.data(), mem.data()), kAllProtos).devColl, kDevAllReduceOneShotPeers);
+    EXPECT_NE(planner.plan(allReduce(1024, mem.data(), mem.data()), 0).devColl, kDevAllReduceOneShotPeers)
+        << "no LL kernel for the op";
+    OpDesc rs = allReduce(1024, mem.data(), mem.data());
+    rs.coll = CollType::ReduceScatter;
+    EXPECT_NE(planner.plan(rs, kAllProtos).devColl, kDevAllReduceOneShotPeers);
+  }
+  // The cap is the agreed one (SHM peers: 4).
+  f.oneShotPeerChannels = 4;
+  EXPECT_EQ(CollPlanner(f).plan(allReduce(16384, mem.data(), mem.data()), ll).nChannels, 4);
+  f.oneShotPeerChannels = 10;
+  // Unreachable peers, two ranks, or the user's NCCL_ALGO / NCCL_PROTO: the ring.
+  CollPlanFacts off = f;
+  off.oneShotPeersBytes = 0;
+  EXPECT_EQ(CollPlanner(off).plan(allReduce(1024, mem.data(), mem.data()), ll).devColl, kDevAllReduce);
+  CollPlanFacts two = f;
+  two.nranks = 2;
+  EXPECT_NE(CollPlanner(two).plan(allReduce(1024, mem.data(), mem.data()), ll).devColl, kDevAllReduceOneShotPeers);
+  CollPlanFacts ring = f;
+  ring.tuning.algos.mask[static_cast<int>(CollType::AllReduce)] = 1u << static_cast<int>(Algo::Ring);
+  EXPECT_EQ(CollPlanner(ring).plan(allReduce(1024, mem.data(), mem.data()), ll).devColl, kDevAllReduce);
+  CollPlanFacts simple = f;
+  simple.tuning.protos.mask[static_cast<int>(CollType::AllReduce)] = 1u << static_cast<int>(Proto::Simple);
+  EXPECT_EQ(CollPlanner(simple).plan(allReduce(1024, mem.data(), mem.data()), ll).devColl, kDevAllReduce);
+}

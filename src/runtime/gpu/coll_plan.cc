@@ -79,6 +79,19 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
     return f_.transport == TransportClass::P2pNvlink &&
            oneShotSplitRuns(cfg, op.count, esize, nChannels, cap, f_.ringStepBytes, f_.ringSteps);
   };
+  // The one-shot of more than two ranks (one_shot_peers.cuh): small all-reduces where every peer is reached over
+  // P2P or SHM and this build has the LL kernel. Every rank reduces in rank order, so any reduction gives every
+  // rank the same bits. A size rule (BRAID_ONESHOT_PEERS_BYTES), as the cost model has no row for it yet;
+  // NCCL_ALGO without OneShot or NCCL_PROTO without LL keep the ring.
+  if (op.coll == CollType::AllReduce && f_.nranks > 2 && f_.oneShotPeersBytes > 0 && bytes <= f_.oneShotPeersBytes &&
+      (lowLatency & bit(Proto::LL)) && (cfg.algos.mask[c] & bit(Algo::OneShot)) && (asked & bit(Proto::LL))) {
+    plan.devColl = kDevAllReduceOneShotPeers;
+    plan.proto = Proto::LL;
+    plan.nChannels = plan.nCta = oneShotPeersChannels(bytes, f_.oneShotPeerChannels);
+    plan.predictedUs =
+        predictUs(makeTuneRequest(op, f_.nranks, f_.transport), Algo::OneShot, Proto::LL, plan.nChannels, 0);
+    return plan;
+  }
   if (f_.tunerOn) {
     TuneRequest req = makeTuneRequest(op, f_.nranks, f_.transport);
     req.algosAvailable = algos;

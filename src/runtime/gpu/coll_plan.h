@@ -5,6 +5,7 @@
 // without a GPU.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -26,6 +27,10 @@ struct CollPlanFacts {
   bool ll128Path = false;     // every rank's ring is NVLink P2P with LL128 slots on sm_90+, agreed
   bool clusterRing = false;   // every rank's ring launches in thread-block clusters, agreed
   bool clusterThree = false;  // ... in clusters of 3 on 24-32 channels, agreed
+  // The one-shot of more than two ranks (kDevAllReduceOneShotPeers): all-reduces up to this many bytes (0: never;
+  // every peer of every rank over P2P or SHM), on at most oneShotPeerChannels channels; agreed.
+  size_t oneShotPeersBytes = 0;
+  int oneShotPeerChannels = 1;
   // This rank's launch settings (launch_attrs.h): they shape the grid, not the FIFO steps.
   int cluster = 0;  // clusterSetting, 0: none
   bool clusterUserSet = false;
@@ -34,6 +39,14 @@ struct CollPlanFacts {
   uint32_t ringStepBytes = 0;
   uint32_t ringSteps = 0;
 };
+
+// The one-shot of more than two ranks: its channels for `bytes` (one per kOneShotPeersChannelBytes, at least 1,
+// at most maxChannels), so each CTA's threads hold a few lines each.
+constexpr size_t kOneShotPeersChannelBytes = size_t(8) << 10;
+inline int oneShotPeersChannels(size_t bytes, int maxChannels) {
+  const size_t want = (bytes + kOneShotPeersChannelBytes - 1) / kOneShotPeersChannelBytes;
+  return static_cast<int>(std::max<size_t>(1, std::min<size_t>(want, static_cast<size_t>(std::max(1, maxChannels)))));
+}
 
 struct CollPlan {
   int32_t devColl = kDevAllReduce;  // the kernel's schedule (DevColl), the split one-shot included

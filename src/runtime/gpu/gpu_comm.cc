@@ -45,6 +45,7 @@ DeviceState::~DeviceState() {
   for (auto& kv : p2pSend) cudaFree(kv.second);
   for (auto& kv : p2pRecv) cudaFree(kv.second);
   if (ringConns) cudaFree(ringConns);
+  if (oneShotPeers) cudaFree(oneShotPeers);
   if (splitGuard) cudaFree(splitGuard);
   if (p2pClaims) cudaFree(p2pClaims);
   if (statusHost) cudaFreeHost(statusHost);
@@ -258,6 +259,18 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   facts.p2pPieces = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(params::P2pPieces(), 64)));
   facts.p2pPair = p2pCanPair(st->nThreads) ? 1u : 0u;
   facts.p2pPeerChannels = static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(params::P2pPeerChannels(), 64)));
+  // The one-shot of more than two ranks writes into every peer's LL slots: every peer over P2P or SHM (their
+  // kinds are pure functions of the two ranks, known before any connection).
+  facts.oneShotPeersBytes =
+      static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(params::OneShotPeersBytes(), int64_t(1) << 30)));
+  facts.peersReachable = comm->nranks > 2 && comm->nranks - 1 <= kDevMaxOneShotPeers && comm->conns ? 1u : 0u;
+  for (int p = 0; facts.peersReachable && p < comm->nranks; ++p) {
+    if (p == comm->rank) continue;
+    TransportKind kind;
+    BRAID_CHECK(comm->conns->kindFor(p, &kind));
+    if (kind == TransportKind::Shm) facts.peersShm = 1;
+    if (kind != TransportKind::P2p && kind != TransportKind::Shm) facts.peersReachable = 0;
+  }
   facts.p2pBalanceBytes =
       static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(params::P2pBalanceBytes(), 1 << 30)));
   // Programmatic launches need kernels that wait for their predecessor: the PTX they came from decides (every
@@ -326,6 +339,11 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->p2pBalanceBytes = agreed.p2pBalanceBytes;
   st->p2pPair = agreed.p2pPair != 0;
   st->p2pPeerChannels = p2pPeerChannels(comm->nranks, st->nChannels, p2pMaxCtas(st->tuning), agreed.p2pPeerChannels);
+  // The one-shot's channels: each needs a connection pair with every peer (the ring's, or the peer's p2p ones).
+  st->oneShotPeersBytes = agreed.peersReachable && st->llPath ? agreed.oneShotPeersBytes : 0;
+  st->oneShotPeerChannels = std::max(
+      1, std::min(st->nChannels, p2pChannelsOn(agreed.peersShm ? TransportKind::Shm : TransportKind::P2p,
+                                               st->p2pPeerChannels)));
   if (comm->conns) comm->conns->setP2pChannels(st->p2pPeerChannels);
   st->clusterRing = agreed.clusterRing != 0;
   st->clusterThree = agreed.clusterThree != 0;

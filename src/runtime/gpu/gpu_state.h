@@ -53,6 +53,19 @@ class DeviceGuard {
   int prev_ = -1;
 };
 
+// Lets this thread make allocation calls while it (or, in global mode, any thread) captures a graph: for
+// buffers made once, on first use, that no capture involves (the p2p table, the one-shot's connection table).
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 class DeviceState {
  public:
   ~DeviceState();
@@ -94,6 +107,9 @@ class DeviceState {
   bool clusterRing = false;          // every rank's ring launches clustered (TuningFacts::clusterRing, agreed)
   bool clusterThree = false;         // ... in clusters of 3 on 24-32 channels (TuningFacts::clusterThree, agreed)
   int p2pPeerChannels = 1;            // a peer's p2p connections and a collective's cap at n > 2 (p2pPeerChannels)
+  uint32_t oneShotPeersBytes = 0;    // all-reduce up to this runs the one-shot of > 2 ranks (0: never; agreed)
+  int oneShotPeerChannels = 1;       // ... on at most this many channels (agreed)
+  DevConn** oneShotPeers = nullptr;  // device memory: its connection table (CollLaunchArgs::peerConns), built lazily
   int p2pCopyCtas = 32;              // BRAID_P2P_COPY_CTAS, this rank's (read at init: getenv is no per-call cost)
 
 

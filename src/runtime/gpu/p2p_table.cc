@@ -10,23 +10,6 @@
 #include "runtime/gpu/gpu_state.h"  // BRAID_CUDA_CHECK
 
 namespace braid {
-namespace {
-
-// Lets this thread make allocation calls while it (or, in global mode, any thread) captures a graph: the
-// buffer is allocated on a stream of its own that no capture involves.
-class RelaxedCapture {
- public:
-  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
-  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
-  RelaxedCapture(const RelaxedCapture&) = delete;
-  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
-
- private:
-  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
-};
-
-}  // namespace
-
 P2pTableStore::~P2pTableStore() {
   outgrown_.push_back(buf_);
   for (void* p : outgrown_)

@@ -1,0 +1,201 @@
+// The one-shot all-reduce of more than two ranks on LL (kDevAllReduceOneShotPeers): every rank writes its input
+// straight into every peer's LL slots and reduces what every peer wrote into its own, so a small all-reduce takes
+// one hop where the ring takes 2 (n - 1). Channel c of the launch uses, per peer, the connection pair
+// CollLaunchArgs::peerConns lists for it: the ring's for the neighbours' directions, the peer's p2p connections
+// for the others (GpuExecutor::oneShotPeersTable). Every rank reduces the n inputs in rank order, so every rank
+// stores the same bits whatever the reduction. Included by dev_kernels.cu, which instantiates it next to the LL
+// collective kernels (the same (type, reduction) variants).
+#pragma once
+
+#include "algo/ll_protocol.h"
+#include "algo/ring_split.h"
+#include "device/coll_kernel.cuh"
+#include "device/dev_work.h"
+#include "device/prims_ll.h"
+
+#ifdef __CUDACC__
+
+namespace braid {
+
+// One CTA's share of the one-shot: steps of one LL slot to and from every peer.
+template <typename T, typename Fn>
+class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
+  using Base = DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn>;
+  friend Base;
+  using typename Base::Line;
+  using Base::fn_;
+  using Base::in_;
+  using Base::load;
+  using Base::nthreads_;
+  using Base::out_;
+  using Base::pre;
+  using Base::reduce;
+  using Base::st_;
+  using Base::store;
+  using Base::tid_;
+
+ public:
+  // sh: the peers' connection pairs, in rank order without this rank (`self` ranks below it).
+  __device__ DevOneShotPeersLL(PrimsShared* sh, int nPeers, int self, const T* in, T* out, const Fn& fn,
+                               DevStatus* st)
+      : Base(sh, in, out, fn, st), peers_(sh), nPeers_(nPeers), self_(self) {}
+
+  // Elements [off, off + count) of the op, in steps of stepElems (one LL slot).
+  __device__ void run(size_t off, size_t count, size_t stepElems) {
+    uint64_t sStep[kDevMaxOneShotPeers], rStep[kDevMaxOneShotPeers];
+#pragma unroll
+    for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
+      sStep[j] = j < nPeers_ ? peers_[j].send.step : 0;
+      rStep[j] = j < nPeers_ ? peers_[j].recv.step : 0;
+    }
+    for (size_t done = 0; done < count && !stopped(); done += stepElems) {
+      const size_t n = minSize(stepElems, count - done);
+      if (tid_ == 0) {
+        for (int j = 0; j < nPeers_; ++j) {
+          DevConn& c = peers_[j].send;
+          if (!devWaitSend(st_, c, sStep[j])) {
+            peers_[j].stop = 1;
+            break;
+          }
+          // After the credit: the receiver reads this slot's size for this step only (kDevLlStepMark).
+          if (c.sizes) stVolatile32(c.sizes + sStep[j] % c.nSteps, static_cast<int32_t>(n * sizeof(T) | kDevLlStepMark));
+        }
+      }
+      __syncthreads();
+      if (!stopped()) step(in_ + off + done, out_ + off + done, n, sStep, rStep);
+      __syncthreads();
+      if (tid_ == 0 && !stopped())
+        for (int j = 0; j < nPeers_; ++j) stRelaxedSys(peers_[j].recv.head, rStep[j] + 1);
+#pragma unroll
+      for (int j = 0; j < kDevMaxOneShotPeers; ++j) ++sStep[j], ++rStep[j];
+    }
+    __syncthreads();
+    if (tid_ == 0) {
+      for (int j = 0; j < nPeers_; ++j) {
+        peers_[j].send.step = sStep[j];
+        peers_[j].recv.step = rStep[j];
+      }
+    }
+  }
+
+  // Any peer's wait ended the CTA's work (abort, timeout, a dead peer, an earlier error).
+  __device__ bool stopped() const {
+    for (int j = 0; j < nPeers_; ++j)
+      if (*reinterpret_cast<volatile const int*>(&peers_[j].stop)) return true;
+    return false;
+  }
+
+ private:
+  __device__ __forceinline__ static char* slot(const DevConn& c, uint64_t step) {
+    return c.llBuff + (step % c.nSteps) * static_cast<size_t>(c.llSlotBytes);
+  }
+  __device__ __forceinline__ bool poll(int j, const char* line, uint32_t flag, uint64_t step, uint64_t* payload) {
+    int spins = 0;
+    DevWaitClock clock;
+    while (!llTryLoadLine(line, flag, payload)) {
+      if (++spins == 1024) {
+        spins = 0;
+        if (devPollMustStop(&peers_[j], st_, peers_[j].recv.peer, &clock,
+                            [&] { return llTryLoadLine(line, flag, payload); }, step))
+          return false;
+      }
+    }
+    return true;
+  }
+  // One step: each thread sends its lines to every peer, then reduces the peers' lines with its own in rank
+  // order. Sending before waiting means no rank's step waits on another's wait.
+  __device__ void step(const T* src, T* dst, size_t n, const uint64_t* sStep, const uint64_t* rStep) {
+    const size_t lines = llLines(n * sizeof(T));
+    for (size_t i = tid_; i < lines; i += nthreads_) {
+      const uint64_t own = pre(load(src, n, i));
+#pragma unroll
+      for (int j = 0; j < kDevMaxOneShotPeers; ++j)
+        if (j < nPeers_) llStoreLine(slot(peers_[j].send, sStep[j]) + i * kLlLineBytes, own, llFlag(sStep[j]));
+      LlLine got[kDevMaxOneShotPeers];
+#pragma unroll
+      for (int j = 0; j < kDevMaxOneShotPeers; ++j)
+        if (j < nPeers_) got[j] = llLoadLine(slot(peers_[j].recv, rStep[j]) + i * kLlLineBytes);
+      uint64_t word[kDevMaxOneShotPeers];
+      bool ok = true;
+#pragma unroll
+      for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
+        if (j >= nPeers_ || !ok) break;
+        const uint32_t flag = llFlag(rStep[j]);
+        if (!llLineReady(got[j], flag, &word[j]) &&
+            !poll(j, slot(peers_[j].recv, rStep[j]) + i * kLlLineBytes, flag, rStep[j], &word[j]))
+          ok = false;
+      }
+      if (!ok) return;
+      // Rank order: this rank's word goes before peer j's where j == self_ (peers below it come first).
+      uint64_t acc = 0;
+      bool started = false;
+#pragma unroll
+      for (int j = 0; j <= kDevMaxOneShotPeers; ++j) {
+        if (j == self_) acc = started ? reduce(acc, own, false) : own, started = true;
+        if (j < nPeers_) acc = started ? reduce(acc, word[j], false) : word[j], started = true;
+      }
+      if constexpr (Fn::kHasPost) {
+        Line l;
+        l.u = acc;
+#pragma unroll
+        for (int k = 0; k < Base::kPerLine; ++k) l.e[k] = fn_.post(l.e[k]);
+        acc = l.u;
+      }
+      store(dst, n, i, acc);
+    }
+  }
+
+  PrimsShared* peers_;
+  int nPeers_;
+  int self_;
+};
+
+template <typename T, typename Fn>
+__global__ void __launch_bounds__(kDevLaunchMax, 1) oneShotPeersKernel(const CollLaunchArgs args) {
+  __shared__ PrimsShared sh[kDevMaxOneShotPeers];
+  devAwaitPreviousKernel();
+  if (args.pdlTrigger) devLetNextKernelLaunch();
+  const int nPeers = args.nranks - 1;
+  const int ch = blockIdx.x;
+  if (ch >= args.nChannels || nPeers < 1 || nPeers > kDevMaxOneShotPeers) return;
+  DevConn* const* conns = args.peerConns + static_cast<size_t>(ch) * nPeers * 2;
+  if (static_cast<int>(threadIdx.x) < nPeers) {
+    PrimsShared& s = sh[threadIdx.x];
+    s.reset();
+    s.send = *conns[2 * threadIdx.x];
+    s.recv = *conns[2 * threadIdx.x + 1];
+  }
+  __syncthreads();
+  const Fn fn = DevMakeFn<Fn>::make(args);
+  const T* in = static_cast<const T*>(args.sendbuff);
+  T* out = static_cast<T*>(args.recvbuff);
+  // LL flag-wrap cleaning where due (prims_ll.h): every peer's send direction before any receive direction.
+  for (int dir = 0; dir < 2; ++dir) {
+    for (int j = 0; j < nPeers; ++j) {
+      DevPrimsLL<T, Fn> p(&sh[j], in, out, fn, args.status);
+      p.begin(dir == 0, dir == 1);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        if (dir == 0) sh[j].send.step = p.sendStep(), sh[j].send.llLastClean = p.sendLastClean();
+        else sh[j].recv.step = p.recvStep(), sh[j].recv.llLastClean = p.recvLastClean();
+      }
+      __syncthreads();
+    }
+  }
+  DevOneShotPeersLL<T, Fn> prims(sh, nPeers, args.rank, in, out, fn, args.status);
+  const size_t stepElems = chunkElemsFor(static_cast<uint32_t>(llSlotDataBytes(sh[0].send.llSlotBytes)), sizeof(T));
+  const ElemRange r = channelRange(args.count, args.nChannels, ch, alignElemsFor(stepElems, sizeof(T)));
+  if (r.count != 0 && !prims.stopped()) prims.run(r.offset, r.count, stepElems);
+  __syncthreads();
+  if (static_cast<int>(threadIdx.x) < nPeers) {
+    const PrimsShared& s = sh[threadIdx.x];
+    conns[2 * threadIdx.x]->step = s.send.step;
+    conns[2 * threadIdx.x]->llLastClean = s.send.llLastClean;
+    conns[2 * threadIdx.x + 1]->step = s.recv.step;
+    conns[2 * threadIdx.x + 1]->llLastClean = s.recv.llLastClean;
+  }
+}
+
+}  // namespace braid
+
+#endif  // __CUDACC__
