@@ -125,6 +125,27 @@ TEST(TuningAgreement, P2pPairingOnlyWhereEveryRankCan) {
   }
 }
 
+// The one-shot of more than two ranks: every rank reaches every peer over P2P or SHM (AND), the channels follow any
+// rank's SHM peer (OR), and the byte threshold and peer channels are rank 0's, so all plan it alike.
+TEST(TuningAgreement, OneShotOverPeersAgreedAcrossRanks) {
+  for (int odd : {-1, 0, 2}) {
+    const AgreedAll got = agreeAll(3, [odd](int r) {
+      Offered o = offerOf(r);
+      o.facts.peersReachable = r == odd ? 0u : 1u;
+      o.facts.peersShm = r == odd ? 1u : 0u;
+      o.facts.oneShotPeersBytes = 1000u * static_cast<uint32_t>(r + 1);
+      o.facts.p2pPeerChannels = 5 + r;
+      return o;
+    });
+    for (const TuningFacts& f : got.facts) {
+      EXPECT_EQ(f.peersReachable, odd < 0 ? 1u : 0u) << odd;
+      EXPECT_EQ(f.peersShm, odd < 0 ? 0u : 1u) << odd;
+      EXPECT_EQ(f.oneShotPeersBytes, 1000u) << odd;
+      EXPECT_EQ(f.p2pPeerChannels, 5) << odd;
+    }
+  }
+}
+
 // Clusters of 3 likewise: one rank in clusters of 4 (its user set the size, or 3 did not fit) turns the fact
 // off for every rank, so all keep the unsplit one-shot where clusters of 4 lose (tuner_model.def).
 TEST(TuningAgreement, ClustersOfThreeOnlyWhereEveryRankHasThem) {
