@@ -4,18 +4,20 @@
 #
 #   core       errors, logging, parameters, sockets, waits, bootstrap
 #   algo       the schedules and formats shared by host and device code (ring, p2p cut, LL/LL128 lines)
+#   topology   the machine: GPUs, PCI tree, CPUs, NICs, NVLink; NCCL's topology XML; paths and ring search
 #   transport  connections: P2P, SHM, NET (progress engine + socket backend)
 #   tuner      the cost model and the choice of algorithm, protocol and channels
 #   device     CUDA kernels and their primitives
 #   runtime    the communicator, groups, the plan, the executor interface and its host and GPU executors
 #   api        the C entry points
-set(BRAID_LAYERS core algo transport tuner device runtime api)
+set(BRAID_LAYERS core algo topology transport tuner device runtime api)
 set(BRAID_LAYER_DEPS_core "")
 set(BRAID_LAYER_DEPS_algo core)
-set(BRAID_LAYER_DEPS_transport core algo)
+set(BRAID_LAYER_DEPS_topology core)
+set(BRAID_LAYER_DEPS_transport core algo topology)
 set(BRAID_LAYER_DEPS_tuner core algo)
 set(BRAID_LAYER_DEPS_device algo)
-set(BRAID_LAYER_DEPS_runtime core algo transport tuner device)
+set(BRAID_LAYER_DEPS_runtime core algo topology transport tuner device)
 set(BRAID_LAYER_DEPS_api core algo runtime)
 
 # A layer may only use layers listed before it: the order above is the dependency order.
