@@ -175,6 +175,25 @@ TEST(TopoXml, MissingFileIsNamed) {
   clearPendingError();
 }
 
+TEST(TopoXml, UnreadableFileIsNamed) {
+  // A directory opens but cannot be read: that must not pass as an empty file.
+  clearPendingError();
+  XmlNode root;
+  EXPECT_EQ(readXmlFile("/tmp", &root), ncclInvalidArgument);
+  EXPECT_EQ(pendingError().rfind("/tmp: cannot read the file", 0), 0u) << pendingError();
+  clearPendingError();
+}
+
+TEST(TopoXml, ByteOrderMarkIsSkipped) {
+  XmlNode root;
+  ASSERT_EQ(parseXml("\xEF\xBB\xBF<?xml version=\"1.0\"?>\n<system version=\"1\"/>\n", "bom.xml", &root), ncclSuccess)
+      << pendingError();
+  EXPECT_EQ(root.name, "system");
+  EXPECT_EQ(root.line, 2);
+  // Only first: elsewhere those bytes are text.
+  EXPECT_EQ(parseError("<a>\xEF\xBB\xBF</a>").rfind("inline.xml:1: text inside: <a>", 0), 0u);
+}
+
 TEST(TopoXml, FileWriteAndReadBack) {
   char dir[] = "/tmp/braid_topo_xml_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
