@@ -17,6 +17,7 @@
 
 #include "core/result.h"
 #include "topology/topo_detect.h"
+#include "topology/topology.h"
 #include "topology/topo_nvml.h"
 #include "topology/topo_xml.h"
 
@@ -244,6 +245,13 @@ TEST(TopoDetect, TwoSocketHostGivesNcclSchema) {
   ASSERT_EQ(parseXml(text, "detected", &parsed), ncclSuccess) << pendingError();
   EXPECT_EQ(writeXml(parsed), text);
   EXPECT_EQ(countElements(parsed, "nvlink"), 0);
+  // ... and builds the graph: 3 GPUs, 2 NICs, the switch, 2 CPUs.
+  Topology topo;
+  ASSERT_EQ(topologyFromXml(parsed, "detected", &topo), ncclSuccess) << pendingError();
+  EXPECT_EQ(topo.all(TopoKind::Gpu).size(), 3u);
+  EXPECT_EQ(topo.all(TopoKind::Nic).size(), 2u);
+  EXPECT_EQ(topo.all(TopoKind::Cpu).size(), 2u);
+  EXPECT_GE(topo.find(TopoKind::Gpu, "0000:81:00.0"), 0);
 }
 
 // Two ranks of a host list their GPUs in their own order, with other spellings: the text is the same.
@@ -328,6 +336,9 @@ TEST(TopoDetect, VmWithoutPciTreeFallsBackToOneCpu) {
   EXPECT_EQ(attrOf(&gpuPci, "link_width"), "");
   EXPECT_EQ(attrOf(gpuPci.child("gpu"), "dev"), "0");
   EXPECT_EQ(gpuPci.children.size(), 1u);
+  Topology topo;  // the fallback's empty link facts build too
+  ASSERT_EQ(topologyFromXml(system, "detected", &topo), ncclSuccess) << pendingError();
+  EXPECT_EQ(topo.all(TopoKind::Gpu).size(), 1u);
 }
 
 // A flat VM tree (functions straight under the host bridge, numa_node -1) on a two-node host: placed under the
@@ -513,6 +524,16 @@ TEST_F(TopoDetectNvml, LinksCountedPerFarEndWithTargetClass) {
   // GPU 81 is unknown to this NVML: no links, no failure.
   EXPECT_EQ(findPci(system, "0000:81:00.0")->child("gpu")->children.size(), 0u);
   EXPECT_EQ(countElements(system, "nvlink"), 4);
+  // NVSwitch targets (named, and hidden) and GPU pairs build: one NVS node, GPUs 3 and 4 joined directly.
+  Topology topo;
+  ASSERT_EQ(topologyFromXml(system, "detected", &topo), ncclSuccess) << pendingError();
+  EXPECT_EQ(topo.all(TopoKind::Nvs).size(), 1u);
+  const int g3 = topo.find(TopoKind::Gpu, "0000:03:00.0"), g4 = topo.find(TopoKind::Gpu, "0000:04:00.0");
+  ASSERT_GE(g3, 0);
+  ASSERT_GE(g4, 0);
+  bool joined = false;
+  for (const TopoLink& l : topo.nodes[g3].links) joined = joined || (l.peer == g4 && l.kind == TopoLinkKind::Nvl);
+  EXPECT_TRUE(joined);
 }
 
 // NVML present but its init failing, or NVML not asked for: a topology without nvlink elements.
