@@ -103,7 +103,7 @@ std::vector<int> nearestNets(const Topology& topo, const TopoPaths& paths, int g
 // Ring orders for the ranks of one host: rankGpu[r] is rank r's GPU node. Each ring is a permutation of the ranks,
 // chosen so its slowest hop is as fast as the machine allows (on a full mesh: rank order; NVLink pairs and hybrid
 // cube-meshes: rings that stay on NVLink; PCIe switches: rings that cross the host bridge as few times as possible).
-// nChannels: how many rings to run, from the bandwidth found (the caller caps it).
+// rings.size(): how many rings to run, at most maxRings, from the bandwidth found (topo_search.cc gives the rule).
 struct TopoRings {
   std::vector<std::vector<int>> rings;
   double bwPerRing = 0;  // GB/s of each ring's slowest hop, shared by the rings that use it

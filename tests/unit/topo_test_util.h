@@ -146,6 +146,15 @@ inline TopoBuilder dgx1() {
   return b;
 }
 
+// Four Gen4 GPUs on one switch, NVLinked in a chain 0-1-2-3 (one link each): 0-2 and 1-3 are NVB, 0-3 PIX.
+inline TopoBuilder nvlinkChainOnSwitch() {
+  TopoBuilder b;
+  int sw = b.pci(b.cpu(0), kGen4);
+  for (int i = 0; i < 4; ++i) b.gpu(sw, kGen4, 80);
+  for (int i = 0; i < 3; ++i) b.nvlink(b.gpus[i], b.gpus[i + 1], 1);
+  return b;
+}
+
 // Four Gen4 GPUs on two switches directly under one CPU; switchOf[i] is GPU i's switch (0 or 1).
 inline TopoBuilder pcieSwitches(const std::vector<int>& switchOf) {
   TopoBuilder b;
