@@ -1,8 +1,8 @@
 // The one-shot all-reduce of more than two ranks on LL (kDevAllReduceOneShotPeers): every rank writes its input
 // straight into every peer's LL slots and reduces what every peer wrote into its own, so a small all-reduce takes
 // one hop where the ring takes 2 (n - 1). Channel c of the launch uses, per peer, the connection pair
-// CollLaunchArgs::peerConns lists for it: the ring's for the neighbours' directions, the peer's p2p connections
-// for the others (GpuExecutor::oneShotPeersTable). Every rank reduces the n inputs in rank order, so every rank
+// CollLaunchArgs::peerConns lists for it: the ring's for the neighbours' directions, the collective's own peer
+// connections for the others (made at init: gpu_comm.cc, connectOneShotPeers). Every rank reduces the n inputs in rank order, so every rank
 // stores the same bits whatever the reduction. Included by dev_kernels.cu, which instantiates it next to the LL
 // collective kernels (the same (type, reduction) variants).
 #pragma once
@@ -48,7 +48,9 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
       sStep[j] = j < nPeers_ ? peers_[j].send.step : 0;
       rStep[j] = j < nPeers_ ? peers_[j].recv.step : 0;
     }
-    for (size_t done = 0; done < count && !stopped(); done += stepElems) {
+    // Whether to go on is decided CTA-wide at each step's end (__syncthreads_or), so no warp leaves the loop while
+    // others wait at its barriers.
+    for (size_t done = 0; done < count; done += stepElems) {
       const size_t n = minSize(stepElems, count - done);
       if (tid_ == 0) {
         for (int j = 0; j < nPeers_; ++j) {
@@ -63,8 +65,9 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
       }
       __syncthreads();
       if (!stopped()) step(in_ + off + done, out_ + off + done, n, sStep, rStep);
-      __syncthreads();
-      if (tid_ == 0 && !stopped())
+      const bool stop = __syncthreads_or(stopped());
+      if (stop) break;
+      if (tid_ == 0)
         for (int j = 0; j < nPeers_; ++j) stRelaxedSys(peers_[j].recv.head, rStep[j] + 1);
 #pragma unroll
       for (int j = 0; j < kDevMaxOneShotPeers; ++j) ++sStep[j], ++rStep[j];

@@ -134,9 +134,10 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     BRAID_WARN(
         "rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS / "
         "NCCL_MAX_P2P_NCHANNELS / config.maxCTAs / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / BRAID_ONESHOT_SPLIT / "
-        "BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES differ across ranks; "
-        "every rank uses what all allow (the largest minimum, the smallest CTA bounds, rank 0's sizes, split, tuner "
-        "switch, threshold, p2p channel bytes and pieces)",
+        "BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES / "
+        "BRAID_P2P_BALANCE_BYTES / BRAID_P2P_PEER_CHANNELS / BRAID_ONESHOT_PEERS_BYTES differ across ranks; every rank "
+        "uses what all allow (the largest minimum, the smallest CTA bounds, rank 0's sizes, split, tuner switch, "
+        "threshold, p2p channel bytes, pieces, balance bytes, peer channels and one-shot bytes)",
         comm->rank);
   *cfg = out;
   *agreed = f;

@@ -5,8 +5,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "core/result.h"
 
@@ -47,6 +45,8 @@ class Parser {
   Parser(const std::string& text, const std::string& file) : s_(text), file_(file) {}
 
   ncclResult_t document(XmlNode* root) {
+    // A UTF-8 byte order mark, which editors on Windows put first in a hand-edited file.
+    if (at("\xEF\xBB\xBF")) pos_ = 3;
     BRAID_CHECK(skipMiscChecked());
     if (!atElementStart()) return fail("no root element");
     BRAID_CHECK(element(root, 0));
@@ -230,15 +230,25 @@ ncclResult_t parseXml(const std::string& text, const std::string& fileName, XmlN
 }
 
 ncclResult_t readXmlFile(const std::string& path, XmlNode* root) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
     const int e = errno;
     return recordError(ncclInvalidArgument, "%s: cannot open the file: %s", path.c_str(), std::strerror(e));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return recordError(ncclInvalidArgument, "%s: cannot read the file", path.c_str());
-  return parseXml(text.str(), path, root);
+  // Read errors must be seen as such: a directory opens, then fails every read (EISDIR), and would otherwise
+  // read as an empty file ("no root element").
+  std::string text;
+  char buf[1 << 16];
+  size_t n = 0;
+  errno = 0;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  const bool failed = std::ferror(f) != 0;
+  const int e = errno;
+  std::fclose(f);
+  if (failed)
+    return recordError(ncclInvalidArgument, "%s: cannot read the file: %s", path.c_str(),
+                       std::strerror(e != 0 ? e : EIO));
+  return parseXml(text, path, root);
 }
 
 std::string writeXml(const XmlNode& root) {

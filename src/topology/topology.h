@@ -62,9 +62,10 @@ std::string topoBusId(const std::string& text);
 
 // Builds the graph from a <system> element (NCCL's schema: system > cpu > pci... > gpu / nic > net, with
 // <nvlink target=... count=...> under a gpu). Rejects, with ncclInvalidArgument naming `source`, the line and the
-// element: unknown elements or attributes, a gpu or nic outside a pci element, an nvlink whose target is neither a
-// GPU of the file nor an NVSwitch (class 0x068000), malformed numbers and bus ids, duplicate bus ids. Nothing of a
-// rejected file is kept (*out is untouched).
+// element: unknown elements or attributes, a gpu outside a pci element, a nic outside a pci or cpu element (NCCL
+// puts a NIC without a PCI address, such as a socket interface, under its CPU), an nvlink whose target is neither a
+// GPU of the file nor an NVSwitch (class 0x068000; 0x068001, a POWER9 CPU, is also NCCL's), malformed numbers and
+// bus ids, duplicate bus ids. Nothing of a rejected file is kept (*out is untouched).
 ncclResult_t topologyFromXml(const XmlNode& system, const std::string& source, Topology* out);
 // NCCL_TOPO_FILE: reads and builds it (errors name the file).
 ncclResult_t loadTopologyFile(const std::string& path, Topology* out);

@@ -28,7 +28,7 @@ constexpr int kRingTagBase = 0x10000000;
 constexpr int kP2pTagBase = 0x20000000;
 constexpr int kMaxRingChannels = 1 << 20;
 constexpr double kDrainTimeoutSec = 10;
-static_assert(kP2pTagBase + 2 * kMaxP2pPeerChannels < kBootstrapInternalTag, "tags stay clear of the bootstrap's own");
+static_assert(kP2pTagBase + 4 * kMaxP2pPeerChannels < kBootstrapInternalTag, "tags stay clear of the bootstrap's own");
 
 int tagFor(bool p2p, int channel, Direction dir) {
   int d = dir == Direction::Send ? 0 : 1;
@@ -57,6 +57,7 @@ struct ConnectionManager::Impl {
   std::vector<std::unique_ptr<Connector>> ringSend, ringRecv;
   // Per peer, its point-to-point connections by channel.
   std::map<int, std::vector<std::unique_ptr<Connector>>> p2pSend, p2pRecv;
+  std::map<int, std::vector<std::unique_ptr<Connector>>> collSend, collRecv;  // connectCollPeers
   int peerChannels = 1;              // setP2pChannels
   std::map<int, Transport*> chosen;  // per peer, for transportName and logging once
   std::vector<Transport*> order = hostTransports();
@@ -75,6 +76,7 @@ struct ConnectionManager::Impl {
     std::unique_ptr<Connector> conn;
     ConnectHandle mine;
     ConnectHandle theirs;
+    size_t buffBytes = 0;  // FIFO bytes of this connection (0: the communicator's)
   };
 
   int rank() const { return self->rank; }
@@ -116,7 +118,8 @@ struct ConnectionManager::Impl {
       BRAID_CHECK(pick(b.peer, &b.transport));
       b.conn = std::make_unique<Connector>();
       b.conn->ctx = &ctx;
-      ncclResult_t r = b.transport->setup(b.dir, *self, (*peers)[b.peer], b.channel, buffBytes, b.conn.get(), &b.mine);
+      ncclResult_t r = b.transport->setup(b.dir, *self, (*peers)[b.peer], b.channel, b.buffBytes ? b.buffBytes : buffBytes,
+                                          b.conn.get(), &b.mine);
       if (r != ncclSuccess) return failed(r, b, "setup");
     }
     // Connections to ourselves (a one-rank ring, a send to self) pair up locally.
@@ -172,6 +175,10 @@ struct ConnectionManager::Impl {
       for (auto& c : kv.second) fn(c.get());
     for (auto& kv : p2pRecv)
       for (auto& c : kv.second) fn(c.get());
+    for (auto& kv : collSend)
+      for (auto& c : kv.second) fn(c.get());
+    for (auto& kv : collRecv)
+      for (auto& c : kv.second) fn(c.get());
   }
 };
 
@@ -203,6 +210,8 @@ ConnectionManager::~ConnectionManager() {
   impl_->ringRecv.clear();
   impl_->p2pSend.clear();
   impl_->p2pRecv.clear();
+  impl_->collSend.clear();
+  impl_->collRecv.clear();
   impl_->ctx.proxy.reset();
 }
 
@@ -271,6 +280,38 @@ ncclResult_t ConnectionManager::connectP2p(const int* sendPeers, int nSend, cons
   return ncclSuccess;
 }
 
+ncclResult_t ConnectionManager::connectCollPeers(const int* sendPeers, int nSend, const int* recvPeers, int nRecv,
+                                                 int channels, size_t fifoBytes) {
+  Impl& m = *impl_;
+  if (!m.self || !m.peers || m.peers->empty() || !m.bootstrap)
+    return recordError(ncclInternalError, "connectCollPeers: connection manager has no peers/bootstrap");
+  if (channels < 1 || channels > kMaxP2pPeerChannels)
+    return recordError(ncclInternalError, "connectCollPeers: %d channels (1..%d)", channels, kMaxP2pPeerChannels);
+  const int n = m.nranks();
+  std::vector<Impl::Pending> batch;
+  auto add = [&](const int* list, int count, Direction dir) -> ncclResult_t {
+    auto& have = dir == Direction::Send ? m.collSend : m.collRecv;
+    for (int i = 0; i < count; i++) {
+      const int p = list[i];
+      if (p < 0 || p >= n || p == m.rank())
+        return recordError(ncclInternalError, "connectCollPeers: peer %d (rank %d of %d)", p, m.rank(), n);
+      if (have.count(p)) continue;
+      for (int c = 0; c < channels; ++c) {
+        batch.push_back(Impl::Pending{dir, p, collPeerConnChannel(c), true, nullptr, nullptr, {}, {}});
+        batch.back().buffBytes = fifoBytes;
+      }
+    }
+    return ncclSuccess;
+  };
+  BRAID_CHECK(add(sendPeers, nSend, Direction::Send));
+  BRAID_CHECK(add(recvPeers, nRecv, Direction::Recv));
+  if (batch.empty()) return ncclSuccess;
+  BRAID_CHECK(m.run(batch));
+  std::lock_guard<std::mutex> lock(m.containersMu);
+  for (auto& b : batch) (b.dir == Direction::Send ? m.collSend : m.collRecv)[b.peer].push_back(std::move(b.conn));
+  return ncclSuccess;
+}
+
 ConnInfo* ConnectionManager::ringSend(int channel) {
   auto& v = impl_->ringSend;
   return channel >= 0 && channel < static_cast<int>(v.size()) ? &v[channel]->info : nullptr;
@@ -290,6 +331,8 @@ ConnInfo* p2pFind(std::map<int, std::vector<std::unique_ptr<Connector>>>& m, int
 }  // namespace
 
 ConnInfo* ConnectionManager::p2pSend(int peer, int channel) { return p2pFind(impl_->p2pSend, peer, channel); }
+ConnInfo* ConnectionManager::collPeerSend(int peer, int channel) { return p2pFind(impl_->collSend, peer, channel); }
+ConnInfo* ConnectionManager::collPeerRecv(int peer, int channel) { return p2pFind(impl_->collRecv, peer, channel); }
 ConnInfo* ConnectionManager::p2pRecv(int peer, int channel) { return p2pFind(impl_->p2pRecv, peer, channel); }
 
 int ConnectionManager::p2pChannels(int peer) {

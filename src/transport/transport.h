@@ -48,8 +48,11 @@ enum class Direction { Send, Recv };
 constexpr int kP2pConnChannel = 0xfffff;
 constexpr int kMaxP2pPeerChannels = 64;
 inline int p2pConnChannel(int c) { return kP2pConnChannel - c; }
+// A collective schedule's own connections to peers (ConnectionManager::connectCollPeers) present the range below.
+inline int collPeerConnChannel(int c) { return kP2pConnChannel - kMaxP2pPeerChannels - c; }
+// Either kind of peer connection (neither gets LL128 slots).
 inline bool isP2pConnChannel(int channel) {
-  return channel <= kP2pConnChannel && channel > kP2pConnChannel - kMaxP2pPeerChannels;
+  return channel <= kP2pConnChannel && channel > kP2pConnChannel - 2 * kMaxP2pPeerChannels;
 }
 // The point-to-point connections a peer gets on a path of `kind` where GPU P2P peers get `peerChannels`: a
 // pure function of the two PeerInfo values (through the kind) and the agreed count, so both sides connect alike.
@@ -108,6 +111,14 @@ class ConnectionManager final : public ConnProvider {
 
   ConnInfo* ringSend(int channel) override;
   ConnInfo* ringRecv(int channel) override;
+  // A collective schedule's connections to peers off its ring (the one-shot over every peer), apart from the
+  // point-to-point ones: user sends and receives, which two ranks may group differently around a collective, never
+  // share a FIFO with it (collectives run in the same order on every rank). Channels [0, channels) of each listed
+  // peer, FIFOs of fifoBytes (the LL slots come with them); all ranks call it together.
+  ncclResult_t connectCollPeers(const int* sendPeers, int nSend, const int* recvPeers, int nRecv, int channels,
+                                size_t fifoBytes);
+  ConnInfo* collPeerSend(int peer, int channel);
+  ConnInfo* collPeerRecv(int peer, int channel);
   ConnInfo* p2pSend(int peer, int channel = 0) override;
   ConnInfo* p2pRecv(int peer, int channel = 0) override;
   // The point-to-point connections a listed peer gets (p2pChannelsOn its path); 0 for an unknown peer.

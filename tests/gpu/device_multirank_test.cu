@@ -364,6 +364,66 @@ bool runOnRank(const C& c, int rank, int n, ncclComm_t comm, cudaStream_t s, dou
   return true;
 }
 
+// Every rank must store the same bits from an all-reduce, whatever order a schedule reduces in: the one-shot over
+// every peer's sizes (8 KiB-64 KiB of float; half and bfloat16 too), in and out of place, with inputs whose float
+// sums depend on the order (large and small values mixed). Each rank gathers every rank's result and compares bit by
+// bit, and checks its own against a double-precision sum within the type's rounding.
+template <typename T>
+bool sameBitsEverywhere(int rank, int n, ncclComm_t comm, cudaStream_t s, ncclDataType_t dt, size_t count, bool inPlace,
+                        double limit) {
+  auto value = [](int r, size_t i) {
+    const double big = (i % 3 == 0) ? 4096.0 : 1.0;
+    return big * ((r + 1) * 0.7 + static_cast<double>((i * 2654435761u) % 1000) / 997.0);
+  };
+  std::vector<T> in(count);
+  for (size_t i = 0; i < count; ++i) in[i] = T(static_cast<float>(value(rank, i)));
+  T *dIn = nullptr, *dOut = nullptr, *dAll = nullptr;
+  GT_CUDA(cudaMalloc(&dIn, count * sizeof(T)));
+  GT_CUDA(cudaMalloc(&dOut, count * sizeof(T)));
+  GT_CUDA(cudaMalloc(&dAll, count * n * sizeof(T)));
+  GT_CUDA(cudaMemcpy(dIn, in.data(), count * sizeof(T), cudaMemcpyHostToDevice));
+  GT_CUDA(cudaMemset(dOut, 0xA5, count * sizeof(T)));
+  T* out = inPlace ? dIn : dOut;
+  GT_NCCL(ncclAllReduce(dIn, out, count, dt, ncclSum, comm, s));
+  GT_NCCL(ncclAllGather(out, dAll, count, dt, comm, s));
+  const std::string what = "all-reduce of " + std::to_string(count) + " " + typeName(dt) + (inPlace ? " in place" : "");
+  if (!waitStream(s, comm, rank, what, limit)) return false;
+  std::vector<T> all(count * n);
+  GT_CUDA(cudaMemcpy(all.data(), dAll, all.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  cudaFree(dIn);
+  cudaFree(dOut);
+  cudaFree(dAll);
+  const double tol = sizeof(T) == 4 ? 1e-5 : 2e-2;
+  for (size_t i = 0; i < count; ++i) {
+    double want = 0;
+    for (int r = 0; r < n; ++r) want += static_cast<float>(T(static_cast<float>(value(r, i))));
+    const float mine = static_cast<float>(all[static_cast<size_t>(rank) * count + i]);
+    if (std::fabs(mine - want) > tol * std::fabs(want) + 1e-3) {
+      fprintf(stderr, "rank %d: %s: element %zu is %g, want about %g\n", rank, what.c_str(), i, mine, want);
+      return false;
+    }
+    for (int r = 0; r < n; ++r) {
+      if (std::memcmp(&all[static_cast<size_t>(r) * count + i], &all[static_cast<size_t>(rank) * count + i],
+                      sizeof(T)) != 0) {
+        fprintf(stderr, "rank %d: %s: element %zu differs between rank %d (%g) and this rank (%g)\n", rank,
+                what.c_str(), i, r, static_cast<float>(all[static_cast<size_t>(r) * count + i]), mine);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool sameBitsCases(int rank, int n, ncclComm_t comm, cudaStream_t s, double limit) {
+  for (bool inPlace : {false, true}) {
+    for (size_t count : {size_t{2048}, size_t{10007}, size_t{16384}})
+      if (!sameBitsEverywhere<float>(rank, n, comm, s, ncclFloat32, count, inPlace, limit)) return false;
+    if (!sameBitsEverywhere<Half>(rank, n, comm, s, ncclFloat16, 32768, inPlace, limit)) return false;
+    if (!sameBitsEverywhere<BFloat16>(rank, n, comm, s, ncclBfloat16, 20001, inPlace, limit)) return false;
+  }
+  return true;
+}
+
 bool rankMain(int rank, int n, int gpus, const ncclUniqueId& id, const Sweep& sw, const char* proto) {
   if (proto) setenv("NCCL_PROTO", proto, 1);  // read by ncclCommInitRank
   GT_CUDA(cudaSetDevice(rank % gpus));
@@ -378,6 +438,7 @@ bool rankMain(int rank, int n, int gpus, const ncclUniqueId& id, const Sweep& sw
   for (size_t k = 0; going && k < sw.colls.size(); ++k)
     going = runOnRank(sw.colls[k], rank, n, comm, s, limit, &failures);
   for (size_t k = 0; going && k < sw.p2p.size(); ++k) going = runOnRank(sw.p2p[k], rank, n, comm, s, limit, &failures);
+  if (going && !sameBitsCases(rank, n, comm, s, limit)) ++failures;
   if (rank == 0 || !going)
     printf("rank %d of %d processes on %d GPUs%s%s: %zu collective and %zu p2p cases, %d failed%s, %.1f s\n", rank, n,
            gpus, proto ? ", NCCL_PROTO=" : "", proto ? proto : "", sw.colls.size(), sw.p2p.size(), failures,

@@ -179,3 +179,18 @@ TEST(CollPlan, OneShotOfMoreRanksForSmallAllReduces) {
   simple.tuning.protos.mask[static_cast<int>(CollType::AllReduce)] = 1u << static_cast<int>(Proto::Simple);
   EXPECT_EQ(CollPlanner(simple).plan(allReduce(1024, mem.data(), mem.data()), ll).devColl, kDevAllReduce);
 }
+
+// With the tuner off (BRAID_DEVICE_TUNER=0) the one-shot over every peer runs only where NCCL_ALGO leaves out the
+// ring, as the 2-rank one-shot.
+TEST(CollPlan, OneShotOfMoreRanksWithTheTunerOffOnlyWhenAsked) {
+  CollPlanFacts f = nvlinkPair();
+  f.nranks = 4;
+  f.oneShotPeersBytes = 65536;
+  f.oneShotPeerChannels = 10;
+  f.tunerOn = false;
+  std::vector<char> mem(8192);
+  const uint32_t ll = 1u << static_cast<int>(Proto::LL);
+  EXPECT_EQ(CollPlanner(f).plan(allReduce(1024, mem.data(), mem.data()), ll).devColl, kDevAllReduce);
+  f.tuning.algos.mask[static_cast<int>(CollType::AllReduce)] = 1u << static_cast<int>(Algo::OneShot);
+  EXPECT_EQ(CollPlanner(f).plan(allReduce(1024, mem.data(), mem.data()), ll).devColl, kDevAllReduceOneShotPeers);
+}

@@ -82,8 +82,11 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
   // The one-shot of more than two ranks (one_shot_peers.cuh): small all-reduces where every peer is reached over
   // P2P or SHM and this build has the LL kernel. Every rank reduces in rank order, so any reduction gives every
   // rank the same bits. A size rule (BRAID_ONESHOT_PEERS_BYTES), as the cost model has no row for it yet;
-  // NCCL_ALGO without OneShot or NCCL_PROTO without LL keep the ring.
+  // NCCL_ALGO without OneShot or NCCL_PROTO without LL keep the ring; with the tuner off (BRAID_DEVICE_TUNER=0) it
+  // runs only where NCCL_ALGO leaves the ring out.
+  const bool oneShotPeersAllowed = f_.tunerOn || !(cfg.algos.mask[c] & bit(Algo::Ring));
   if (op.coll == CollType::AllReduce && f_.nranks > 2 && f_.oneShotPeersBytes > 0 && bytes <= f_.oneShotPeersBytes &&
+      oneShotPeersAllowed &&
       (lowLatency & bit(Proto::LL)) && (cfg.algos.mask[c] & bit(Algo::OneShot)) && (asked & bit(Proto::LL))) {
     plan.devColl = kDevAllReduceOneShotPeers;
     plan.proto = Proto::LL;

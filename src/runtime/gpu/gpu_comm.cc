@@ -46,6 +46,7 @@ DeviceState::~DeviceState() {
   for (auto& kv : p2pRecv) cudaFree(kv.second);
   if (ringConns) cudaFree(ringConns);
   if (oneShotPeers) cudaFree(oneShotPeers);
+  if (collPeerConns) cudaFree(collPeerConns);
   if (splitGuard) cudaFree(splitGuard);
   if (p2pClaims) cudaFree(p2pClaims);
   if (statusHost) cudaFreeHost(statusHost);
@@ -133,6 +134,59 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst
                    "rank %d: uploading the connection state for rank %d", rank, info.peer);
   return ncclSuccess;
 }
+
+// The one-shot over every peer's connections (kDevAllReduceOneShotPeers), at init while every rank is in step
+// (made at a collective's first use instead, a capture on a blocking stream would fail on the uploads): per channel
+// and peer in rank order, the send connection (the ring's to the next rank, else the collective's own) and the
+// receive connection (the ring's from the previous rank, else its own). Its own connections are apart from the
+// point-to-point ones, so sends and receives grouped differently on two ranks never share a FIFO with it, and their
+// FIFOs are minimal: the schedule runs on their LL slots.
+namespace {
+constexpr size_t kOneShotPeerFifoBytes = size_t(32) << 10;
+ncclResult_t connectOneShotPeers(ncclComm* comm, DeviceState* st) {
+  if (st->oneShotPeersBytes == 0 || !comm->conns) return ncclSuccess;
+  const int n = st->nranks, me = st->rank, next = (me + 1) % n, prev = (me - 1 + n) % n;
+  const int k = st->oneShotPeerChannels;
+  std::vector<int> sendPeers, recvPeers;
+  for (int p = 0; p < n; ++p) {
+    if (p != me && p != next) sendPeers.push_back(p);
+    if (p != me && p != prev) recvPeers.push_back(p);
+  }
+  BRAID_CHECK(comm->conns->connectCollPeers(sendPeers.data(), static_cast<int>(sendPeers.size()), recvPeers.data(),
+                                            static_cast<int>(recvPeers.size()), k, kOneShotPeerFifoBytes));
+  const size_t own = static_cast<size_t>(k) * (sendPeers.size() + recvPeers.size());
+  BRAID_CUDA_CHECK(cudaMalloc(&st->collPeerConns, sizeof(DevConn) * own),
+                   "rank %d: cudaMalloc of %zu one-shot connection states", me, own);
+  std::vector<DevConn*> table;
+  size_t used = 0;
+  for (int c = 0; c < k; ++c) {
+    for (int p = 0; p < n; ++p) {
+      if (p == me) continue;
+      for (bool send : {true, false}) {
+        const bool ring = send ? p == next : p == prev;
+        if (ring) {
+          table.push_back(send ? st->ringSend(c) : st->ringRecv(c));
+          continue;
+        }
+        const ConnInfo* info = send ? comm->conns->collPeerSend(p, c) : comm->conns->collPeerRecv(p, c);
+        if (!info)
+          return recordError(ncclInternalError, "rank %d: the one-shot's connection %s rank %d (channel %d) is missing",
+                             me, send ? "to" : "from", p, c);
+        DevConn* d = st->collPeerConns + used++;
+        BRAID_CHECK(st->upload(*info, send, d));
+        table.push_back(d);
+      }
+    }
+  }
+  BRAID_CUDA_CHECK(cudaMalloc(&st->oneShotPeers, sizeof(DevConn*) * table.size()),
+                   "rank %d: cudaMalloc of the one-shot's connection table", me);
+  BRAID_CUDA_CHECK(cudaMemcpy(st->oneShotPeers, table.data(), sizeof(DevConn*) * table.size(), cudaMemcpyHostToDevice),
+                   "rank %d: uploading the one-shot's connection table", me);
+  BRAID_INFO(kSubInit, "rank %d: the one-shot all-reduce over every peer runs up to %u bytes on up to %d channels",
+             me, st->oneShotPeersBytes, k);
+  return ncclSuccess;
+}
+}  // namespace
 
 ncclResult_t describeLocalDevice(ncclComm* comm) {
   int dev = -1;
@@ -266,8 +320,10 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   facts.peersReachable = comm->nranks > 2 && comm->nranks - 1 <= kDevMaxOneShotPeers && comm->conns ? 1u : 0u;
   for (int p = 0; facts.peersReachable && p < comm->nranks; ++p) {
     if (p == comm->rank) continue;
-    TransportKind kind;
-    BRAID_CHECK(comm->conns->kindFor(p, &kind));
+    // A peer no transport reaches only rules the one-shot out here: this rank alone failing before the agreement
+    // would leave the others waiting in it (a connection that needs the peer fails later, on every rank).
+    TransportKind kind = TransportKind::None;
+    if (comm->conns->kindFor(p, &kind) != ncclSuccess) clearPendingError();
     if (kind == TransportKind::Shm) facts.peersShm = 1;
     if (kind != TransportKind::P2p && kind != TransportKind::Shm) facts.peersReachable = 0;
   }
@@ -476,6 +532,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     }
   }
   BRAID_CHECK(agreeOnSelection(comm, st.get()));
+  BRAID_CHECK(connectOneShotPeers(comm, st.get()));
   BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: device communicator on GPU %d ready, %d channel(s) x %d threads%s%s",
              (void*)comm, comm->rank, comm->nranks, comm->cudaDev, comm->nChannels, st->nThreads,
              comm->nranks > 1 ? ", ring next via " : "",

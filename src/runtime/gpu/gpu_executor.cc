@@ -106,7 +106,6 @@ class GpuExecutor final : public Executor {
   cudaError_t launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s, int cluster = 0);
   ncclResult_t launchP2p(const std::vector<const OpDesc*>& ops, cudaStream_t s);
   ncclResult_t p2pConn(int peer, int channel, bool send, DevConn** out);
-  ncclResult_t oneShotPeersTable(DevConn* const** out);
   ncclResult_t event(size_t i, cudaEvent_t* out);
   uint32_t lowLatencyKernels(const OpDesc& op) const;
 
@@ -495,50 +494,6 @@ cudaError_t GpuExecutor::launchKernel(const void* kernel, int nCta, void** args,
   return e;
 }
 
-// The one-shot of more than two ranks' connection table (CollLaunchArgs::peerConns), made at its first use (every
-// rank runs that all-reduce, so all connect together): per channel and peer in rank order, the send connection
-// (the ring's to the next rank, else the peer's p2p one) and the receive connection (the ring's from the previous
-// rank, else the peer's).
-ncclResult_t GpuExecutor::oneShotPeersTable(DevConn* const** out) {
-  if (!st_->oneShotPeers) {
-    const int n = st_->nranks, me = st_->rank, next = (me + 1) % n, prev = (me - 1 + n) % n;
-    std::vector<int> sendPeers, recvPeers;
-    for (int p = 0; p < n; ++p) {
-      if (p != me && p != next) sendPeers.push_back(p);
-      if (p != me && p != prev) recvPeers.push_back(p);
-    }
-    RelaxedCapture relaxed;  // allocations and uploads, once, also where the first use is captured
-    BRAID_CHECK(comm_->conns->connectP2p(sendPeers.data(), static_cast<int>(sendPeers.size()), recvPeers.data(),
-                                         static_cast<int>(recvPeers.size())));
-    const int k = st_->oneShotPeerChannels;
-    std::vector<DevConn*> table;
-    for (int c = 0; c < k; ++c) {
-      for (int p = 0; p < n; ++p) {
-        if (p == me) continue;
-        DevConn* send = nullptr;
-        DevConn* recv = nullptr;
-        if (p == next) send = st_->ringSend(c);
-        else BRAID_CHECK(p2pConn(p, c, true, &send));
-        if (p == prev) recv = st_->ringRecv(c);
-        else BRAID_CHECK(p2pConn(p, c, false, &recv));
-        table.push_back(send);
-        table.push_back(recv);
-      }
-    }
-    DevConn** dev = nullptr;
-    BRAID_CUDA_CHECK(cudaMalloc(&dev, sizeof(DevConn*) * table.size()),
-                     "rank %d: cudaMalloc of the one-shot's connection table", me);
-    const cudaError_t e = cudaMemcpy(dev, table.data(), sizeof(DevConn*) * table.size(), cudaMemcpyHostToDevice);
-    if (e != cudaSuccess) {
-      cudaFree(dev);
-      return cudaError(e, "rank %d: uploading the one-shot's connection table", me);
-    }
-    st_->oneShotPeers = dev;
-  }
-  *out = st_->oneShotPeers;
-  return ncclSuccess;
-}
-
 ncclResult_t GpuExecutor::launchColl(const OpDesc& op, cudaStream_t s) {
   const void* kernel = devCollKernel(op.coll, op.dtype, op.op.kind);
   if (!kernel) {
@@ -557,7 +512,10 @@ ncclResult_t GpuExecutor::launchColl(const OpDesc& op, cudaStream_t s) {
   DevConn* const* peerConns = nullptr;
   if (plan.devColl == kDevAllReduceOneShotPeers) {
     kernel = devOneShotPeersKernel(op.dtype, op.op.kind);
-    BRAID_CHECK(oneShotPeersTable(&peerConns));
+    peerConns = st_->oneShotPeers;
+    if (!kernel || !peerConns)
+      return recordError(ncclInternalError, "rank %d: the one-shot over every peer was planned without its %s", st_->rank,
+                         kernel ? "connections" : "kernel");
   }
   const bool copy = op.coll == CollType::AllGather || op.coll == CollType::Broadcast;
   CollLaunchArgs a;
@@ -601,8 +559,13 @@ ncclResult_t GpuExecutor::p2pConn(int peer, int channel, bool send, DevConn** ou
                                 st_->rank, send ? "to" : "from", peer, channel);
   DevConn* d = nullptr;
   BRAID_CUDA_CHECK(cudaMalloc(&d, sizeof(DevConn)), "rank %d: cudaMalloc of a p2p connection state", st_->rank);
+  // Cached only once uploaded: a failed upload must not leave a state that was never filled.
+  const ncclResult_t r = st_->upload(*info, send, d);
+  if (r != ncclSuccess) {
+    cudaFree(d);
+    return r;
+  }
   map[{peer, channel}] = d;
-  BRAID_CHECK(st_->upload(*info, send, d));
   *out = d;
   return ncclSuccess;
 }

@@ -109,7 +109,8 @@ class DeviceState {
   int p2pPeerChannels = 1;            // a peer's p2p connections and a collective's cap at n > 2 (p2pPeerChannels)
   uint32_t oneShotPeersBytes = 0;    // all-reduce up to this runs the one-shot of > 2 ranks (0: never; agreed)
   int oneShotPeerChannels = 1;       // ... on at most this many channels (agreed)
-  DevConn** oneShotPeers = nullptr;  // device memory: its connection table (CollLaunchArgs::peerConns), built lazily
+  DevConn** oneShotPeers = nullptr;  // device memory: its connection table (CollLaunchArgs::peerConns), made at init
+  DevConn* collPeerConns = nullptr;  // device memory: the DevConn of each of its own peer connections
   int p2pCopyCtas = 32;              // BRAID_P2P_COPY_CTAS, this rank's (read at init: getenv is no per-call cost)
 
 
