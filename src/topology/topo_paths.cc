@@ -2,12 +2,12 @@
 // NICs nearest to each GPU (see topology.h).
 //
 // A path's class is the worst of what its links give it, by NCCL's rules:
-//   NVLink (to a GPU, an NVSwitch or a CPU)           NVL  (GPU -> NVSwitch -> GPU stays NVL)
-//   PCI between two PCI nodes (switch to switch)       PXB
-//   PCI with a CPU at either end (the host bridge)     PHB
-//   other PCI (a GPU or NIC to its switch)             PIX  (so GPU -> switch -> GPU is PIX)
-//   SYS (CPU to CPU)                                   SYS
-//   a NIC to its port (NET link), a node to itself     LOC  (a GPU-NET path is the PCI path to the NIC)
+//   NVLink (to a GPU, an NVSwitch or a CPU)             NVL  (GPU -> NVSwitch -> GPU stays NVL)
+//   any link between two PCI nodes (switch to switch)    PXB  (also the LOC pcilink of a Broadcom switch's halves)
+//   PCI with a CPU at either end (the host bridge)       PHB
+//   other PCI (a GPU or NIC to its switch)               PIX  (so GPU -> switch -> GPU is PIX)
+//   SYS (CPU to CPU)                                     SYS
+//   a NIC to its port (NET link), other LOC links        LOC  (a GPU-NET path is the PCI path to the NIC)
 // Routes never pass through a NET node, and pass through a GPU only as NVB: GPU -NVLink-> GPU -NVLink-> GPU, one
 // GPU in between, from a GPU (NCCL's rule; NCCL_NVB_DISABLE is the caller's business). Between NICs of different
 // hosts there is no path here: a host's topology holds only its own NICs.
@@ -37,6 +37,9 @@ struct Edge {
 };
 
 PathClass linkClass(const Topology& topo, int from, int to, TopoLinkKind kind) {
+  const TopoKind a = topo.nodes[from].kind, b = topo.nodes[to].kind;
+  // Whatever joins them: the pcilink between two halves of one Broadcom switch (a LOC link) is PXB in NCCL too.
+  if (a == TopoKind::Pci && b == TopoKind::Pci) return PathClass::Pxb;
   switch (kind) {
     case TopoLinkKind::Loc:
     case TopoLinkKind::Net:
@@ -48,9 +51,7 @@ PathClass linkClass(const Topology& topo, int from, int to, TopoLinkKind kind) {
     case TopoLinkKind::Pci:
       break;
   }
-  TopoKind a = topo.nodes[from].kind, b = topo.nodes[to].kind;
   if (a == TopoKind::Cpu || b == TopoKind::Cpu) return PathClass::Phb;
-  if (a == TopoKind::Pci && b == TopoKind::Pci) return PathClass::Pxb;
   return PathClass::Pix;
 }
 

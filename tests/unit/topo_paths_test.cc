@@ -9,6 +9,7 @@
 #include "core/result.h"
 #include "topo_test_util.h"
 #include "topology/topology.h"
+#include "topology_files.h"
 
 namespace braid {
 namespace {
@@ -111,6 +112,19 @@ TEST(TopoPaths, SeveralSwitchesWithoutTheHostBridgeArePxb) {
   for (int v : t.route) EXPECT_NE(b.topo.nodes[v].kind, TopoKind::Cpu);
 }
 
+TEST(TopoPaths, BroadcomSwitchHalvesJoinedByAPcilinkArePxb) {
+  // Two switches under one CPU that also list each other as pcilinks (a LOC link of 5000 GB/s, as the builder
+  // makes it): GPU, switch, switch, GPU without the host bridge.
+  TopoBuilder b = pcieSwitches({0, 1});
+  const int sw0 = b.topo.nodes[b.gpus[0]].links[0].peer, sw1 = b.topo.nodes[b.gpus[1]].links[0].peer;
+  b.link(sw0, sw1, TopoLinkKind::Loc, 5000);
+  TopoPaths p = pathsOf(b.topo);
+  const TopoPath& t = p.between(b.gpus[0], b.gpus[1]);
+  EXPECT_EQ(t.cls, PathClass::Pxb);
+  EXPECT_EQ(t.route, (std::vector<int>{b.gpus[0], sw0, sw1, b.gpus[1]}));
+  EXPECT_DOUBLE_EQ(t.bw, kGen4);
+}
+
 TEST(TopoPaths, AcrossSocketsIsSysAtTheInterconnectsBandwidth) {
   TopoBuilder b = twoSockets();
   TopoPaths p = pathsOf(b.topo);
@@ -165,6 +179,34 @@ TEST(TopoPaths, Dgx1GpuToNicIsAPciPathToTheNic) {
   EXPECT_DOUBLE_EQ(remote.bw, kUpi);
   EXPECT_EQ(p.between(b.nets[0], b.nets[1]).cls, PathClass::Phb);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(nearestNets(b.topo, p, b.gpus[i]), std::vector<int>{b.nets[i / 2]}) << i;
+}
+
+TEST(TopoPaths, CannedDgx1FileGivesNvlForItsNvlinksAndNvbForTheRest) {
+  Topology t;
+  ASSERT_EQ(loadTopologyFile(topologyDir() + "/dgx1_v100.xml", &t), ncclSuccess) << pendingError();
+  std::vector<int> g(8, -1), net(4, -1);
+  for (size_t v = 0; v < t.nodes.size(); ++v) {
+    if (t.nodes[v].kind == TopoKind::Gpu) g.at(t.nodes[v].cudaDev) = static_cast<int>(v);
+    if (t.nodes[v].kind == TopoKind::Net) net.at(t.nodes[v].dev) = static_cast<int>(v);
+  }
+  TopoPaths p = pathsOf(t);
+  // The file's own table of NVLinks per pair.
+  const int nv[8][8] = {
+      {0, 1, 1, 2, 2, 0, 0, 0}, {1, 0, 2, 1, 0, 2, 0, 0}, {1, 2, 0, 2, 0, 0, 1, 0}, {2, 1, 2, 0, 0, 0, 0, 1},
+      {2, 0, 0, 0, 0, 1, 1, 2}, {0, 2, 0, 0, 1, 0, 2, 1}, {0, 0, 1, 0, 1, 2, 0, 2}, {0, 0, 0, 1, 2, 1, 2, 0},
+  };
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 8; ++j) {
+      if (i == j) continue;
+      const TopoPath& x = p.between(g[i], g[j]);
+      EXPECT_EQ(x.cls, nv[i][j] ? PathClass::Nvl : PathClass::Nvb) << i << "->" << j;
+      if (nv[i][j]) EXPECT_DOUBLE_EQ(x.bw, nv[i][j] * kNvlink) << i << "->" << j;
+    }
+    EXPECT_EQ(p.between(g[i], net[i / 2]).cls, PathClass::Pix) << i;
+    EXPECT_EQ(p.between(g[i], net[(i / 2) ^ 1]).cls, PathClass::Phb) << i;
+    EXPECT_EQ(p.between(g[i], net[(i / 2 + 2) % 4]).cls, PathClass::Sys) << i;
+    EXPECT_EQ(nearestNets(t, p, g[i]), std::vector<int>{net[i / 2]}) << i;
+  }
 }
 
 TEST(TopoPaths, NearestNetsIsTheNicOnTheGpusSwitch) {
