@@ -15,6 +15,7 @@
 #include "topo_test_util.h"
 #include "topology/topo_xml.h"
 #include "topology/topology.h"
+#include "topology_files.h"
 
 namespace braid {
 namespace {
@@ -303,6 +304,61 @@ TEST(TopoSearch, BadRanksAreRejected) {
     EXPECT_DOUBLE_EQ(out.bwPerRing, -1);  // untouched
   }
   clearPendingError();
+}
+
+Topology loadCanned(const std::string& name) {
+  Topology t;
+  EXPECT_EQ(loadTopologyFile(topologyDir() + "/" + name, &t), ncclSuccess) << pendingError();
+  return t;
+}
+
+std::vector<int> gpusOf(const Topology& t) {
+  std::vector<int> g = t.all(TopoKind::Gpu);
+  std::sort(g.begin(), g.end(), [&](int a, int b) { return t.nodes[a].cudaDev < t.nodes[b].cudaDev; });
+  return g;
+}
+
+TEST(TopoSearch, EveryCannedMachineGetsRingsOfItsRanksWithinTheLinks) {
+  for (const std::string& name : cannedTopologyFiles()) {
+    SCOPED_TRACE(name);
+    Topology t = loadCanned(name);
+    const std::vector<int> gpus = gpusOf(t);
+    ASSERT_FALSE(gpus.empty());
+    Searched s = search(t, gpus, 32);
+    expectPermutations(s.rings, static_cast<int>(gpus.size()));
+    EXPECT_GT(s.rings.bwPerRing, 0);
+    EXPECT_LT(s.rings.worst, PathClass::Net);
+    expectWithinLinkBandwidth(t, s, gpus);
+  }
+}
+
+TEST(TopoSearch, CannedMachinesGetTheirRings) {
+  {
+    Topology t = loadCanned("dgx1_v100.xml");
+    const std::vector<int> g = gpusOf(t);
+    Searched s = search(t, g, 32);
+    EXPECT_EQ(s.rings.worst, PathClass::Nvl);
+    EXPECT_EQ(s.rings.rings.size(), 6u);
+    for (const Ring& r : s.rings.rings) EXPECT_EQ(countOf(hopClasses(s, g, r), PathClass::Nvl), 8);
+  }
+  {
+    Topology t = loadCanned("dgx_h100.xml");
+    Searched s = search(t, gpusOf(t), 32);
+    EXPECT_EQ(s.rings.worst, PathClass::Nvl);
+    for (const Ring& r : s.rings.rings) EXPECT_EQ(r, (Ring{0, 1, 2, 3, 4, 5, 6, 7}));
+  }
+  {
+    Topology t = loadCanned("nvbridge_pairs.xml");
+    const std::vector<int> g = gpusOf(t);
+    Searched s = search(t, g, 32);
+    for (const Ring& r : s.rings.rings) EXPECT_EQ(countOf(hopClasses(s, g, r), PathClass::Nvl), 2);
+  }
+  {
+    Topology t = loadCanned("pcie_2sw.xml");
+    const std::vector<int> g = gpusOf(t);
+    Searched s = search(t, g, 32);
+    for (const Ring& r : s.rings.rings) EXPECT_EQ(countOf(hopClasses(s, g, r), PathClass::Phb), 2);
+  }
 }
 
 const std::string* attrOf(const XmlNode& n, const char* key) { return n.attr(key); }
