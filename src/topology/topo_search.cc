@@ -18,10 +18,11 @@
 //
 // How many rings: what one channel moves is capped at C, NCCL's highest intra-node search speed (60 GB/s from
 // sm90, 40 before). With B the best ring's bandwidth, each per-ring speed s = min(B, C) / k, k = 1, 2, ..., is tried:
-// rings are packed onto what the links have left (the last ring again while it still carries s, else the best ring
-// that does and whose worst class is no worse than the first ring's) until maxRings. The speed whose rings carry
-// the most in all (count x s) wins, the higher speed on a tie. So four Hopper GPUs on an NVSwitch (18 NVLinks,
-// 360 GB/s each way) run rank order six times at 60 GB/s, and a DGX-1 of V100s runs its double-NVLink cycle twice
+// rings are packed greedily onto what the links have left (the last ring again while it still carries s, else the
+// best ring that does and whose worst class is no worse than the first ring's) until maxRings or none fits, so a
+// cleverer choice of rings may fit more. The speed whose rings carry the most in all (count x s) wins, the higher
+// speed on a tie; searching stops once maxRings x s cannot beat that. So four Hopper GPUs on an NVSwitch (18 NVLinks,
+// about 370 GB/s each way) run rank order six times at 60 GB/s, and a DGX-1 of V100s runs its double-NVLink cycle twice
 // each way and its single-NVLink cycle once each way, six rings at 20 GB/s: every NVLink full in both directions.
 // One rank is one ring at C. When some pair of GPUs has no path at all, the answer is NCCL's fallback: one ring in
 // rank order, bandwidth 0, class DIS.
