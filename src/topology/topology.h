@@ -82,10 +82,14 @@ struct TopoPath {
   PathClass cls = PathClass::Dis;
   double bw = 0;  // GB/s: the slowest link on the way
   int hops = 0;
+  // The nodes on the way, source and destination included (empty for Dis): ring search counts how many hops of a
+  // ring share a link (a PCIe uplink, an NVLink), which the class and bandwidth alone cannot tell.
+  std::vector<int> route;
 };
 
-// The best path between every pair of GPU and NET nodes (the class of the worst link on the widest route, as
-// NCCL's path computation): rows and columns in Topology node order, for GPU and NET nodes only.
+// The best path between every pair of GPU and NET nodes, as NCCL's path computation orders them: the best class (a
+// path's class is that of its worst link), then the widest route of that class, then the fewest hops. Rows and
+// columns in Topology node order, for GPU and NET nodes only.
 struct TopoPaths {
   std::vector<int> endpoints;           // node index of each row/column
   std::vector<TopoPath> matrix;         // endpoints.size() squared
@@ -100,7 +104,7 @@ std::vector<int> nearestNets(const Topology& topo, const TopoPaths& paths, int g
 // Ring orders for the ranks of one host: rankGpu[r] is rank r's GPU node. Each ring is a permutation of the ranks,
 // chosen so its slowest hop is as fast as the machine allows (on a full mesh: rank order; NVLink pairs and hybrid
 // cube-meshes: rings that stay on NVLink; PCIe switches: rings that cross the host bridge as few times as possible).
-// nChannels: how many rings to run, from the bandwidth found (the caller caps it).
+// rings.size(): how many rings to run, at most maxRings, from the bandwidth found (topo_search.cc gives the rule).
 struct TopoRings {
   std::vector<std::vector<int>> rings;
   double bwPerRing = 0;  // GB/s of each ring's slowest hop, shared by the rings that use it

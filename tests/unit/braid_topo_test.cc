@@ -1,0 +1,136 @@
+// The braid_topo tool as a black box, on the canned machines of tests/topology: the report's paths, rings and NICs,
+// the Graphviz output, the XML it writes, and its answers to bad arguments. The tool is the braid_topo beside this
+// test's binary (both build into bin/); without it the tests skip.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/result.h"
+#include "topology/topo_xml.h"
+#include "topology/topology.h"
+#include "topology_files.h"
+
+namespace braid {
+namespace {
+
+std::string toolPath() {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "";
+  std::string dir(self, n);
+  dir = dir.substr(0, dir.find_last_of('/'));
+  return dir + "/braid_topo";
+}
+
+struct ToolRun {
+  int status = -1;
+  std::string out, err;
+};
+
+// Runs the tool with `args` (already shell-quoted where needed) and `env` before it.
+ToolRun runTool(const std::string& args, const std::string& env = "") {
+  const std::string dir = ::testing::TempDir();
+  const std::string out = dir + "braid_topo_out.txt", err = dir + "braid_topo_err.txt";
+  const std::string cmd = env + " '" + toolPath() + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  ToolRun r;
+  const int st = std::system(cmd.c_str());
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = readText(out);
+  r.err = readText(err);
+  return r;
+}
+
+std::string canned(const std::string& name) { return "--file '" + topologyDir() + "/" + name + "'"; }
+
+class BraidTopo : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::access(toolPath().c_str(), X_OK) != 0) GTEST_SKIP() << "no braid_topo at " << toolPath();
+  }
+};
+
+TEST_F(BraidTopo, ReportsPathsRingsAndNicsOfADgx1) {
+  ToolRun r = runTool(canned("dgx1_v100.xml"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("8 GPUs, 4 NICs (4 network ports), 2 CPUs, 4 PCI switches"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  GPU0     <-> GPU3     NVL 40\n"), std::string::npos) << r.out;
+  // GPU0's row: NVL to its NVLink peers, NVB to 5 6 7, PIX to the NIC on its switch, SYS across the sockets.
+  EXPECT_NE(r.out.find("    GPU0        LOC     NVL/20     NVL/20     NVL/40     NVL/40     NVB/20     NVB/20     "
+                       "NVB/40     PIX/12     PHB/12      SYS/6      SYS/6\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Rings for 8 ranks: 6 rings at 20 GB/s each, worst hop NVL\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  ring  0: 0 3 2 1 5 6 7 4   (hops NVL NVL NVL NVL NVL NVL NVL NVL)\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  rank  5 on GPU5   NET2 mlx5_2 (PIX, 12 GB/s)\n"), std::string::npos) << r.out;
+}
+
+TEST_F(BraidTopo, RanksPickTheFirstGpus) {
+  ToolRun r = runTool(canned("pcie_2sw.xml") + " --ranks 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Rings for 2 ranks: 1 ring at 24 GB/s each, worst hop PIX\n  ring  0: 0 1   (hops PIX PIX)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  rank  0 on GPU0   none\n"), std::string::npos) << r.out;
+}
+
+TEST_F(BraidTopo, DotDrawsNvlinksBoldAndTheRingOrder) {
+  ToolRun r = runTool(canned("nvbridge_pairs.xml") + " --dot");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("graph topology {\n", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.substr(r.out.size() - 2), "}\n");
+  EXPECT_EQ(r.out.find("Nodes:"), std::string::npos) << "the report goes only without --dot";
+  EXPECT_NE(r.out.find("label=\"GPU0\\n0000:17:00.0\\nsm 86\\nrank 0\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[label=\"NVL 48\", penwidth=3, color=forestgreen"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("color=red, fontcolor=red, label=\"ring 0: 1\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shape=box3d"), std::string::npos) << r.out;  // the CPU
+}
+
+TEST_F(BraidTopo, WritesTheTopologyAndGraphXml) {
+  const std::string dump = ::testing::TempDir() + "braid_topo_dump.xml";
+  const std::string graph = ::testing::TempDir() + "braid_topo_graph.xml";
+  ToolRun r = runTool(canned("dgx_h100.xml") + " --dump '" + dump + "' --graph '" + graph + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  Topology again, orig;
+  ASSERT_EQ(loadTopologyFile(dump, &again), ncclSuccess) << pendingError();
+  ASSERT_EQ(loadTopologyFile(topologyDir() + "/dgx_h100.xml", &orig), ncclSuccess) << pendingError();
+  EXPECT_EQ(again.nodes.size(), orig.nodes.size());
+  XmlNode g;
+  ASSERT_EQ(readXmlFile(graph, &g), ncclSuccess) << pendingError();
+  EXPECT_EQ(g.name, "graphs");
+  ASSERT_EQ(g.children.size(), 1u);
+  EXPECT_EQ(*g.children[0].attr("typeintra"), "NVL");
+  EXPECT_EQ(*g.children[0].attr("nchannels"), std::to_string(g.children[0].children.size()));
+  ASSERT_FALSE(g.children[0].children.empty());
+  EXPECT_EQ(g.children[0].children[0].children.size(), 10u);  // net, 8 GPUs, net
+}
+
+TEST_F(BraidTopo, BadArgumentsGetTheUsage) {
+  ToolRun help = runTool("-h");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_EQ(help.out.rfind("usage: braid_topo", 0), 0u) << help.out;
+  for (const char* args : {"--bogus", "--ranks 0", "--ranks x", "--file", "--max-rings=-1", "--dot=1"}) {
+    ToolRun r = runTool(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_NE(r.err.find("usage: braid_topo"), std::string::npos) << args << ": " << r.err;
+  }
+  ToolRun many = runTool(canned("pcie_2sw.xml") + " --ranks 5");
+  EXPECT_EQ(many.status, 1);
+  EXPECT_NE(many.err.find("--ranks 5, but"), std::string::npos) << many.err;
+  EXPECT_NE(many.err.find("has 4 GPUs"), std::string::npos) << many.err;
+  ToolRun missing = runTool("--file /nonexistent/topo.xml");
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("/nonexistent/topo.xml"), std::string::npos) << missing.err;
+  // Rendering needs Graphviz: with nothing on PATH the tool says so and fails.
+  ToolRun noDot = runTool(canned("pcie_2sw.xml") + " --png /dev/null", "PATH=/nonexistent");
+  EXPECT_EQ(noDot.status, 1);
+  EXPECT_NE(noDot.err.find("needs Graphviz's dot on PATH"), std::string::npos) << noDot.err;
+}
+
+}  // namespace
+}  // namespace braid

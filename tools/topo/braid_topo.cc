@@ -1,0 +1,473 @@
+// braid_topo: shows the machine as Braid's topology layer sees it: the nodes and links read from a topology file
+// (NCCL's XML, as NCCL_TOPO_FILE takes it) or detected on this host, the path class and bandwidth between every pair
+// of GPUs and NICs, and the rings the search picks for N ranks with each rank's NIC. --dot writes the graph for
+// Graphviz; --png / --svg render it with `dot`. `braid_topo -h` prints the usage.
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "topology/topo_detect.h"
+#include "topology/topo_xml.h"
+#include "topology/topology.h"
+
+namespace braid {
+namespace {
+
+const char* usage() {
+  return "usage: braid_topo [--file TOPO_XML] [--ranks N] [--max-rings M] [--dot] [--png FILE] [--svg FILE]\n"
+         "                  [--dump FILE] [--graph FILE]\n"
+         "Prints the topology (nodes and links), the path class and GB/s between every pair of GPUs and NICs,\n"
+         "and the rings Braid's search picks for N ranks (rank r on the r-th GPU by CUDA ordinal) with each\n"
+         "rank's nearest NIC.\n"
+         "  --file TOPO_XML  read NCCL's topology XML (what NCCL_TOPO_FILE names); without it, detect this host\n"
+         "                   (the GPUs CUDA shows, sysfs, NVML)\n"
+         "  --ranks N        rings for the first N GPUs (default: every GPU)\n"
+         "  --max-rings M    search at most M rings (default 32)\n"
+         "  --dot            write the graph in Graphviz's language to stdout instead of the report (NVLinks bold,\n"
+         "                   ring order on dashed arrows)\n"
+         "  --png FILE, --svg FILE\n"
+         "                   render that graph with Graphviz's dot (which must be on PATH)\n"
+         "  --dump FILE      write the topology XML (as NCCL_TOPO_DUMP_FILE holds it)\n"
+         "  --graph FILE     write the rings as NCCL's graph XML (as NCCL_GRAPH_DUMP_FILE holds it)\n"
+         "  -h, --help       this text\n";
+}
+
+struct Options {
+  std::string file;
+  int ranks = -1;
+  int maxRings = 32;
+  bool dot = false;
+  std::string png, svg, dump, graph;
+};
+
+bool parseCount(const std::string& text, int lo, int* out) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || v < lo || v > 1 << 20) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+// 0: run; 1: help; 2: error (in *error).
+int parseArgs(int argc, char** argv, Options* o, std::string* error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    const size_t eq = arg.find('=');
+    const bool inlineValue = arg.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (inlineValue) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    auto takeValue = [&](std::string* out) {
+      if (inlineValue) {
+        *out = value;
+      } else if (i + 1 < argc) {
+        *out = argv[++i];
+      } else {
+        *error = arg + " needs a value";
+        return false;
+      }
+      if (out->empty()) *error = arg + " needs a value";
+      return !out->empty();
+    };
+    std::string v;
+    if (arg == "-h" || arg == "--help") return 1;
+    if (arg == "--dot" && !inlineValue) {
+      o->dot = true;
+    } else if (arg == "--file") {
+      if (!takeValue(&o->file)) return 2;
+    } else if (arg == "--ranks" || arg == "--max-rings") {
+      if (!takeValue(&v)) return 2;
+      if (!parseCount(v, 1, arg == "--ranks" ? &o->ranks : &o->maxRings)) {
+        *error = arg + " takes a whole number of at least 1, not '" + v + "'";
+        return 2;
+      }
+    } else if (arg == "--png" || arg == "--svg" || arg == "--dump" || arg == "--graph") {
+      std::string* dst = arg == "--png" ? &o->png : arg == "--svg" ? &o->svg : arg == "--dump" ? &o->dump : &o->graph;
+      if (!takeValue(dst)) return 2;
+    } else {
+      *error = "unknown argument '" + std::string(argv[i]) + "'";
+      return 2;
+    }
+  }
+  return 0;
+}
+
+// This host: the GPUs CUDA shows (none where there is no driver or device: NICs and the PCI tree still come).
+ncclResult_t detectHere(Topology* topo) {
+  TopoDetectOptions opts;
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "braid_topo: CUDA shows no GPUs (%s); detecting without them\n", cudaGetErrorString(e));
+    n = 0;
+  }
+  for (int d = 0; d < n; ++d) {
+    char bus[32] = {};
+    int major = 0, minor = 0;
+    if (cudaDeviceGetPCIBusId(bus, sizeof(bus), d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d) != cudaSuccess)
+      return recordError(ncclUnhandledCudaError, "CUDA device %d: no PCI address or compute capability", d);
+    TopoGpuFact g;
+    g.busId = bus;
+    g.cudaDev = d;
+    g.sm = major * 10 + minor;
+    opts.gpus.push_back(g);
+  }
+  XmlNode system;
+  BRAID_CHECK(detectTopology(opts, &system));
+  return topologyFromXml(system, "this host", topo);
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+const char* linkKindName(TopoLinkKind k) {
+  switch (k) {
+    case TopoLinkKind::Loc:
+      return "LOC";
+    case TopoLinkKind::Nvl:
+      return "NVL";
+    case TopoLinkKind::Pci:
+      return "PCI";
+    case TopoLinkKind::Sys:
+      return "SYS";
+    case TopoLinkKind::Net:
+      return "NET";
+  }
+  return "?";
+}
+
+// Short names: GPUs by CUDA ordinal, NETs by device index, others by node index.
+std::string label(const Topology& t, int v) {
+  const TopoNode& n = t.nodes[v];
+  if (n.kind == TopoKind::Gpu && n.cudaDev >= 0) return "GPU" + std::to_string(n.cudaDev);
+  if (n.kind == TopoKind::Net && n.dev >= 0) return "NET" + std::to_string(n.dev);
+  return std::string(topoKindName(n.kind)) + "#" + std::to_string(v);
+}
+
+std::string details(const TopoNode& n) {
+  std::string s;
+  switch (n.kind) {
+    case TopoKind::Cpu:
+      s = "numa " + std::to_string(n.numa);
+      break;
+    case TopoKind::Gpu:
+      s = "sm " + std::to_string(n.sm);
+      if (n.rank >= 0) s += ", rank " + std::to_string(n.rank);
+      if (n.gdr) s += ", gdr";
+      break;
+    case TopoKind::Net:
+      s = n.name + ", " + fmt(n.speedGBs) + " GB/s, port " + std::to_string(n.port);
+      if (n.gdr) s += ", gdr";
+      break;
+    default:
+      break;
+  }
+  if (n.kind != TopoKind::Cpu && n.numa >= 0)
+    s += std::string(s.empty() ? "" : ", ") + "numa " + std::to_string(n.numa);
+  return s;
+}
+
+// GPUs by CUDA ordinal (unknown ones last, in node order): rank r runs on the r-th.
+std::vector<int> gpusInOrder(const Topology& t) {
+  std::vector<int> g = t.all(TopoKind::Gpu);
+  std::stable_sort(g.begin(), g.end(), [&](int a, int b) {
+    const int da = t.nodes[a].cudaDev, db = t.nodes[b].cudaDev;
+    if ((da < 0) != (db < 0)) return db < 0;
+    return da < db;
+  });
+  return g;
+}
+
+void printTopology(const Topology& t, const std::string& source) {
+  std::printf("Topology of %s: %zu GPUs, %zu NICs (%zu network ports), %zu CPUs, %zu PCI switches, %zu NVSwitch\n",
+              source.c_str(), t.all(TopoKind::Gpu).size(), t.all(TopoKind::Nic).size(), t.all(TopoKind::Net).size(),
+              t.all(TopoKind::Cpu).size(), t.all(TopoKind::Pci).size(), t.all(TopoKind::Nvs).size());
+  std::printf("\nNodes:\n");
+  for (size_t v = 0; v < t.nodes.size(); ++v) {
+    const TopoNode& n = t.nodes[v];
+    std::printf("  %3zu %-3s %-8s %-12s %s\n", v, topoKindName(n.kind), label(t, static_cast<int>(v)).c_str(),
+                n.busId.c_str(), details(n).c_str());
+  }
+  std::printf("\nLinks (GB/s each way; a/b where the two ways differ):\n");
+  for (size_t a = 0; a < t.nodes.size(); ++a) {
+    for (const TopoLink& l : t.nodes[a].links) {
+      const TopoLink* back = nullptr;
+      for (const TopoLink& r : t.nodes[l.peer].links)
+        if (r.peer == static_cast<int>(a) && r.kind == l.kind) back = &r;
+      if (back && l.peer < static_cast<int>(a)) continue;  // printed from the other end
+      std::string bw = fmt(l.bw);
+      if (back && back->bw != l.bw) bw += "/" + fmt(back->bw);
+      std::printf("  %-8s %s %-8s %s %s\n", label(t, static_cast<int>(a)).c_str(), back ? "<->" : "-> ",
+                  label(t, l.peer).c_str(), linkKindName(l.kind), bw.c_str());
+    }
+  }
+}
+
+std::vector<int> endpointsInOrder(const Topology& t) {
+  std::vector<int> e = gpusInOrder(t);
+  std::vector<int> nets = t.all(TopoKind::Net);
+  std::stable_sort(nets.begin(), nets.end(), [&](int a, int b) { return t.nodes[a].dev < t.nodes[b].dev; });
+  e.insert(e.end(), nets.begin(), nets.end());
+  return e;
+}
+
+void printPaths(const Topology& t, const TopoPaths& p) {
+  const std::vector<int> e = endpointsInOrder(t);
+  if (e.empty()) return;
+  std::printf("\nPaths (class/GB/s of the slowest link; row to column):\n%8s", "");
+  for (int v : e) std::printf(" %10s", label(t, v).c_str());
+  std::printf("\n");
+  for (int a : e) {
+    std::printf("%8s", label(t, a).c_str());
+    for (int b : e) {
+      const TopoPath& x = p.between(a, b);
+      std::string cell = pathClassName(x.cls);
+      if (a != b && x.cls != PathClass::Dis) cell += "/" + fmt(x.bw);
+      std::printf(" %10s", cell.c_str());
+    }
+    std::printf("\n");
+  }
+}
+
+std::vector<std::vector<int>> distinctRings(const TopoRings& r) {
+  std::vector<std::vector<int>> out;
+  for (const auto& ring : r.rings)
+    if (std::find(out.begin(), out.end(), ring) == out.end()) out.push_back(ring);
+  return out;
+}
+
+void printRings(const Topology& t, const TopoPaths& p, const std::vector<int>& rankGpu, const TopoRings& r) {
+  std::printf("\nRings for %zu ranks: %zu ring%s at %s GB/s each, worst hop %s\n", rankGpu.size(), r.rings.size(),
+              r.rings.size() == 1 ? "" : "s", fmt(r.bwPerRing).c_str(), pathClassName(r.worst));
+  for (size_t c = 0; c < r.rings.size(); ++c) {
+    const std::vector<int>& ring = r.rings[c];
+    std::string ranks, hops;
+    for (size_t i = 0; i < ring.size(); ++i) {
+      ranks += (i ? " " : "") + std::to_string(ring[i]);
+      const int next = ring[(i + 1) % ring.size()];
+      if (ring.size() > 1)
+        hops += std::string(i ? " " : "") + pathClassName(p.between(rankGpu[ring[i]], rankGpu[next]).cls);
+    }
+    std::printf("  ring %2zu: %s   (hops %s)\n", c, ranks.c_str(), hops.c_str());
+  }
+  std::printf("\nNIC per rank (nearest: best class, then widest):\n");
+  for (size_t rank = 0; rank < rankGpu.size(); ++rank) {
+    const std::vector<int> near = nearestNets(t, p, rankGpu[rank]);
+    std::string nets;
+    for (int n : near) {
+      const TopoPath& x = p.between(rankGpu[rank], n);
+      nets += (nets.empty() ? "" : ", ") + label(t, n) + " " + t.nodes[n].name + " (" + pathClassName(x.cls) + ", " +
+              fmt(x.bw) + " GB/s)";
+    }
+    std::printf("  rank %2zu on %-6s %s\n", rank, label(t, rankGpu[rank]).c_str(),
+                nets.empty() ? "none" : nets.c_str());
+  }
+}
+
+// A DOT string: quotes and backslashes escaped, line breaks as DOT's \n.
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string dotGraph(const Topology& t, const std::vector<int>& rankGpu, const TopoRings& r) {
+  std::string out =
+      "graph topology {\n  graph [fontname=\"Helvetica\"];\n  node [fontname=\"Helvetica\", fontsize=10];\n"
+      "  edge [fontname=\"Helvetica\", fontsize=9];\n";
+  std::vector<int> rankOf(t.nodes.size(), -1);
+  for (size_t i = 0; i < rankGpu.size(); ++i) rankOf[rankGpu[i]] = static_cast<int>(i);
+  for (size_t v = 0; v < t.nodes.size(); ++v) {
+    const TopoNode& n = t.nodes[v];
+    std::string text = label(t, static_cast<int>(v));
+    if (!n.busId.empty()) text += "\n" + n.busId;
+    std::string shape;
+    switch (n.kind) {
+      case TopoKind::Gpu:
+        shape = "shape=box, style=filled, fillcolor=palegreen";
+        text += "\nsm " + std::to_string(n.sm);
+        if (rankOf[v] >= 0) text += "\nrank " + std::to_string(rankOf[v]);
+        break;
+      case TopoKind::Pci:
+        shape = "shape=ellipse";
+        break;
+      case TopoKind::Nvs:
+        shape = "shape=hexagon, style=filled, fillcolor=lightgoldenrod";
+        break;
+      case TopoKind::Cpu:
+        shape = "shape=box3d, style=filled, fillcolor=lightblue";
+        text += "\nnuma " + std::to_string(n.numa);
+        break;
+      case TopoKind::Nic:
+        shape = "shape=component";
+        break;
+      case TopoKind::Net:
+        shape = "shape=note";
+        text += "\n" + n.name + "\n" + fmt(n.speedGBs) + " GB/s";
+        break;
+    }
+    out += "  n" + std::to_string(v) + " [" + shape + ", label=" + quoted(text) + "];\n";
+  }
+  for (size_t a = 0; a < t.nodes.size(); ++a) {
+    for (const TopoLink& l : t.nodes[a].links) {
+      bool back = false;
+      for (const TopoLink& x : t.nodes[l.peer].links) back |= x.peer == static_cast<int>(a) && x.kind == l.kind;
+      if (back && l.peer < static_cast<int>(a)) continue;
+      std::string style = "label=" + quoted(std::string(linkKindName(l.kind)) + " " + fmt(l.bw));
+      if (l.kind == TopoLinkKind::Nvl) style += ", penwidth=3, color=forestgreen, fontcolor=forestgreen";
+      if (l.kind == TopoLinkKind::Sys) style += ", style=dashed";
+      if (!back) style += ", dir=forward";
+      out += "  n" + std::to_string(a) + " -- n" + std::to_string(l.peer) + " [" + style + "];\n";
+    }
+  }
+  // Each distinct ring as arrows from GPU to GPU, numbered by step: they show the order, not a link.
+  static const char* const kColors[] = {"red", "blue", "darkorange", "purple"};
+  const std::vector<std::vector<int>> rings = distinctRings(r);
+  for (size_t c = 0; c < rings.size() && c < 4 && rings[c].size() > 1; ++c) {
+    const std::vector<int>& ring = rings[c];
+    for (size_t i = 0; i < ring.size(); ++i) {
+      const int a = rankGpu[ring[i]], b = rankGpu[ring[(i + 1) % ring.size()]];
+      out += "  n" + std::to_string(a) + " -- n" + std::to_string(b) +
+             " [dir=forward, style=dashed, constraint=false, color=" + kColors[c] + ", fontcolor=" + kColors[c] +
+             ", label=" + quoted("ring " + std::to_string(c) + ": " + std::to_string(i + 1)) + "];\n";
+    }
+  }
+  return out + "}\n";
+}
+
+bool onPath(const char* program) {
+  const char* path = std::getenv("PATH");
+  if (!path) return false;
+  std::string dirs = path;
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Renders `dot` text into `file` as `format` with Graphviz; false (with a message) when it cannot.
+bool render(const std::string& dot, const char* format, const std::string& file) {
+  if (!onPath("dot")) {
+    std::fprintf(stderr, "braid_topo: --%s needs Graphviz's dot on PATH (or use --dot and render elsewhere)\n", format);
+    return false;
+  }
+  std::string path = "'";
+  for (char c : file) path += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  path += "'";
+  const std::string cmd = std::string("dot -T") + format + " -o " + path;
+  FILE* pipe = ::popen(cmd.c_str(), "w");
+  if (!pipe) {
+    std::fprintf(stderr, "braid_topo: cannot run dot: %s\n", std::strerror(errno));
+    return false;
+  }
+  std::fwrite(dot.data(), 1, dot.size(), pipe);
+  const int status = ::pclose(pipe);
+  if (status != 0) {
+    std::fprintf(stderr, "braid_topo: dot failed writing %s (status %d)\n", file.c_str(), status);
+    return false;
+  }
+  return true;
+}
+
+int fail(const char* what) {
+  std::fprintf(stderr, "braid_topo: %s: %s\n", what, pendingError().empty() ? "failed" : pendingError().c_str());
+  return 1;
+}
+
+int run(const Options& o) {
+  Topology topo;
+  const std::string source = o.file.empty() ? "this host" : o.file;
+  if (!o.file.empty()) {
+    if (loadTopologyFile(o.file, &topo) != ncclSuccess) return fail("reading the topology");
+  } else if (detectHere(&topo) != ncclSuccess) {
+    return fail("detecting the topology");
+  }
+  TopoPaths paths;
+  if (computePaths(topo, &paths) != ncclSuccess) return fail("computing paths");
+  const std::vector<int> gpus = gpusInOrder(topo);
+  const int nRanks = o.ranks < 0 ? static_cast<int>(gpus.size()) : o.ranks;
+  if (nRanks > static_cast<int>(gpus.size())) {
+    std::fprintf(stderr, "braid_topo: --ranks %d, but %s has %zu GPUs\n", nRanks, source.c_str(), gpus.size());
+    return 1;
+  }
+  const std::vector<int> rankGpu(gpus.begin(), gpus.begin() + nRanks);
+  TopoRings rings;
+  if (!rankGpu.empty() && searchRings(topo, paths, rankGpu, o.maxRings, &rings) != ncclSuccess)
+    return fail("searching rings");
+
+  if (o.dot) {
+    const std::string dot = dotGraph(topo, rankGpu, rings);
+    std::fwrite(dot.data(), 1, dot.size(), stdout);
+  } else {
+    printTopology(topo, source);
+    printPaths(topo, paths);
+    if (rankGpu.empty())
+      std::printf("\nNo GPUs: no rings.\n");
+    else
+      printRings(topo, paths, rankGpu, rings);
+  }
+  bool ok = true;
+  if (!o.png.empty() || !o.svg.empty()) {
+    const std::string dot = dotGraph(topo, rankGpu, rings);
+    if (!o.png.empty()) ok &= render(dot, "png", o.png);
+    if (!o.svg.empty()) ok &= render(dot, "svg", o.svg);
+  }
+  if (!o.dump.empty() && writeXmlFile(o.dump, topo.xml) != ncclSuccess) {
+    fail("writing the topology XML");
+    ok = false;
+  }
+  if (!o.graph.empty()) {
+    if (rankGpu.empty()) {
+      std::fprintf(stderr, "braid_topo: --graph: no GPUs, so no rings to write\n");
+      ok = false;
+    } else if (writeXmlFile(o.graph, ringsGraphXml(rings, rankGpu, topo)) != ncclSuccess) {
+      fail("writing the graph XML");
+      ok = false;
+    }
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace braid
+
+int main(int argc, char** argv) {
+  braid::Options o;
+  std::string error;
+  switch (braid::parseArgs(argc, argv, &o, &error)) {
+    case 1:
+      std::fputs(braid::usage(), stdout);
+      return 0;
+    case 2:
+      std::fprintf(stderr, "braid_topo: %s\n%s", error.c_str(), braid::usage());
+      return 2;
+  }
+  return braid::run(o);
+}
