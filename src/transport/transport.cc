@@ -16,6 +16,7 @@
 #include "transport/net/net_proxy.h"
 #include "transport/net/proxy_affinity.h"
 #include "transport/p2p/p2p_internal.h"
+#include "transport/p2p/p2p_level.h"
 #include "transport/shm/shm_internal.h"
 #include "transport/transport.h"
 
@@ -43,7 +44,12 @@ const char* dirName(Direction d) { return d == Direction::Send ? "send to" : "re
 // neighbours would cut LL steps differently.
 static_assert(kShmLlSlotBytes == kP2pLlSlotBytes, "P2P and SHM LL slots must be the same size");
 
-ncclResult_t checkTransportParams() { return checkProxyCpusSyntax(params::ProxyCpus()); }
+ncclResult_t checkTransportParams() {
+  PathClass level;
+  std::string why;
+  if (!p2pLevelLimit(nullptr, &level, &why)) return recordError(ncclInvalidArgument, "%s", why.c_str());
+  return checkProxyCpusSyntax(params::ProxyCpus());
+}
 
 std::vector<Transport*> hostTransports() { return {shmTransport(), netTransport()}; }
 std::vector<Transport*> deviceTransports() { return {p2pTransport(), shmTransport(), netTransport()}; }

@@ -119,11 +119,11 @@ int childCreatingComms(const std::map<std::string, std::string>& env, bool withT
 // The warnings of the child in SetUnimplementedVariableWarnsOncePerProcess: one for each variable set to a
 // value Braid does not implement, none for NCCL_NVLS_ENABLE=0.
 void expectOneWarningEach(const std::string& log) {
-  EXPECT_EQ(countOccurrences(log, "NCCL_TOPO_FILE=/nonexistent/topo.xml has no effect in Braid"), 1) << log;
-  EXPECT_EQ(countOccurrences(log, "NCCL_P2P_LEVEL=NVL has no effect in Braid"), 1) << log;
+  EXPECT_EQ(countOccurrences(log, "NCCL_HOSTID=hostx has no effect in Braid"), 1) << log;
   EXPECT_EQ(countOccurrences(log, "NCCL_IB_DISABLE=0 has no effect in Braid"), 1) << log;
+  EXPECT_EQ(countOccurrences(log, "NCCL_P2P_LEVEL"), 0) << log;    // implemented
   EXPECT_EQ(countOccurrences(log, "NCCL_NVLS_ENABLE"), 0) << log;  // 0 asks for what Braid does
-  EXPECT_EQ(countOccurrences(log, "has no effect in Braid"), 3) << log;
+  EXPECT_EQ(countOccurrences(log, "has no effect in Braid"), 2) << log;
   EXPECT_NE(log.find("BRAID WARN"), std::string::npos) << log;
 }
 
@@ -164,12 +164,12 @@ TEST(ParamDoc, EnvironmentMdHasOneRowPerVariableOfParamsDef) {
 TEST(ParamWarn, OnlyUnimplementedValuesWarn) {
   const ParamDesc* nvls = findParam("NCCL_NVLS_ENABLE");
   const ParamDesc* ib = findParam("NCCL_IB_DISABLE");
-  const ParamDesc* topo = findParam("NCCL_TOPO_FILE");
+  const ParamDesc* hostId = findParam("NCCL_HOSTID");
   const ParamDesc* level = findParam("NCCL_P2P_LEVEL");
   const ParamDesc* buff = findParam("NCCL_BUFFSIZE");
-  ASSERT_TRUE(nvls && ib && topo && level && buff);
+  ASSERT_TRUE(nvls && ib && hostId && level && buff);
   EXPECT_EQ(nvls->kind, ParamKind::Ignored);
-  EXPECT_EQ(level->kind, ParamKind::Partial);
+  EXPECT_EQ(level->kind, ParamKind::Str);
   EXPECT_FALSE(paramValueUnimplemented(*nvls, nullptr));
   EXPECT_FALSE(paramValueUnimplemented(*nvls, ""));    // empty: unset
   EXPECT_FALSE(paramValueUnimplemented(*nvls, "0"));   // asks for what Braid does
@@ -177,12 +177,8 @@ TEST(ParamWarn, OnlyUnimplementedValuesWarn) {
   EXPECT_TRUE(paramValueUnimplemented(*nvls, "2"));
   EXPECT_FALSE(paramValueUnimplemented(*ib, "1"));
   EXPECT_TRUE(paramValueUnimplemented(*ib, "0"));
-  EXPECT_TRUE(paramValueUnimplemented(*topo, "/etc/topo.xml"));
-  EXPECT_FALSE(paramValueUnimplemented(*level, "LOC"));
-  EXPECT_FALSE(paramValueUnimplemented(*level, "0"));
-  EXPECT_FALSE(paramValueUnimplemented(*level, "SYS"));
-  EXPECT_TRUE(paramValueUnimplemented(*level, "NVL"));
-  EXPECT_TRUE(paramValueUnimplemented(*level, "PIX"));
+  EXPECT_TRUE(paramValueUnimplemented(*hostId, "node7"));
+  for (const char* v : {"LOC", "0", "NVL", "PIX", "SYS"}) EXPECT_FALSE(paramValueUnimplemented(*level, v)) << v;
   EXPECT_FALSE(paramValueUnimplemented(*buff, "12345"));  // implemented: never
 }
 
@@ -190,7 +186,7 @@ TEST(ParamWarn, SetUnimplementedVariableWarnsOncePerProcess) {
   for (bool withThreads : {false, true}) {
     SCOPED_TRACE(withThreads ? "communicators and threads" : "communicators only");
     const std::string log = logOfChild([withThreads] {
-      return childCreatingComms({{"NCCL_TOPO_FILE", "/nonexistent/topo.xml"},
+      return childCreatingComms({{"NCCL_HOSTID", "hostx"},
                                  {"NCCL_P2P_LEVEL", "NVL"},
                                  {"NCCL_NVLS_ENABLE", "0"},
                                  {"NCCL_IB_DISABLE", "0"}},

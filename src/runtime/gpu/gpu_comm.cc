@@ -19,6 +19,7 @@
 #include "runtime/comm.h"
 #include "runtime/gpu/cuda_arch.h"
 #include "runtime/gpu/gpu_state.h"
+#include "runtime/gpu/gpu_topology.h"
 #include "runtime/tuning_agreement.h"
 #include "transport/host_fifo.h"
 #include "transport/p2p/nvlink.h"
@@ -476,6 +477,8 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   int preferredChannels = kDefaultDevChannels;
   bool bigFifoOk = comm->nranks > 1;  // both ring neighbours GPUs joined by NVLink (agreedFifoBytes)
   if (comm->nranks > 1) {
+    // The host's topology first: P2P between two GPUs follows its paths (NCCL_P2P_LEVEL).
+    BRAID_CHECK(ensureHostTopology(comm));
     comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
     comm->conns->setTransports(deviceTransports());
     // A ring with a socket link runs at that link's pace: few channels (agreed as the minimum over ranks).
@@ -516,6 +519,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     DeviceState* raw = st.get();
     comm->conns->setAbortHook([raw] { raw->raiseAbort(); });
     BRAID_CHECK(comm->conns->connectRing(comm->nChannels));
+    BRAID_CHECK(reportRings(comm));
     BRAID_CUDA_CHECK(cudaMalloc(&st->ringConns, sizeof(DevConn) * 2 * st->nChannels),
                      "rank %d: cudaMalloc of %d ring connection states", comm->rank, 2 * st->nChannels);
     BRAID_CUDA_CHECK(cudaMalloc(&st->splitGuard, sizeof(uint64_t) * st->nChannels),

@@ -14,6 +14,7 @@
 #include "core/result.h"
 #include "transport/host_fifo.h"
 #include "transport/p2p/p2p_internal.h"
+#include "transport/p2p/p2p_level.h"
 
 namespace braid {
 namespace {
@@ -97,11 +98,12 @@ void p2pBusIdToString(int64_t busId, char* out, size_t size) {
 
 bool P2pTransport::canConnect(const PeerInfo& me, const PeerInfo& peer) const {
   if (params::P2pDisable() != 0) return false;
-  std::string level = params::P2pLevel();
-  if (level == "LOC" || level == "0") return false;
   if (me.isHost || peer.isHost || me.cudaDev < 0 || peer.cudaDev < 0) return false;
   if (me.hostHash != peer.hostHash) return false;
   if (me.busId == peer.busId) return false;  // two ranks on one GPU: SHM handles it
+  // NCCL_P2P_LEVEL (or NCCL's default for the host's CPUs) against the path the host's topology gives the pair.
+  PathClass cls;
+  if (!p2pPathAllowed(me.busId, peer.busId, &cls)) return false;
   const int mine = localOrdinalOf(me.busId);
   const int theirs = localOrdinalOf(peer.busId);
   if (mine < 0) return false;

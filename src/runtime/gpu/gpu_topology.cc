@@ -1,0 +1,172 @@
+// gpu_topology: the host's topology for GPU communicators (see gpu_topology.h).
+#include "runtime/gpu/gpu_topology.h"
+
+#include <cuda_runtime.h>
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/log.h"
+#include "core/param.h"
+#include "core/result.h"
+#include "runtime/comm.h"
+#include "topology/topo_detect.h"
+#include "topology/topo_nvml.h"
+#include "topology/topology.h"
+#include "transport/p2p/nvlink.h"
+#include "transport/p2p/p2p_level.h"
+
+namespace braid {
+namespace {
+
+std::mutex gMu;
+bool gTried = false;          // guarded by gMu: built (or failed) once per process
+ncclResult_t gResult = ncclSuccess;
+std::string gError;           // the failure's message, recorded again at each later init
+bool gDumped = false;         // NCCL_TOPO_DUMP_FILE written
+bool gGraphDumped = false;    // NCCL_GRAPH_DUMP_FILE written
+
+std::string readFirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Every NVIDIA display or 3D controller the host's sysfs lists (also those CUDA_VISIBLE_DEVICES hides from this
+// process), with this process's CUDA ordinal and compute capability where it sees them. Others take `sm` from a
+// visible one (the GPUs of a node are alike; it sets only NVLink's per-link rate).
+std::vector<TopoGpuFact> hostGpus() {
+  std::vector<TopoGpuFact> out;
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0, cudaGetLastError();
+  int anySm = 0;
+  for (int d = 0; d < n; ++d) {
+    char bus[32] = {};
+    int major = 0, minor = 0;
+    if (cudaDeviceGetPCIBusId(bus, sizeof(bus), d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    TopoGpuFact g;
+    g.busId = topoBusId(bus);
+    g.cudaDev = d;
+    g.sm = major * 10 + minor;
+    anySm = g.sm;
+    if (!g.busId.empty()) out.push_back(g);
+  }
+  if (DIR* dir = opendir("/sys/bus/pci/devices")) {
+    while (dirent* e = readdir(dir)) {
+      const std::string name = e->d_name;
+      if (name[0] == '.') continue;
+      const std::string base = std::string("/sys/bus/pci/devices/") + name;
+      const std::string cls = readFirstLine(base + "/class"), vendor = readFirstLine(base + "/vendor");
+      if (vendor != "0x10de" || (cls.rfind("0x0300", 0) != 0 && cls.rfind("0x0302", 0) != 0)) continue;
+      const std::string id = topoBusId(name);
+      if (id.empty() || std::any_of(out.begin(), out.end(), [&](const TopoGpuFact& g) { return g.busId == id; }))
+        continue;
+      TopoGpuFact g;
+      g.busId = id;
+      g.sm = anySm;
+      out.push_back(g);
+    }
+    closedir(dir);
+  }
+  std::sort(out.begin(), out.end(), [](const TopoGpuFact& a, const TopoGpuFact& b) { return a.busId < b.busId; });
+  return out;
+}
+
+ncclResult_t buildHostTopology(int rank) {
+  auto host = std::make_shared<HostTopology>();
+  const std::string file = params::TopoFile();
+  if (!file.empty()) {
+    BRAID_CHECK(loadTopologyFile(file, &host->topo));
+    host->source = file;
+    host->nvlinkKnown = true;
+  } else {
+    TopoDetectOptions opts;
+    opts.gpus = hostGpus();
+    XmlNode system;
+    BRAID_CHECK(detectTopology(opts, &system));
+    BRAID_CHECK(topologyFromXml(system, "the detected topology", &host->topo));
+    host->source = "detected";
+    NvmlSession nvml;
+    std::string why;
+    host->nvlinkKnown = nvml.open(&why);
+  }
+  BRAID_CHECK(computePaths(host->topo, &host->paths));
+  PathClass limit = PathClass::Sys;
+  std::string why;
+  if (!p2pLevelLimit(host.get(), &limit, &why)) return recordError(ncclInvalidArgument, "%s", why.c_str());
+  BRAID_INFO(kSubGraph, "rank %d: host topology (%s): %zu GPU(s), %zu NVSwitch(es), %zu CPU(s), %zu network port(s); "
+             "P2P up to %s",
+             rank, host->source.c_str(), host->topo.all(TopoKind::Gpu).size(), host->topo.all(TopoKind::Nvs).size(),
+             host->topo.all(TopoKind::Cpu).size(), host->topo.all(TopoKind::Net).size(), pathClassName(limit));
+  setHostTopology(host);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t ensureHostTopology(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(gMu);
+  if (!gTried) {
+    gTried = true;
+    clearPendingError();
+    gResult = buildHostTopology(comm->rank);
+    if (gResult != ncclSuccess) gError = pendingError();
+  }
+  if (gResult != ncclSuccess) return recordError(gResult, "%s", gError.c_str());
+  const std::string dump = params::TopoDumpFile();
+  if (!dump.empty() && comm->rank == 0 && !gDumped) {
+    gDumped = true;
+    const std::shared_ptr<const HostTopology> host = hostTopologyIfKnown();
+    if (host) BRAID_CHECK(writeXmlFile(dump, host->topo.xml));
+    BRAID_INFO(kSubGraph, "rank 0: topology written to %s (NCCL_TOPO_DUMP_FILE)", dump.c_str());
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t reportRings(ncclComm* comm) {
+  const std::shared_ptr<const HostTopology> host = hostTopologyIfKnown();
+  if (!host || comm->nranks < 2) return ncclSuccess;
+  // The ranks of this host and their GPUs; a ring that leaves the host is left to the multi-host search.
+  std::vector<int> rankGpu;
+  for (const PeerInfo& p : comm->peers) {
+    char bus[32];
+    p2pBusIdToString(p.busId, bus, sizeof(bus));
+    const int g = p.hostHash == comm->self.hostHash ? host->topo.find(TopoKind::Gpu, bus) : -1;
+    if (g < 0) return ncclSuccess;
+    rankGpu.push_back(g);
+  }
+  TopoRings best;
+  if (searchRings(host->topo, host->paths, rankGpu, comm->nChannels, &best) != ncclSuccess) {
+    clearPendingError();
+    return ncclSuccess;
+  }
+  TopoRings inUse = best;
+  std::vector<int> order(comm->nranks);
+  for (int r = 0; r < comm->nranks; ++r) order[r] = r;
+  inUse.rings.assign(static_cast<size_t>(comm->nChannels), order);
+  const bool rankOrderBest = !best.rings.empty() && best.rings[0] == order;
+  if (!rankOrderBest && comm->rank == 0)
+    BRAID_INFO(kSubGraph, "rank 0: the rings run in rank order; on this host the search finds a faster order (worst hop "
+               "%s at %.1f GB/s) that they do not use", pathClassName(best.worst), best.bwPerRing);
+  const std::string file = params::GraphDumpFile();
+  std::lock_guard<std::mutex> lock(gMu);
+  if (!file.empty() && comm->rank == 0 && !gGraphDumped) {
+    gGraphDumped = true;
+    BRAID_CHECK(writeXmlFile(file, ringsGraphXml(inUse, rankGpu, host->topo)));
+  }
+  return ncclSuccess;
+}
+
+}  // namespace braid
