@@ -162,6 +162,17 @@ struct ConnectionManager::Impl {
     return ncclSuccess;
   }
 
+  // Runs a batch of peer connections and keeps them by peer; a peer's channels were queued in order, so they land at
+  // their index.
+  using PeerConns = std::map<int, std::vector<std::unique_ptr<Connector>>>;
+  ncclResult_t runAndKeep(std::vector<Pending>& batch, PeerConns* send, PeerConns* recv) {
+    if (batch.empty()) return ncclSuccess;
+    BRAID_CHECK(run(batch));
+    std::lock_guard<std::mutex> lock(containersMu);
+    for (auto& b : batch) (*(b.dir == Direction::Send ? send : recv))[b.peer].push_back(std::move(b.conn));
+    return ncclSuccess;
+  }
+
   // The transport recorded the precise cause; the log line adds which connection it was.
   ncclResult_t failed(ncclResult_t r, const Pending& b, const char* phase) {
     if (pendingError().empty()) {
@@ -275,15 +286,7 @@ ncclResult_t ConnectionManager::connectP2p(const int* sendPeers, int nSend, cons
   };
   BRAID_CHECK(add(sendPeers, nSend, Direction::Send));
   BRAID_CHECK(add(recvPeers, nRecv, Direction::Recv));
-  if (batch.empty()) return ncclSuccess;
-  BRAID_CHECK(m.run(batch));
-  {
-    std::lock_guard<std::mutex> lock(m.containersMu);
-    // A peer's channels were queued in order, so they land at their index.
-    for (auto& b : batch)
-      (b.dir == Direction::Send ? m.p2pSend : m.p2pRecv)[b.peer].push_back(std::move(b.conn));
-  }
-  return ncclSuccess;
+  return m.runAndKeep(batch, &m.p2pSend, &m.p2pRecv);
 }
 
 ncclResult_t ConnectionManager::connectCollPeers(const int* sendPeers, int nSend, const int* recvPeers, int nRecv,
@@ -311,11 +314,7 @@ ncclResult_t ConnectionManager::connectCollPeers(const int* sendPeers, int nSend
   };
   BRAID_CHECK(add(sendPeers, nSend, Direction::Send));
   BRAID_CHECK(add(recvPeers, nRecv, Direction::Recv));
-  if (batch.empty()) return ncclSuccess;
-  BRAID_CHECK(m.run(batch));
-  std::lock_guard<std::mutex> lock(m.containersMu);
-  for (auto& b : batch) (b.dir == Direction::Send ? m.collSend : m.collRecv)[b.peer].push_back(std::move(b.conn));
-  return ncclSuccess;
+  return m.runAndKeep(batch, &m.collSend, &m.collRecv);
 }
 
 ConnInfo* ConnectionManager::ringSend(int channel) {

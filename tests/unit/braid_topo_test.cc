@@ -34,14 +34,17 @@ struct ToolRun {
 
 // Runs the tool with `args` (already shell-quoted where needed) and `env` before it.
 ToolRun runTool(const std::string& args, const std::string& env = "") {
-  const std::string dir = ::testing::TempDir();
-  const std::string out = dir + "braid_topo_out.txt", err = dir + "braid_topo_err.txt";
+  // Names of this process's own: ctest runs the cases of this file as processes side by side.
+  const std::string tag = ::testing::TempDir() + "braid_topo_" + std::to_string(getpid());
+  const std::string out = tag + "_out.txt", err = tag + "_err.txt";
   const std::string cmd = env + " '" + toolPath() + "' " + args + " >'" + out + "' 2>'" + err + "'";
   ToolRun r;
   const int st = std::system(cmd.c_str());
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   r.out = readText(out);
   r.err = readText(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
   return r;
 }
 
@@ -92,8 +95,8 @@ TEST_F(BraidTopo, DotDrawsNvlinksBoldAndTheRingOrder) {
 }
 
 TEST_F(BraidTopo, WritesTheTopologyAndGraphXml) {
-  const std::string dump = ::testing::TempDir() + "braid_topo_dump.xml";
-  const std::string graph = ::testing::TempDir() + "braid_topo_graph.xml";
+  const std::string dump = ::testing::TempDir() + "braid_topo_dump_" + std::to_string(getpid()) + ".xml";
+  const std::string graph = ::testing::TempDir() + "braid_topo_graph_" + std::to_string(getpid()) + ".xml";
   ToolRun r = runTool(canned("dgx_h100.xml") + " --dump '" + dump + "' --graph '" + graph + "'");
   ASSERT_EQ(r.status, 0) << r.err;
   Topology again, orig;
