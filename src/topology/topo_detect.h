@@ -24,7 +24,7 @@ struct TopoGpuFact {
 
 struct TopoDetectOptions {
   std::string sysfsRoot = "/sys";    // tests point this at a fake tree
-  bool useNvml = true;               // false: no NVLink facts (tests; BRAID_TOPO_NVML=0)
+  bool useNvml = true;               // false: no NVLink facts (tests)
   std::vector<TopoGpuFact> gpus;     // the GPUs to place (e.g. every GPU CUDA shows this process)
   bool includeNics = true;
 };

@@ -369,7 +369,7 @@ ncclResult_t searchRings(const Topology& topo, const TopoPaths& paths, const std
   return ncclSuccess;
 }
 
-XmlNode ringsGraphXml(const TopoRings& rings, const std::vector<int>& rankGpu, const Topology& topo) {
+XmlNode ringsGraphXml(const TopoRings& rings, const std::vector<int>& rankGpu, const Topology& topo, bool throughNics) {
   // The CUDA ordinal of each rank's GPU; where unknown, the GPU's place among the topology's GPUs.
   std::vector<int> dev(rankGpu.size(), -1);
   for (size_t r = 0; r < rankGpu.size(); ++r) {
@@ -385,7 +385,7 @@ XmlNode ringsGraphXml(const TopoRings& rings, const std::vector<int>& rankGpu, c
   // NCCL spreads them; a host without NICs has no <net> elements.
   TopoPaths paths;
   bool haveNets = false;
-  for (const TopoNode& v : topo.nodes) haveNets |= v.kind == TopoKind::Net;
+  for (const TopoNode& v : topo.nodes) haveNets |= throughNics && v.kind == TopoKind::Net;
   if (haveNets && computePaths(topo, &paths) != ncclSuccess) haveNets = false;
   auto netOf = [&](int rank, size_t channel, PathClass* cls) {
     if (rank < 0 || rank >= static_cast<int>(rankGpu.size())) return -1;

@@ -114,6 +114,9 @@ ncclResult_t searchRings(const Topology& topo, const TopoPaths& paths, const std
                          int maxRings, TopoRings* out);
 // NCCL_GRAPH_DUMP_FILE: the rings as NCCL's graph XML (<graphs><graph id pattern nchannels ...><channel><gpu dev/>
 // ...).
-XmlNode ringsGraphXml(const TopoRings& rings, const std::vector<int>& rankGpu, const Topology& topo);
+// throughNics: the rings leave the host (a <net> at each end of a channel where the machine has NICs); false for
+// rings whose ranks all share the host.
+XmlNode ringsGraphXml(const TopoRings& rings, const std::vector<int>& rankGpu, const Topology& topo,
+                      bool throughNics = true);
 
 }  // namespace braid

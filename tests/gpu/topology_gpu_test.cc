@@ -122,6 +122,31 @@ int childMissingFile() {
   return 0;
 }
 
+// One GPU a process (CUDA_VISIBLE_DEVICES), as launchers often run: each process's topology still holds both GPUs
+// (the one it cannot see too), init succeeds on both, and rank 0's dump lists both GPUs.
+int childHiddenGpus(int rank, const ncclUniqueId& id, const std::string& dump) {
+  setenv("CUDA_VISIBLE_DEVICES", std::to_string(rank).c_str(), 1);
+  if (rank == 0) setenv("NCCL_TOPO_DUMP_FILE", dump.c_str(), 1);
+  ncclComm_t comm;
+  if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) {
+    fprintf(stderr, "rank %d: ncclCommInitRank: %s\n", rank, ncclGetLastError(nullptr));
+    return 1;
+  }
+  ncclCommDestroy(comm);
+  if (rank != 0) return 0;
+  Topology topo;
+  if (loadTopologyFile(dump, &topo) != ncclSuccess) {
+    fprintf(stderr, "the dump does not load back: %s\n", pendingError().c_str());
+    return 1;
+  }
+  std::remove(dump.c_str());
+  if (topo.all(TopoKind::Gpu).size() < 2) {
+    fprintf(stderr, "rank 0's topology holds %zu GPUs\n", topo.all(TopoKind::Gpu).size());
+    return 1;
+  }
+  return 0;
+}
+
 int inChild(int (*body)()) {
   fflush(stdout);
   const pid_t pid = fork();
@@ -137,6 +162,25 @@ TEST(TopologyGpu, DumpLoadsBackAndMatchesNvidiaSmi) {
   if (gpuCountForked() < 2) GTEST_SKIP() << "needs 2 GPUs";
   if (run("command -v nvidia-smi").empty()) GTEST_SKIP() << "no nvidia-smi on PATH";
   EXPECT_EQ(inChild(childCheckDump), 0);
+}
+
+TEST(TopologyGpu, ProcessesSeeingOneGpuEachDetectBoth) {
+  if (gpuCountForked() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  const std::string dump = "/tmp/braid_topo_hidden_" + std::to_string(getpid()) + ".xml";
+  std::vector<pid_t> kids;
+  for (int r = 0; r < 2; ++r) {
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) _exit(childHiddenGpus(r, id, dump));
+    kids.push_back(pid);
+  }
+  for (int r = 0; r < 2; ++r) {
+    int status = 0;
+    waitpid(kids[r], &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << r;
+  }
 }
 
 TEST(TopologyGpu, MissingTopoFileFailsInitNamingIt) {

@@ -40,8 +40,8 @@ std::string readFirstLine(const std::string& path) {
 }
 
 // Every NVIDIA display or 3D controller the host's sysfs lists (also those CUDA_VISIBLE_DEVICES hides from this
-// process), with this process's CUDA ordinal and compute capability where it sees them. Others take `sm` from a
-// visible one (the GPUs of a node are alike; it sets only NVLink's per-link rate).
+// process), with the compute capability where this process sees them. Others take `sm` from a visible one (the GPUs
+// of a node are alike; it sets only NVLink's per-link rate).
 std::vector<TopoGpuFact> hostGpus() {
   std::vector<TopoGpuFact> out;
   int n = 0;
@@ -81,6 +81,9 @@ std::vector<TopoGpuFact> hostGpus() {
     closedir(dir);
   }
   std::sort(out.begin(), out.end(), [](const TopoGpuFact& a, const TopoGpuFact& b) { return a.busId < b.busId; });
+  // `dev` is each GPU's place in bus-id order (NCCL's NVML index), the same in every process of the host whatever
+  // CUDA_VISIBLE_DEVICES shows it.
+  for (size_t i = 0; i < out.size(); ++i) out[i].cudaDev = static_cast<int>(i);
   return out;
 }
 
@@ -92,11 +95,18 @@ ncclResult_t buildHostTopology(int rank) {
     host->source = file;
     host->nvlinkKnown = true;
   } else {
+    // Detection never fails init: what it cannot read or build leaves the host without a topology (CUDA's peer
+    // access decides P2P, as NCCL_P2P_LEVEL=SYS would), with a warning.
     TopoDetectOptions opts;
     opts.gpus = hostGpus();
     XmlNode system;
-    BRAID_CHECK(detectTopology(opts, &system));
-    BRAID_CHECK(topologyFromXml(system, "the detected topology", &host->topo));
+    if (detectTopology(opts, &system) != ncclSuccess ||
+        topologyFromXml(system, "the detected topology", &host->topo) != ncclSuccess) {
+      BRAID_WARN("rank %d: the host's topology could not be detected (%s); P2P follows CUDA's peer access", rank,
+                 pendingError().c_str());
+      clearPendingError();
+      return ncclSuccess;
+    }
     host->source = "detected";
     NvmlSession nvml;
     std::string why;
@@ -105,7 +115,7 @@ ncclResult_t buildHostTopology(int rank) {
   BRAID_CHECK(computePaths(host->topo, &host->paths));
   PathClass limit = PathClass::Sys;
   std::string why;
-  if (!p2pLevelLimit(host.get(), &limit, &why)) return recordError(ncclInvalidArgument, "%s", why.c_str());
+  if (!p2pLevelLimit(host.get(), &limit, &why)) limit = PathClass::Sys;  // refused per init (checkTransportParams)
   BRAID_INFO(kSubGraph, "rank %d: host topology (%s): %zu GPU(s), %zu NVSwitch(es), %zu CPU(s), %zu network port(s); "
              "P2P up to %s",
              rank, host->source.c_str(), host->topo.all(TopoKind::Gpu).size(), host->topo.all(TopoKind::Nvs).size(),
@@ -129,15 +139,20 @@ ncclResult_t ensureHostTopology(ncclComm* comm) {
   if (!dump.empty() && comm->rank == 0 && !gDumped) {
     gDumped = true;
     const std::shared_ptr<const HostTopology> host = hostTopologyIfKnown();
-    if (host) BRAID_CHECK(writeXmlFile(dump, host->topo.xml));
-    BRAID_INFO(kSubGraph, "rank 0: topology written to %s (NCCL_TOPO_DUMP_FILE)", dump.c_str());
+    // A file that cannot be written fails nothing: rank 0 alone failing would leave its peers waiting in init.
+    if (host && writeXmlFile(dump, host->topo.xml) != ncclSuccess) {
+      BRAID_WARN("rank 0: NCCL_TOPO_DUMP_FILE: %s", pendingError().c_str());
+      clearPendingError();
+    } else if (host) {
+      BRAID_INFO(kSubGraph, "rank 0: topology written to %s (NCCL_TOPO_DUMP_FILE)", dump.c_str());
+    }
   }
   return ncclSuccess;
 }
 
 ncclResult_t reportRings(ncclComm* comm) {
   const std::shared_ptr<const HostTopology> host = hostTopologyIfKnown();
-  if (!host || comm->nranks < 2) return ncclSuccess;
+  if (!host || comm->nranks < 2 || comm->rank != 0) return ncclSuccess;  // rank 0 reports and dumps
   // The ranks of this host and their GPUs; a ring that leaves the host is left to the multi-host search.
   std::vector<int> rankGpu;
   for (const PeerInfo& p : comm->peers) {
@@ -152,10 +167,18 @@ ncclResult_t reportRings(ncclComm* comm) {
     clearPendingError();
     return ncclSuccess;
   }
-  TopoRings inUse = best;
+  // The rings in use: rank order on every channel, each hop's link shared by all of them.
+  TopoRings inUse;
   std::vector<int> order(comm->nranks);
   for (int r = 0; r < comm->nranks; ++r) order[r] = r;
   inUse.rings.assign(static_cast<size_t>(comm->nChannels), order);
+  double slowest = -1;
+  for (int r = 0; r < comm->nranks; ++r) {
+    const TopoPath& hop = host->paths.between(rankGpu[r], rankGpu[(r + 1) % comm->nranks]);
+    inUse.worst = std::max(inUse.worst, hop.cls);
+    slowest = slowest < 0 ? hop.bw : std::min(slowest, hop.bw);
+  }
+  inUse.bwPerRing = std::max(0.0, slowest) / comm->nChannels;
   const bool rankOrderBest = !best.rings.empty() && best.rings[0] == order;
   if (!rankOrderBest && comm->rank == 0)
     BRAID_INFO(kSubGraph, "rank 0: the rings run in rank order; on this host the search finds a faster order (worst hop "
@@ -164,7 +187,10 @@ ncclResult_t reportRings(ncclComm* comm) {
   std::lock_guard<std::mutex> lock(gMu);
   if (!file.empty() && comm->rank == 0 && !gGraphDumped) {
     gGraphDumped = true;
-    BRAID_CHECK(writeXmlFile(file, ringsGraphXml(inUse, rankGpu, host->topo)));
+    if (writeXmlFile(file, ringsGraphXml(inUse, rankGpu, host->topo, false)) != ncclSuccess) {
+      BRAID_WARN("rank 0: NCCL_GRAPH_DUMP_FILE: %s", pendingError().c_str());
+      clearPendingError();
+    }
   }
   return ncclSuccess;
 }
