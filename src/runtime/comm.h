@@ -77,6 +77,9 @@ struct ncclComm {
   int cudaDev = -1;
   bool hostComm = true;
   int nChannels = 1;
+  // The rings' order (position -> rank) and this rank's position in it, agreed at init (ring_order.h).
+  std::vector<int> ringOrder;
+  int ringPos = 0;
   int64_t buffBytes = -1;  // FIFO bytes per connection, agreed at init (rank 0's NCCL_BUFFSIZE)
   bool buffBytesDefaulted = false;  // rank 0 left NCCL_BUFFSIZE unset: buffBytes is agreedFifoBytes's
   uint64_t commHash = 0;

@@ -23,6 +23,7 @@
 #include "runtime/gpu/gpu_comm.h"
 #include "runtime/group.h"
 #include "runtime/host/host_executor.h"
+#include "runtime/ring_order.h"
 #include "runtime/tuning_agreement.h"
 #include "transport/transport.h"
 #include "tuner/tuner.h"
@@ -236,6 +237,7 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
                          "rank %d: rank %d is a %s communicator but this rank is a %s one (set BRAID_HOST_COMM the "
                          "same way on every rank)",
                          comm->rank, p.rank, p.isHost ? "host-buffer" : "GPU", comm->hostComm ? "host-buffer" : "GPU");
+  BRAID_CHECK(agreeRingOrder(comm));
   if (!comm->hostComm) {
     BRAID_CHECK(initDeviceComm(comm));
     comm->wait.timeoutSec = static_cast<double>(params::Timeout());
