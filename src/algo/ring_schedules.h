@@ -1,7 +1,7 @@
 // The ring schedules (docs/DESIGN.md §2), written once as templates over a Primitives type so the host
 // executor (CPU primitives over host FIFOs) and the device executor (warp primitives) run the same steps.
 //
-// A Primitives object is bound to one channel's ring (send to rank+1, receive from rank-1) and to the op's
+// A Primitives object is bound to one channel's ring (send to the next position, receive from the previous) and to the op's
 // input and output buffers; offsets below are element offsets into those buffers. Each call is one FIFO
 // step on every connection it touches, so both sides of a connection make the same sequence of calls:
 //   send(in, n)                          input (pre-op applied when the op has one) -> next
@@ -22,10 +22,14 @@
 
 namespace braid {
 
+// Rings run in an order agreed at init (runtime/ring_order.h): position p holds rank order[p]. The schedules
+// walk positions; a block that belongs to a rank (all-gather's output, reduce-scatter's input) is placed by the
+// rank at the position it came from, so the result is the same whatever the order.
 struct RingArgs {
-  int rank = 0;            // ring position; rings run in rank order (send to rank+1)
+  int pos = 0;                  // this rank's ring position (sends to pos+1, receives from pos-1)
   int nranks = 1;
-  int root = 0;            // Broadcast/Reduce
+  int rootPos = 0;              // Broadcast/Reduce: the root's ring position
+  const int* order = nullptr;   // position -> rank; nullptr: rank order (device memory in kernels)
   size_t count = 0;        // AllReduce/Broadcast/Reduce: total; AllGather/ReduceScatter: per rank
   ElemRange ch{0, 0};      // this channel's share of `count` (per rank block for AllGather/ReduceScatter)
   size_t chunkElems = 1;   // at most one FIFO step
@@ -33,6 +37,8 @@ struct RingArgs {
 };
 
 BRAID_HD inline int ringMod(int x, int n) { return ((x % n) + n) % n; }
+// The rank at ring position p.
+BRAID_HD inline int ringRankAt(const RingArgs& a, int p) { return a.order ? a.order[p] : p; }
 
 // Reduce-scatter phase then all-gather phase, NCCL's ring all-reduce.
 template <typename Prims>
@@ -50,20 +56,21 @@ BRAID_HD void ringAllReduce(Prims& prims, const RingArgs& a) {
     const size_t start = a.ch.offset + base;
     ElemRange s;
 
-    s = ringSegment(len, seg, ringMod(a.rank - 1, n));
+    // Segments are indexed by position: every rank ends with every segment, so none needs its owner's rank.
+    s = ringSegment(len, seg, ringMod(a.pos - 1, n));
     prims.send(start + s.offset, s.count);
     for (int j = 2; j < n; ++j) {
-      s = ringSegment(len, seg, ringMod(a.rank - j, n));
+      s = ringSegment(len, seg, ringMod(a.pos - j, n));
       prims.recvReduceSend(start + s.offset, s.count);
     }
     // This rank's segment is now complete: finalise it (post-op) and start circulating it.
-    s = ringSegment(len, seg, a.rank);
+    s = ringSegment(len, seg, a.pos);
     prims.recvReduceCopySend(start + s.offset, start + s.offset, s.count, true);
     for (int j = 1; j < n - 1; ++j) {
-      s = ringSegment(len, seg, ringMod(a.rank - j, n));
+      s = ringSegment(len, seg, ringMod(a.pos - j, n));
       prims.recvCopySend(start + s.offset, s.count);
     }
-    s = ringSegment(len, seg, ringMod(a.rank + 1, n));
+    s = ringSegment(len, seg, ringMod(a.pos + 1, n));
     prims.recv(start + s.offset, s.count);
   }
 }
@@ -101,9 +108,10 @@ BRAID_HD void ringAllGather(Prims& prims, const RingArgs& a) {
       prims.localReduceCopy(inOff, outOff(0), len);
       continue;
     }
-    prims.copySend(inOff, outOff(a.rank), len);
-    for (int j = 1; j < n - 1; ++j) prims.recvCopySend(outOff(ringMod(a.rank - j, n)), len);
-    prims.recv(outOff(ringMod(a.rank + 1, n)), len);
+    // The block received j steps after this rank's left the position j before it: its owner's rank places it.
+    prims.copySend(inOff, outOff(ringRankAt(a, a.pos)), len);
+    for (int j = 1; j < n - 1; ++j) prims.recvCopySend(outOff(ringRankAt(a, ringMod(a.pos - j, n))), len);
+    prims.recv(outOff(ringRankAt(a, ringMod(a.pos + 1, n))), len);
   }
 }
 
@@ -120,9 +128,10 @@ BRAID_HD void ringReduceScatter(Prims& prims, const RingArgs& a) {
       prims.localReduceCopy(inOff(0), outOff, len);
       continue;
     }
-    prims.send(inOff(ringMod(a.rank - 1, n)), len);
-    for (int j = 2; j < n; ++j) prims.recvReduceSend(inOff(ringMod(a.rank - j, n)), len);
-    prims.recvReduceCopy(inOff(a.rank), outOff, len, true);
+    // The partial sum sent from position p ends at position p (n - 1 hops later): block order[p].
+    prims.send(inOff(ringRankAt(a, ringMod(a.pos - 1, n))), len);
+    for (int j = 2; j < n; ++j) prims.recvReduceSend(inOff(ringRankAt(a, ringMod(a.pos - j, n))), len);
+    prims.recvReduceCopy(inOff(ringRankAt(a, a.pos)), outOff, len, true);
   }
 }
 
@@ -130,7 +139,7 @@ BRAID_HD void ringReduceScatter(Prims& prims, const RingArgs& a) {
 template <typename Prims>
 BRAID_HD void ringBroadcast(Prims& prims, const RingArgs& a) {
   const int n = a.nranks;
-  const int pos = ringMod(a.rank - a.root, n);  // 0 = root, n-1 = last
+  const int pos = ringMod(a.pos - a.rootPos, n);  // 0 = root, n-1 = last
   for (size_t o = 0; o < a.ch.count; o += a.chunkElems) {
     const size_t len = minSize(a.chunkElems, a.ch.count - o);
     const size_t off = a.ch.offset + o;
@@ -151,7 +160,7 @@ BRAID_HD void ringBroadcast(Prims& prims, const RingArgs& a) {
 template <typename Prims>
 BRAID_HD void ringReduce(Prims& prims, const RingArgs& a) {
   const int n = a.nranks;
-  const int pos = ringMod(a.rank - a.root - 1, n);  // 0 = first (root+1), n-1 = root
+  const int pos = ringMod(a.pos - a.rootPos - 1, n);  // 0 = first (after the root), n-1 = root
   for (size_t o = 0; o < a.ch.count; o += a.chunkElems) {
     const size_t len = minSize(a.chunkElems, a.ch.count - o);
     const size_t off = a.ch.offset + o;

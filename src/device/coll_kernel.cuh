@@ -45,13 +45,13 @@ struct DevMakeFn<FuncSumPostDiv<T>> {
 // Which ring directions a schedule uses (nranks > 1): broadcast and reduce are chains (ring_schedules.h), the
 // others use both. LL cleans exactly these before its first step (DevPrimsLL::begin).
 __device__ __forceinline__ bool llWillSend(int32_t coll, const RingArgs& a) {
-  if (coll == kDevBroadcast) return (a.rank + 1) % a.nranks != a.root;  // all but the chain's last
-  if (coll == kDevReduce) return a.rank != a.root;
+  if (coll == kDevBroadcast) return (a.pos + 1) % a.nranks != a.rootPos;  // all but the chain's last
+  if (coll == kDevReduce) return a.pos != a.rootPos;
   return true;
 }
 __device__ __forceinline__ bool llWillRecv(int32_t coll, const RingArgs& a) {
-  if (coll == kDevBroadcast) return a.rank != a.root;
-  if (coll == kDevReduce) return a.rank != (a.root + 1) % a.nranks;  // all but the chain's first
+  if (coll == kDevBroadcast) return a.pos != a.rootPos;
+  if (coll == kDevReduce) return a.pos != (a.rootPos + 1) % a.nranks;  // all but the chain's first
   return true;
 }
 
@@ -126,9 +126,10 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   }
   __syncthreads();
   RingArgs a;
-  a.rank = args.rank;
+  a.pos = args.ringPos;
   a.nranks = args.nranks;
-  a.root = args.root;
+  a.rootPos = args.rootPos;
+  a.order = args.ringOrder;
   a.count = args.count;
   uint32_t stepBytes = ring ? sh.send.stepBytes : (1u << 20);
   if (Proto == kDevProtoLL && ring) stepBytes = static_cast<uint32_t>(llSlotDataBytes(sh.send.llSlotBytes));

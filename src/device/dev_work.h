@@ -157,6 +157,11 @@ struct CollLaunchArgs {
   int32_t root;
   int32_t rank;
   int32_t nranks;
+  // The ring schedules' view (ring_schedules.h): this rank's ring position, the root's, and the position -> rank
+  // table (device memory, fixed for the communicator's life; null where the ring runs in rank order).
+  int32_t ringPos;
+  int32_t rootPos;
+  const int32_t* ringOrder;
   int32_t nChannels;
   uint32_t stepCap;  // Simple: bytes per FIFO step at most (0: the connection's step); same on every rank
   DevStatus* status;

@@ -232,7 +232,7 @@ ConnectionManager::~ConnectionManager() {
   impl_->ctx.proxy.reset();
 }
 
-ncclResult_t ConnectionManager::connectRing(int nChannels) {
+ncclResult_t ConnectionManager::connectRing(int nChannels, int next, int prev) {
   Impl& m = *impl_;
   if (!m.self || !m.peers || m.peers->empty() || (m.nranks() > 1 && !m.bootstrap)) {
     return recordError(ncclInternalError, "connectRing: connection manager has no peers/bootstrap");
@@ -243,7 +243,11 @@ ncclResult_t ConnectionManager::connectRing(int nChannels) {
   int have = static_cast<int>(m.ringSend.size());
   if (nChannels <= have) return ncclSuccess;
   const int n = m.nranks(), r = m.rank();
-  const int next = (r + 1) % n, prev = (r - 1 + n) % n;
+  if (next < 0) next = (r + 1) % n;
+  if (prev < 0) prev = (r - 1 + n) % n;
+  if (next >= n || prev >= n)
+    return recordError(ncclInternalError, "connectRing: rank %d's ring neighbours %d and %d are not ranks of %d", r,
+                       next, prev, n);
   std::vector<Impl::Pending> batch;
   for (int c = have; c < nChannels; c++) {
     batch.push_back(Impl::Pending{Direction::Send, next, c, false, nullptr, nullptr, {}, {}});

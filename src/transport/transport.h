@@ -103,8 +103,10 @@ class ConnectionManager final : public ConnProvider {
                     const std::vector<PeerInfo>* peers);
   ~ConnectionManager();
 
-  // Collective over all ranks: send to (rank+1)%n, recv from (rank-1+n)%n on channels [0, nChannels).
-  ncclResult_t connectRing(int nChannels);
+  // Collective over all ranks: send to `next`, recv from `prev` on channels [0, nChannels), the neighbours in
+  // the ring order every rank agreed (ring_order.h); -1: rank order ((rank+1)%n, (rank-1+n)%n). Later calls
+  // (more channels) must name the same neighbours.
+  ncclResult_t connectRing(int nChannels, int next = -1, int prev = -1);
   // Called by the ranks taking part: connects any of the listed connections not connected yet. Peer pairs
   // must call it in the same group (A's send to B pairs with B's recv from A).
   ncclResult_t connectP2p(const int* sendPeers, int nSend, const int* recvPeers, int nRecv) override;

@@ -629,7 +629,8 @@ double predictP2pUs(const OpDesc& op, int nranks, int rank, TransportClass trans
   const size_t bytes = op.count * dtypeSize(op.dtype);
   if (bytes == 0 || !isP2pColl(op.coll)) return 0;
   const int n = std::max(1, nranks);
-  const int next = (rank + 1) % n, prev = (rank - 1 + n) % n;
+  const int next = facts.ringNext >= 0 ? facts.ringNext : (rank + 1) % n;
+  const int prev = facts.ringPrev >= 0 ? facts.ringPrev : (rank - 1 + n) % n;
   // One transfer of `bytes`: over the ring's channels (the neighbour, or the rank itself) or one connection.
   const bool oneWay = isOneWayColl(op.coll);
   const P2pCtaBudget& cut = facts.cut;

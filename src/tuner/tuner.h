@@ -198,6 +198,8 @@ struct P2pCutFacts {
   bool llSlots = false;         // the path's connections have LL slots (P2P, SHM; NET only when LL is forced)
   size_t balanceMinShare = 0;  // BRAID_P2P_BALANCE_BYTES (p2pBalanced; used where the path has a balanced row); 0: none
   int peerChannels = 1;        // a collective's cap per transfer at n > 2 (p2pPeerChannels)
+  int ringNext = -1;           // the ring neighbours in the agreed order (ring_order.h); -1: rank order
+  int ringPrev = -1;
   int peerConnChannels = 1;    // the connections of a peer that is no ring neighbour, on the path (p2pChannelsOn)
 };
 // The cost model's time of one GPU point-to-point op on `rank` as planP2p cuts it (p2p_plan.h): each transfer

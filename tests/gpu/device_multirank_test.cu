@@ -581,18 +581,24 @@ int gpus() {
     if (gpus() < 1) GTEST_SKIP() << "needs a GPU, cudaGetDeviceCount (in a probe child) reports " << gpus(); \
   } while (0)
 
-void multiProcess(int n, const char* proto) {
+// ringOrder: BRAID_RING_ORDER set in every child before its init (null: unset, rank order).
+void multiProcess(int n, const char* proto, const char* ringOrder = nullptr) {
   const int g = gpus();
   const bool full = std::getenv("BRAID_MULTIRANK_FULL") != nullptr;
   const Sweep sw = proto ? protoSweep(n) : defaultSweep(n, full);
   const std::string what = std::to_string(n) + " processes on " + std::to_string(g) + " GPUs" +
-                           (proto ? std::string(", NCCL_PROTO=") + proto : std::string(", default protocols"));
+                           (proto ? std::string(", NCCL_PROTO=") + proto : std::string(", default protocols")) +
+                           (ringOrder ? std::string(", BRAID_RING_ORDER=") + ringOrder : std::string());
   printf("%s: %zu collective and %zu p2p cases%s\n", what.c_str(), sw.colls.size(), sw.p2p.size(),
          g < n ? " (ranks sharing a GPU talk over SHM)" : "");
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);  // no CUDA call
   const auto res = runChildren(
-      n, [&](int rank) { return rankMain(rank, n, g, id, sw, proto) ? 0 : 1; },
+      n,
+      [&](int rank) {
+        if (ringOrder) setenv("BRAID_RING_ORDER", ringOrder, 1);  // read by ncclCommInitRank
+        return rankMain(rank, n, g, id, sw, proto) ? 0 : 1;
+      },
       envSeconds("BRAID_MULTIRANK_LIMIT", 280));
   report(what, res, "rank");
 }
@@ -744,6 +750,14 @@ TEST(DeviceMultiRank, Processes3) {
 TEST(DeviceMultiRank, Processes4) {
   NEED_A_GPU();
   multiProcess(4, nullptr);
+}
+
+// The same sweep with the rings in another order than rank order (BRAID_RING_ORDER, src/runtime/ring_order.h):
+// ring connections, the schedules' positions and owners, the kernels' position -> rank table, and p2p and the
+// one-shot over every peer reusing the ring's connections for the order's neighbours.
+TEST(DeviceMultiRank, Processes4RingOrder) {
+  NEED_A_GPU();
+  multiProcess(4, nullptr, "0,2,1,3");
 }
 
 // Each protocol forced for every collective and p2p transfer (where a protocol has no kernel for a case, e.g.

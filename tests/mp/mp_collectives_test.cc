@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -216,6 +217,50 @@ TEST_P(Collectives, EveryCollectiveTypeOpCount) {
     mp::reportSuppressed();
     mp::setStatus("ncclCommDestroy");
     MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
+  });
+  mp::expectAllPassed(r);
+}
+
+// Rings in another order than rank order (BRAID_RING_ORDER, src/runtime/ring_order.h): every collective, every
+// element checked, over real processes and transports. Rank 0's order holds for all: the other ranks set a
+// different (valid) one, which only earns them a warning.
+void runOrdered(const JobParam& p, const char* order, const char* othersOrder) {
+  mp::Options o = jobOptions(p);
+  o.childSetup = [order, othersOrder](int rank) { setenv("BRAID_RING_ORDER", rank == 0 ? order : othersOrder, 1); };
+  auto r = mp::runRanks(p.nranks, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    mp::setReportBudget(25);
+    std::vector<Case> cases = buildCases(ctx.nranks);
+    for (size_t i = 0; i < cases.size(); i++) {
+      if (!mp::runCase(comm, ctx.rank, ctx.nranks, cases[i])) {
+        ADD_FAILURE() << "stopping after case " << i << " of " << cases.size() << " (an NCCL call failed)";
+        ncclCommAbort(comm);
+        mp::reportSuppressed();
+        return;
+      }
+    }
+    mp::reportSuppressed();
+    MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
+  });
+  mp::expectAllPassed(r);
+}
+
+TEST(CollectivesRingOrder, FourRanksShm) { runOrdered(JobParam{4, false}, "0,2,1,3", "0,2,1,3"); }
+TEST(CollectivesRingOrder, FiveRanksSockets) { runOrdered(JobParam{5, true}, "2,0,3,1,4", "4,3,2,1,0"); }
+
+// A malformed order on rank 0 fails init on every rank, naming the variable (the others would otherwise wait
+// for a ring rank 0 never builds).
+TEST(CollectivesRingOrder, MalformedOrderFailsInitEverywhere) {
+  mp::Options o;
+  o.timeoutSec = 60;
+  o.env.push_back({"BRAID_TIMEOUT", "20"});
+  o.env.push_back({"BRAID_RING_ORDER", "0,1,1"});
+  auto r = mp::runRanks(3, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm = nullptr;
+    EXPECT_EQ(ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank), ncclInvalidArgument);
+    if (ctx.rank == 0) EXPECT_TRUE(mp::containsCI(mp::lastError(nullptr), "BRAID_RING_ORDER")) << mp::lastError(nullptr);
   });
   mp::expectAllPassed(r);
 }

@@ -252,8 +252,9 @@ std::vector<Case> buildCases(int n, int nch) {
   return cases;
 }
 
-void runMatrix(int n, int nch) {
+void runMatrix(int n, int nch, const std::vector<int>& ringOrder = {}) {
   MemWorld world(n, nch, 256, 4);
+  world.setRingOrder(ringOrder);
   const std::vector<Case> cases = buildCases(n, nch);
   Failures fails;
   runRanks(&world, nch, 30, [&](int rank, HostExecutor& ex, MemProvider&) {
@@ -276,6 +277,20 @@ INSTANTIATE_TEST_SUITE_P(Ranks, CollMatrix,
                          [](const ::testing::TestParamInfo<std::tuple<int, int>>& i) {
                            return "n" + std::to_string(std::get<0>(i.param)) + "_ch" + std::to_string(std::get<1>(i.param));
                          });
+
+// Rings in an order other than rank order (BRAID_RING_ORDER, ring_order.h): every collective must still place
+// each rank's block by its rank (all-gather, reduce-scatter) and chain from / to the root wherever it sits.
+TEST(CollRingOrder, FourRanksEveryCollective) {
+  runMatrix(4, 1, {0, 2, 1, 3});
+  runMatrix(4, 2, {3, 1, 0, 2});
+}
+
+TEST(CollRingOrder, FiveRanksEveryCollective) {
+  runMatrix(5, 1, {2, 0, 3, 1, 4});
+  runMatrix(5, 3, {2, 0, 3, 1, 4});
+}
+
+TEST(CollRingOrder, ThreeRanksReversed) { runMatrix(3, 2, {2, 1, 0}); }
 
 TEST(RingSplit, ChannelRangesCoverCountInOrder) {
   for (size_t count : {0, 1, 2, 3, 63, 64, 65, 1000, 4097}) {
@@ -389,7 +404,7 @@ struct RecordingPrims {
 
 TEST(CollOneShot, ScheduleIsOneHopPerChunk) {
   RingArgs a;
-  a.rank = 1;
+  a.pos = 1;
   a.nranks = 2;
   a.count = 100;
   a.ch = ElemRange{40, 10};

@@ -59,12 +59,25 @@ class MemWorld {
   MemFifo* p2p(int from, int to) { return p2p_[size_t(from) * nranks_ + to].get(); }
   int nranks() const { return nranks_; }
   int nChannels() const { return nChannels_; }
+  // The rings' order (position -> rank; empty: rank order): each rank's ring sends to the rank after it in
+  // `order`, and the executors walk it (HostExecutor::setRingOrder). Set before the providers are made.
+  void setRingOrder(const std::vector<int>& order) { order_ = order; }
+  const std::vector<int>& ringOrder() const { return order_; }
+  int ringNext(int rank) const { return neighbour(rank, 1); }
+  int ringPrev(int rank) const { return neighbour(rank, nranks_ - 1); }
   uint32_t stepBytes() const { return stepBytes_; }
   uint32_t nSteps() const { return nSteps_; }
 
  private:
+  int neighbour(int rank, int step) const {
+    if (order_.empty()) return (rank + step) % nranks_;
+    for (int p = 0; p < nranks_; ++p)
+      if (order_[size_t(p)] == rank) return order_[size_t((p + step) % nranks_)];
+    return -1;
+  }
   int nranks_, nChannels_;
   uint32_t stepBytes_, nSteps_;
+  std::vector<int> order_;
   std::vector<std::unique_ptr<MemFifo>> ring_;
   std::vector<std::unique_ptr<MemFifo>> p2p_;
 };
@@ -74,7 +87,7 @@ class MemProvider : public ConnProvider {
   MemProvider(MemWorld* w, int rank) : w_(w), rank_(rank) {
     const int n = w->nranks();
     for (int c = 0; c < w->nChannels(); ++c) {
-      const int next = (rank + 1) % n, prev = (rank - 1 + n) % n;
+      const int next = w->ringNext(rank), prev = w->ringPrev(rank);
       ringSend_.push_back(w->ring(c, rank)->side(next, w->stepBytes(), w->nSteps()));
       ringRecv_.push_back(w->ring(c, prev)->side(prev, w->stepBytes(), w->nSteps()));
     }
@@ -119,6 +132,8 @@ inline void runRanks(MemWorld* world, int nChannels, double timeoutSec,
     threads.emplace_back([&, r] {
       MemProvider prov(world, r);
       HostExecutor exec(&prov, &wait, r, n, nChannels);
+      if (!world->ringOrder().empty() && exec.setRingOrder(world->ringOrder()) != ncclSuccess)
+        ADD_FAILURE() << "rank " << r << ": setRingOrder: " << pendingError();
       body(r, exec, prov);
     });
   }

@@ -20,6 +20,7 @@
 #include "runtime/gpu/cuda_arch.h"
 #include "runtime/gpu/gpu_state.h"
 #include "runtime/gpu/gpu_topology.h"
+#include "runtime/ring_order.h"
 #include "runtime/tuning_agreement.h"
 #include "transport/host_fifo.h"
 #include "transport/p2p/nvlink.h"
@@ -49,6 +50,7 @@ DeviceState::~DeviceState() {
   if (oneShotPeers) cudaFree(oneShotPeers);
   if (collPeerConns) cudaFree(collPeerConns);
   if (splitGuard) cudaFree(splitGuard);
+  if (ringOrderDev) cudaFree(ringOrderDev);
   if (p2pClaims) cudaFree(p2pClaims);
   if (statusHost) cudaFreeHost(statusHost);
   cudaGetLastError();
@@ -138,15 +140,39 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst
 
 // The one-shot over every peer's connections (kDevAllReduceOneShotPeers), at init while every rank is in step
 // (made at a collective's first use instead, a capture on a blocking stream would fail on the uploads): per channel
-// and peer in rank order, the send connection (the ring's to the next rank, else the collective's own) and the
-// receive connection (the ring's from the previous rank, else its own). Its own connections are apart from the
+// and peer in rank order, the send connection (the ring's to its next rank, else the collective's own) and the
+// receive connection (the ring's from its previous rank, else its own). Its own connections are apart from the
 // point-to-point ones, so sends and receives grouped differently on two ranks never share a FIFO with it, and their
 // FIFOs are minimal: the schedule runs on their LL slots.
 namespace {
+// The agreed ring order into the DeviceState (ring_order.h): this rank's position, rank -> position, and the
+// position -> rank table in device memory. Rank order keeps the table null, so the kernels read no table and run
+// exactly as before orders existed.
+ncclResult_t uploadRingOrder(ncclComm* comm, DeviceState* st) {
+  const int n = comm->nranks;
+  st->ringPos = comm->rank;
+  if (static_cast<int>(comm->ringOrder.size()) != n) return ncclSuccess;
+  bool identity = true;
+  for (int p = 0; p < n; ++p) identity = identity && comm->ringOrder[static_cast<size_t>(p)] == p;
+  if (identity) return ncclSuccess;
+  st->ringPos = comm->ringPos;
+  st->ringPosOf.assign(static_cast<size_t>(n), 0);
+  std::vector<int32_t> table(static_cast<size_t>(n));
+  for (int p = 0; p < n; ++p) {
+    table[static_cast<size_t>(p)] = comm->ringOrder[static_cast<size_t>(p)];
+    st->ringPosOf[static_cast<size_t>(comm->ringOrder[static_cast<size_t>(p)])] = p;
+  }
+  BRAID_CUDA_CHECK(cudaMalloc(&st->ringOrderDev, sizeof(int32_t) * table.size()),
+                   "rank %d: cudaMalloc of the ring order table (%d ranks)", comm->rank, n);
+  BRAID_CUDA_CHECK(cudaMemcpy(st->ringOrderDev, table.data(), sizeof(int32_t) * table.size(), cudaMemcpyHostToDevice),
+                   "rank %d: uploading the ring order table", comm->rank);
+  return ncclSuccess;
+}
+
 constexpr size_t kOneShotPeerFifoBytes = size_t(32) << 10;
 ncclResult_t connectOneShotPeers(ncclComm* comm, DeviceState* st) {
   if (st->oneShotPeersBytes == 0 || !comm->conns) return ncclSuccess;
-  const int n = st->nranks, me = st->rank, next = (me + 1) % n, prev = (me - 1 + n) % n;
+  const int n = st->nranks, me = st->rank, next = ringNextRank(comm), prev = ringPrevRank(comm);
   const int k = st->oneShotPeerChannels;
   std::vector<int> sendPeers, recvPeers;
   for (int p = 0; p < n; ++p) {
@@ -482,7 +508,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
     comm->conns->setTransports(deviceTransports());
     // A ring with a socket link runs at that link's pace: few channels (agreed as the minimum over ranks).
-    for (int peer : {(comm->rank + 1) % comm->nranks, (comm->rank + comm->nranks - 1) % comm->nranks}) {
+    for (int peer : {ringNextRank(comm), ringPrevRank(comm)}) {
       TransportKind kind;
       BRAID_CHECK(comm->conns->kindFor(peer, &kind));
       if (kind == TransportKind::Net) preferredChannels = kNetDevChannels;
@@ -518,7 +544,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     comm->conns->setNetProxy(8, 2000);
     DeviceState* raw = st.get();
     comm->conns->setAbortHook([raw] { raw->raiseAbort(); });
-    BRAID_CHECK(comm->conns->connectRing(comm->nChannels));
+    BRAID_CHECK(comm->conns->connectRing(comm->nChannels, ringNextRank(comm), ringPrevRank(comm)));
     BRAID_CHECK(reportRings(comm));
     BRAID_CUDA_CHECK(cudaMalloc(&st->ringConns, sizeof(DevConn) * 2 * st->nChannels),
                      "rank %d: cudaMalloc of %d ring connection states", comm->rank, 2 * st->nChannels);
@@ -526,6 +552,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
                      "rank %d: cudaMalloc of the split one-shot's guard words", comm->rank);
     BRAID_CUDA_CHECK(cudaMemset(st->splitGuard, 0, sizeof(uint64_t) * st->nChannels),
                      "rank %d: zeroing the split one-shot's guard words", comm->rank);
+    BRAID_CHECK(uploadRingOrder(comm, st.get()));
     BRAID_CUDA_CHECK(cudaMalloc(&st->p2pClaims, sizeof(uint32_t) * 2 * kP2pMaxBalanced),
                      "rank %d: cudaMalloc of the balanced transfers' claim words", comm->rank);
     BRAID_CUDA_CHECK(cudaMemset(st->p2pClaims, 0, sizeof(uint32_t) * 2 * kP2pMaxBalanced),
@@ -540,7 +567,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: device communicator on GPU %d ready, %d channel(s) x %d threads%s%s",
              (void*)comm, comm->rank, comm->nranks, comm->cudaDev, comm->nChannels, st->nThreads,
              comm->nranks > 1 ? ", ring next via " : "",
-             comm->nranks > 1 ? comm->conns->transportName((comm->rank + 1) % comm->nranks) : "");
+             comm->nranks > 1 ? comm->conns->transportName(ringNextRank(comm)) : "");
   comm->exec = makeGpuExecutor(comm, std::move(st));
   return ncclSuccess;
 }

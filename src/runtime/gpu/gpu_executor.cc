@@ -29,6 +29,7 @@
 #include "runtime/gpu/coll_plan.h"
 #include "runtime/gpu/gpu_state.h"
 #include "runtime/gpu/p2p_table.h"
+#include "runtime/ring_order.h"
 #include "transport/transport.h"
 #include "tuner/launch_attrs.h"
 #include "tuner/tuner.h"
@@ -426,6 +427,8 @@ double GpuExecutor::predictUs(const OpDesc& op) {
                                : transport_ == TransportClass::NetSocket ? TransportKind::Net
                                                                          : TransportKind::P2p;
     f.peerConnChannels = p2pChannelsOn(kind, st_->p2pPeerChannels);
+    f.ringNext = ringNextRank(comm_);
+    f.ringPrev = ringPrevRank(comm_);
     return predictP2pUs(op, st_->nranks, st_->rank, transport_, f);
   }
   return planner_.plan(op, lowLatencyKernels(op)).predictedUs;
@@ -531,6 +534,9 @@ ncclResult_t GpuExecutor::launchColl(const OpDesc& op, cudaStream_t s) {
   a.root = op.root;
   a.rank = st_->rank;
   a.nranks = st_->nranks;
+  a.ringPos = st_->ringPos;
+  a.rootPos = st_->ringPosOf.empty() ? op.root : st_->ringPosOf[static_cast<size_t>(op.root)];
+  a.ringOrder = st_->ringOrderDev;
   a.nChannels = plan.nChannels;
   a.stepCap = plan.stepCap;
   a.status = st_->statusDev;
@@ -646,7 +652,7 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
 
   // Ring neighbours go over the ring connections, all channels; other peers over their own p2p connections
   // (p2pPeerChannels of them over P2P: ConnectionManager::setP2pChannels).
-  const int next = (me + 1) % n, prev = (me - 1 + n) % n;
+  const int next = ringNextRank(comm_), prev = ringPrevRank(comm_);
   w.sendPeers.clear();
   w.recvPeers.clear();
   for (int p = 0; p < n; ++p) {

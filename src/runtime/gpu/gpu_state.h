@@ -78,6 +78,11 @@ class DeviceState {
   DevStatus* statusDev = nullptr;   // the same, as the kernels see it
   DevConn* ringConns = nullptr;     // device memory: [0, nChannels) send, [nChannels, 2 nChannels) recv
   uint64_t* splitGuard = nullptr;   // device memory, one zeroed word per channel: CollLaunchArgs::splitGuard
+  // The rings' order agreed at init (ring_order.h): this rank's position, rank -> position (for roots), and the
+  // position -> rank table in device memory (CollLaunchArgs::ringOrder), left null while the order is rank order.
+  int ringPos = 0;
+  std::vector<int> ringPosOf;
+  int32_t* ringOrderDev = nullptr;
   // Device memory, kP2pMaxBalanced zeroed pairs: a balanced send's claim counter and finished-CTA count (p2p_plan.h;
   // the last CTA of the transfer zeroes both again, so every launch and graph replay finds them zero).
   uint32_t* p2pClaims = nullptr;

@@ -167,21 +167,23 @@ ncclResult_t reportRings(ncclComm* comm) {
     clearPendingError();
     return ncclSuccess;
   }
-  // The rings in use: rank order on every channel, each hop's link shared by all of them.
+  // The rings in use: the agreed order (ring_order.h) on every channel, each hop's link shared by all of them.
+  // Follow-up: agree best.rings[0] as the order (agreeRingOrder) instead of only reporting it.
   TopoRings inUse;
   std::vector<int> order(comm->nranks);
   for (int r = 0; r < comm->nranks; ++r) order[r] = r;
+  if (static_cast<int>(comm->ringOrder.size()) == comm->nranks) order = comm->ringOrder;
   inUse.rings.assign(static_cast<size_t>(comm->nChannels), order);
   double slowest = -1;
-  for (int r = 0; r < comm->nranks; ++r) {
-    const TopoPath& hop = host->paths.between(rankGpu[r], rankGpu[(r + 1) % comm->nranks]);
+  for (int p = 0; p < comm->nranks; ++p) {
+    const TopoPath& hop = host->paths.between(rankGpu[order[p]], rankGpu[order[(p + 1) % comm->nranks]]);
     inUse.worst = std::max(inUse.worst, hop.cls);
     slowest = slowest < 0 ? hop.bw : std::min(slowest, hop.bw);
   }
   inUse.bwPerRing = std::max(0.0, slowest) / comm->nChannels;
   const bool rankOrderBest = !best.rings.empty() && best.rings[0] == order;
   if (!rankOrderBest && comm->rank == 0)
-    BRAID_INFO(kSubGraph, "rank 0: the rings run in rank order; on this host the search finds a faster order (worst hop "
+    BRAID_INFO(kSubGraph, "rank 0: on this host the search finds a faster ring order than the one in use (worst hop "
                "%s at %.1f GB/s) that they do not use", pathClassName(best.worst), best.bwPerRing);
   const std::string file = params::GraphDumpFile();
   std::lock_guard<std::mutex> lock(gMu);

@@ -22,6 +22,9 @@ struct CollChannelWork {
   const OpDesc* op = nullptr;
   int rank = 0;
   int nranks = 1;
+  int ringPos = 0;                   // this rank's ring position
+  const int* ringOrder = nullptr;    // position -> rank; nullptr: rank order
+  const int* ringPosOf = nullptr;    // rank -> position; nullptr: rank order
   int nChannels = 1;
   ConnProvider* conns = nullptr;
   const WaitContext* wait = nullptr;
@@ -89,9 +92,10 @@ inline ncclResult_t ringConns(const CollChannelWork& w, int channel, ConnInfo** 
 inline RingArgs ringArgsFor(const CollChannelWork& w, int channel, size_t count, size_t elemSize,
                             uint32_t stepBytes) {
   RingArgs a;
-  a.rank = w.rank;
+  a.pos = w.ringPos;
   a.nranks = w.nranks;
-  a.root = w.op->root;
+  a.order = w.ringOrder;
+  a.rootPos = w.ringPosOf ? w.ringPosOf[w.op->root] : w.op->root;
   a.count = count;
   a.chunkElems = chunkElemsFor(stepBytes, elemSize);
   a.alignElems = alignElemsFor(a.chunkElems, elemSize);

@@ -22,6 +22,7 @@
 #include "runtime/host/host_coll.h"
 #include "runtime/host/host_p2p.h"
 #include "runtime/host/progress_table.h"
+#include "runtime/ring_order.h"
 #include "runtime/tuning_agreement.h"
 #include "transport/conn_info.h"
 #include "transport/transport.h"
@@ -36,6 +37,8 @@ struct HostExecutor::Impl {
   int rank = 0;
   int nranks = 1;
   int nChannels = 1;
+  std::vector<int> ringOrder;  // position -> rank (setRingOrder); empty: rank order
+  std::vector<int> ringPosOf;  // rank -> position
   std::unique_ptr<TunerConfig> tuning;  // null: every collective on all channels
   TransportClass transport = TransportClass::HostShm;  // the ring's class, agreed over ranks (setTuning)
   ChannelMemo last;                     // the previous decision (tunedRingChannels)
@@ -135,6 +138,13 @@ struct HostExecutor::Impl {
     w.tag = hostStepTag(op, collSeq++);
     w.rank = rank;
     w.nranks = nranks;
+    if (!ringOrder.empty()) {
+      w.ringPos = ringPosOf[static_cast<size_t>(rank)];
+      w.ringOrder = ringOrder.data();
+      w.ringPosOf = ringPosOf.data();
+    } else {
+      w.ringPos = rank;
+    }
     w.nChannels = nch;
     w.conns = conns;
     w.wait = wait;
@@ -190,6 +200,22 @@ HostExecutor::HostExecutor(ConnProvider* conns, const WaitContext* wait, int ran
 
 HostExecutor::~HostExecutor() = default;
 
+ncclResult_t HostExecutor::setRingOrder(const std::vector<int>& order) {
+  const int n = impl_->nranks;
+  std::vector<int> posOf(static_cast<size_t>(n), -1);
+  bool ok = static_cast<int>(order.size()) == n;
+  for (int p = 0; ok && p < n; ++p) {
+    const int r = order[static_cast<size_t>(p)];
+    ok = r >= 0 && r < n && posOf[static_cast<size_t>(r)] < 0;
+    if (ok) posOf[static_cast<size_t>(r)] = p;
+  }
+  if (!ok) return recordError(ncclInternalError, "rank %d: the ring order given to the host executor is not a "
+                              "permutation of %d ranks", impl_->rank, n);
+  impl_->ringOrder = order;
+  impl_->ringPosOf = std::move(posOf);
+  return ncclSuccess;
+}
+
 void HostExecutor::setTuning(const TunerConfig& cfg, TransportClass transport) {
   impl_->tuning = std::make_unique<TunerConfig>(cfg);
   impl_->transport = transport;
@@ -234,9 +260,10 @@ ncclResult_t initHostComm(ncclComm* comm) {
 
   comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
   comm->conns->setBuffBytes(comm->buffBytes);
-  BRAID_CHECK(comm->conns->connectRing(comm->nChannels));
+  BRAID_CHECK(comm->conns->connectRing(comm->nChannels, ringNextRank(comm), ringPrevRank(comm)));
   auto exec = std::make_unique<HostExecutor>(comm->conns.get(), &comm->wait, comm->rank, comm->nranks,
                                              comm->nChannels);
+  BRAID_CHECK(exec->setRingOrder(comm->ringOrder));
   TunerConfig local, tuning;
   BRAID_CHECK(loadTunerConfig(&local));  // validated at the init call already; read again on this thread
   local.buffSize = comm->buffBytes;  // the FIFOs' size, agreed in agreeOnChannels (which warns of differences)
@@ -251,7 +278,7 @@ ncclResult_t initHostComm(ncclComm* comm) {
   exec->setProgress(comm->progress.get());
   comm->exec = std::move(exec);
   BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: host communicator ready, %d channel(s), ring next %s", (void*)comm,
-             comm->rank, comm->nranks, comm->nChannels, comm->conns->transportName((comm->rank + 1) % comm->nranks));
+             comm->rank, comm->nranks, comm->nChannels, comm->conns->transportName(ringNextRank(comm)));
   return ncclSuccess;
 }
 

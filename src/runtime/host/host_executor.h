@@ -32,6 +32,9 @@ class HostExecutor final : public Executor {
   // `transport`: the ring's path class, the same on every rank (agreed at init: a ring mixing SHM and
   // socket links must plan like its slowest on every rank).
   void setTuning(const TunerConfig& cfg, TransportClass transport = TransportClass::HostShm);
+  // The rings' order (position -> rank, a permutation of the ranks, the same on every rank; ring_order.h), which
+  // the connections given to the constructor follow. Without it, rank order.
+  ncclResult_t setRingOrder(const std::vector<int>& order);
   // Each batch is published in `table` (may be null): its sequence number and collective, at start and end.
   void setProgress(ProgressTable* table);
   // Runs the batch to completion (or the first error, with a recorded message naming the peer).
