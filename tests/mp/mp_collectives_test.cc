@@ -188,6 +188,21 @@ mp::Options jobOptions(const JobParam& p) {
   return o;
 }
 
+// Runs every case of buildCases on `comm`; false, with the failure added and the communicator aborted, when an NCCL
+// call failed.
+bool runAllCases(ncclComm_t comm, const mp::RankCtx& ctx) {
+  const std::vector<Case> cases = buildCases(ctx.nranks);
+  for (size_t i = 0; i < cases.size(); i++) {
+    if (!mp::runCase(comm, ctx.rank, ctx.nranks, cases[i])) {
+      ADD_FAILURE() << "stopping after case " << i << " of " << cases.size() << " (an NCCL call failed)";
+      ncclCommAbort(comm);
+      mp::reportSuppressed();
+      return false;
+    }
+  }
+  return true;
+}
+
 TEST_P(Collectives, EveryCollectiveTypeOpCount) {
   const JobParam p = GetParam();
   mp::Options o = jobOptions(p);
@@ -203,17 +218,9 @@ TEST_P(Collectives, EveryCollectiveTypeOpCount) {
     EXPECT_EQ(ncclCommCuDevice(comm, &dev), ncclSuccess);
     EXPECT_EQ(dev, -1) << "host communicators report device -1";
     mp::setReportBudget(25);
-    std::vector<Case> cases = buildCases(ctx.nranks);
-    double t0 = mp::nowSec();
-    for (size_t i = 0; i < cases.size(); i++) {
-      if (!mp::runCase(comm, ctx.rank, ctx.nranks, cases[i])) {
-        ADD_FAILURE() << "stopping after case " << i << " of " << cases.size() << " (an NCCL call failed)";
-        ncclCommAbort(comm);
-        mp::reportSuppressed();
-        return;
-      }
-    }
-    mp::note("%zu cases in %.1f s", cases.size(), mp::nowSec() - t0);
+    const double t0 = mp::nowSec();
+    if (!runAllCases(comm, ctx)) return;
+    mp::note("%zu cases in %.1f s", buildCases(ctx.nranks).size(), mp::nowSec() - t0);
     mp::reportSuppressed();
     mp::setStatus("ncclCommDestroy");
     MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
@@ -232,15 +239,7 @@ void runOrdered(const JobParam& p, const char* order, const char* othersOrder) {
     mp::initComm(ctx, &comm);
     if (testing::Test::HasFatalFailure()) return;
     mp::setReportBudget(25);
-    std::vector<Case> cases = buildCases(ctx.nranks);
-    for (size_t i = 0; i < cases.size(); i++) {
-      if (!mp::runCase(comm, ctx.rank, ctx.nranks, cases[i])) {
-        ADD_FAILURE() << "stopping after case " << i << " of " << cases.size() << " (an NCCL call failed)";
-        ncclCommAbort(comm);
-        mp::reportSuppressed();
-        return;
-      }
-    }
+    if (!runAllCases(comm, ctx)) return;
     mp::reportSuppressed();
     MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
   });
