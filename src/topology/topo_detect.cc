@@ -26,6 +26,7 @@
 // network devices on no PCI function (USB), and NVLinks to a far end the topology cannot hold (a GPU not listed,
 // a CPU): topology.h takes a <nic> only inside a <pci>, an <nvlink> only to a listed GPU or an NVSwitch.
 #include "topology/topo_detect.h"
+#include "topology/topology.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -102,41 +103,14 @@ std::string dirName(const std::string& path) {
   return s == std::string::npos || s == 0 ? "/" : path.substr(0, s);
 }
 
-bool parseHex(const std::string& s, unsigned long max, unsigned long* v) {
-  if (s.empty() || s.size() > 8) return false;
-  for (char c : s)
-    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
-  *v = std::strtoul(s.c_str(), nullptr, 16);
-  return *v <= max;
-}
-
 bool parseInt(const std::string& s, long* v) {
   char* end = nullptr;
   *v = std::strtol(s.c_str(), &end, 10);
   return !s.empty() && end != s.c_str() && *end == '\0';
 }
 
-// "[domain:]bus:device[.function]" in hex, any case, a 4- or 8-digit domain, to sysfs's spelling "dddd:bb:dd.f";
-// "" for text that is no PCI address.
-std::string canonicalBusId(const std::string& text) {
-  size_t c2 = text.rfind(':');
-  if (c2 == std::string::npos) return "";
-  std::string head = text.substr(0, c2), tail = text.substr(c2 + 1);
-  size_t c1 = head.find(':');
-  std::string dom = c1 == std::string::npos ? "0" : head.substr(0, c1);
-  std::string bus = c1 == std::string::npos ? head : head.substr(c1 + 1);
-  size_t dot = tail.find('.');
-  std::string dev = tail.substr(0, dot), fn = dot == std::string::npos ? "0" : tail.substr(dot + 1);
-  unsigned long d, b, v, f;
-  if (!parseHex(dom, 0xffffffffUL, &d) || !parseHex(bus, 0xff, &b) || !parseHex(dev, 0x1f, &v) || !parseHex(fn, 7, &f))
-    return "";
-  char out[32];
-  snprintf(out, sizeof(out), "%04lx:%02lx:%02lx.%lx", d, b, v, f);
-  return out;
-}
-
 // A sysfs directory named after a PCI function (not a host bridge "pci0000:00", not "virtio0").
-bool isPciFunctionName(const std::string& name) { return !name.empty() && canonicalBusId(name) == name; }
+bool isPciFunctionName(const std::string& name) { return !name.empty() && topoBusId(name) == name; }
 
 // The PCI function directory behind a class device's `device` link: the link itself, or its parent for a
 // device on a bus of its own over PCI (virtio-net: .../0000:00:03.0/virtio2). "" for anything else.
@@ -209,13 +183,13 @@ struct GpuEntry {
 class Detector {
  public:
   explicit Detector(const TopoDetectOptions& opts) : opts_(opts), root_(opts.sysfsRoot) {}
-  ncclResult_t run(XmlNode* system);
+  ncclResult_t run(XmlNode* system, bool* nvlinksKnown);
 
  private:
   ncclResult_t collectGpus();
   void placeGpus();
   void detectNics();
-  void detectNvlinks();
+  bool detectNvlinks();  // false: NVML unavailable
   std::string addPciPath(const std::string& dir, const char* leafClass);
   void readPciAttrs(const std::string& dir, const std::string& portDir, const char* leafClass, PciEntry* e);
   int numaOf(const std::string& dir, const std::string& busId);
@@ -239,7 +213,7 @@ class Detector {
 
 ncclResult_t Detector::collectGpus() {
   for (const TopoGpuFact& g : opts_.gpus) {
-    std::string busId = canonicalBusId(g.busId);
+    std::string busId = topoBusId(g.busId);
     if (busId.empty())
       return BRAID_ERR(ncclInvalidArgument, "detectTopology: GPU bus id '%s' (cudaDev %d) is no PCI address",
                        g.busId.c_str(), g.cudaDev);
@@ -439,13 +413,13 @@ std::string Detector::targetClass(const std::string& target) {
   return kNvSwitchClass;
 }
 
-void Detector::detectNvlinks() {
+bool Detector::detectNvlinks() {
   NvmlSession nvml;
   std::string why;
   if (!nvml.open(&why)) {
     BRAID_INFO(kSubInit | kSubGraph, "Topology detection: NVML unavailable (%s); no NVLink in the topology",
                why.c_str());
-    return;
+    return false;
   }
   for (GpuEntry& g : gpus_) {
     std::vector<NvlinkFact> links;
@@ -458,7 +432,7 @@ void Detector::detectNvlinks() {
     std::map<std::string, int> counts;
     unsigned version = 0;
     for (const NvlinkFact& l : links) {
-      std::string target = canonicalBusId(l.remoteBusId);
+      std::string target = topoBusId(l.remoteBusId);
       ++counts[target.empty() ? kHiddenNvlinkTarget : target];
       version = std::max(version, l.version);
     }
@@ -479,6 +453,7 @@ void Detector::detectNvlinks() {
     BRAID_INFO(kSubGraph, "Topology detection: GPU %s has %zu active NVLink(s) (version %u) to %zu far end(s)",
                g.busId.c_str(), links.size(), version, counts.size());
   }
+  return true;
 }
 
 void Detector::readCpuInfo() {
@@ -565,7 +540,7 @@ void Detector::emitPci(XmlNode* parent, const std::string& busId,
   }
 }
 
-ncclResult_t Detector::run(XmlNode* system) {
+ncclResult_t Detector::run(XmlNode* system, bool* nvlinksKnown) {
   BRAID_CHECK(collectGpus());
   gdrModule_ = exists(root_ + "/module/nvidia_peermem/version") ||
                exists(root_ + "/kernel/mm/memory_peers/nv_mem/version") ||
@@ -573,7 +548,8 @@ ncclResult_t Detector::run(XmlNode* system) {
   readCpuInfo();
   placeGpus();
   if (opts_.includeNics) detectNics();
-  if (opts_.useNvml && !gpus_.empty()) detectNvlinks();
+  const bool known = opts_.useNvml && !gpus_.empty() && detectNvlinks();
+  if (nvlinksKnown) *nvlinksKnown = known;
 
   // Children in bus id order (pci_ is sorted), CPUs by NUMA id: the same machine gives the same text.
   std::map<std::string, std::vector<std::string>> kids;
@@ -589,10 +565,11 @@ ncclResult_t Detector::run(XmlNode* system) {
 
 }  // namespace
 
-ncclResult_t detectTopology(const TopoDetectOptions& opts, XmlNode* system) {
+ncclResult_t detectTopology(const TopoDetectOptions& opts, XmlNode* system, bool* nvlinksKnown) {
+  if (nvlinksKnown) *nvlinksKnown = false;
   if (system == nullptr) return BRAID_ERR(ncclInvalidArgument, "detectTopology: system is NULL");
   Detector d(opts);
-  return d.run(system);
+  return d.run(system, nvlinksKnown);
 }
 
 }  // namespace braid

@@ -29,7 +29,9 @@ struct TopoDetectOptions {
   bool includeNics = true;
 };
 
-// The host's <system> element. Only the GPUs listed are placed; every NIC found is.
-ncclResult_t detectTopology(const TopoDetectOptions& opts, XmlNode* system);
+// The host's <system> element. Only the GPUs listed are placed; every NIC found is. *nvlinksKnown (if given):
+// whether NVML answered for the GPUs' NVLinks (false: no NVML, not asked, or no GPU listed), so a caller can tell
+// "no NVLink" from "NVLinks unknown".
+ncclResult_t detectTopology(const TopoDetectOptions& opts, XmlNode* system, bool* nvlinksKnown = nullptr);
 
 }  // namespace braid

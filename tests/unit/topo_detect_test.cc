@@ -503,7 +503,9 @@ TEST_F(TopoDetectNvml, LinksCountedPerFarEndWithTargetClass) {
   TopoDetectOptions o = twoSocketOptions(h);
   o.useNvml = true;
   XmlNode system;
-  ASSERT_EQ(detectTopology(o, &system), ncclSuccess) << pendingError();
+  bool known = false;
+  ASSERT_EQ(detectTopology(o, &system, &known), ncclSuccess) << pendingError();
+  EXPECT_TRUE(known) << "NVML answered";
   EXPECT_EQ(gFakeShutdowns, 1);
 
   const XmlNode* gpu3 = findPci(system, "0000:03:00.0")->child("gpu");
@@ -544,14 +546,18 @@ TEST_F(TopoDetectNvml, NoNvlinkWhenNvmlFailsOrIsOff) {
   TopoDetectOptions o = twoSocketOptions(h);
   o.useNvml = false;
   XmlNode off;
-  ASSERT_EQ(detectTopology(o, &off), ncclSuccess) << pendingError();
+  bool known = true;
+  ASSERT_EQ(detectTopology(o, &off, &known), ncclSuccess) << pendingError();
+  EXPECT_FALSE(known) << "NVML not asked: NVLinks unknown";
   EXPECT_EQ(countElements(off, "nvlink"), 0);
   EXPECT_TRUE(gFakeHandles.empty());
 
   gFakeInitResult = 9;  // DRIVER_NOT_LOADED
   o.useNvml = true;
   XmlNode failed;
-  ASSERT_EQ(detectTopology(o, &failed), ncclSuccess) << pendingError();
+  known = true;
+  ASSERT_EQ(detectTopology(o, &failed, &known), ncclSuccess) << pendingError();
+  EXPECT_FALSE(known) << "NVML failing: NVLinks unknown";
   EXPECT_EQ(countElements(failed, "nvlink"), 0);
   EXPECT_EQ(gFakeShutdowns, 0);  // no shutdown for an init that failed
   EXPECT_EQ(writeXml(failed), writeXml(off));

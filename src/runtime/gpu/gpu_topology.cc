@@ -17,7 +17,6 @@
 #include "core/result.h"
 #include "runtime/comm.h"
 #include "topology/topo_detect.h"
-#include "topology/topo_nvml.h"
 #include "topology/topology.h"
 #include "transport/p2p/nvlink.h"
 #include "transport/p2p/p2p_level.h"
@@ -100,7 +99,8 @@ ncclResult_t buildHostTopology(int rank) {
     TopoDetectOptions opts;
     opts.gpus = hostGpus();
     XmlNode system;
-    if (detectTopology(opts, &system) != ncclSuccess ||
+    bool nvlinksKnown = false;
+    if (detectTopology(opts, &system, &nvlinksKnown) != ncclSuccess ||
         topologyFromXml(system, "the detected topology", &host->topo) != ncclSuccess) {
       BRAID_WARN("rank %d: the host's topology could not be detected (%s); P2P follows CUDA's peer access", rank,
                  pendingError().c_str());
@@ -108,9 +108,7 @@ ncclResult_t buildHostTopology(int rank) {
       return ncclSuccess;
     }
     host->source = "detected";
-    NvmlSession nvml;
-    std::string why;
-    host->nvlinkKnown = nvml.open(&why);
+    host->nvlinkKnown = nvlinksKnown;
   }
   BRAID_CHECK(computePaths(host->topo, &host->paths));
   PathClass limit = PathClass::Sys;
