@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "core/param.h"
 
 namespace braid {
 namespace {
@@ -64,7 +65,10 @@ void fillLocalPeerInfo(PeerInfo* info) {
   std::string boot = readFirstLine("/proc/sys/kernel/random/boot_id");
   // Ranks in different network namespaces of one machine talk over sockets (that is how the netns tests
   // and containers with private networks behave); so the net namespace is part of "host".
-  info->hostHash = fnv1a(std::string(host) + "|" + boot + "|" + linkTarget("/proc/self/ns/net"));
+  // NCCL_HOSTID names the host instead, as in NCCL: ranks of one machine with different values act as nodes.
+  const std::string hostId = params::HostId();
+  info->hostHash = hostId.empty() ? fnv1a(std::string(host) + "|" + boot + "|" + linkTarget("/proc/self/ns/net"))
+                                  : fnv1a("NCCL_HOSTID|" + hostId);
   info->pidNsHash = fnv1a(boot + "|" + linkTarget("/proc/self/ns/pid"));
   struct stat st {};
   info->shmDevHash = stat("/dev/shm", &st) == 0 ? fnv1a(boot + "|" + std::to_string(st.st_dev)) : 0;

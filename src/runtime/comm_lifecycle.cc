@@ -21,6 +21,7 @@
 #include "core/result.h"
 #include "runtime/executor.h"
 #include "runtime/gpu/gpu_comm.h"
+#include "runtime/gpu/gpu_topology.h"
 #include "runtime/group.h"
 #include "runtime/host/host_executor.h"
 #include "runtime/ring_order.h"
@@ -237,7 +238,13 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
                          "rank %d: rank %d is a %s communicator but this rank is a %s one (set BRAID_HOST_COMM the "
                          "same way on every rank)",
                          comm->rank, p.rank, p.isHost ? "host-buffer" : "GPU", comm->hostComm ? "host-buffer" : "GPU");
-  BRAID_CHECK(agreeRingOrder(comm));
+  // GPU rings follow the host's topology: each rank's place in the ring searched over its host's GPUs. A rank
+  // whose topology fails (a bad NCCL_TOPO_FILE) still joins the agreement, so its peers fail with it at once.
+  int hostPos = -1;
+  const ncclResult_t topo = comm->hostComm ? ncclSuccess : hostRingPosition(comm, &hostPos);
+  const ncclResult_t agreed = agreeRingOrder(comm, topo == ncclSuccess ? hostPos : kRingPosFailed);
+  if (topo != ncclSuccess) return topo;
+  BRAID_CHECK(agreed);
   if (!comm->hostComm) {
     BRAID_CHECK(initDeviceComm(comm));
     comm->wait.timeoutSec = static_cast<double>(params::Timeout());

@@ -369,6 +369,15 @@ ncclResult_t searchRings(const Topology& topo, const TopoPaths& paths, const std
   return ncclSuccess;
 }
 
+int ringChannelsFor(double slowestGBs, int most) {
+  constexpr double kChannelGBs = 5.0;
+  constexpr int kMinChannels = 4;
+  if (!(slowestGBs > 0)) return std::max(1, most);
+  const double fed = std::ceil(slowestGBs / kChannelGBs);
+  const int n = fed > most ? most : std::max(kMinChannels, static_cast<int>(fed));
+  return std::max(1, std::min(n, most));
+}
+
 XmlNode ringsGraphXml(const TopoRings& rings, const std::vector<int>& rankGpu, const Topology& topo, bool throughNics) {
   // The CUDA ordinal of each rank's GPU; where unknown, the GPU's place among the topology's GPUs.
   std::vector<int> dev(rankGpu.size(), -1);

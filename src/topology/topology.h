@@ -112,6 +112,12 @@ struct TopoRings {
 };
 ncclResult_t searchRings(const Topology& topo, const TopoPaths& paths, const std::vector<int>& rankGpu,
                          int maxRings, TopoRings* out);
+// How many channels a ring whose slowest hop moves `slowestGBs` runs: one per 5 GB/s of it, at least 4, at most
+// `most`. 64 channels fill NV18 (about 370 GB/s each way; 18 links at NCCL's 20.6 GB/s): 5.6 GB/s each, so an
+// NVLink ring keeps the runtime's 64, while a PCIe Gen4 x16 hop (24 GB/s in NCCL's rates) gets 5 and leaves the
+// other SMs to the user's kernels, as NCCL's 2-4 channels there do.
+int ringChannelsFor(double slowestGBs, int most);
+
 // NCCL_GRAPH_DUMP_FILE: the rings as NCCL's graph XML (<graphs><graph id pattern nchannels ...><channel><gpu dev/>
 // ...).
 // throughNics: the rings leave the host (a <net> at each end of a channel where the machine has NICs); false for

@@ -5,9 +5,14 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -248,6 +253,46 @@ void runOrdered(const JobParam& p, const char* order, const char* othersOrder) {
 
 TEST(CollectivesRingOrder, FourRanksShm) { runOrdered(JobParam{4, false}, "0,2,1,3", "0,2,1,3"); }
 TEST(CollectivesRingOrder, FiveRanksSockets) { runOrdered(JobParam{5, true}, "2,0,3,1,4", "4,3,2,1,0"); }
+
+// NCCL_HOSTID splits one machine into nodes: ranks 0 and 2 on one, 1 and 3 on the other. Each node's ranks are kept
+// together in the ring (0,2,1,3: two crossings, not four), the nodes talk over sockets though SHM is allowed, and
+// every collective checks out. The log (NCCL_DEBUG_FILE) shows the order and the transports.
+TEST(CollectivesHosts, NodesByHostIdKeepTheirRanksTogether) {
+  char dir[] = "/tmp/braid_hostid_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string logPrefix = std::string(dir) + "/log.";
+  mp::Options o = jobOptions(JobParam{4, false});
+  o.env.push_back({"NCCL_DEBUG", "INFO"});
+  o.env.push_back({"NCCL_DEBUG_SUBSYS", "INIT"});
+  o.childSetup = [logPrefix](int rank) {
+    setenv("NCCL_HOSTID", rank % 2 == 0 ? "node-even" : "node-odd", 1);
+    setenv("NCCL_DEBUG_FILE", (logPrefix + std::to_string(rank)).c_str(), 1);
+  };
+  auto r = mp::runRanks(4, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    mp::setReportBudget(25);
+    if (!runAllCases(comm, ctx)) return;
+    mp::reportSuppressed();
+    MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
+  });
+  mp::expectAllPassed(r);
+  auto readLog = [&](int rank) {
+    std::ifstream in(logPrefix + std::to_string(rank));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const std::string log0 = readLog(0);
+  EXPECT_NE(log0.find("rings run in the order 0,2,1,3"), std::string::npos) << log0;
+  // Rank 0 sends to rank 2 (its node) and receives from rank 3 (the other node).
+  EXPECT_NE(log0.find("send to 2 via SHM, recv from 3 via NET"), std::string::npos) << log0;
+  const std::string log2 = readLog(2);
+  EXPECT_NE(log2.find("send to 1 via NET, recv from 0 via SHM"), std::string::npos) << log2;
+  for (int rank = 0; rank < 4; ++rank) std::remove((logPrefix + std::to_string(rank)).c_str());
+  rmdir(dir);
+}
 
 // A malformed order on rank 0 fails init on every rank, naming the variable (the others would otherwise wait
 // for a ring rank 0 never builds).

@@ -73,6 +73,36 @@ TEST_F(BraidTopo, ReportsPathsRingsAndNicsOfADgx1) {
   EXPECT_NE(r.out.find("  rank  5 on GPU5   NET2 mlx5_2 (PIX, 12 GB/s)\n"), std::string::npos) << r.out;
 }
 
+// What a communicator runs: ring 0's order on every channel, each hop's transport by NCCL_P2P_LEVEL's default for
+// the CPUs (PXB on the DGX-1's Intel CPUs, SYS on the NV18 box's), channels from the slowest hop.
+TEST_F(BraidTopo, SaysWhatACommunicatorRuns) {
+  ToolRun dgx1 = runTool(canned("dgx1_v100.xml"));
+  ASSERT_EQ(dgx1.status, 0) << dgx1.err;
+  EXPECT_NE(dgx1.out.find("  P2P up to PXB\n  hops: 0->3 P2P, 3->2 P2P, 2->1 P2P, 1->5 P2P, 5->6 P2P, 6->7 P2P, "
+                          "7->4 P2P, 4->0 P2P\n  channels: 8 (slowest hop 40 GB/s"),
+            std::string::npos)
+      << dgx1.out;
+  ToolRun mesh = runTool(canned("h200_nv18x4.xml"));
+  ASSERT_EQ(mesh.status, 0) << mesh.err;
+  EXPECT_NE(mesh.out.find("  hops: 0->1 P2P, 1->2 P2P, 2->3 P2P, 3->0 P2P\n  channels: 64 (slowest hop 370.8 GB/s"),
+            std::string::npos)
+      << mesh.out;
+  // Bridged pairs on Intel CPUs: the hops between pairs cross the host bridge (PHB), beyond PXB: shared memory.
+  ToolRun pairs = runTool(canned("nvbridge_pairs.xml"));
+  ASSERT_EQ(pairs.status, 0) << pairs.err;
+  EXPECT_NE(pairs.out.find("  hops: 0->1 P2P, 1->2 SHM, 2->3 P2P, 3->0 SHM\n  channels: 64 (a hop over shared"),
+            std::string::npos)
+      << pairs.out;
+  // NCCL_P2P_LEVEL moves the line; a malformed one is refused.
+  ToolRun sys = runTool(canned("nvbridge_pairs.xml"), "NCCL_P2P_LEVEL=SYS");
+  EXPECT_NE(sys.out.find("  hops: 0->1 P2P, 1->2 P2P, 2->3 P2P, 3->0 P2P\n  channels: 5 (slowest hop 24 GB/s"),
+            std::string::npos)
+      << sys.out;
+  ToolRun bad = runTool(canned("nvbridge_pairs.xml"), "NCCL_P2P_LEVEL=FAST");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("NCCL_P2P_LEVEL"), std::string::npos) << bad.err;
+}
+
 TEST_F(BraidTopo, RanksPickTheFirstGpus) {
   ToolRun r = runTool(canned("pcie_2sw.xml") + " --ranks 2");
   ASSERT_EQ(r.status, 0) << r.err;

@@ -119,7 +119,7 @@ int childCreatingComms(const std::map<std::string, std::string>& env, bool withT
 // The warnings of the child in SetUnimplementedVariableWarnsOncePerProcess: one for each variable set to a
 // value Braid does not implement, none for NCCL_NVLS_ENABLE=0.
 void expectOneWarningEach(const std::string& log) {
-  EXPECT_EQ(countOccurrences(log, "NCCL_HOSTID=hostx has no effect in Braid"), 1) << log;
+  EXPECT_EQ(countOccurrences(log, "NCCL_TUNER_PLUGIN=libtuner.so has no effect in Braid"), 1) << log;
   EXPECT_EQ(countOccurrences(log, "NCCL_IB_DISABLE=0 has no effect in Braid"), 1) << log;
   EXPECT_EQ(countOccurrences(log, "NCCL_P2P_LEVEL"), 0) << log;    // implemented
   EXPECT_EQ(countOccurrences(log, "NCCL_NVLS_ENABLE"), 0) << log;  // 0 asks for what Braid does
@@ -164,10 +164,10 @@ TEST(ParamDoc, EnvironmentMdHasOneRowPerVariableOfParamsDef) {
 TEST(ParamWarn, OnlyUnimplementedValuesWarn) {
   const ParamDesc* nvls = findParam("NCCL_NVLS_ENABLE");
   const ParamDesc* ib = findParam("NCCL_IB_DISABLE");
-  const ParamDesc* hostId = findParam("NCCL_HOSTID");
+  const ParamDesc* tunerPlugin = findParam("NCCL_TUNER_PLUGIN");
   const ParamDesc* level = findParam("NCCL_P2P_LEVEL");
   const ParamDesc* buff = findParam("NCCL_BUFFSIZE");
-  ASSERT_TRUE(nvls && ib && hostId && level && buff);
+  ASSERT_TRUE(nvls && ib && tunerPlugin && level && buff);
   EXPECT_EQ(nvls->kind, ParamKind::Ignored);
   EXPECT_EQ(level->kind, ParamKind::Str);
   EXPECT_FALSE(paramValueUnimplemented(*nvls, nullptr));
@@ -177,7 +177,7 @@ TEST(ParamWarn, OnlyUnimplementedValuesWarn) {
   EXPECT_TRUE(paramValueUnimplemented(*nvls, "2"));
   EXPECT_FALSE(paramValueUnimplemented(*ib, "1"));
   EXPECT_TRUE(paramValueUnimplemented(*ib, "0"));
-  EXPECT_TRUE(paramValueUnimplemented(*hostId, "node7"));
+  EXPECT_TRUE(paramValueUnimplemented(*tunerPlugin, "libtuner.so"));
   for (const char* v : {"LOC", "0", "NVL", "PIX", "SYS"}) EXPECT_FALSE(paramValueUnimplemented(*level, v)) << v;
   EXPECT_FALSE(paramValueUnimplemented(*buff, "12345"));  // implemented: never
 }
@@ -186,7 +186,7 @@ TEST(ParamWarn, SetUnimplementedVariableWarnsOncePerProcess) {
   for (bool withThreads : {false, true}) {
     SCOPED_TRACE(withThreads ? "communicators and threads" : "communicators only");
     const std::string log = logOfChild([withThreads] {
-      return childCreatingComms({{"NCCL_HOSTID", "hostx"},
+      return childCreatingComms({{"NCCL_TUNER_PLUGIN", "libtuner.so"},
                                  {"NCCL_P2P_LEVEL", "NVL"},
                                  {"NCCL_NVLS_ENABLE", "0"},
                                  {"NCCL_IB_DISABLE", "0"}},
@@ -217,12 +217,12 @@ TEST(ParamWarn, CheckCountsWhatItWarnsOf) {
     for (int i = 0; i < n; ++i)
       if (t[i].kind == ParamKind::Ignored || t[i].kind == ParamKind::Partial) unsetenv(t[i].env);
     if (warnUnimplementedParamsNow() != 0) return 1;
-    setenv("NCCL_HOSTID", "node7", 1);
+    setenv("NCCL_TUNER_PLUGIN", "libtuner.so", 1);
     setenv("NCCL_COLLNET_ENABLE", "1", 1);
     if (warnUnimplementedParamsNow() != 2) return 2;
     if (warnUnimplementedParamsNow() != 2) return 3;
     return 0;
   });
-  EXPECT_EQ(countOccurrences(log, "NCCL_HOSTID=node7 has no effect in Braid"), 2) << log;
+  EXPECT_EQ(countOccurrences(log, "NCCL_TUNER_PLUGIN=libtuner.so has no effect in Braid"), 2) << log;
   EXPECT_EQ(countOccurrences(log, "NCCL_COLLNET_ENABLE=1 has no effect in Braid"), 2) << log;
 }

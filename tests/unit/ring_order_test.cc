@@ -70,5 +70,49 @@ TEST(RingOrder, NeighboursFollowTheOrder) {
   EXPECT_EQ(ringPrevRank(&comm), 1);
 }
 
+// Without BRAID_RING_ORDER: each host's ranks together (so a ring crosses each host boundary once each way), hosts
+// by their lowest rank, a host's ranks in its searched ring's order where every one of them has a distinct place.
+TEST(RingOrder, DefaultKeepsHostsTogetherInTheirLowestRanksOrder) {
+  const uint64_t a = 0xa, b = 0xb, c = 0xc;
+  EXPECT_EQ(defaultRingOrder({a, a, a, a}, {-1, -1, -1, -1}), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(defaultRingOrder({a, b, a, b}, {-1, -1, -1, -1}), (std::vector<int>{0, 2, 1, 3}));
+  EXPECT_EQ(defaultRingOrder({b, a, c, a, b, c}, {}), (std::vector<int>{0, 4, 1, 3, 2, 5}));
+  EXPECT_EQ(defaultRingOrder({a}, {-1}), (std::vector<int>{0}));
+}
+
+TEST(RingOrder, DefaultFollowsEachHostsSearchedRing) {
+  const uint64_t a = 0xa, b = 0xb;
+  // One host whose search put rank 2 second (NVLink pairs 0-2 and 1-3, say).
+  EXPECT_EQ(defaultRingOrder({a, a, a, a}, {0, 2, 1, 3}), (std::vector<int>{0, 2, 1, 3}));
+  // Two hosts, each with its own places (relative to that host's ranks).
+  EXPECT_EQ(defaultRingOrder({a, b, a, b, a, b}, {0, 1, 2, 0, 1, 2}), (std::vector<int>{0, 4, 2, 3, 1, 5}));
+  // A host with a rank lacking a place, or two ranks on one place, stays in rank order; the other host does not.
+  EXPECT_EQ(defaultRingOrder({a, a, a, b, b, b}, {2, -1, 0, 2, 1, 0}), (std::vector<int>{0, 1, 2, 5, 4, 3}));
+  EXPECT_EQ(defaultRingOrder({a, a, a, b, b, b}, {1, 1, 0, 2, 1, 0}), (std::vector<int>{0, 1, 2, 5, 4, 3}));
+}
+
+TEST(RingOrder, DefaultIsAPermutationForManyHosts) {
+  for (int n : {1, 2, 7, 64, 257}) {
+    std::vector<uint64_t> hostOf;
+    std::vector<int> pos;
+    for (int r = 0; r < n; ++r) {
+      hostOf.push_back(static_cast<uint64_t>((r * 7) % 5));
+      pos.push_back((n - r) % 9);  // places repeat within a host: rank order there
+    }
+    std::vector<int> order = defaultRingOrder(hostOf, pos);
+    ASSERT_EQ(static_cast<int>(order.size()), n);
+    std::vector<bool> seen(static_cast<size_t>(n), false);
+    for (int r : order) {
+      ASSERT_TRUE(r >= 0 && r < n && !seen[static_cast<size_t>(r)]) << "n " << n << " rank " << r;
+      seen[static_cast<size_t>(r)] = true;
+    }
+    // Each host's ranks are contiguous.
+    for (int p = 1; p < n; ++p)
+      for (int q = p + 1; q < n; ++q)
+        if (hostOf[order[q]] == hostOf[order[p - 1]] && hostOf[order[p]] != hostOf[order[p - 1]])
+          ADD_FAILURE() << "n " << n << ": host " << hostOf[order[p - 1]] << " is split at position " << p;
+  }
+}
+
 }  // namespace
 }  // namespace braid

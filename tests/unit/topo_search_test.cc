@@ -424,5 +424,20 @@ TEST(TopoSearch, GraphXmlNamesCudaDevicesAndTheNicsAtEachEnd) {
   }
 }
 
+// Channels follow the slowest hop: one per 5 GB/s, at least 4, at most what the runtime offers.
+TEST(TopoSearch, ChannelsFollowTheSlowestHop) {
+  EXPECT_EQ(ringChannelsFor(370.8, 64), 64);  // NV18
+  EXPECT_EQ(ringChannelsFor(320, 64), 64);
+  EXPECT_EQ(ringChannelsFor(319, 64), 64);
+  EXPECT_EQ(ringChannelsFor(300, 64), 60);
+  EXPECT_EQ(ringChannelsFor(40, 64), 8);      // two V100 NVLinks
+  EXPECT_EQ(ringChannelsFor(24, 64), 5);      // PCIe Gen4 x16
+  EXPECT_EQ(ringChannelsFor(6, 64), 4);       // a socket hop: the floor
+  EXPECT_EQ(ringChannelsFor(24, 3), 3);       // never above the offer
+  EXPECT_EQ(ringChannelsFor(0, 64), 64);      // unknown: the offer
+  EXPECT_EQ(ringChannelsFor(-1, 16), 16);
+  EXPECT_EQ(ringChannelsFor(1e9, 64), 64);
+}
+
 }  // namespace
 }  // namespace braid

@@ -18,6 +18,7 @@
 #include "topology/topo_detect.h"
 #include "topology/topo_xml.h"
 #include "topology/topology.h"
+#include "transport/p2p/p2p_level.h"
 
 namespace braid {
 namespace {
@@ -104,7 +105,7 @@ int parseArgs(int argc, char** argv, Options* o, std::string* error) {
 }
 
 // This host: the GPUs CUDA shows (none where there is no driver or device: NICs and the PCI tree still come).
-ncclResult_t detectHere(Topology* topo) {
+ncclResult_t detectHere(Topology* topo, bool* nvlinksKnown) {
   TopoDetectOptions opts;
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
@@ -126,7 +127,7 @@ ncclResult_t detectHere(Topology* topo) {
     opts.gpus.push_back(g);
   }
   XmlNode system;
-  BRAID_CHECK(detectTopology(opts, &system));
+  BRAID_CHECK(detectTopology(opts, &system, nvlinksKnown));
   return topologyFromXml(system, "this host", topo);
 }
 
@@ -280,6 +281,45 @@ void printRings(const Topology& t, const TopoPaths& p, const std::vector<int>& r
   }
 }
 
+// What a GPU communicator of these ranks runs, as the library decides it: the first ring's order on every channel,
+// the channel count from its slowest hop (ringChannelsFor), and each hop's transport: P2P where the path is within
+// NCCL_P2P_LEVEL (or its default for the host's CPUs), else shared memory. False where NCCL_P2P_LEVEL is malformed.
+bool printRunning(const Topology& t, const TopoPaths& p, bool nvlinksKnown, const std::vector<int>& rankGpu,
+                  const TopoRings& r) {
+  HostTopology host;
+  host.topo = t;
+  host.paths = p;
+  host.nvlinkKnown = nvlinksKnown;
+  PathClass limit = PathClass::Sys;
+  std::string why;
+  if (!p2pLevelLimit(&host, &limit, &why)) {
+    std::fprintf(stderr, "braid_topo: %s\n", why.c_str());
+    return false;
+  }
+  const std::vector<int>& ring = r.rings[0];
+  const size_t n = ring.size();
+  double slowest = -1;
+  bool allP2p = true;
+  std::string hops;
+  for (size_t i = 0; n > 1 && i < n; ++i) {
+    const TopoPath& x = p.between(rankGpu[ring[i]], rankGpu[ring[(i + 1) % n]]);
+    if (x.cls != PathClass::Dis) slowest = slowest < 0 ? x.bw : std::min(slowest, x.bw);
+    const bool p2p = x.cls <= limit || x.cls <= PathClass::Nvb;
+    allP2p = allP2p && p2p;
+    hops += std::string(i ? ", " : "") + std::to_string(ring[i]) + "->" + std::to_string(ring[(i + 1) % n]) + " " +
+            (p2p ? "P2P" : "SHM");
+  }
+  std::printf("\nA communicator of these ranks (one process per GPU) runs ring 0 on every channel:\n");
+  std::printf("  P2P up to %s%s\n", pathClassName(limit), nvlinksKnown ? "" : " (NVLinks unknown without NVML)");
+  if (n > 1) std::printf("  hops: %s\n", hops.c_str());
+  if (n > 1 && !allP2p)
+    std::printf("  channels: 64 (a hop over shared memory: the topology does not set the count)\n");
+  else if (n > 1 && slowest > 0 && nvlinksKnown)
+    std::printf("  channels: %d (slowest hop %s GB/s; at most 64, NCCL_MIN_NCHANNELS raises it)\n",
+                ringChannelsFor(slowest, 64), fmt(slowest).c_str());
+  return true;
+}
+
 // A DOT string: quotes and backslashes escaped, line breaks as DOT's \n.
 std::string quoted(const std::string& s) {
   std::string out = "\"";
@@ -403,10 +443,11 @@ int fail(const char* what) {
 
 int run(const Options& o) {
   Topology topo;
+  bool nvlinksKnown = true;  // a file states its NVLinks; detection knows them only through NVML
   const std::string source = o.file.empty() ? "this host" : o.file;
   if (!o.file.empty()) {
     if (loadTopologyFile(o.file, &topo) != ncclSuccess) return fail("reading the topology");
-  } else if (detectHere(&topo) != ncclSuccess) {
+  } else if (detectHere(&topo, &nvlinksKnown) != ncclSuccess) {
     return fail("detecting the topology");
   }
   TopoPaths paths;
@@ -432,6 +473,7 @@ int run(const Options& o) {
       std::printf("\nNo GPUs: no rings.\n");
     else
       printRings(topo, paths, rankGpu, rings);
+    if (!rankGpu.empty() && !printRunning(topo, paths, nvlinksKnown, rankGpu, rings)) return 2;
   }
   bool ok = true;
   if (!o.png.empty() || !o.svg.empty()) {

@@ -21,6 +21,7 @@
 #include "runtime/gpu/gpu_state.h"
 #include "runtime/gpu/gpu_topology.h"
 #include "runtime/ring_order.h"
+#include "topology/topology.h"
 #include "runtime/tuning_agreement.h"
 #include "transport/host_fifo.h"
 #include "transport/p2p/nvlink.h"
@@ -508,12 +509,24 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
     comm->conns->setTransports(deviceTransports());
     // A ring with a socket link runs at that link's pace: few channels (agreed as the minimum over ranks).
+    bool allP2p = true;
     for (int peer : {ringNextRank(comm), ringPrevRank(comm)}) {
       TransportKind kind;
       BRAID_CHECK(comm->conns->kindFor(peer, &kind));
       if (kind == TransportKind::Net) preferredChannels = kNetDevChannels;
+      allP2p = allP2p && kind == TransportKind::P2p;
       bigFifoOk = bigFifoOk && kind == TransportKind::P2p &&
                   p2pNvlinkBetween(comm->self.busId, comm->peers[peer].busId);
+    }
+    // A P2P ring runs at its slowest hop's pace: as many channels as that hop's bandwidth feeds (ringChannelsFor).
+    const double slowest = allP2p ? ringSlowestHopGBs(comm) : -1;
+    if (slowest > 0) {
+      const int fed = ringChannelsFor(slowest, preferredChannels);
+      if (fed < preferredChannels) {
+        BRAID_INFO(kSubInit, "rank %d: the ring's slowest hop moves %.1f GB/s (topology): %d channels", comm->rank,
+                   slowest, fed);
+        preferredChannels = fed;
+      }
     }
   }
   // By default at most half the GPU's SMs (the minimum over ranks, as every channel count): a p2p launch runs

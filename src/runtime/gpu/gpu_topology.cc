@@ -148,25 +148,79 @@ ncclResult_t ensureHostTopology(ncclComm* comm) {
   return ncclSuccess;
 }
 
+namespace {
+
+// The topology's GPU node of each rank of this host (in rank order) and those ranks; false where any of them is
+// not in the topology.
+bool hostRankGpus(const ncclComm* comm, const HostTopology& host, std::vector<int>* ranks, std::vector<int>* gpus) {
+  for (const PeerInfo& p : comm->peers) {
+    if (p.hostHash != comm->self.hostHash) continue;
+    char bus[32];
+    p2pBusIdToString(p.busId, bus, sizeof(bus));
+    const int g = host.topo.find(TopoKind::Gpu, bus);
+    if (g < 0) return false;
+    ranks->push_back(p.rank);
+    gpus->push_back(g);
+  }
+  return !ranks->empty();
+}
+
+}  // namespace
+
+ncclResult_t hostRingPosition(ncclComm* comm, int* pos) {
+  *pos = -1;
+  if (comm->nranks < 2) return ncclSuccess;
+  BRAID_CHECK(ensureHostTopology(comm));
+  const std::shared_ptr<const HostTopology> host = hostTopologyIfKnown();
+  std::vector<int> ranks, gpus;
+  if (!host || !hostRankGpus(comm, *host, &ranks, &gpus)) return ncclSuccess;
+  TopoRings best;
+  // One ring is all the order needs; searchRings rejects ranks sharing a GPU (no place then: rank order).
+  if (searchRings(host->topo, host->paths, gpus, 1, &best) != ncclSuccess || best.rings.empty()) {
+    clearPendingError();
+    return ncclSuccess;
+  }
+  const std::vector<int>& ring = best.rings[0];
+  for (size_t p = 0; p < ring.size(); ++p)
+    if (ranks[static_cast<size_t>(ring[p])] == comm->rank) *pos = static_cast<int>(p);
+  return ncclSuccess;
+}
+
+double ringSlowestHopGBs(const ncclComm* comm) {
+  const std::shared_ptr<const HostTopology> host = hostTopologyIfKnown();
+  const int n = comm->nranks;
+  // Without NVML a detected topology cannot tell NVLink from PCI: its bandwidths would starve an NVLink ring.
+  if (!host || !host->nvlinkKnown || n < 2 || static_cast<int>(comm->ringOrder.size()) != n) return -1;
+  double slowest = -1;
+  for (int p = 0; p < n; ++p) {
+    const PeerInfo& a = comm->peers[static_cast<size_t>(comm->ringOrder[static_cast<size_t>(p)])];
+    const PeerInfo& b = comm->peers[static_cast<size_t>(comm->ringOrder[static_cast<size_t>((p + 1) % n)])];
+    if (a.hostHash != comm->self.hostHash || b.hostHash != comm->self.hostHash || a.busId == b.busId) continue;
+    char busA[32], busB[32];
+    p2pBusIdToString(a.busId, busA, sizeof(busA));
+    p2pBusIdToString(b.busId, busB, sizeof(busB));
+    const int ga = host->topo.find(TopoKind::Gpu, busA), gb = host->topo.find(TopoKind::Gpu, busB);
+    if (ga < 0 || gb < 0) continue;
+    const TopoPath& hop = host->paths.between(ga, gb);
+    if (hop.cls == PathClass::Dis) continue;
+    slowest = slowest < 0 ? hop.bw : std::min(slowest, hop.bw);
+  }
+  return slowest;
+}
+
 ncclResult_t reportRings(ncclComm* comm) {
   const std::shared_ptr<const HostTopology> host = hostTopologyIfKnown();
   if (!host || comm->nranks < 2 || comm->rank != 0) return ncclSuccess;  // rank 0 reports and dumps
   // The ranks of this host and their GPUs; a ring that leaves the host is left to the multi-host search.
-  std::vector<int> rankGpu;
-  for (const PeerInfo& p : comm->peers) {
-    char bus[32];
-    p2pBusIdToString(p.busId, bus, sizeof(bus));
-    const int g = p.hostHash == comm->self.hostHash ? host->topo.find(TopoKind::Gpu, bus) : -1;
-    if (g < 0) return ncclSuccess;
-    rankGpu.push_back(g);
-  }
+  std::vector<int> ranks, rankGpu;
+  if (!hostRankGpus(comm, *host, &ranks, &rankGpu) || static_cast<int>(ranks.size()) != comm->nranks)
+    return ncclSuccess;
   TopoRings best;
   if (searchRings(host->topo, host->paths, rankGpu, comm->nChannels, &best) != ncclSuccess) {
     clearPendingError();
     return ncclSuccess;
   }
   // The rings in use: the agreed order (ring_order.h) on every channel, each hop's link shared by all of them.
-  // Follow-up: agree best.rings[0] as the order (agreeRingOrder) instead of only reporting it.
   TopoRings inUse;
   std::vector<int> order(comm->nranks);
   for (int r = 0; r < comm->nranks; ++r) order[r] = r;
@@ -179,13 +233,15 @@ ncclResult_t reportRings(ncclComm* comm) {
     slowest = slowest < 0 ? hop.bw : std::min(slowest, hop.bw);
   }
   inUse.bwPerRing = std::max(0.0, slowest) / comm->nChannels;
-  const bool rankOrderBest = !best.rings.empty() && best.rings[0] == order;
-  if (!rankOrderBest && comm->rank == 0)
+  // The order in use differs from the search's first ring where BRAID_RING_ORDER chose another, or ranks share
+  // a GPU: say so, since the rings then run slower than the machine allows.
+  const bool searchedInUse = !best.rings.empty() && best.rings[0] == order;
+  if (!searchedInUse && best.worst < inUse.worst)
     BRAID_INFO(kSubGraph, "rank 0: on this host the search finds a faster ring order than the one in use (worst hop "
-               "%s at %.1f GB/s) that they do not use", pathClassName(best.worst), best.bwPerRing);
+               "%s rather than %s)", pathClassName(best.worst), pathClassName(inUse.worst));
   const std::string file = params::GraphDumpFile();
   std::lock_guard<std::mutex> lock(gMu);
-  if (!file.empty() && comm->rank == 0 && !gGraphDumped) {
+  if (!file.empty() && !gGraphDumped) {
     gGraphDumped = true;
     if (writeXmlFile(file, ringsGraphXml(inUse, rankGpu, host->topo, false)) != ncclSuccess) {
       BRAID_WARN("rank 0: NCCL_GRAPH_DUMP_FILE: %s", pendingError().c_str());
