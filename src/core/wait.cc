@@ -66,23 +66,26 @@ std::string describeDead(const WaitContext* ctx, int first, int* count, std::str
 }  // namespace
 
 Waiter::Waiter(const WaitContext* ctx, int peer, const char* what) : ctx_(ctx), peer_(peer), what_(what) {
-  start_ = std::chrono::steady_clock::now();
+  start_ = phaseStart_ = std::chrono::steady_clock::now();
   nextCheck_ = start_ + kCheckPeriod;
 }
 
 void Waiter::reset() {
   spins_ = 0;
   deadSeen_ = false;
-  start_ = std::chrono::steady_clock::now();
+  start_ = phaseStart_ = std::chrono::steady_clock::now();
   nextCheck_ = start_ + kCheckPeriod;
 }
 
 ncclResult_t Waiter::poll() {
   ++spins_;
-  if (spins_ < kSpinsBeforeYield) {
+  if (ctx_ && ctx_->drive && ctx_->drive(ctx_->driveArg)) {
+    spins_ = 1;
+    phaseStart_ = std::chrono::steady_clock::now();
+  } else if (spins_ < kSpinsBeforeYield) {
     cpuRelax();
     if ((spins_ & 63) != 0) return ncclSuccess;
-  } else if (std::chrono::steady_clock::now() - start_ < kYieldPeriod) {
+  } else if (std::chrono::steady_clock::now() - phaseStart_ < kYieldPeriod) {
     // Yielding keeps latency low when ranks outnumber cores (the peer we wait for gets our core).
     sched_yield();
   } else {

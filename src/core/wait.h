@@ -40,6 +40,11 @@ struct WaitContext {
   const std::vector<uint8_t>* ignore = nullptr;
   // Set by the runtime where it can tell which ranks reached the current operation; may be null.
   const StallReporter* stall = nullptr;
+  // Called at each poll of a wait, where set: moves the communicator's network steps on the waiting thread (host
+  // communicators: ConnectionManager::driveNet). True when it moved anything: the wait then spins again rather
+  // than napping, since more is likely to follow at once.
+  bool (*drive)(void* arg) = nullptr;
+  void* driveArg = nullptr;
 };
 
 class Waiter {
@@ -59,6 +64,7 @@ class Waiter {
   const char* what_;
   uint64_t spins_ = 0;
   std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point phaseStart_;  // the spin/yield/nap schedule restarts here
   std::chrono::steady_clock::time_point nextCheck_;
   bool deadSeen_ = false;
   std::chrono::steady_clock::time_point deadSince_;

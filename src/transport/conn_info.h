@@ -95,6 +95,9 @@ class ConnProvider {
   virtual ConnInfo* p2pSend(int peer, int channel = 0) = 0;
   virtual ConnInfo* p2pRecv(int peer, int channel = 0) = 0;
   virtual int p2pChannels(int /*peer*/) { return 1; }
+  // Called by a host executor when an operation ends: steps it published but no thread has moved yet must not
+  // wait for the next operation (socket connections; nothing to do for memory).
+  virtual void flush() {}
 };
 
 }  // namespace braid

@@ -213,6 +213,7 @@ ConnectionManager::ConnectionManager(const WaitContext* wait, Bootstrap* bootstr
 }
 
 ConnectionManager::~ConnectionManager() {
+  impl_->ctx.proxyRaw.store(nullptr, std::memory_order_release);
   if (auto& proxy = impl_->ctx.proxy) {
     // Slots published by the last operation may still sit in a local send FIFO; let them leave (the peer
     // may still be receiving them), unless the communicator was aborted.
@@ -376,6 +377,23 @@ void ConnectionManager::setBuffBytes(int64_t bytes) { impl_->ctx.buffBytes = byt
 void ConnectionManager::setNetProxy(int threads, int spinUs) {
   impl_->ctx.proxyThreads = threads;
   impl_->ctx.proxySpinUs = spinUs;
+}
+
+bool ConnectionManager::driveNet() {
+  NetProxy* p = impl_->ctx.proxyRaw.load(std::memory_order_acquire);
+  return p != nullptr && p->driveInline();
+}
+
+void ConnectionManager::wakeNet() {
+  if (NetProxy* p = impl_->ctx.proxyRaw.load(std::memory_order_acquire)) p->wakeSleeping();
+}
+
+void ConnectionManager::flush() {
+  NetProxy* p = impl_->ctx.proxyRaw.load(std::memory_order_acquire);
+  if (p == nullptr) return;
+  bool pending = false;
+  p->driveInline(&pending);
+  if (pending) p->wakeSleeping();
 }
 
 void ConnectionManager::setTransports(std::vector<Transport*> order) {

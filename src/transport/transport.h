@@ -3,6 +3,7 @@
 // sides pick the same transport because the choice is a pure function of the two PeerInfo values.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -90,6 +91,7 @@ struct TransportContext {
   const std::vector<PeerInfo>* peers = nullptr;
   std::shared_ptr<NetProxy> proxy;  // created on first use, under proxyMu
   std::mutex proxyMu;               // abort() may read `proxy` from another thread while a connect creates it
+  std::atomic<NetProxy*> proxyRaw{nullptr};  // `proxy`, set once: read without proxyMu by waits (driveNet)
   bool llSlots = false;  // SHM segments and NET FIFOs carry LL slots (GPU communicators; host executors never use them)
   int64_t buffBytes = -1;  // FIFO bytes per connection, agreed over the ranks (-1: this rank's NCCL_BUFFSIZE)
   int proxyThreads = 1;  // NET proxy threads unless BRAID_NET_PROXY_THREADS says otherwise
@@ -149,6 +151,14 @@ class ConnectionManager final : public ConnProvider {
   // NET proxy threads of this communicator unless BRAID_NET_PROXY_THREADS is set, and how long each polls
   // after activity before napping (before connecting).
   void setNetProxy(int threads, int spinUs);
+  // One pass of the NET proxy over its connections on the caller's thread (NetProxy::driveInline): what a host
+  // executor's waits do (WaitContext::drive). True when anything moved; false without NET connections.
+  bool driveNet();
+  // Wakes the NET proxy's sleeping threads: a GPU launch, whose kernels publish steps that wake no descriptor.
+  void wakeNet();
+  // At the end of a host operation: hands what its last steps left in the send FIFOs to the sockets on this
+  // thread, and wakes the proxy where some of it could not leave yet (ConnProvider::flush).
+  void flush() override;
   // GPU P2P peers get this many point-to-point connections (p2pChannelsOn; default 1), connected together on
   // first use: a value agreed over the ranks (set before any connectP2p).
   void setP2pChannels(int peerChannels);

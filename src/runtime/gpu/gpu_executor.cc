@@ -435,6 +435,7 @@ double GpuExecutor::predictUs(const OpDesc& op) {
 }
 
 cudaError_t GpuExecutor::launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s, int cluster) {
+  if (comm_->conns) comm_->conns->wakeNet();  // kernels publish NET steps in mapped memory, which rings no bell
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attrs[2];
   cfg.gridDim = dim3(nCta);

@@ -231,10 +231,12 @@ void HostExecutor::setProgress(ProgressTable* table) { impl_->progress = table; 
 
 ncclResult_t HostExecutor::run(const std::vector<OpDesc>& ops) {
   ProgressTable* table = impl_->progress;
-  if (table == nullptr || ops.empty()) return runOps(ops);
-  table->begin(ops[0].coll, ops.size() > 1);
+  const bool tracked = table != nullptr && !ops.empty();
+  if (tracked) table->begin(ops[0].coll, ops.size() > 1);
   const ncclResult_t res = runOps(ops);
-  table->end(res == ncclSuccess);
+  // The last steps sent may sit in a socket FIFO that only waits drove: a peer still waits for them.
+  if (impl_->conns) impl_->conns->flush();
+  if (tracked) table->end(res == ncclSuccess);
   return res;
 }
 
@@ -261,6 +263,9 @@ ncclResult_t initHostComm(ncclComm* comm) {
   comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
   comm->conns->setBuffBytes(comm->buffBytes);
   BRAID_CHECK(comm->conns->connectRing(comm->nChannels, ringNextRank(comm), ringPrevRank(comm)));
+  // A waiting executor moves its socket steps itself (a proxy thread woken per step costs a wake-up each time).
+  comm->wait.drive = [](void* conns) { return static_cast<ConnectionManager*>(conns)->driveNet(); };
+  comm->wait.driveArg = comm->conns.get();
   auto exec = std::make_unique<HostExecutor>(comm->conns.get(), &comm->wait, comm->rank, comm->nranks,
                                              comm->nChannels);
   BRAID_CHECK(exec->setRingOrder(comm->ringOrder));

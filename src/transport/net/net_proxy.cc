@@ -1,8 +1,10 @@
 // NetProxy implementation: each progress thread (one by default) drives its NET connections through the
-// backend's nonblocking calls, SIMPLE steps from the FIFO slots and GPU LL steps from the LL slots. While busy it loops; when idle it yields for a short while, then sleeps in ppoll on
-// the backends' descriptors (so incoming data wakes it at once) with a timeout growing to 250 us, and to
-// 1 ms after a longer lull (executors advancing a FIFO tail cannot signal a descriptor), plus an eventfd
-// for stop/add/remove.
+// backend's nonblocking calls, SIMPLE steps from the FIFO slots and GPU LL steps from the LL slots. While busy it
+// loops; when idle it yields for a short while, then sleeps in ppoll on the backends' descriptors (so incoming data
+// wakes it at once) and its eventfd, which add, remove, stop, GPU launches and host executors leaving steps behind
+// write (wakeSleeping). The timeout grows to 250 us, and to 1 ms after a longer lull: GPU kernels publish
+// steps in mapped memory, which rings nothing. Host executors that wait also drive the connections themselves
+// (driveInline), so a step does not wait for this thread to be scheduled.
 #include "transport/net/net_proxy.h"
 
 #include <poll.h>
@@ -146,6 +148,28 @@ void NetProxy::remove(uint64_t id) {
   logStats(*victim);  // BRAID_INFO: nothing unless NET logging is at INFO
   victim.reset();
   wake(w);
+}
+
+bool NetProxy::driveInline(bool* sendsPending) {
+  bool moved = false, pending = false;
+  for (auto& w : workers_) {
+    std::unique_lock<std::mutex> lk(w->mu, std::try_to_lock);
+    if (!lk.owns_lock()) continue;  // its thread is in a pass: it moves the steps
+    for (auto& kv : w->conns) {
+      Conn* c = kv.second.get();
+      if (c->dead) continue;
+      moved |= progress(c);
+      pending = pending || (c->send && !c->dead && c->done < loadAcquire(c->info.tail));
+    }
+  }
+  if (sendsPending) *sendsPending = pending;
+  return moved;
+}
+
+void NetProxy::wakeSleeping() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the caller's FIFO stores before the flags' loads
+  for (auto& w : workers_)
+    if (w->sleeping.load(std::memory_order_relaxed) != 0) wake(*w);
 }
 
 void NetProxy::stop() {
@@ -411,6 +435,18 @@ void NetProxy::run(Worker& w) {
       lk.lock();
       continue;
     }
+    // Going to sleep: say so, then look once more (Worker::sleeping).
+    w.sleeping.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bool late = false;
+    for (auto& kv : w.conns)
+      if (!kv.second->dead) late |= progress(kv.second.get());
+    if (late) {
+      w.sleeping.store(0, std::memory_order_relaxed);
+      idleSince = Clock::now();
+      sleepUs = kMinSleepUs;
+      continue;
+    }
     fds.clear();
     ranges.clear();
     fds.push_back(pollfd{w.eventFd, POLLIN, 0});
@@ -423,6 +459,7 @@ void NetProxy::run(Worker& w) {
     lk.unlock();
     timespec ts{0, static_cast<long>(sleepUs) * 1000};
     int ready = ppoll(fds.data(), fds.size(), &ts, nullptr);
+    w.sleeping.store(0, std::memory_order_relaxed);
     napped = true;
     if (ready > 0 && (fds[0].revents & POLLIN)) {
       uint64_t v;

@@ -41,6 +41,14 @@ class NetProxy {
   ncclResult_t addRecv(std::unique_ptr<NetRecvComm> comm, const ConnInfo& info, uint64_t* id);
   // Unregisters and closes the connection; afterwards the proxy never touches its FIFO again.
   void remove(uint64_t id);
+  // One pass over the connections of every thread that is not running one right now (try-lock), on the caller's
+  // thread: an executor waiting on a NET connection moves its steps itself instead of waiting for a thread to
+  // wake. True when anything moved. *sendsPending (may be null): a send connection of a thread passed here still
+  // has steps the backend has not finished (its thread must finish them).
+  bool driveInline(bool* sendsPending = nullptr);
+  // Wakes every thread that sleeps (in ppoll): a GPU launch, whose kernels publish steps in mapped memory, which
+  // wakes no descriptor; an executor leaving steps behind at the end of an operation.
+  void wakeSleeping();
   // Waits (bounded) until every live send connection has handed all published slots to the backend, so
   // closing right after a collective loses nothing. False on timeout or abort.
   bool drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag);
@@ -55,6 +63,9 @@ class NetProxy {
   // One progress thread and the connections it owns.
   struct Worker {
     int eventFd = -1;
+    // Set while the thread sleeps in ppoll; it stores this, then looks at the FIFOs once more, so a step published
+    // before it was set is found and one published after sees it set (wakeSleeping).
+    std::atomic<uint32_t> sleeping{0};
     mutable std::mutex mu;
     std::map<uint64_t, std::unique_ptr<Conn>> conns;  // guarded by mu
     std::atomic<bool> stop{false};
