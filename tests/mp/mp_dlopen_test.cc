@@ -3,7 +3,9 @@
 // dladdr must place the symbol in Braid's file. A stand-in for another NCCL (fake_nccl, libnccl.so.2 in a
 // folder of its own) plays NVIDIA's library: loaded by path first, as JAX loads its pip copy, and as the maker
 // of handles Braid must recognise as not its own. The init banner is checked here too.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +16,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "nccl.h"
 
 namespace {
 
@@ -119,6 +123,23 @@ class DlopenTest : public ::testing::Test {
     EXPECT_EQ(r.field("version"), "22809") << how;
   }
 };
+
+// This test program links Braid like any application: the loader must have loaded it under the soname,
+// libnccl.so.2, so the program would run as well on NVIDIA's library (and on Braid's by that name).
+TEST_F(DlopenTest, ProgramLinkedAgainstBraidNeedsLibncclSo2) {
+  int version = 0;
+  ASSERT_EQ(ncclGetVersion(&version), ncclSuccess);  // keeps the link needed
+  EXPECT_EQ(version, NCCL_VERSION_CODE);
+  link_map* map = nullptr;
+  ASSERT_EQ(dlinfo(dlopen(nullptr, RTLD_NOW), RTLD_DI_LINKMAP, &map), 0) << dlerror();
+  std::string loadedAs;
+  for (; map != nullptr; map = map->l_next) {
+    const std::string name = map->l_name ? map->l_name : "";
+    if (!name.empty() && sameFile(name, braidSoname())) loadedAs = name;
+  }
+  ASSERT_FALSE(loadedAs.empty()) << "Braid is not loaded in the test program";
+  EXPECT_EQ(loadedAs.substr(loadedAs.rfind('/') + 1), "libnccl.so.2") << "loaded as " << loadedAs;
+}
 
 TEST_F(DlopenTest, PreloadedBraidIsWhatDlopenByNameReturns) {
   expectBraid(runProbe({"LD_PRELOAD=" + braidSoname()}, {}), "LD_PRELOAD");
