@@ -1,5 +1,5 @@
-# Install rules (included at the end of the top-level CMakeLists.txt): public headers, libbraid.so with
-# libnccl.so.2/libnccl.so names beside it, braidrun, a CMake package (find_package(Braid) → Braid::braid)
+# Install rules (included at the end of the top-level CMakeLists.txt): public headers, libbraid.so (soname
+# libnccl.so.2) with libnccl.so.2/libnccl.so names beside it, braidrun, a CMake package (find_package(Braid) → Braid::braid)
 # and a pkg-config file (braid.pc). Everything lands relative to the prefix, so `cmake --install build
 # --prefix DIR` relocates it, and DESTDIR works for packaging.
 include(CMakePackageConfigHelpers)

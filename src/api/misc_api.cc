@@ -2,9 +2,12 @@
 // reset, memory allocation, and the argument checks shared by the other API files.
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "api/api_common.h"
 #include "core/bootstrap.h"
+#include "core/library_info.h"
 #include "core/log.h"
 #include "core/param.h"
 
@@ -12,10 +15,21 @@ namespace braid {
 
 ncclResult_t checkComm(const ncclComm* comm, const char* fn) {
   if (comm == nullptr) return recordError(ncclInvalidArgument, "%s: comm is NULL", fn);
-  if (comm->magic != kCommMagic)
-    return recordError(ncclInvalidArgument, "%s: comm %p is not a valid communicator (destroyed or corrupt)", fn,
-                       static_cast<const void*>(comm));
-  return ncclSuccess;
+  if (comm->magic == kCommMagic) return ncclSuccess;
+  // A program that holds two NCCL libraries (one loaded by path, Braid by name or preload) can hand Braid a
+  // handle the other one made: say so, and name that library, since "invalid" alone hides the cause.
+  const std::vector<std::string> others = otherNcclLibraries();
+  if (!others.empty()) {
+    std::string names;
+    for (const auto& o : others) names += (names.empty() ? "" : ", ") + o;
+    const std::string own = ownLibraryPath();
+    return recordError(ncclInvalidArgument,
+                       "%s: comm %p was not created by Braid (%s); this process also has %s loaded, which likely "
+                       "created it. Give the program one NCCL library (LD_PRELOAD Braid's libnccl.so.2)",
+                       fn, static_cast<const void*>(comm), own.empty() ? "this library" : own.c_str(), names.c_str());
+  }
+  return recordError(ncclInvalidArgument, "%s: comm %p is not a valid communicator (destroyed or corrupt)", fn,
+                     static_cast<const void*>(comm));
 }
 
 ncclResult_t checkPtr(const void* p, const char* arg, const char* fn) {

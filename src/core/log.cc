@@ -1,5 +1,6 @@
 // Logging: NCCL_DEBUG level, NCCL_DEBUG_SUBSYS mask, NCCL_DEBUG_FILE destination. Lines read
-// "host:pid:tid [rank R] BRAID WARN message" so logs of many ranks can be merged and grepped.
+// "host:pid:tid [rank R] BRAID WARN message" so logs of many ranks can be merged and grepped; VERSION lines
+// are bare, as NCCL's are.
 #include "core/log.h"
 
 #include <strings.h>
@@ -146,8 +147,7 @@ void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, con
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  const char* lvl = level == LogLevel::Warn ? "WARN" : level == LogLevel::Trace ? "TRACE"
-                    : level == LogLevel::Version ? "VERSION" : "INFO";
+  const char* lvl = level == LogLevel::Warn ? "WARN" : level == LogLevel::Trace ? "TRACE" : "INFO";
   char rank[24] = "";
   if (tRank >= 0) snprintf(rank, sizeof(rank), " [rank %d]", tRank);
   long tid = syscall(SYS_gettid);
@@ -157,7 +157,9 @@ void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, con
   char out[sizeof(msg) + 512];
   int n;
   std::lock_guard<std::mutex> lock(s.mu);  // s.out and s.host may be reset (resetLogging)
-  if (level == LogLevel::Trace) {
+  if (level == LogLevel::Version) {
+    n = snprintf(out, sizeof(out), "%s\n", msg);  // bare, as NCCL prints its version line
+  } else if (level == LogLevel::Trace) {
     const char* base = strrchr(file, '/');
     n = snprintf(out, sizeof(out), "%s:%d:%ld%s BRAID %s %s:%d %s\n", s.host, getpid(), tid, rank, lvl,
                  base ? base + 1 : file, line, msg);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/bootstrap.h"
+#include "core/library_info.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "core/peer_info.h"
@@ -261,6 +262,7 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
 
 ncclResult_t commInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* cfg,
                       const char* fn, std::unique_ptr<MemberWatch> members) {
+  showVersionOnce();          // once per process, as NCCL does
   warnUnimplementedParams();  // once per process
   if (out == nullptr) return recordError(ncclInvalidArgument, "%s: comm is NULL", fn);
   *out = nullptr;
