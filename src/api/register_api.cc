@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "api/api_common.h"
 #include "nccl_device.h"
@@ -41,8 +42,9 @@ struct WindowRecord {
   ncclWindow_t handle() { return devDesc != nullptr ? devDesc : &desc; }
 };
 
-// The live windows of the process, by handle. Never destroyed: windows left registered at exit are not
-// freed after the CUDA runtime has shut down.
+// The live windows of the process, by handle. A comm's destroy or abort frees those it still has
+// (detachCommWindows). The table itself is never destroyed: windows left registered at exit are not freed
+// after the CUDA runtime has shut down.
 struct WindowTable {
   std::mutex mu;
   std::map<ncclWindow_t, std::unique_ptr<WindowRecord>> byHandle;
@@ -118,6 +120,21 @@ ncclResult_t makeWindow(ncclComm* comm, void* buff, size_t size, std::unique_ptr
   return ncclSuccess;
 }
 }  // namespace
+
+std::shared_ptr<void> detachCommWindows(const ncclComm* comm) {
+  auto gone = std::make_shared<std::vector<std::unique_ptr<WindowRecord>>>();
+  WindowTable& table = windows();
+  std::lock_guard<std::mutex> lock(table.mu);
+  for (auto it = table.byHandle.begin(); it != table.byHandle.end();) {
+    if (it->second->comm == comm) {
+      gone->push_back(std::move(it->second));
+      it = table.byHandle.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return gone;
+}
 }  // namespace braid
 
 using namespace braid;

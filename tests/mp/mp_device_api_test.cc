@@ -121,7 +121,7 @@ TEST(DeviceApi, WindowsServeCollectivesAndDevCommIsRefusedOnEveryRank) {
   mp::expectAllPassed(r);
 }
 
-// A window belongs to the communicator that registered it.
+// A window belongs to the communicator that registered it, and goes with it.
 TEST(DeviceApi, WindowOfAnotherCommIsRefused) {
   mp::Options o;
   o.timeoutSec = 90;
@@ -137,7 +137,12 @@ TEST(DeviceApi, WindowOfAnotherCommIsRefused) {
     EXPECT_EQ(ncclCommWindowDeregister(dup, w), ncclInvalidArgument);
     EXPECT_NE(mp::lastError(dup).find("another communicator"), std::string::npos) << mp::lastError(dup);
     MP_NCCL_ASSERT_COMM(ncclCommWindowDeregister(comm, w), comm);
+    // Destroying a comm frees the windows it still has: afterwards the handle is no window at all.
+    ncclWindow_t left = nullptr;
+    MP_NCCL_ASSERT_COMM(ncclCommWindowRegister(dup, buf.data(), buf.size() * sizeof(int32_t), &left, 0), dup);
     MP_NCCL_ASSERT(ncclCommDestroy(dup));
+    EXPECT_EQ(ncclCommWindowDeregister(comm, left), ncclInvalidArgument);
+    EXPECT_NE(mp::lastError(comm).find("not a window"), std::string::npos) << mp::lastError(comm);
     MP_NCCL_ASSERT(ncclCommDestroy(comm));
   });
   mp::expectAllPassed(r);
