@@ -7,12 +7,30 @@
 #include <limits.h>
 #include <stddef.h>
 
+/* The CUDA headers NCCL 2.28's nccl.h brings in, so code that uses `half`, `__nv_bfloat16` or the fp8 types,
+ * or tests __CUDA_BF16_TYPES_EXIST__ / __CUDA_FP8_TYPES_EXIST__ after including only this header, sees them.
+ * Without the toolkit on the include path, host-only code still gets cudaStream_t and the API. */
 #if defined(__CUDACC__) || defined(BRAID_HAVE_CUDA_RUNTIME_H)
+#define BRAID_NCCL_H_CUDA 1
+#elif defined(__has_include)
+#if __has_include(<cuda_runtime.h>)
+#define BRAID_NCCL_H_CUDA 1
+#endif
+#endif
+
+#ifdef BRAID_NCCL_H_CUDA
 #include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#if CUDART_VERSION >= 11000
+#include <cuda_bf16.h>
+#endif
+#if defined(__cplusplus) && CUDART_VERSION >= 11080
+#include <cuda_fp8.h>
+#endif
 #else
-/* Lets host-only code include this header without the CUDA toolkit on its include path. */
 typedef struct CUstream_st* cudaStream_t;
 #endif
+#undef BRAID_NCCL_H_CUDA
 
 #define NCCL_MAJOR 2
 #define NCCL_MINOR 28

@@ -1,46 +1,25 @@
-/* Braid: NCCL 2.28's device-side communicator API entry points. Braid exports them for ABI completeness
- * (PyTorch imports them); they return ncclInvalidUsage with a message until the device API is built. */
+/* Braid: NCCL 2.28.9's device API (nccl_device.h), so that programs written against it build against Braid.
+ *
+ * What is here: the device API's types with NCCL 2.28.9's struct layouts byte for byte (ncclDevComm is 200
+ * bytes; see nccl_device/core.h), the host entry points libnccl.so exports (device communicators, teams,
+ * requirement helpers), and the load/store-accessible (LSA) device code as inline functions: teams,
+ * cooperative groups, window and resource pointers, ncclSymPtr, the LSA barrier and the LL all-to-all. NVLink
+ * multicast and GPU-initiated networking (ncclGin, the GIN barrier) are declared with bodies that trap with a
+ * message. NCCL states this API is not ABI-stable across minor versions: these are 2.28.9's layouts.
+ *
+ * Braid has no device-initiated communication yet: ncclDevCommCreate returns ncclInvalidUsage with a message,
+ * so kernels written against this API compile but cannot be given a device communicator. */
 #ifndef NCCL_DEVICE_H_
 #define NCCL_DEVICE_H_
 
 #include "nccl.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-typedef struct ncclDevCommRequirements {
-  size_t size;
-  unsigned int magic;
-  unsigned int version;
-  int resourceRequirementsCount;
-  void* resourceRequirementsList;
-  int teamRequirementsCount;
-  void* teamRequirementsList;
-  int lsaMultimem;
-  int barrierCount;
-  int lsaBarrierCount;
-  int railGinBarrierCount;
-  int lsaLLA2ABlockCount;
-  int lsaLLA2ASlotCount;
-  int ginForceEnable;
-  int ginContextCount;
-  int ginSignalCount;
-  int ginCounterCount;
-} ncclDevCommRequirements_t;
-
-/* Opaque here: Braid never fills one (ncclDevCommCreate is not supported yet). */
-typedef struct ncclDevComm {
-  char opaque[1024];
-} ncclDevComm_t;
-
-ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t* reqs, ncclDevComm_t* outDevComm);
-ncclResult_t pncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t* reqs, ncclDevComm_t* outDevComm);
-ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t* devComm);
-ncclResult_t pncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t* devComm);
-
-#ifdef __cplusplus
-}
-#endif
+#include "nccl_device/barrier.h"
+#include "nccl_device/coop.h"
+#include "nccl_device/core.h"
+#include "nccl_device/gin.h"
+#include "nccl_device/ll_a2a.h"
+#include "nccl_device/lsa_barrier.h"
+#include "nccl_device/ptr.h"
+#include "nccl_device/utility.h"
 
 #endif /* NCCL_DEVICE_H_ */

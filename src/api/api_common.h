@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -62,5 +63,10 @@ int rawEnumValue(const E& e) {
   return v;
 }
 ncclResult_t checkRank(int r, int nranks, const char* arg, const char* fn);
+
+// Takes the windows (ncclCommWindowRegister) that `comm` still has out of the registry; they are freed when the
+// returned holder goes. Destroy and abort hold it until the comm is gone: freeing GPU memory waits for the GPU,
+// so it must not come before an abort has stopped the comm's kernels.
+std::shared_ptr<void> detachCommWindows(const ncclComm* comm);
 
 }  // namespace braid

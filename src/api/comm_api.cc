@@ -139,6 +139,7 @@ BRAID_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
                          "ncclCommDestroy: %d operation(s) of this communicator are queued in another thread's open "
                          "group; end that group first",
                          queued);
+    std::shared_ptr<void> windows = detachCommWindows(comm);  // freed once the comm is gone
     destroyComm(comm, false);
     return ncclSuccess;
   });
@@ -155,6 +156,7 @@ BRAID_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
       BRAID_INFO(kSubInit, "ncclCommAbort: dropped %d operation(s) queued in this thread's open group", dropped);
     if (dropGroupInit(comm))
       BRAID_INFO(kSubInit, "ncclCommAbort: dropped the communicator's init queued in this thread's open group");
+    std::shared_ptr<void> windows = detachCommWindows(comm);  // freed once the comm is gone
     destroyComm(comm, true);
     return ncclSuccess;
   });

@@ -1,6 +1,6 @@
 // ABI facts of docs/ABI.md checked at compile time and run time: enum values, struct layouts, sentinels,
 // version macros, and the exported symbol set of libbraid.so (only nccl*/pnccl*/braid*; every function of
-// the API and its p-twin; the 38 symbols PyTorch imports).
+// the API and its p-twin; the 38 symbols PyTorch imports). The device API's layouts are checked in its header.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -102,7 +102,11 @@ TEST(Abi, ExportedSymbols) {
       "ncclMemFree", "ncclRecv", "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclReduce", "ncclReduceScatter",
       "ncclSend"};
   EXPECT_EQ(sizeof(pytorch) / sizeof(pytorch[0]), 38u);
-  const char* others[] = {"ncclCommCuDevice", "ncclCommRevoke", "ncclResetDebugInit", "ncclGather", "ncclScatter"};
+  const char* others[] = {"ncclCommCuDevice", "ncclCommRevoke", "ncclResetDebugInit", "ncclGather", "ncclScatter",
+                          // NCCL 2.28.9's device-API host helpers (nccl_device.h)
+                          "ncclTeamWorld", "ncclTeamLsa", "ncclTeamRail", "ncclTeamRankToWorld", "ncclTeamRankToLsa",
+                          "ncclLsaBarrierCreateRequirement", "ncclGinBarrierCreateRequirement",
+                          "ncclLLA2ACreateRequirement", "ncclLLA2ACalcSlots"};
   for (const char* s : pytorch) {
     EXPECT_TRUE(syms.count(s)) << s << " is not exported";
     EXPECT_TRUE(syms.count(std::string("p") + s)) << "p" << s << " is not exported";
