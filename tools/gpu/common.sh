@@ -145,6 +145,12 @@ gpu_perf() {
     *) echo "gpu_perf: unknown library $lib"; return 1 ;;
   esac
   [[ -x $bin ]] || { echo "$file: $bin is not built"; return 1; }
+  # GPU_NODES=K: the ranks as K simulated nodes (consecutive ranks share one), each its own NCCL_HOSTID, which both
+  # libraries honour: inside a node P2P/SHM, between nodes the network.
+  local node_wrap=()
+  if [[ ${GPU_NODES:-1} -gt 1 ]]; then
+    node_wrap=(bash -c 'r=${OMPI_COMM_WORLD_RANK:-${BRAID_RANK:-0}}; export NCCL_HOSTID=simnode$(( r * $1 / $2 )); shift 2; exec "$@"' nodes "$GPU_NODES" "$np")
+  fi
   local cmd=()
   limit=$(gpu_limit "$PERF_TIMEOUT")
   if [[ $launcher == mpirun ]]; then
@@ -155,9 +161,9 @@ gpu_perf() {
     [[ -n ${LD_LIBRARY_PATH:-} ]] && cmd+=(-x LD_LIBRARY_PATH)
     local e
     for e in "${envs[@]}"; do cmd+=(-x "$e"); done
-    cmd+=("$bin")
+    cmd+=("${node_wrap[@]}" "$bin")
   else
-    cmd=("$B/bin/braidrun" -n "$np" --timeout "$limit" -- env "${envs[@]}" "$bin")
+    cmd=("$B/bin/braidrun" -n "$np" --timeout "$limit" -- env "${envs[@]}" "${node_wrap[@]}" "$bin")
   fi
   echo "${cmd[*]} $* -J $L/$file.json" > "$L/$file.txt"
   timeout "$limit" "${cmd[@]}" "$@" -J "$L/$file.json" >> "$L/$file.txt" 2>&1

@@ -6,7 +6,7 @@
 # --baseline compares against a stored baseline (docs/perf/<machine>.jsonl) and which can become a new one.
 #
 #   tools/gpu/side_by_side.sh [-n NP] [-C COLLS] [-r ROUNDS] [-x VAR=V]... [--protos LIST] [-b BUILD_DIR]
-#                             [--base DIR] [--baseline FILE.jsonl] [--machine NAME] [--host] [-g GUARD]
+#                             [--base DIR] [--baseline FILE.jsonl] [--machine NAME] [--nodes K] [--host] [-g GUARD]
 #                             [-- PERF_FLAGS...]
 #
 #   -n NP            ranks, one per GPU, under mpirun -np NP (default: every visible GPU)
@@ -26,6 +26,8 @@
 #                    gain is measured on the same GPUs in the same call
 #   --baseline FILE  compare the result against FILE (tools/perf/baseline compare; flags Braid rows 5% slower)
 #   --machine NAME   machine name in the result (default NPx<GPU model>, e.g. 2xh100; with --host: host)
+#   --nodes K        the NP ranks as K simulated nodes, consecutive ranks on one (NCCL_HOSTID per node, honoured by
+#                    both libraries): connections between nodes go over the network (sockets)
 #   --host           host buffers (BRAID_HOST_COMM=1) on a machine without GPUs: Braid, against Open MPI's
 #                    MPI_Allreduce (mpi_allreduce_bench) for all_reduce where mpirun and that bench exist
 #   -g SEC           start no run once the script has run SEC seconds, build included (default 540; 0: no limit)
@@ -64,6 +66,7 @@ while [[ $# -gt 0 ]]; do
     --baseline) baseline=${2:?}; [[ -f $baseline ]] || die "no baseline $baseline"; shift 2 ;;
     --machine) machine=${2:?}; shift 2 ;;
     --host) GPU_HOST=1; shift ;;
+    --nodes) GPU_NODES=${2:?}; [[ $GPU_NODES =~ ^[1-9][0-9]*$ ]] || die "--nodes wants a count"; export GPU_NODES; shift 2 ;;
     -g) GUARD=${2:?}; shift 2 ;;
     -h|--help) gpu_usage "$0"; exit 0 ;;
     --) shift; flags=("$@"); break ;;
@@ -85,6 +88,7 @@ fi
 [[ $GPU_HOST == 1 || -f $NCCL_LIB ]] || die "no NVIDIA NCCL at $NCCL_LIB (set NCCL_LIB)"
 if [[ -z $machine ]]; then
   if [[ $GPU_HOST == 1 ]]; then machine=host; else machine=$(gpu_machine "$np"); fi
+  [[ ${GPU_NODES:-1} -gt 1 ]] && machine+="-${GPU_NODES}nodes"
 fi
 
 gpu_init side_by_side
