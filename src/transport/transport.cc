@@ -374,9 +374,10 @@ ncclResult_t ConnectionManager::kindFor(int peer, TransportKind* kind) {
 void ConnectionManager::setLlSlots(bool on) { impl_->ctx.llSlots = on; }
 void ConnectionManager::setBuffBytes(int64_t bytes) { impl_->ctx.buffBytes = bytes; }
 
-void ConnectionManager::setNetProxy(int threads, int spinUs) {
+void ConnectionManager::setNetProxy(int threads, int spinUs, bool executorDriven) {
   impl_->ctx.proxyThreads = threads;
   impl_->ctx.proxySpinUs = spinUs;
+  impl_->ctx.proxyExecutorDriven = executorDriven;
 }
 
 bool ConnectionManager::driveNet() {

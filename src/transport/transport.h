@@ -96,6 +96,7 @@ struct TransportContext {
   int64_t buffBytes = -1;  // FIFO bytes per connection, agreed over the ranks (-1: this rank's NCCL_BUFFSIZE)
   int proxyThreads = 1;  // NET proxy threads unless BRAID_NET_PROXY_THREADS says otherwise
   int proxySpinUs = 50;  // NET proxy: how long a thread polls after activity before it naps
+  bool proxyExecutorDriven = false;  // NetProxy's executorDriven (host communicators)
 };
 
 // Connections of one communicator: ring connections per channel and point-to-point connections per peer.
@@ -148,9 +149,10 @@ class ConnectionManager final : public ConnProvider {
   // FIFO bytes of connections made from now on: the value agreed over the ranks (agreeOnChannels), since a
   // ring whose ranks cut steps from different NCCL_BUFFSIZE values would mismatch every step.
   void setBuffBytes(int64_t bytes);
-  // NET proxy threads of this communicator unless BRAID_NET_PROXY_THREADS is set, and how long each polls
-  // after activity before napping (before connecting).
-  void setNetProxy(int threads, int spinUs);
+  // NET proxy threads of this communicator unless BRAID_NET_PROXY_THREADS is set, how long each polls after
+  // activity before napping, and whether the executors drive the connections themselves (NetProxy's
+  // executorDriven); before connecting.
+  void setNetProxy(int threads, int spinUs, bool executorDriven = false);
   // One pass of the NET proxy over its connections on the caller's thread (NetProxy::driveInline): what a host
   // executor's waits do (WaitContext::drive). True when anything moved; false without NET connections.
   bool driveNet();

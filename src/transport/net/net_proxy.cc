@@ -54,8 +54,8 @@ struct NetProxy::Conn {
   double inBackendSec = 0, waitExecutorSec = 0;
 };
 
-NetProxy::NetProxy(int rank, int defaultThreads, int spinUs, ProxyPlacement placement)
-    : rank_(rank), spin_(std::max(0, spinUs)), placement_(std::move(placement)) {
+NetProxy::NetProxy(int rank, int defaultThreads, int spinUs, ProxyPlacement placement, bool executorDriven)
+    : rank_(rank), spin_(std::max(0, spinUs)), executorDriven_(executorDriven), placement_(std::move(placement)) {
   const int64_t asked = params::NetProxyThreads() > 0 ? params::NetProxyThreads()
                         : placement_.maxThreads > 0  ? std::min(defaultThreads, placement_.maxThreads)
                                                      : defaultThreads;
@@ -451,7 +451,7 @@ void NetProxy::run(Worker& w) {
     ranges.clear();
     fds.push_back(pollfd{w.eventFd, POLLIN, 0});
     for (auto& kv : w.conns) {
-      if (kv.second->dead) continue;
+      if (kv.second->dead || (executorDriven_ && !kv.second->send)) continue;
       size_t start = fds.size();
       kv.second->comm->pollFds(&fds);
       ranges.push_back(Range{kv.first, start, fds.size() - start});

@@ -30,7 +30,11 @@ class NetProxy {
   // After anything moved, a thread keeps polling (yielding the CPU between passes) for spinUs before it naps:
   // steps a GPU publishes (tail/head in mapped host memory) wake no file descriptor, so a napping thread sees
   // them late. Each thread pins itself to placement.cpus (when not empty) as it starts.
-  NetProxy(int rank, int defaultThreads, int spinUs = 50, ProxyPlacement placement = {});
+  // executorDriven: the executors drive the connections while they wait (driveInline) and flush at the end of an
+  // operation (host communicators), so a thread watches only what they leave: send connections' sockets (room to
+  // write, errors) and its eventfd, never incoming data, which would only have it race the waiting executor for
+  // the connections (and, on a rank bound to one core, for the core).
+  NetProxy(int rank, int defaultThreads, int spinUs = 50, ProxyPlacement placement = {}, bool executorDriven = false);
   ~NetProxy();
   NetProxy(const NetProxy&) = delete;
   NetProxy& operator=(const NetProxy&) = delete;
@@ -88,6 +92,7 @@ class NetProxy {
 
   const int rank_;
   const std::chrono::microseconds spin_;
+  const bool executorDriven_;
   const ProxyPlacement placement_;
   std::vector<std::unique_ptr<Worker>> workers_;  // fixed at construction
   std::mutex mu_;                                  // guards nextId_, stopped_

@@ -77,7 +77,7 @@ ncclResult_t proxyOf(TransportContext* ctx, int me, std::shared_ptr<NetProxy>* o
     const int rank = ctx->self ? ctx->self->rank : me;
     ProxyPlacement place;
     BRAID_CHECK(proxyPlacementFor(ctx->self ? ctx->self->busId : -1, &place));
-    ctx->proxy = std::make_shared<NetProxy>(rank, ctx->proxyThreads, ctx->proxySpinUs, place);
+    ctx->proxy = std::make_shared<NetProxy>(rank, ctx->proxyThreads, ctx->proxySpinUs, place, ctx->proxyExecutorDriven);
     ctx->proxyRaw.store(ctx->proxy.get(), std::memory_order_release);
     if (place.warn) {
       BRAID_WARN("NET proxy of rank %d: up to %d threads; CPUs: %s", rank, ctx->proxy->threads(), place.why.c_str());
