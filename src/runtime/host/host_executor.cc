@@ -30,6 +30,9 @@
 
 namespace braid {
 
+// Host all-reduces of 2 ranks over sockets up to this many bytes run the one-shot (runCollective).
+constexpr size_t kHostSocketOneShotBytes = 32 << 10;
+
 struct HostExecutor::Impl {
   ConnProvider* conns = nullptr;
   WaitContext defaultWait;
@@ -149,14 +152,17 @@ struct HostExecutor::Impl {
     w.conns = conns;
     w.wait = wait;
     w.cancel = &cancel;
-    // The host's cost rows know no one-shot (CPU threads reduce at memory speed either way), so it runs only
-    // where NCCL_ALGO forces it (agreed over ranks at init, like the GPU path's choices) and for reductions
-    // that give both ranks the same bits (oneShotExact; on x86 float NaN payloads may still differ by rank).
-    // The schedule is the one the GPU kernels run, tested here without a GPU.
-    w.oneShot = op.coll == CollType::AllReduce && nranks == 2 && oneShotExact(op.op.kind, op.dtype) && tuning &&
-                tuning->algos.overridden &&
-                (tuning->algos.mask[static_cast<int>(op.coll)] & bit(Algo::OneShot)) &&
-                !(tuning->algos.mask[static_cast<int>(op.coll)] & bit(Algo::Ring));
+    // The one-shot runs for reductions that give both ranks the same bits (oneShotExact; on x86 float NaN payloads
+    // may still differ by rank), where NCCL_ALGO forces it (agreed over ranks at init, like the GPU path's choices)
+    // and, unforced, over sockets up to kHostSocketOneShotBytes: one exchange of the whole buffer instead of the
+    // ring's two, where each costs a socket round of tens of microseconds. Over shared memory CPU threads reduce at
+    // memory speed either way and the ring stays. The schedule is the one the GPU kernels run.
+    const uint32_t algoMask = tuning ? tuning->algos.mask[static_cast<int>(op.coll)] : 0;
+    const bool forced = tuning && tuning->algos.overridden;
+    const bool exact = op.coll == CollType::AllReduce && nranks == 2 && oneShotExact(op.op.kind, op.dtype);
+    w.oneShot = exact && (forced ? (algoMask & bit(Algo::OneShot)) && !(algoMask & bit(Algo::Ring))
+                                 : transport == TransportClass::HostSocket &&
+                                       op.count * dtypeSize(op.dtype) <= kHostSocketOneShotBytes);
     BRAID_TRACE(kSubColl, "%s count %zu %s root %d on %d channel(s)", collName(op.coll), op.count, dtypeName(op.dtype),
                 op.root, nch);
     cancel.store(false, std::memory_order_relaxed);
