@@ -466,7 +466,13 @@ void NetProxy::run(Worker& w) {
       ssize_t r = read(w.eventFd, &v, sizeof(v));
       (void)r;
     }
-    lk.lock();
+    // Where executors drive the connections, one of them may hold the lock for a pass: blocking on it would make
+    // that executor's unlock a futex wake on its hot path, so yield until the pass is over instead.
+    if (executorDriven_) {
+      while (!lk.try_lock()) sched_yield();
+    } else {
+      lk.lock();
+    }
     if (ready > 0) {
       sleepUs = kMinSleepUs;
       for (const Range& rg : ranges) {
