@@ -240,6 +240,9 @@ void NetProxy::markDead(Conn* c, ncclResult_t res) {
     BRAID_INFO(kSubNet | kSubProxy, "NET proxy: %s connection with rank %d ended: %s", c->send ? "send" : "recv",
                c->peer, msg.c_str());
   } else {
+    // The communicator's operations cannot complete: every connection fails, so no executor waits on another
+    // connection (one a peer still keeps open) until its timeout.
+    failed_.store(true, std::memory_order_release);
     BRAID_WARN("NET proxy: %s connection with rank %d failed (%s): %s", c->send ? "send" : "recv", c->peer,
                errorString(res), msg.c_str());
   }
@@ -271,6 +274,11 @@ bool NetProxy::progress(Conn* c) {
   if (__atomic_load_n(in.errorFlag, __ATOMIC_ACQUIRE)) {
     c->dead = true;  // aborted, or the executor gave up on it
     return false;
+  }
+  if (failed_.load(std::memory_order_acquire)) {  // another connection failed (markDead warned of it)
+    c->dead = true;
+    __atomic_store_n(in.errorFlag, 1u, __ATOMIC_RELEASE);
+    return true;
   }
   bool moved = false;
   const uint32_t n = in.nSteps;

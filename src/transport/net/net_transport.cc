@@ -55,6 +55,7 @@ NetSetupParams setupParams(const NetResources& res) {
   p.abortFlag = res.ctx->wait ? res.ctx->wait->abortFlag : nullptr;
   p.peer = res.peer;
   p.wait = res.ctx->wait;
+  p.gpuBusId = res.ctx->self ? res.ctx->self->busId : -1;
   return p;
 }
 
