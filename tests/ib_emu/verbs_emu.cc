@@ -1,7 +1,8 @@
 // An emulated verbs provider for the IB backend's tests: fills the backend's VerbsApi table (verbs_api.h) with
 // devices, memory regions and reliable-connected queue pairs whose traffic crosses processes through shared memory,
 // so the backend runs unmodified between the ranks of a multi-process test on a machine without RDMA hardware.
-// Loaded by the library where BRAID_TEST_VERBS_PROVIDER names this shared object.
+// Loaded by the library where BRAID_TEST_VERBS_PROVIDER names this shared object. This file is the table and the
+// fault plan; verbs_emu_model.cc moves the traffic.
 //
 // Model. Every queue pair owns a POSIX shared-memory segment, named by its (machine-unique) QP number, holding its
 // inbound ring and the acknowledgement counter of the messages it sent. At RTR a queue pair maps its peer's segment
@@ -21,6 +22,7 @@
 //                            drop (lost: the sender's retries run out), rkey (a wrong rkey: remote access error),
 //                            port (port 1 of the device goes down: IBV_EVENT_PORT_ERR), kill (SIGKILL: the peer
 //                            vanishes mid-transfer).
+//   A dead process leaves no segment behind: each queue pair unlinks its segment's name once its peer has mapped it.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -41,367 +43,16 @@
 #include <vector>
 
 #include "transport/net/ib/verbs_api.h"
+#include "verbs_emu_model.h"
 
+namespace braid_emu {
 namespace {
 
 using braid::IbGidType;
 using braid::VerbsApi;
 
-constexpr uint32_t kSegMagic = 0x454d5551;  // "EMUQ"
-constexpr size_t kRingBytes = size_t{1} << 20;
-constexpr uint32_t kMaxChunk = 64u << 10;
-constexpr uint32_t kEntryLast = 1;
-
-struct RingEntry {
-  uint32_t opcode;  // ibv_wr_opcode
-  uint32_t imm;
-  uint64_t raddr;
-  uint32_t rkey;
-  uint32_t len;       // bytes in this chunk (follow the entry, padded to 8)
-  uint32_t totalLen;  // bytes of the whole message
-  uint32_t flags;     // kEntryLast
-  uint64_t msgSeq;    // the sender's message number on this queue pair
-};
-
-struct QpShared {
-  std::atomic<uint32_t> magic;
-  std::atomic<int32_t> ownerPid;
-  std::atomic<uint32_t> state;  // ibv_qp_state of the owner
-  std::atomic<uint32_t> destroyed;
-  std::atomic<uint32_t> peerAttached;
-  std::atomic<uint64_t> inHead;  // inbound ring: consumed by the owner
-  std::atomic<uint64_t> inTail;  // produced by the peer
-  std::atomic<uint64_t> acked;   // the owner's messages the peer has consumed
-  std::atomic<uint32_t> nakStatus;
-  std::atomic<uint64_t> nakSeq;
-  alignas(64) char ring[kRingBytes];
-};
-
-struct EmuDevice;
-struct EmuCq;
-
-struct EmuCtx {
-  ibv_context base;  // first: the table's callers hold &base
-  EmuDevice* dev = nullptr;
-  std::deque<ibv_async_event> events;
-};
-
-struct EmuDevice {
-  ibv_device base;
-  bool roce = false;
-  bool down = false;
-  EmuCtx* ctx = nullptr;  // the open context (one per device is all the backend needs)
-};
-
-struct EmuMr {
-  ibv_mr base;
-  int access = 0;
-};
-
-struct SendWr {
-  uint64_t wrId = 0;
-  ibv_wr_opcode opcode = IBV_WR_SEND;
-  bool signaled = false;
-  std::vector<char> inlineData;
-  uint64_t addr = 0;  // local data (not inline)
-  uint32_t len = 0;
-  uint64_t raddr = 0;
-  uint32_t rkey = 0;
-  uint32_t imm = 0;
-  uint32_t pushed = 0;  // bytes pushed so far
-  bool fullyPushed = false;
-  bool dropped = false;
-  uint64_t msgSeq = 0;
-};
-
-struct RecvWr {
-  uint64_t wrId = 0;
-  uint64_t addr = 0;
-  uint32_t len = 0;
-  uint32_t lkey = 0;
-  bool hasSge = false;
-};
-
-struct EmuQp {
-  ibv_qp base;
-  EmuCq* scq = nullptr;
-  EmuCq* rcq = nullptr;
-  QpShared* self = nullptr;
-  QpShared* remote = nullptr;
-  std::string name;
-  bool unlinked = false;
-  uint8_t port = 1;
-  uint8_t timeout = 14;
-  uint8_t retryCnt = 7;
-  std::deque<SendWr> sq;
-  std::deque<RecvWr> rq;
-  uint64_t nextMsgSeq = 0;
-  double stallSince = 0;  // when the head message started waiting on a peer that cannot answer
-};
-
-struct EmuCq {
-  ibv_cq base;
-  std::deque<ibv_wc> wcs;
-  std::vector<EmuQp*> qps;
-};
-
-struct Fault {
-  enum Kind { None, Drop, Rkey, Port, Kill } kind = None;
-  long at = 0;
-};
-
-std::mutex gMu;  // every entry point: the proxy may poll from several threads
-std::vector<EmuDevice*> gDevices;
-std::map<uint32_t, EmuMr*> gMrs;  // by key (lkey == rkey)
 uint32_t gNextKey = 0;
-Fault gFault;
 long gWrites = 0;
-
-double nowSec() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
-}
-
-std::string segName(uint32_t qpn) { return "/braidemu-" + std::to_string(getuid()) + "-qp" + std::to_string(qpn); }
-
-QpShared* mapSeg(const std::string& name, bool create) {
-  const int fd = shm_open(name.c_str(), create ? (O_RDWR | O_CREAT | O_EXCL) : O_RDWR, 0600);
-  if (fd < 0) return nullptr;
-  if (create && ftruncate(fd, sizeof(QpShared)) != 0) {
-    close(fd);
-    shm_unlink(name.c_str());
-    return nullptr;
-  }
-  void* p = mmap(nullptr, sizeof(QpShared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) {
-    if (create) shm_unlink(name.c_str());
-    return nullptr;
-  }
-  return static_cast<QpShared*>(p);
-}
-
-bool processGone(int pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
-
-void pushWc(EmuCq* cq, EmuQp* qp, uint64_t wrId, ibv_wc_status st, ibv_wc_opcode op, uint32_t bytes, uint32_t imm,
-            bool withImm) {
-  ibv_wc wc{};
-  wc.wr_id = wrId;
-  wc.status = st;
-  wc.opcode = op;
-  wc.byte_len = bytes;
-  wc.qp_num = qp->base.qp_num;
-  wc.imm_data = imm;
-  wc.wc_flags = withImm ? IBV_WC_WITH_IMM : 0;
-  wc.vendor_err = st == IBV_WC_SUCCESS ? 0 : 0x42;
-  cq->wcs.push_back(wc);
-}
-
-ibv_wc_opcode sendWcOpcode(ibv_wr_opcode op) {
-  return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ? IBV_WC_SEND : IBV_WC_RDMA_WRITE;
-}
-
-// The queue pair enters the error state: every outstanding work request completes with `first` (the head send, when
-// it is an error of its own) and then IBV_WC_WR_FLUSH_ERR.
-void toError(EmuQp* qp, ibv_wc_status headStatus) {
-  qp->base.state = IBV_QPS_ERR;
-  qp->self->state.store(IBV_QPS_ERR);
-  bool head = true;
-  for (const SendWr& w : qp->sq) {
-    const ibv_wc_status st = head && headStatus != IBV_WC_WR_FLUSH_ERR ? headStatus : IBV_WC_WR_FLUSH_ERR;
-    pushWc(qp->scq, qp, w.wrId, st, sendWcOpcode(w.opcode), 0, 0, false);
-    head = false;
-  }
-  qp->sq.clear();
-  for (const RecvWr& r : qp->rq) pushWc(qp->rcq, qp, r.wrId, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, false);
-  qp->rq.clear();
-}
-
-EmuMr* findMr(uint32_t key) {
-  auto it = gMrs.find(key);
-  return it == gMrs.end() ? nullptr : it->second;
-}
-
-bool mrCovers(const EmuMr* mr, uint64_t addr, uint64_t len, int access) {
-  const auto start = reinterpret_cast<uint64_t>(mr->base.addr);
-  return (mr->access & access) == access && addr >= start && addr + len <= start + mr->base.length;
-}
-
-void injectPortDown(EmuQp* qp) {
-  EmuCtx* ctx = reinterpret_cast<EmuCtx*>(qp->base.context);
-  ctx->dev->down = true;
-  ibv_async_event ev{};
-  ev.event_type = IBV_EVENT_PORT_ERR;
-  ev.element.port_num = qp->port;
-  ctx->events.push_back(ev);
-  uint64_t one = 1;
-  ssize_t r = write(ctx->base.async_fd, &one, sizeof(one));
-  (void)r;
-}
-
-bool portDown(EmuQp* qp) { return reinterpret_cast<EmuCtx*>(qp->base.context)->dev->down; }
-
-// Sender side: pushes what fits of the posted sends into the peer's ring (nothing leaves a port that is down).
-void pushSends(EmuQp* qp) {
-  QpShared* rem = qp->remote;
-  if (!rem || qp->base.state != IBV_QPS_RTS || portDown(qp)) return;
-  for (SendWr& w : qp->sq) {
-    if (w.dropped) return;  // a lost packet: nothing after it gets through either
-    if (w.fullyPushed) continue;
-    while (!w.fullyPushed) {
-      const uint32_t chunk = std::min<uint32_t>(kMaxChunk, w.len - w.pushed);
-      const size_t need = sizeof(RingEntry) + (chunk + 7) / 8 * 8;
-      const uint64_t head = rem->inHead.load(std::memory_order_acquire);
-      const uint64_t tail = rem->inTail.load(std::memory_order_relaxed);
-      const size_t off = tail % kRingBytes;
-      // Entries never wrap: a gap too small for one is skipped with a padding entry.
-      size_t pad = kRingBytes - off < need ? kRingBytes - off : 0;
-      if (tail + pad + need - head > kRingBytes) return;  // full: later
-      if (pad) {
-        if (pad >= sizeof(RingEntry)) {
-          RingEntry e{};
-          e.opcode = 0xffffffffu;
-          std::memcpy(rem->ring + off, &e, sizeof(e));
-        }
-      }
-      const uint64_t at = tail + pad;
-      RingEntry e{};
-      e.opcode = w.opcode;
-      e.imm = w.imm;
-      e.raddr = w.raddr + w.pushed;
-      e.rkey = w.rkey;
-      e.len = chunk;
-      e.totalLen = w.len;
-      e.msgSeq = w.msgSeq;
-      e.flags = w.pushed + chunk == w.len ? kEntryLast : 0;
-      char* dst = rem->ring + at % kRingBytes;
-      std::memcpy(dst, &e, sizeof(e));
-      const char* src = w.inlineData.empty() ? reinterpret_cast<const char*>(w.addr) : w.inlineData.data();
-      if (chunk) std::memcpy(dst + sizeof(e), src + w.pushed, chunk);
-      w.pushed += chunk;
-      w.fullyPushed = w.pushed == w.len;
-      rem->inTail.store(at + need, std::memory_order_release);
-    }
-  }
-}
-
-// Sender side: completes acknowledged sends in order; NAKs and unanswered messages fail the queue pair.
-void completeSends(EmuQp* qp) {
-  if (qp->base.state == IBV_QPS_ERR) return;
-  QpShared* self = qp->self;
-  const uint64_t acked = self->acked.load(std::memory_order_acquire);
-  const uint32_t nak = self->nakStatus.load(std::memory_order_acquire);
-  while (!qp->sq.empty()) {
-    SendWr& w = qp->sq.front();
-    if (!w.fullyPushed || w.dropped) break;
-    if (nak && self->nakSeq.load() == w.msgSeq) {
-      toError(qp, static_cast<ibv_wc_status>(nak));
-      return;
-    }
-    if (w.msgSeq >= acked) break;
-    if (w.signaled) pushWc(qp->scq, qp, w.wrId, IBV_WC_SUCCESS, sendWcOpcode(w.opcode), w.len, 0, false);
-    qp->sq.pop_front();
-    qp->stallSince = 0;
-  }
-  if (qp->sq.empty()) return;
-  const SendWr& w = qp->sq.front();
-  QpShared* rem = qp->remote;
-  const bool peerCannotAnswer = w.dropped || !rem || portDown(qp) || rem->destroyed.load() || rem->state.load() == IBV_QPS_ERR ||
-                                processGone(rem->ownerPid.load());
-  if (!peerCannotAnswer) {
-    qp->stallSince = 0;
-    return;
-  }
-  const double now = nowSec();
-  if (qp->stallSince == 0) qp->stallSince = now;
-  const double limit = 4.096e-6 * static_cast<double>(1ull << qp->timeout) * (qp->retryCnt + 1);
-  if (now - qp->stallSince >= limit) toError(qp, IBV_WC_RETRY_EXC_ERR);
-}
-
-void nak(EmuQp* qp, uint64_t msgSeq, ibv_wc_status st) {
-  if (qp->remote) {
-    qp->remote->nakSeq.store(msgSeq);
-    qp->remote->nakStatus.store(st, std::memory_order_release);
-  }
-  toError(qp, IBV_WC_WR_FLUSH_ERR);
-}
-
-// Receiver side: applies the inbound ring's entries to this process's memory.
-void consumeRing(EmuQp* qp) {
-  QpShared* self = qp->self;
-  if ((qp->base.state != IBV_QPS_RTR && qp->base.state != IBV_QPS_RTS) || portDown(qp)) return;
-  if (!qp->unlinked && self->peerAttached.load()) {
-    shm_unlink(qp->name.c_str());  // both sides have it mapped: no name needs to outlive a crash
-    qp->unlinked = true;
-  }
-  for (;;) {
-    if (qp->base.state == IBV_QPS_ERR) return;
-    const uint64_t head = self->inHead.load(std::memory_order_relaxed);
-    const uint64_t tail = self->inTail.load(std::memory_order_acquire);
-    if (head == tail) return;
-    const size_t off = head % kRingBytes;
-    RingEntry e;
-    const bool padOnly = kRingBytes - off < sizeof(RingEntry);
-    if (!padOnly) std::memcpy(&e, self->ring + off, sizeof(e));
-    if (padOnly || e.opcode == 0xffffffffu) {
-      self->inHead.store(head + (kRingBytes - off), std::memory_order_release);
-      continue;
-    }
-    const char* data = self->ring + off + sizeof(e);
-    const size_t need = sizeof(RingEntry) + (e.len + 7) / 8 * 8;
-    const bool last = e.flags & kEntryLast;
-    const bool consumesRecv = e.opcode == IBV_WR_SEND || e.opcode == IBV_WR_SEND_WITH_IMM ||
-                              e.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-    if (last && consumesRecv && qp->rq.empty()) return;  // receiver not ready: the sender keeps retrying
-    if (e.opcode == IBV_WR_RDMA_WRITE || e.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
-      if (e.len > 0) {
-        EmuMr* mr = findMr(e.rkey);
-        if (!mr || !mrCovers(mr, e.raddr, e.len, IBV_ACCESS_REMOTE_WRITE)) {
-          nak(qp, e.msgSeq, IBV_WC_REM_ACCESS_ERR);
-          return;
-        }
-        std::memcpy(reinterpret_cast<void*>(e.raddr), data, e.len);
-      }
-    } else if (e.opcode == IBV_WR_SEND || e.opcode == IBV_WR_SEND_WITH_IMM) {
-      const RecvWr& r = qp->rq.front();
-      EmuMr* mr = r.hasSge ? findMr(r.lkey) : nullptr;
-      if (e.totalLen > (r.hasSge ? r.len : 0) || e.len != e.totalLen ||
-          (e.len && (!mr || !mrCovers(mr, r.addr, e.len, IBV_ACCESS_LOCAL_WRITE)))) {
-        pushWc(qp->rcq, qp, r.wrId, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, false);
-        qp->rq.pop_front();
-        nak(qp, e.msgSeq, IBV_WC_REM_INV_REQ_ERR);
-        return;
-      }
-      if (e.len) std::memcpy(reinterpret_cast<void*>(r.addr), data, e.len);
-    } else {
-      nak(qp, e.msgSeq, IBV_WC_REM_INV_REQ_ERR);
-      return;
-    }
-    if (last) {
-      if (consumesRecv) {
-        const RecvWr r = qp->rq.front();
-        qp->rq.pop_front();
-        const bool withImm = e.opcode != IBV_WR_SEND;
-        pushWc(qp->rcq, qp, r.wrId, IBV_WC_SUCCESS,
-               e.opcode == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV, e.totalLen, e.imm,
-               withImm);
-      }
-      if (qp->remote) qp->remote->acked.store(e.msgSeq + 1, std::memory_order_release);
-    }
-    self->inHead.store(head + need, std::memory_order_release);
-  }
-}
-
-void progressCq(EmuCq* cq) {
-  for (EmuQp* qp : cq->qps) {
-    if (qp->rcq == cq) consumeRing(qp);
-    if (qp->scq == cq) {
-      pushSends(qp);
-      completeSends(qp);
-    }
-  }
-}
 
 // ---- the table ----
 
@@ -658,11 +309,21 @@ bool applyFault(EmuQp* qp, SendWr* w) {
     return false;
   if (++gWrites != gFault.at) return false;
   switch (gFault.kind) {
-    case Fault::Drop: w->dropped = true; w->fullyPushed = true; break;
-    case Fault::Rkey: w->rkey ^= 0x80000000u; break;
-    case Fault::Port: injectPortDown(qp); break;
-    case Fault::Kill: kill(getpid(), SIGKILL); break;
-    default: break;
+    case Fault::Drop:
+      w->dropped = true;
+      w->fullyPushed = true;
+      break;
+    case Fault::Rkey:
+      w->rkey ^= 0x80000000u;
+      break;
+    case Fault::Port:
+      injectPortDown(qp);
+      break;
+    case Fault::Kill:
+      kill(getpid(), SIGKILL);
+      break;
+    default:
+      break;
   }
   return true;
 }
@@ -775,14 +436,22 @@ void emuAckAsyncEvent(ibv_async_event*) {}
 
 const char* emuWcStatusStr(ibv_wc_status s) {
   switch (s) {
-    case IBV_WC_SUCCESS: return "success";
-    case IBV_WC_LOC_LEN_ERR: return "local length error";
-    case IBV_WC_LOC_PROT_ERR: return "local protection error";
-    case IBV_WC_WR_FLUSH_ERR: return "Work Request Flushed Error";
-    case IBV_WC_REM_ACCESS_ERR: return "remote access error";
-    case IBV_WC_REM_INV_REQ_ERR: return "remote invalid request error";
-    case IBV_WC_RETRY_EXC_ERR: return "transport retry counter exceeded";
-    default: return "other error";
+    case IBV_WC_SUCCESS:
+      return "success";
+    case IBV_WC_LOC_LEN_ERR:
+      return "local length error";
+    case IBV_WC_LOC_PROT_ERR:
+      return "local protection error";
+    case IBV_WC_WR_FLUSH_ERR:
+      return "Work Request Flushed Error";
+    case IBV_WC_REM_ACCESS_ERR:
+      return "remote access error";
+    case IBV_WC_REM_INV_REQ_ERR:
+      return "remote invalid request error";
+    case IBV_WC_RETRY_EXC_ERR:
+      return "transport retry counter exceeded";
+    default:
+      return "other error";
   }
 }
 
@@ -815,8 +484,11 @@ void configure() {
     const size_t colon = s.find(':');
     const std::string kind = s.substr(0, colon);
     gFault.at = colon == std::string::npos ? 1 : atol(s.c_str() + colon + 1);
-    gFault.kind = kind == "drop" ? Fault::Drop : kind == "rkey" ? Fault::Rkey : kind == "port" ? Fault::Port
-                  : kind == "kill" ? Fault::Kill : Fault::None;
+    gFault.kind = kind == "drop"   ? Fault::Drop
+                  : kind == "rkey" ? Fault::Rkey
+                  : kind == "port" ? Fault::Port
+                  : kind == "kill" ? Fault::Kill
+                                   : Fault::None;
   }
 }
 
@@ -860,3 +532,5 @@ extern "C" __attribute__((visibility("default"))) int braidVerbsProviderFill(Ver
   a.eventTypeStr = emuEventTypeStr;
   return 0;
 }
+
+}  // namespace braid_emu

@@ -62,9 +62,10 @@ std::vector<Case> ibCases(int n) {
   std::vector<Case> cases;
   uint64_t seed = 7000;
   const int last = n - 1;
-  const Coll colls[] = {Coll::kAllReduce, Coll::kBroadcast,     Coll::kBcast,    Coll::kReduce,
-                        Coll::kAllGather, Coll::kReduceScatter, Coll::kAlltoAll, Coll::kGather,
-                        Coll::kScatter,   Coll::kSendRecvRing,  Coll::kSendRecvAllPairs, Coll::kSendRecvPairs};
+  const Coll colls[] = {Coll::kAllReduce,    Coll::kBroadcast,        Coll::kBcast,
+                        Coll::kReduce,       Coll::kAllGather,        Coll::kReduceScatter,
+                        Coll::kAlltoAll,     Coll::kGather,           Coll::kScatter,
+                        Coll::kSendRecvRing, Coll::kSendRecvAllPairs, Coll::kSendRecvPairs};
   const ncclDataType_t types[] = {ncclFloat32, ncclInt8, ncclBfloat16, ncclInt64, ncclFloat64};
   const int ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg, mp::kOpPreMulImm};
   int k = 0;
@@ -196,8 +197,8 @@ void runFault(const FaultCase& f) {
       if (res == ncclSuccess) ASSERT_EQ(out[count / 2], static_cast<float>(ctx.nranks)) << "iteration " << iter;
     }
     const std::string msg = mp::lastError(comm);
-    mp::note("rank %d: %s after %d all-reduces, %.2f s: %s", ctx.rank, ncclGetErrorString(res), iter,
-             mp::nowSec() - t0, msg.c_str());
+    mp::note("rank %d: %s after %d all-reduces, %.2f s: %s", ctx.rank, ncclGetErrorString(res), iter, mp::nowSec() - t0,
+             msg.c_str());
     EXPECT_NE(res, ncclSuccess) << "the fault " << f.fault << " on rank " << victim << " went unnoticed";
     EXPECT_TRUE(res == ncclRemoteError || res == ncclSystemError) << ncclGetErrorString(res) << ": " << msg;
     EXPECT_TRUE(mp::containsCI(msg, "rank")) << msg;

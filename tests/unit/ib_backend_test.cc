@@ -134,15 +134,36 @@ TEST(IbGid, PrefersRoceV2WithIpv4ThenV2ThenV1) {
     _exit(1);
   }
   const VerbsApi& v = verbs();
-  const void* entries[] = {
-      (void*)v.getDeviceList, (void*)v.freeDeviceList, (void*)v.getDeviceName, (void*)v.openDevice,
-      (void*)v.closeDevice,   (void*)v.queryDevice,    (void*)v.queryPort,     (void*)v.queryGid,
-      (void*)v.queryGidType,  (void*)v.allocPd,        (void*)v.deallocPd,     (void*)v.regMr,
-      (void*)v.deregMr,       (void*)v.createCompChannel, (void*)v.destroyCompChannel, (void*)v.createCq,
-      (void*)v.destroyCq,     (void*)v.reqNotifyCq,    (void*)v.getCqEvent,    (void*)v.ackCqEvents,
-      (void*)v.createQp,      (void*)v.modifyQp,       (void*)v.destroyQp,     (void*)v.postSend,
-      (void*)v.postRecv,      (void*)v.pollCq,         (void*)v.getAsyncEvent, (void*)v.ackAsyncEvent,
-      (void*)v.wcStatusStr,   (void*)v.eventTypeStr};
+  const void* entries[] = {(void*)v.getDeviceList,
+                           (void*)v.freeDeviceList,
+                           (void*)v.getDeviceName,
+                           (void*)v.openDevice,
+                           (void*)v.closeDevice,
+                           (void*)v.queryDevice,
+                           (void*)v.queryPort,
+                           (void*)v.queryGid,
+                           (void*)v.queryGidType,
+                           (void*)v.allocPd,
+                           (void*)v.deallocPd,
+                           (void*)v.regMr,
+                           (void*)v.deregMr,
+                           (void*)v.createCompChannel,
+                           (void*)v.destroyCompChannel,
+                           (void*)v.createCq,
+                           (void*)v.destroyCq,
+                           (void*)v.reqNotifyCq,
+                           (void*)v.getCqEvent,
+                           (void*)v.ackCqEvents,
+                           (void*)v.createQp,
+                           (void*)v.modifyQp,
+                           (void*)v.destroyQp,
+                           (void*)v.postSend,
+                           (void*)v.postRecv,
+                           (void*)v.pollCq,
+                           (void*)v.getAsyncEvent,
+                           (void*)v.ackAsyncEvent,
+                           (void*)v.wcStatusStr,
+                           (void*)v.eventTypeStr};
   for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
     if (!entries[i]) {
       fprintf(stderr, "entry %zu is null\n", i);
@@ -249,7 +270,8 @@ TEST(IbDiscovery, RegistrationCacheSharesAndReleases) {
     if (d->acquireMr(buf.data(), buf.size(), &c) != ncclSuccess) return false;  // longer: a new registration
     if (c == a || d->cachedMrs() != 2) return false;
     const auto start = reinterpret_cast<uintptr_t>(c->addr);
-    if (start > reinterpret_cast<uintptr_t>(buf.data()) || start + c->length < reinterpret_cast<uintptr_t>(buf.data()) + buf.size())
+    if (start > reinterpret_cast<uintptr_t>(buf.data()) ||
+        start + c->length < reinterpret_cast<uintptr_t>(buf.data()) + buf.size())
       return false;
     d->releaseMr(a);
     d->releaseMr(b);

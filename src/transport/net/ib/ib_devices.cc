@@ -82,25 +82,55 @@ bool ibHcaAllows(const IbHcaFilter& f, const std::string& dev, int port) {
 double ibPortGbps(int speedCode, int widthCode) {
   double lane = 0;
   switch (speedCode) {
-    case 1: lane = 2.5; break;   // SDR
-    case 2: lane = 5; break;     // DDR
-    case 4: lane = 10; break;    // QDR
-    case 8: lane = 10; break;    // FDR10
-    case 16: lane = 14; break;   // FDR
-    case 32: lane = 25; break;   // EDR
-    case 64: lane = 50; break;   // HDR
-    case 128: lane = 100; break; // NDR
-    case 256: lane = 200; break; // XDR
-    default: return 0;
+    case 1:
+      lane = 2.5;
+      break;  // SDR
+    case 2:
+      lane = 5;
+      break;  // DDR
+    case 4:
+      lane = 10;
+      break;  // QDR
+    case 8:
+      lane = 10;
+      break;  // FDR10
+    case 16:
+      lane = 14;
+      break;  // FDR
+    case 32:
+      lane = 25;
+      break;  // EDR
+    case 64:
+      lane = 50;
+      break;  // HDR
+    case 128:
+      lane = 100;
+      break;  // NDR
+    case 256:
+      lane = 200;
+      break;  // XDR
+    default:
+      return 0;
   }
   int lanes = 0;
   switch (widthCode) {
-    case 1: lanes = 1; break;
-    case 2: lanes = 4; break;
-    case 4: lanes = 8; break;
-    case 8: lanes = 12; break;
-    case 16: lanes = 2; break;
-    default: return 0;
+    case 1:
+      lanes = 1;
+      break;
+    case 2:
+      lanes = 4;
+      break;
+    case 4:
+      lanes = 8;
+      break;
+    case 8:
+      lanes = 12;
+      break;
+    case 16:
+      lanes = 2;
+      break;
+    default:
+      return 0;
   }
   return lane * lanes;
 }
@@ -133,10 +163,14 @@ std::string gidString(const ibv_gid& g) {
 
 const char* gidTypeName(IbGidType t) {
   switch (t) {
-    case IbGidType::Ib: return "IB";
-    case IbGidType::RoceV1: return "RoCE v1";
-    case IbGidType::RoceV2: return "RoCE v2";
-    default: return "unknown type";
+    case IbGidType::Ib:
+      return "IB";
+    case IbGidType::RoceV1:
+      return "RoCE v1";
+    case IbGidType::RoceV2:
+      return "RoCE v2";
+    default:
+      return "unknown type";
   }
 }
 
@@ -242,8 +276,9 @@ void IbDevice::pollAsyncEvents() {
     if (bit) {
       downPorts_.fetch_or(bit);
       if (downWhy_.empty()) downWhy_ = what;
-      BRAID_WARN("NET/IB: %s: %s%s", name_.c_str(), what,
-                 ev.event_type == IBV_EVENT_PORT_ERR ? (" on port " + std::to_string(ev.element.port_num)).c_str() : "");
+      BRAID_WARN(
+          "NET/IB: %s: %s%s", name_.c_str(), what,
+          ev.event_type == IBV_EVENT_PORT_ERR ? (" on port " + std::to_string(ev.element.port_num)).c_str() : "");
     } else {
       BRAID_INFO(kSubNet, "NET/IB: %s: async event %s", name_.c_str(), what);
     }
@@ -341,11 +376,12 @@ void addPorts(const VerbsApi& v, ibv_device* d, const IbHcaFilter& filter, Disco
   out->devices.push_back(std::make_unique<IbDevice>(name, ctx, pd));
   for (auto& port : found) {
     port.dev = out->devices.back().get();
-    BRAID_INFO(kSubNet | kSubInit, "NET/IB: using %s%s%s%s", port.describe().c_str(),
-               port.roce ? ", GID " : "", port.roce ? gidString(port.gid).c_str() : "",
-               port.roce ? (std::string(" (") + gidTypeName(port.gidType) + ", index " +
-                            std::to_string(port.gidIndex) + ")").c_str()
-                         : "");
+    BRAID_INFO(
+        kSubNet | kSubInit, "NET/IB: using %s%s%s%s", port.describe().c_str(), port.roce ? ", GID " : "",
+        port.roce ? gidString(port.gid).c_str() : "",
+        port.roce
+            ? (std::string(" (") + gidTypeName(port.gidType) + ", index " + std::to_string(port.gidIndex) + ")").c_str()
+            : "");
     out->ports.push_back(port);
   }
 }
@@ -374,8 +410,9 @@ Discovery& discovery() {
     for (int i = 0; i < n; i++) addPorts(v, list[i], filter, out);
     v.freeDeviceList(list);
     if (out->ports.empty()) {
-      out->why = n == 0 ? "no RDMA devices" : std::to_string(n) + " RDMA device(s), but no active port" +
-                                                  (params::IbHca().empty() ? "" : " that NCCL_IB_HCA allows");
+      out->why = n == 0 ? "no RDMA devices"
+                        : std::to_string(n) + " RDMA device(s), but no active port" +
+                              (params::IbHca().empty() ? "" : " that NCCL_IB_HCA allows");
     }
     return out;
   }();
@@ -415,7 +452,8 @@ const IbPort* ibPortFor(int64_t gpuBusId) {
 IbGdrSupport ibGdrSupport() {
   IbGdrSupport g;
   struct stat st;
-  g.peermem = stat("/sys/kernel/mm/memory_peers/nv_mem/version", &st) == 0 || stat("/sys/module/nvidia_peermem", &st) == 0;
+  g.peermem =
+      stat("/sys/kernel/mm/memory_peers/nv_mem/version", &st) == 0 || stat("/sys/module/nvidia_peermem", &st) == 0;
   // dma-buf registration needs libibverbs' entry point and a kernel of 5.12 or later.
   if (loadVerbs().ok && verbs().regDmabufMr) {
     utsname u{};

@@ -96,8 +96,8 @@ class IbDevice {
   ibv_context* ctx_;
   ibv_pd* pd_;
   mutable std::mutex mu_;
-  std::map<uintptr_t, MrEntry> mrs_;  // by start address
-  std::vector<MrEntry> retired_;      // replaced in mrs_ by a longer registration, still held
+  std::map<uintptr_t, MrEntry> mrs_;    // by start address
+  std::vector<MrEntry> retired_;        // replaced in mrs_ by a longer registration, still held
   std::atomic<uint32_t> downPorts_{0};  // bit p: port p got IBV_EVENT_PORT_ERR; bit 0: the device is fatal
   std::string downWhy_;                 // under mu_
 };

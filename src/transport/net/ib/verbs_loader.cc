@@ -37,17 +37,20 @@ IbGidType realQueryGidType(ibv_context* ctx, uint8_t port, int index) {
     ibv_gid_entry e{};
     if (gQueryGidExSym(ctx, port, static_cast<uint32_t>(index), &e, 0, sizeof(e)) == 0) {
       switch (e.gid_type) {
-        case IBV_GID_TYPE_IB: return IbGidType::Ib;
-        case IBV_GID_TYPE_ROCE_V1: return IbGidType::RoceV1;
-        case IBV_GID_TYPE_ROCE_V2: return IbGidType::RoceV2;
-        default: return IbGidType::Unknown;
+        case IBV_GID_TYPE_IB:
+          return IbGidType::Ib;
+        case IBV_GID_TYPE_ROCE_V1:
+          return IbGidType::RoceV1;
+        case IBV_GID_TYPE_ROCE_V2:
+          return IbGidType::RoceV2;
+        default:
+          return IbGidType::Unknown;
       }
     }
   }
   // Older libibverbs: the kernel's sysfs names the type ("IB/RoCE v1" or "RoCE v2").
   char path[512];
-  snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d", ctx->device->name, port,
-           index);
+  snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d", ctx->device->name, port, index);
   FILE* f = fopen(path, "r");
   if (!f) return IbGidType::Unknown;
   char buf[64] = {};
