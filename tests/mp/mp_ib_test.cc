@@ -162,7 +162,8 @@ INSTANTIATE_TEST_SUITE_P(Jobs, IbCollectives,
 // all-reduces: every rank's all-reduce fails (none hangs), the victim's and its peers' within the timeout.
 struct FaultCase {
   const char* fault;        // BRAID_VERBS_EMU_FAULT on the victim
-  const char* victimWants;  // in the victim's log (the backend's own message), "" for a killed victim
+  const char* victimWants;  // in the victim's error and log (the backend's own message); a killed victim has none
+  ncclResult_t victimCode;
   int nranks;
 };
 
@@ -202,6 +203,12 @@ void runFault(const FaultCase& f) {
     EXPECT_NE(res, ncclSuccess) << "the fault " << f.fault << " on rank " << victim << " went unnoticed";
     EXPECT_TRUE(res == ncclRemoteError || res == ncclSystemError) << ncclGetErrorString(res) << ": " << msg;
     EXPECT_TRUE(mp::containsCI(msg, "rank")) << msg;
+    if (ctx.rank == victim) {
+      // The error the application gets is the backend's: what failed, on which device and port, with whom.
+      EXPECT_NE(msg.find(f.victimWants), std::string::npos) << msg;
+      EXPECT_NE(msg.find("NET/IB: emu_0:1, "), std::string::npos) << msg;
+      EXPECT_EQ(res, f.victimCode) << msg;
+    }
     EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
   });
   for (const auto& rr : r.ranks) {
@@ -225,10 +232,12 @@ void runFault(const FaultCase& f) {
   if (testing::Test::HasFailure() || getenv("MP_VERBOSE")) std::cout << r.describe() << "victim log:\n" << victimLog;
 }
 
-TEST(IbFault, LostWriteRunsOutOfRetries) { runFault({"drop:40", "transport retry counter exceeded", 2}); }
-TEST(IbFault, WrongRkeyIsRemoteAccessError) { runFault({"rkey:40", "remote access error", 3}); }
-TEST(IbFault, PortDown) { runFault({"port:40", "the port went down", 2}); }
-TEST(IbFault, RankKilledMidTransfer) { runFault({"kill:40", "", 3}); }
+TEST(IbFault, LostWriteRunsOutOfRetries) {
+  runFault({"drop:40", "transport retry counter exceeded", ncclRemoteError, 2});
+}
+TEST(IbFault, WrongRkeyIsRemoteAccessError) { runFault({"rkey:40", "remote access error", ncclRemoteError, 3}); }
+TEST(IbFault, PortDown) { runFault({"port:40", "the port went down", ncclSystemError, 2}); }
+TEST(IbFault, RankKilledMidTransfer) { runFault({"kill:40", "", ncclRemoteError, 3}); }
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -95,6 +96,9 @@ class NetProxy {
   uint64_t nextId_ = 1;
   bool stopped_ = false;  // stop() ran: no restart
   std::atomic<bool> failed_{false};  // a connection failed (not a clean close): every connection is marked dead
+  std::mutex failMu_;                // guards failCode_, failWhy_ (the first failure, which the others report)
+  ncclResult_t failCode_ = ncclSuccess;
+  std::string failWhy_;
 };
 
 }  // namespace braid
