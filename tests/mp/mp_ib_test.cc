@@ -158,6 +158,68 @@ INSTANTIATE_TEST_SUITE_P(Jobs, IbCollectives,
                                   "_" + std::to_string(i.param.qps) + "qp";
                          });
 
+// Which backend carries the network: IB where it is usable unless NCCL_NET or NCCL_IB_DISABLE say otherwise, sockets
+// where it is not (said at INFO, or with a warning where NCCL_NET=IB asked for it). Either way the collective works.
+struct Choice {
+  const char* name;
+  std::vector<std::pair<std::string, std::string>> env;
+  bool ib;           // the IB backend carries the connections
+  const char* says;  // in each rank's log
+};
+
+class IbSelection : public testing::TestWithParam<Choice> {};
+
+TEST_P(IbSelection, PicksTheBackend) {
+  const Choice& c = GetParam();
+  const std::string tag = std::string("sel_") + c.name;
+  mp::Options o = ibOptions(tag);
+  o.timeoutSec = 60;
+  for (auto& kv : o.env) {
+    if (kv.first == "NCCL_NET") kv.second = "";  // unset unless the choice sets it
+  }
+  o.env.push_back({"NCCL_DEBUG", "INFO"});
+  for (const auto& kv : c.env) o.env.push_back(kv);
+  int* shPids = static_cast<int*>(mp::sharedAlloc(sizeof(int) * 8));
+  auto r = mp::runRanks(2, o, [&](mp::RankCtx& ctx) {
+    shPids[ctx.rank] = getpid();
+    ncclResetDebugInit();
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    Case k;
+    k.coll = Coll::kAllReduce;
+    k.count = 100000;
+    k.seed = 99;
+    EXPECT_TRUE(mp::runCase(comm, ctx.rank, ctx.nranks, k));
+    MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
+  });
+  mp::expectAllPassed(r);
+  for (int rank = 0; rank < 2; rank++) {
+    const std::string log = readLog(tag, shPids[rank]);
+    EXPECT_EQ(log.find("NET/IB: sending to rank") != std::string::npos, c.ib) << "rank " << rank << ":\n" << log;
+    EXPECT_NE(log.find(c.says), std::string::npos) << "rank " << rank << ":\n" << log;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Choices, IbSelection,
+    testing::Values(Choice{"unset", {}, true, "NET/IB: using emu_0:1"},
+                    Choice{"disabled", {{"NCCL_IB_DISABLE", "1"}}, false, "not usable (NCCL_IB_DISABLE=1); using sockets"},
+                    Choice{"socket", {{"NCCL_NET", "Socket"}}, false, "via NET"},
+                    Choice{"no_library",
+                           {{"BRAID_TEST_VERBS_PROVIDER", "/nonexistent/libverbs.so"}},
+                           false,
+                           "INFO NET: the IB verbs backend is not usable (cannot load the verbs provider"},
+                    Choice{"ib_asked_no_library",
+                           {{"BRAID_TEST_VERBS_PROVIDER", "/nonexistent/libverbs.so"}, {"NCCL_NET", "IB"}},
+                           false,
+                           "WARN NCCL_NET=IB: the IB verbs backend is not usable"},
+                    Choice{"port_down",
+                           {{"BRAID_VERBS_EMU_DEVICES", "emu_0:ib:down"}, {"NCCL_NET", "IB"}},
+                           false,
+                           "no active port"}),
+    [](const testing::TestParamInfo<Choice>& i) { return std::string(i.param.name); });
+
 // A fault on rank `victim`'s emulated device at its `at`-th RDMA write with data, inside a loop of large
 // all-reduces: every rank's all-reduce fails (none hangs), the victim's and its peers' within the timeout.
 struct FaultCase {
