@@ -5,6 +5,8 @@
 #include <mutex>
 #include <utility>
 
+#include "core/result.h"
+
 namespace braid {
 namespace {
 
@@ -33,6 +35,16 @@ std::string connFailure(const uint32_t* errorFlag, ncclResult_t* code) {
   if (it == failures().end()) return "";
   if (code) *code = it->second.first;
   return it->second.second;
+}
+
+ncclResult_t addConnFailure(ncclResult_t deadPeer, const uint32_t* errorFlag, int peer) {
+  if (deadPeer == ncclSuccess) return deadPeer;
+  const std::string why = connFailure(errorFlag, nullptr);
+  if (why.empty()) return deadPeer;
+  const std::string inner = pendingError();
+  clearPendingError();
+  return recordError(deadPeer, "%s (the connection with rank %d had failed here: %s)", inner.c_str(), peer,
+                     why.c_str());
 }
 
 }  // namespace braid

@@ -27,12 +27,16 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -184,25 +188,63 @@ int emuDeregMr(ibv_mr* m) {
   return 0;
 }
 
-ibv_comp_channel* emuCreateCompChannel(ibv_context*) {
-  errno = ENOSYS;
-  return nullptr;
+ibv_comp_channel* emuCreateCompChannel(ibv_context* c) {
+  std::lock_guard<std::mutex> lk(gMu);
+  static uint32_t nextId = 1;
+  auto* ch = new EmuChannel;
+  std::memset(&ch->base, 0, sizeof(ch->base));
+  ch->id = nextId++;
+  ch->base.context = c;
+  ch->base.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  const std::string name = channelAddress(getpid(), ch->id);
+  std::memcpy(a.sun_path + 1, name.data(), std::min(name.size(), sizeof(a.sun_path) - 2));
+  if (ch->base.fd < 0 || bind(ch->base.fd, reinterpret_cast<sockaddr*>(&a),
+                              static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size())) != 0) {
+    if (ch->base.fd >= 0) close(ch->base.fd);
+    delete ch;
+    return nullptr;
+  }
+  return &ch->base;
 }
-int emuDestroyCompChannel(ibv_comp_channel*) { return ENOSYS; }
-int emuReqNotifyCq(ibv_cq*, int) { return ENOSYS; }
-int emuGetCqEvent(ibv_comp_channel*, ibv_cq**, void**) {
-  errno = ENOSYS;
-  return -1;
+
+int emuDestroyCompChannel(ibv_comp_channel* c) {
+  close(c->fd);
+  delete reinterpret_cast<EmuChannel*>(c);
+  return 0;
 }
+
+// Arms every queue pair of the completion queue: the next thing put in for any of them signals the channel.
+int emuReqNotifyCq(ibv_cq* c, int) {
+  std::lock_guard<std::mutex> lk(gMu);
+  auto* cq = reinterpret_cast<EmuCq*>(c);
+  if (!cq->channel) return EINVAL;
+  for (EmuQp* qp : cq->qps) {
+    qp->self->chanPid.store(getpid());
+    qp->self->chanId.store(cq->channel->id);
+    qp->self->chanCq.store(reinterpret_cast<uint64_t>(cq));
+    qp->self->armed.store(1);
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the caller polls next: nothing slips between
+  return 0;
+}
+
+int emuGetCqEvent(ibv_comp_channel* ch, ibv_cq** cq, void** cqContext) {
+  uint64_t v = 0;
+  if (recv(ch->fd, &v, sizeof(v), 0) != static_cast<ssize_t>(sizeof(v))) return -1;  // errno from recv
+  *cq = reinterpret_cast<ibv_cq*>(v);
+  *cqContext = (*cq)->cq_context;
+  return 0;
+}
+
 void emuAckCqEvents(ibv_cq*, unsigned int) {}
 
 ibv_cq* emuCreateCq(ibv_context* c, int cqe, void* cqContext, ibv_comp_channel* ch, int) {
-  if (ch) {
-    errno = ENOSYS;
-    return nullptr;
-  }
   auto* cq = new EmuCq;
   std::memset(&cq->base, 0, sizeof(cq->base));
+  cq->channel = reinterpret_cast<EmuChannel*>(ch);
+  cq->base.channel = ch;
   cq->base.context = c;
   cq->base.cq_context = cqContext;
   cq->base.cqe = cqe;

@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -150,11 +152,30 @@ void pushSends(EmuQp* qp) {
       w.pushed += chunk;
       w.fullyPushed = w.pushed == w.len;
       rem->inTail.store(at + need, std::memory_order_release);
+      notifyOwner(rem);
     }
   }
 }
 
 // Sender side: completes acknowledged sends in order; NAKs and unanswered messages fail the queue pair.
+std::string channelAddress(int pid, uint32_t id) {
+  return "braidemu-" + std::to_string(getuid()) + "-ch-" + std::to_string(pid) + "-" + std::to_string(id);
+}
+
+void notifyOwner(QpShared* seg) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // what was put in is visible before the flag is read
+  if (!seg || seg->armed.exchange(0) == 0) return;
+  static int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  const std::string name = channelAddress(seg->chanPid.load(), seg->chanId.load());
+  std::memcpy(a.sun_path + 1, name.data(), std::min(name.size(), sizeof(a.sun_path) - 2));
+  const uint64_t cq = seg->chanCq.load();
+  ssize_t r = sendto(sock, &cq, sizeof(cq), 0, reinterpret_cast<sockaddr*>(&a),
+                     static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size()));
+  (void)r;  // a full or closed channel: the owner polls anyway
+}
+
 static void completeSends(EmuQp* qp) {
   if (qp->base.state == IBV_QPS_ERR) return;
   QpShared* self = qp->self;
@@ -191,6 +212,7 @@ static void nak(EmuQp* qp, uint64_t msgSeq, ibv_wc_status st) {
   if (qp->remote) {
     qp->remote->nakSeq.store(msgSeq);
     qp->remote->nakStatus.store(st, std::memory_order_release);
+    notifyOwner(qp->remote);
   }
   toError(qp, IBV_WC_WR_FLUSH_ERR);
 }
@@ -255,7 +277,10 @@ static void consumeRing(EmuQp* qp) {
                e.opcode == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV, e.totalLen, e.imm,
                withImm);
       }
-      if (qp->remote) qp->remote->acked.store(e.msgSeq + 1, std::memory_order_release);
+      if (qp->remote) {
+        qp->remote->acked.store(e.msgSeq + 1, std::memory_order_release);
+        notifyOwner(qp->remote);
+      }
     }
     self->inHead.store(head + need, std::memory_order_release);
   }

@@ -42,6 +42,12 @@ struct QpShared {
   std::atomic<uint64_t> acked;   // the owner's messages the peer has consumed
   std::atomic<uint32_t> nakStatus;
   std::atomic<uint64_t> nakSeq;
+  // Completion notification: the owner arms it (ibv_req_notify_cq on its completion queue); whichever side next puts
+  // something in for this queue pair (ring entries, acknowledgements) disarms it and signals the owner's channel.
+  std::atomic<uint32_t> armed;
+  std::atomic<int32_t> chanPid;
+  std::atomic<uint32_t> chanId;
+  std::atomic<uint64_t> chanCq;  // the owner's EmuCq, handed back by its ibv_get_cq_event
   alignas(64) char ring[kRingBytes];
 };
 
@@ -107,10 +113,16 @@ struct EmuQp {
   double stallSince = 0;  // when the head message started waiting on a peer that cannot answer
 };
 
+struct EmuChannel {
+  ibv_comp_channel base;  // base.fd: a datagram socket bound to channelAddress(getpid(), id)
+  uint32_t id = 0;
+};
+
 struct EmuCq {
   ibv_cq base;
   std::deque<ibv_wc> wcs;
   std::vector<EmuQp*> qps;
+  EmuChannel* channel = nullptr;
 };
 
 struct Fault {
@@ -138,6 +150,10 @@ bool mrCovers(const EmuMr* mr, uint64_t addr, uint64_t len, int access);
 void injectPortDown(EmuQp* qp);
 // Sender side: pushes what fits into the peer's ring.
 void pushSends(EmuQp* qp);
+// The abstract-namespace name of a completion channel's socket.
+std::string channelAddress(int pid, uint32_t id);
+// Signals the channel armed in `seg`, if any (once per arming).
+void notifyOwner(QpShared* seg);
 // Everything a poll of `cq` moves: rings consumed, sends pushed, acknowledgements and timeouts turned into
 // completions.
 void progressCq(EmuCq* cq);

@@ -239,7 +239,7 @@ ncclResult_t P2pBatch::checkBroken() {
       if (!q->active() || !q->conn->errorFlag || loadAcquire32(q->conn->errorFlag) == 0) continue;
       // Data the transport delivered before it saw the peer close is still ours to consume.
       if (q == &recv_[p] && loadAcquire(q->conn->tail) > q->conn->step) continue;
-      BRAID_CHECK(checkPeersAlive(wait_));
+      BRAID_CHECK(addConnFailure(checkPeersAlive(wait_), q->conn->errorFlag, p));
       ncclResult_t code = ncclRemoteError;
       const std::string why = connFailure(q->conn->errorFlag, &code);
       return recordError(code, "rank %d: p2p connection with rank %d broke (%s)%s", rank_, p,

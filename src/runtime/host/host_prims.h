@@ -173,7 +173,7 @@ class HostPrims {
         // The transport may have delivered our data just before it saw the peer close.
         if (ready()) return true;
         // Name the rank that died, if one did, rather than the neighbour that reported it.
-        res_ = checkPeersAlive(wait_);
+        res_ = addConnFailure(checkPeersAlive(wait_), c->errorFlag, c->peer);
         if (res_ == ncclSuccess) {
           ncclResult_t code = ncclRemoteError;
           const std::string why = connFailure(c->errorFlag, &code);

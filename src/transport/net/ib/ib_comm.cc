@@ -9,6 +9,8 @@
 #include "transport/net/ib/ib_comm.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -101,8 +103,16 @@ class IbCommBase {
     const VerbsApi& v = verbs();
     for (ibv_qp* qp : qps_) v.destroyQp(qp);
     qps_.clear();
-    if (cq_) v.destroyCq(cq_);
+    if (cq_) {
+      if (cqEvents_) v.ackCqEvents(cq_, cqEvents_);  // destroying a queue with unacknowledged events would block
+      v.destroyCq(cq_);
+    }
     cq_ = nullptr;
+    cqEvents_ = 0;
+    if (ch_) v.destroyCompChannel(ch_);
+    ch_ = nullptr;
+    if (kickFd_ >= 0) ::close(kickFd_);
+    kickFd_ = -1;
     for (ibv_mr* mr : held_) dev_->releaseMr(mr);
     held_.clear();
     ctrlMr_ = nullptr;
@@ -143,7 +153,17 @@ class IbCommBase {
     const VerbsApi& v = verbs();
     nQps_ = nQps;
     const int cqe = kIbMaxRequests * (3 * nQps + 2) + 64;
-    cq_ = v.createCq(dev_->ctx(), cqe, nullptr, nullptr, 0);
+    // A completion channel lets arriving work wake the proxy thread; without one the connection is only polled.
+    ch_ = v.createCompChannel(dev_->ctx());
+    if (ch_) {
+      const int fl = fcntl(ch_->fd, F_GETFL);
+      kickFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+      if (fl < 0 || fcntl(ch_->fd, F_SETFL, fl | O_NONBLOCK) != 0 || kickFd_ < 0) {
+        v.destroyCompChannel(ch_);
+        ch_ = nullptr;
+      }
+    }
+    cq_ = v.createCq(dev_->ctx(), cqe, nullptr, ch_, 0);
     if (!cq_) return fail(ncclSystemError, "cannot create a completion queue of %d entries: %s", cqe, strerror(errno));
     for (int i = 0; i < nQps; i++) {
       ibv_qp_init_attr a{};
@@ -302,14 +322,16 @@ class IbCommBase {
   }
 
   // Polls the completion queue, handing each successful completion to onWc; a failed one fails the comm.
+  // *handled (may be null) counts them.
   template <typename OnWc>
-  ncclResult_t pollCq(OnWc onWc) {
+  ncclResult_t pollCq(OnWc onWc, int* handled = nullptr) {
     BRAID_CHECK(checkFailed());
     BRAID_CHECK(checkPort());
     ibv_wc wcs[kIbCqBatch];
     for (;;) {
       const int n = verbs().pollCq(cq_, kIbCqBatch, wcs);
       if (n < 0) return fail(ncclSystemError, "polling the completion queue failed (%d)", n);
+      if (handled) *handled += n;
       for (int i = 0; i < n; i++) {
         if (wcs[i].status != IBV_WC_SUCCESS) return failCompletion(wcs[i]);
         BRAID_CHECK(onWc(wcs[i]));
@@ -318,9 +340,27 @@ class IbCommBase {
     }
   }
 
+  virtual ncclResult_t drainCq(int* handled) = 0;
+
+  // The setup socket (a peer that closes it), the device's async events, and the completion channel, armed here:
+  // completions that came before the arming signal nothing, so they are taken now, and the kick descriptor (ready
+  // at once) makes the proxy come back for what they finished.
   void pollFdsBase(std::vector<pollfd>* fds) {
     fds->push_back(pollfd{sock_.fd(), POLLIN, 0});
     fds->push_back(pollfd{dev_->asyncFd(), POLLIN, 0});
+    int chFd = -1;
+    if (ch_ && !failed_ && verbs().reqNotifyCq(cq_, 0) == 0) {
+      chFd = ch_->fd;
+      int handled = 0;
+      if (drainCq(&handled) != ncclSuccess) clearPendingError();  // sticky: pollResult reports it
+      if (handled > 0 || failed_) {
+        const uint64_t one = 1;
+        ssize_t r = write(kickFd_, &one, sizeof(one));
+        (void)r;
+      }
+    }
+    fds->push_back(pollfd{chFd, POLLIN, 0});
+    fds->push_back(pollfd{chFd >= 0 ? kickFd_ : -1, POLLIN, 0});
   }
 
   // The rest of the setup, after connect/accept returned: the sender reads the receiver's queue pairs and confirms;
@@ -342,6 +382,20 @@ class IbCommBase {
   virtual ncclResult_t advanceHandshake() = 0;
 
   ncclResult_t pollResultBase(const pollfd* fds, size_t n, bool midMessage) {
+    if (n >= 4 && ch_ && (fds[2].revents & POLLIN)) {
+      ibv_cq* cq = nullptr;
+      void* ctx = nullptr;
+      while (verbs().getCqEvent(ch_, &cq, &ctx) == 0) cqEvents_++;
+      if (cqEvents_ >= 256) {
+        verbs().ackCqEvents(cq_, cqEvents_);
+        cqEvents_ = 0;
+      }
+    }
+    if (n >= 4 && kickFd_ >= 0 && (fds[3].revents & POLLIN)) {
+      uint64_t v;
+      ssize_t r = read(kickFd_, &v, sizeof(v));
+      (void)r;
+    }
     BRAID_CHECK(checkFailed());
     if (n >= 2 && (fds[1].revents & POLLIN)) {
       dev_->pollAsyncEvents();
@@ -369,6 +423,9 @@ class IbCommBase {
   bool send_;
   Socket sock_;
   ibv_cq* cq_ = nullptr;
+  ibv_comp_channel* ch_ = nullptr;  // null: polled only
+  unsigned cqEvents_ = 0;           // channel events not yet acknowledged
+  int kickFd_ = -1;
   std::vector<ibv_qp*> qps_;
   int nQps_ = 0;
   void* ctrl_ = nullptr;
@@ -441,6 +498,9 @@ class IbSendComm final : public IbSendConn, IbCommBase {
   void pollFds(std::vector<pollfd>* fds) override { pollFdsBase(fds); }
   ncclResult_t pollResult(const pollfd* fds, size_t n) override {
     return pollResultBase(fds, n, written_ > completed_);
+  }
+  ncclResult_t drainCq(int* handled) override {
+    return pollCq([this](const ibv_wc& wc) { return onCompletion(wc); }, handled);
   }
   void close() override { destroy(); }
 
@@ -625,6 +685,9 @@ class IbRecvComm final : public IbRecvConn, IbCommBase {
 
   void pollFds(std::vector<pollfd>* fds) override { pollFdsBase(fds); }
   ncclResult_t pollResult(const pollfd* fds, size_t n) override { return pollResultBase(fds, n, partial_ > 0); }
+  ncclResult_t drainCq(int* handled) override {
+    return pollCq([this](const ibv_wc& wc) { return onCompletion(wc); }, handled);
+  }
   void close() override { destroy(); }
 
  private:
