@@ -158,6 +158,44 @@ INSTANTIATE_TEST_SUITE_P(Jobs, IbCollectives,
                                   "_" + std::to_string(i.param.qps) + "qp";
                          });
 
+// NCCL_HOSTID splits the machine into two hosts of two ranks (0 and 2, 1 and 3): inside a host the ranks use shared
+// memory, between hosts the IB backend, and every collective checks out.
+TEST(IbHosts, TwoHostsOfTwoRanksOverIbBetweenThem) {
+  const std::string tag = "hosts";
+  mp::Options o = ibOptions(tag);
+  for (auto& kv : o.env) {
+    if (kv.first == "NCCL_SHM_DISABLE") kv.second = "";  // SHM inside each host
+  }
+  o.env.push_back({"NCCL_IB_QPS_PER_CONNECTION", "2"});
+  o.childSetup = [](int rank) { setenv("NCCL_HOSTID", rank % 2 == 0 ? "node-even" : "node-odd", 1); };
+  int* shPids = static_cast<int*>(mp::sharedAlloc(sizeof(int) * 8));
+  auto r = mp::runRanks(4, o, [&](mp::RankCtx& ctx) {
+    shPids[ctx.rank] = getpid();
+    ncclResetDebugInit();
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    mp::setReportBudget(25);
+    const std::vector<Case> cases = ibCases(ctx.nranks);
+    for (size_t i = 0; i < cases.size(); i++) {
+      if (!mp::runCase(comm, ctx.rank, ctx.nranks, cases[i])) {
+        ADD_FAILURE() << "stopping after case " << i << " (an NCCL call failed)";
+        ncclCommAbort(comm);
+        return;
+      }
+    }
+    mp::reportSuppressed();
+    MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
+  });
+  mp::expectAllPassed(r);
+  for (int rank = 0; rank < 4; rank++) {
+    const std::string log = readLog(tag, shPids[rank]);
+    EXPECT_NE(log.find("via SHM"), std::string::npos) << "rank " << rank << ":\n" << log;
+    EXPECT_NE(log.find("NET/IB: sending to rank"), std::string::npos) << "rank " << rank << ":\n" << log;
+    EXPECT_NE(log.find("NET/IB: receiving from rank"), std::string::npos) << "rank " << rank << ":\n" << log;
+  }
+}
+
 // Which backend carries the network: IB where it is usable unless NCCL_NET or NCCL_IB_DISABLE say otherwise, sockets
 // where it is not (said at INFO, or with a warning where NCCL_NET=IB asked for it). Either way the collective works.
 struct Choice {
@@ -203,21 +241,20 @@ TEST_P(IbSelection, PicksTheBackend) {
 
 INSTANTIATE_TEST_SUITE_P(
     Choices, IbSelection,
-    testing::Values(Choice{"unset", {}, true, "NET/IB: using emu_0:1"},
-                    Choice{"disabled", {{"NCCL_IB_DISABLE", "1"}}, false, "not usable (NCCL_IB_DISABLE=1); using sockets"},
-                    Choice{"socket", {{"NCCL_NET", "Socket"}}, false, "via NET"},
-                    Choice{"no_library",
-                           {{"BRAID_TEST_VERBS_PROVIDER", "/nonexistent/libverbs.so"}},
-                           false,
-                           "INFO NET: the IB verbs backend is not usable (cannot load the verbs provider"},
-                    Choice{"ib_asked_no_library",
-                           {{"BRAID_TEST_VERBS_PROVIDER", "/nonexistent/libverbs.so"}, {"NCCL_NET", "IB"}},
-                           false,
-                           "WARN NCCL_NET=IB: the IB verbs backend is not usable"},
-                    Choice{"port_down",
-                           {{"BRAID_VERBS_EMU_DEVICES", "emu_0:ib:down"}, {"NCCL_NET", "IB"}},
-                           false,
-                           "no active port"}),
+    testing::Values(
+        Choice{"unset", {}, true, "NET/IB: using emu_0:1"},
+        Choice{"disabled", {{"NCCL_IB_DISABLE", "1"}}, false, "not usable (NCCL_IB_DISABLE=1); using sockets"},
+        Choice{"socket", {{"NCCL_NET", "Socket"}}, false, "via NET"},
+        Choice{"no_library",
+               {{"BRAID_TEST_VERBS_PROVIDER", "/nonexistent/libverbs.so"}},
+               false,
+               "INFO NET: the IB verbs backend is not usable (cannot load the verbs provider"},
+        Choice{"ib_asked_no_library",
+               {{"BRAID_TEST_VERBS_PROVIDER", "/nonexistent/libverbs.so"}, {"NCCL_NET", "IB"}},
+               false,
+               "WARN NCCL_NET=IB: the IB verbs backend is not usable"},
+        Choice{
+            "port_down", {{"BRAID_VERBS_EMU_DEVICES", "emu_0:ib:down"}, {"NCCL_NET", "IB"}}, false, "no active port"}),
     [](const testing::TestParamInfo<Choice>& i) { return std::string(i.param.name); });
 
 // A fault on rank `victim`'s emulated device at its `at`-th RDMA write with data, inside a loop of large

@@ -294,7 +294,11 @@ std::string pumpOverIb(int qps, size_t buffBytes, int channel, uint64_t steps) {
   Connector s, r;
   testutil::connectPair(netTransport(), a, b, channel, buffBytes, &s, &r);
   if (!s.connected || !r.connected) return "connect failed: " + pendingError();
-  return testutil::pump(s.info, r.info, static_cast<uint32_t>(channel), steps);
+  const std::string err = testutil::pump(s.info, r.info, static_cast<uint32_t>(channel), steps);
+  // Each side registered its FIFO once and its control memory once, however many sizes the steps had.
+  const size_t mrs = ibPorts(nullptr)[0].dev->cachedMrs();
+  if (err.empty() && mrs != 4) return "the connection holds " + std::to_string(mrs) + " registrations, expected 4";
+  return err;
 }
 
 std::string llStepsOverIb() {

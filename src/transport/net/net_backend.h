@@ -58,6 +58,9 @@ class NetComm {
   virtual void pollFds(std::vector<pollfd>* fds) = 0;
   // Error (e.g. the peer closed the connection) when the poll results show the connection broke.
   virtual ncclResult_t pollResult(const pollfd* fds, size_t n) = 0;
+  // The memory this comm's messages will come from or land in (the connection's FIFO slots), given once before the
+  // first message: a backend that registers memory with its device does it here, not per message.
+  virtual ncclResult_t registerBuffer(void* data, size_t bytes) { return ncclSuccess; }
   virtual void close() = 0;
 };
 

@@ -502,6 +502,10 @@ class IbSendComm final : public IbSendConn, IbCommBase {
   ncclResult_t drainCq(int* handled) override {
     return pollCq([this](const ibv_wc& wc) { return onCompletion(wc); }, handled);
   }
+  ncclResult_t registerBuffer(void* data, size_t bytes) override {
+    ibv_mr* mr = nullptr;
+    return bytes ? holdMr(data, bytes, &mr) : ncclSuccess;
+  }
   void close() override { destroy(); }
 
  private:
@@ -687,6 +691,10 @@ class IbRecvComm final : public IbRecvConn, IbCommBase {
   ncclResult_t pollResult(const pollfd* fds, size_t n) override { return pollResultBase(fds, n, partial_ > 0); }
   ncclResult_t drainCq(int* handled) override {
     return pollCq([this](const ibv_wc& wc) { return onCompletion(wc); }, handled);
+  }
+  ncclResult_t registerBuffer(void* data, size_t bytes) override {
+    ibv_mr* mr = nullptr;
+    return bytes ? holdMr(data, bytes, &mr) : ncclSuccess;
   }
   void close() override { destroy(); }
 
