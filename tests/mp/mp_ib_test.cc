@@ -1,10 +1,11 @@
 // The IB verbs backend between real processes, over the emulated verbs provider (tests/ib_emu: queue pairs as
 // shared-memory rings, memory regions with keys, bounds and access checks): every collective on host communicators
 // of 2, 3 and 4 ranks with the network forced (NCCL_NET=IB, no SHM), on InfiniBand and RoCE ports and with several
-// queue pairs per connection; and faults injected in the middle of a transfer (a lost write that runs out of
-// retries, a write with a wrong rkey, a port that goes down, a rank killed), each of which must end every rank's
-// collective with an error naming the peer, within the timeout. Each rank's log (NCCL_DEBUG_FILE) shows that the
-// IB backend carried the connections, and the backend's own message naming the device, port and peer.
+// queue pairs per connection, and on two NCCL_HOSTID hosts (SHM inside, IB between); the choice between IB and
+// sockets; and faults injected in the middle of a transfer (a lost write that runs out of retries, a write with a
+// wrong rkey, a port that goes down, a rank killed) or between collectives (a rank gone), each of which must end
+// every rank's collective with an error naming the peer, within the timeout. Each rank's log (NCCL_DEBUG_FILE)
+// shows that the IB backend carried the connections, and the backend's own message naming the device, port and peer.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -329,6 +330,49 @@ void runFault(const FaultCase& f) {
   }
   if (*f.victimWants) EXPECT_NE(victimLog.find(f.victimWants), std::string::npos) << victimLog;
   if (testing::Test::HasFailure() || getenv("MP_VERBOSE")) std::cout << r.describe() << "victim log:\n" << victimLog;
+}
+
+// A rank that vanishes between collectives, with nothing in flight on its connections: the next collective of every
+// other rank fails with ncclRemoteError naming it (its setup sockets closed with it), within the timeout.
+TEST(IbFault, RankGoneBetweenCollectives) {
+  const int victim = 1;
+  mp::Options o = ibOptions("idle");
+  o.timeoutSec = 120;
+  o.env.push_back({"BRAID_TIMEOUT", "30"});
+  int* shPids = static_cast<int*>(mp::sharedAlloc(sizeof(int) * 8));
+  auto r = mp::runRanks(3, o, [&](mp::RankCtx& ctx) {
+    shPids[ctx.rank] = getpid();
+    ncclResetDebugInit();
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    std::vector<float> in(1 << 18, 2.0f), out(1 << 18);
+    for (int iter = 0; iter < 3; iter++) {
+      MP_NCCL_ASSERT_COMM(ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat32, ncclSum, comm, nullptr), comm);
+      ASSERT_EQ(out[in.size() - 1], 2.0f * ctx.nranks);
+    }
+    if (ctx.rank == victim) raise(SIGKILL);
+    usleep(100000);  // the victim is gone before the next collective starts
+    const double t0 = mp::nowSec();
+    const ncclResult_t res = ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat32, ncclSum, comm, nullptr);
+    const std::string msg = mp::lastError(comm);
+    mp::note("rank %d: %s after %.2f s: %s", ctx.rank, ncclGetErrorString(res), mp::nowSec() - t0, msg.c_str());
+    EXPECT_EQ(res, ncclRemoteError) << msg;
+    EXPECT_LT(mp::nowSec() - t0, 20.0) << "BRAID_TIMEOUT=30: the dead rank must be recognised, not waited for";
+    EXPECT_TRUE(mp::mentionsRank(msg, victim)) << msg;
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  });
+  for (const auto& rr : r.ranks) {
+    if (rr.rank == victim) {
+      EXPECT_EQ(rr.termSignal, SIGKILL) << r.describe();
+    } else {
+      EXPECT_TRUE(rr.exited && rr.exitCode == 0 && !rr.timedOut) << r.describe();
+    }
+  }
+  for (int rank = 0; rank < 3; rank++) {
+    const std::string log = readLog("idle", shPids[rank]);
+    if (rank != victim) EXPECT_NE(log.find("NET/IB: sending to rank"), std::string::npos) << log;
+  }
 }
 
 TEST(IbFault, LostWriteRunsOutOfRetries) {
