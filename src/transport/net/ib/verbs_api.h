@@ -5,7 +5,8 @@
 // shared memory) with BRAID_TEST_VERBS_PROVIDER: a shared object exporting braidVerbsProviderFill.
 #pragma once
 
-#if __has_include(<infiniband/verbs.h>)
+// Built where <infiniband/verbs.h> exists (libibverbs-dev), unless BRAID_NO_IBVERBS asks for a build without.
+#if !defined(BRAID_NO_IBVERBS) && __has_include(<infiniband/verbs.h>)
 #define BRAID_HAVE_IBVERBS 1
 #include <infiniband/verbs.h>
 #else
