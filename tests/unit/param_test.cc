@@ -120,7 +120,8 @@ int childCreatingComms(const std::map<std::string, std::string>& env, bool withT
 // value Braid does not implement, none for NCCL_NVLS_ENABLE=0.
 void expectOneWarningEach(const std::string& log) {
   EXPECT_EQ(countOccurrences(log, "NCCL_TUNER_PLUGIN=libtuner.so has no effect in Braid"), 1) << log;
-  EXPECT_EQ(countOccurrences(log, "NCCL_IB_DISABLE=0 has no effect in Braid"), 1) << log;
+  EXPECT_EQ(countOccurrences(log, "NCCL_COLLNET_ENABLE=1 has no effect in Braid"), 1) << log;
+  EXPECT_EQ(countOccurrences(log, "NCCL_IB_DISABLE"), 0) << log;  // implemented
   EXPECT_EQ(countOccurrences(log, "NCCL_P2P_LEVEL"), 0) << log;    // implemented
   EXPECT_EQ(countOccurrences(log, "NCCL_NVLS_ENABLE"), 0) << log;  // 0 asks for what Braid does
   EXPECT_EQ(countOccurrences(log, "has no effect in Braid"), 2) << log;
@@ -163,11 +164,12 @@ TEST(ParamDoc, EnvironmentMdHasOneRowPerVariableOfParamsDef) {
 
 TEST(ParamWarn, OnlyUnimplementedValuesWarn) {
   const ParamDesc* nvls = findParam("NCCL_NVLS_ENABLE");
+  const ParamDesc* collnet = findParam("NCCL_COLLNET_ENABLE");
   const ParamDesc* ib = findParam("NCCL_IB_DISABLE");
   const ParamDesc* tunerPlugin = findParam("NCCL_TUNER_PLUGIN");
   const ParamDesc* level = findParam("NCCL_P2P_LEVEL");
   const ParamDesc* buff = findParam("NCCL_BUFFSIZE");
-  ASSERT_TRUE(nvls && ib && tunerPlugin && level && buff);
+  ASSERT_TRUE(nvls && collnet && ib && tunerPlugin && level && buff);
   EXPECT_EQ(nvls->kind, ParamKind::Ignored);
   EXPECT_EQ(level->kind, ParamKind::Str);
   EXPECT_FALSE(paramValueUnimplemented(*nvls, nullptr));
@@ -175,8 +177,10 @@ TEST(ParamWarn, OnlyUnimplementedValuesWarn) {
   EXPECT_FALSE(paramValueUnimplemented(*nvls, "0"));   // asks for what Braid does
   EXPECT_TRUE(paramValueUnimplemented(*nvls, "1"));
   EXPECT_TRUE(paramValueUnimplemented(*nvls, "2"));
-  EXPECT_FALSE(paramValueUnimplemented(*ib, "1"));
-  EXPECT_TRUE(paramValueUnimplemented(*ib, "0"));
+  EXPECT_FALSE(paramValueUnimplemented(*collnet, "0"));
+  EXPECT_TRUE(paramValueUnimplemented(*collnet, "1"));
+  EXPECT_EQ(ib->kind, ParamKind::Int);  // implemented: never warns
+  EXPECT_FALSE(paramValueUnimplemented(*ib, "0"));
   EXPECT_TRUE(paramValueUnimplemented(*tunerPlugin, "libtuner.so"));
   for (const char* v : {"LOC", "0", "NVL", "PIX", "SYS"}) EXPECT_FALSE(paramValueUnimplemented(*level, v)) << v;
   EXPECT_FALSE(paramValueUnimplemented(*buff, "12345"));  // implemented: never
@@ -189,7 +193,8 @@ TEST(ParamWarn, SetUnimplementedVariableWarnsOncePerProcess) {
       return childCreatingComms({{"NCCL_TUNER_PLUGIN", "libtuner.so"},
                                  {"NCCL_P2P_LEVEL", "NVL"},
                                  {"NCCL_NVLS_ENABLE", "0"},
-                                 {"NCCL_IB_DISABLE", "0"}},
+                                 {"NCCL_IB_DISABLE", "0"},
+                                 {"NCCL_COLLNET_ENABLE", "1"}},
                                 withThreads);
     });
     expectOneWarningEach(log);

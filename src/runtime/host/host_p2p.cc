@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "core/result.h"
+#include "transport/conn_failure.h"
 
 namespace braid {
 namespace {
@@ -238,9 +239,11 @@ ncclResult_t P2pBatch::checkBroken() {
       if (!q->active() || !q->conn->errorFlag || loadAcquire32(q->conn->errorFlag) == 0) continue;
       // Data the transport delivered before it saw the peer close is still ours to consume.
       if (q == &recv_[p] && loadAcquire(q->conn->tail) > q->conn->step) continue;
-      BRAID_CHECK(checkPeersAlive(wait_));
-      return recordError(ncclRemoteError, "rank %d: p2p connection with rank %d broke (transport reported an error)%s",
-                         rank_, p, stallReport(wait_).c_str());
+      BRAID_CHECK(addConnFailure(checkPeersAlive(wait_), q->conn->errorFlag, p));
+      ncclResult_t code = ncclRemoteError;
+      const std::string why = connFailure(q->conn->errorFlag, &code);
+      return recordError(code, "rank %d: p2p connection with rank %d broke (%s)%s", rank_, p,
+                         why.empty() ? "transport reported an error" : why.c_str(), stallReport(wait_).c_str());
     }
   }
   return ncclSuccess;

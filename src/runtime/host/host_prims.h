@@ -16,6 +16,7 @@
 #include "core/result.h"
 #include "core/wait.h"
 #include "runtime/host/host_f16c.h"
+#include "transport/conn_failure.h"
 #include "transport/conn_info.h"
 
 namespace braid {
@@ -172,10 +173,14 @@ class HostPrims {
         // The transport may have delivered our data just before it saw the peer close.
         if (ready()) return true;
         // Name the rank that died, if one did, rather than the neighbour that reported it.
-        res_ = checkPeersAlive(wait_);
-        if (res_ == ncclSuccess)
-          res_ = recordError(ncclRemoteError, "ring connection with rank %d broke (transport reported an error; %s)%s",
-                             c->peer, what, stallReport(wait_).c_str());
+        res_ = addConnFailure(checkPeersAlive(wait_), c->errorFlag, c->peer);
+        if (res_ == ncclSuccess) {
+          ncclResult_t code = ncclRemoteError;
+          const std::string why = connFailure(c->errorFlag, &code);
+          res_ = recordError(code, "ring connection with rank %d broke (%s; %s)%s", c->peer,
+                             why.empty() ? "transport reported an error" : why.c_str(), what,
+                             stallReport(wait_).c_str());
+        }
         BRAID_INFO(kSubColl, "ring connection with rank %d broke while waiting for %s (step %llu head %llu tail %llu)",
                    c->peer, what, (unsigned long long)c->step, (unsigned long long)loadAcquire(c->head),
                    (unsigned long long)loadAcquire(c->tail));

@@ -1,8 +1,8 @@
 // The network backend interface under the NET transport (docs/DESIGN.md §2): listen / connect / accept set a
 // connection up; isend / irecv post a message (one FIFO slot) and test completes it; close (or the
 // destructor) releases it. Messages on one comm complete in posting order. Nothing here blocks after setup,
-// so one proxy thread drives every connection of a communicator. Backends: socket (net_socket.cc); an IB
-// verbs backend can implement the same classes.
+// so one proxy thread drives every connection of a communicator. Backends: socket (net_socket.cc) and IB verbs
+// (ib/ib_backend.cc).
 #pragma once
 
 #include <poll.h>
@@ -40,6 +40,7 @@ struct NetSetupParams {
   const std::atomic<uint32_t>* abortFlag = nullptr;
   int peer = -1;
   const WaitContext* wait = nullptr;
+  int64_t gpuBusId = -1;  // this rank's GPU (PeerInfo::busId; -1: host): the IB backend uses the NIC nearest it
 };
 
 // Base of a backend's request type: owned by its comm, valid until test() reports it done.
@@ -57,6 +58,9 @@ class NetComm {
   virtual void pollFds(std::vector<pollfd>* fds) = 0;
   // Error (e.g. the peer closed the connection) when the poll results show the connection broke.
   virtual ncclResult_t pollResult(const pollfd* fds, size_t n) = 0;
+  // The memory this comm's messages will come from or land in (the connection's FIFO slots), given once before the
+  // first message: a backend that registers memory with its device does it here, not per message.
+  virtual ncclResult_t registerBuffer(void* data, size_t bytes) { return ncclSuccess; }
   virtual void close() = 0;
 };
 
@@ -99,7 +103,8 @@ class NetBackend {
 };
 
 NetBackend* socketNetBackend();
-// The backend NCCL_NET selects (only "Socket" exists so far; empty = best available).
+// The backend NCCL_NET selects: "Socket", "IB" (sockets, with a warning, where IB is unusable), or empty: IB where
+// it is usable and NCCL_IB_DISABLE is not 1, else sockets (said at INFO once).
 ncclResult_t selectNetBackend(NetBackend** out);
 
 }  // namespace braid

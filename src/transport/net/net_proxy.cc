@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "core/result.h"
+#include "transport/conn_failure.h"
 #include "transport/host_fifo.h"
 
 namespace braid {
@@ -145,6 +146,7 @@ void NetProxy::remove(uint64_t id) {
     w.conns.erase(it);
   }
   // Closed outside the lock: the proxy thread is already past it.
+  clearConnFailure(victim->info.errorFlag);
   logStats(*victim);  // BRAID_INFO: nothing unless NET logging is at INFO
   victim.reset();
   wake(w);
@@ -234,12 +236,23 @@ void NetProxy::markDead(Conn* c, ncclResult_t res) {
   __atomic_store_n(c->info.errorFlag, 1u, __ATOMIC_RELEASE);
   std::string msg = pendingError();
   clearPendingError();
+  setConnFailure(c->info.errorFlag, res, msg);
   // A peer closing between messages is how communicators end; anything else is a failure worth a warning.
   bool clean = msg.find("closed the connection") != std::string::npos && msg.find("middle") == std::string::npos;
   if (clean) {
     BRAID_INFO(kSubNet | kSubProxy, "NET proxy: %s connection with rank %d ended: %s", c->send ? "send" : "recv",
                c->peer, msg.c_str());
   } else {
+    // The communicator's operations cannot complete: every connection fails, so no executor waits on another
+    // connection (one a peer still keeps open) until its timeout.
+    {
+      std::lock_guard<std::mutex> lk(failMu_);
+      if (failWhy_.empty()) {
+        failCode_ = res;
+        failWhy_ = "the connection with rank " + std::to_string(c->peer) + " failed: " + msg;
+      }
+    }
+    failed_.store(true, std::memory_order_release);
     BRAID_WARN("NET proxy: %s connection with rank %d failed (%s): %s", c->send ? "send" : "recv", c->peer,
                errorString(res), msg.c_str());
   }
@@ -271,6 +284,15 @@ bool NetProxy::progress(Conn* c) {
   if (__atomic_load_n(in.errorFlag, __ATOMIC_ACQUIRE)) {
     c->dead = true;  // aborted, or the executor gave up on it
     return false;
+  }
+  if (failed_.load(std::memory_order_acquire)) {  // another connection failed (markDead warned of it)
+    c->dead = true;
+    {
+      std::lock_guard<std::mutex> lk(failMu_);
+      setConnFailure(in.errorFlag, failCode_, failWhy_);
+    }
+    __atomic_store_n(in.errorFlag, 1u, __ATOMIC_RELEASE);
+    return true;
   }
   bool moved = false;
   const uint32_t n = in.nSteps;

@@ -5,7 +5,8 @@
 // the slot to the executor by advancing head. For a receive connection it posts a receive into every free
 // local slot (head + nSteps > step), and on completion writes sizes[slot] and publishes tail. A GPU LL step
 // (sizes[] word marked kStepLlMark) travels as its lines, from and into the LL slots (conn_info.h). A broken
-// connection gets its errorFlag set (so executors fail fast) and is logged with the peer rank.
+// connection gets its errorFlag set (so executors fail fast) and is logged with the peer rank; unless the peer merely
+// closed it, every other connection of the proxy is then marked broken too.
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -98,6 +100,10 @@ class NetProxy {
   std::mutex mu_;                                  // guards nextId_, stopped_
   uint64_t nextId_ = 1;
   bool stopped_ = false;  // stop() ran: no restart
+  std::atomic<bool> failed_{false};  // a connection failed (not a clean close): every connection is marked dead
+  std::mutex failMu_;                // guards failCode_, failWhy_ (the first failure, which the others report)
+  ncclResult_t failCode_ = ncclSuccess;
+  std::string failWhy_;
 };
 
 }  // namespace braid

@@ -22,6 +22,7 @@
 #include "core/result.h"
 #include "core/socket.h"
 #include "core/wait.h"
+#include "transport/net/ib/ib_backend.h"
 #include "transport/net/net_backend.h"
 #include "transport/net/net_socket.h"
 
@@ -592,20 +593,33 @@ NetBackend* socketNetBackend() {
 }
 
 ncclResult_t selectNetBackend(NetBackend** out) {
-  std::string want = params::Net();
-  if (want.empty() || strcasecmp(want.c_str(), "Socket") == 0) {
-    *out = socketNetBackend();
+  const std::string want = params::Net();
+  const bool socketAsked = strcasecmp(want.c_str(), "Socket") == 0, ibAsked = strcasecmp(want.c_str(), "IB") == 0;
+  if (!want.empty() && !socketAsked && !ibAsked) {
+    return recordError(ncclInvalidArgument, "NCCL_NET=%s: unknown network backend (known: Socket, IB)", want.c_str());
+  }
+  *out = socketNetBackend();
+  if (socketAsked) return ncclSuccess;
+  std::string why;
+  NetBackend* ib = nullptr;
+  if (params::IbDisable() == 1) {
+    why = "NCCL_IB_DISABLE=1";
+  } else {
+    ib = ibNetBackend(&why);
+  }
+  if (ib) {
+    *out = ib;
     return ncclSuccess;
   }
-  if (strcasecmp(want.c_str(), "IB") == 0) {
-    static std::atomic<bool> warned{false};  // communicators may connect on several threads at once
-    if (!warned.exchange(true)) {
-      BRAID_WARN("NCCL_NET=IB: the IB verbs backend is not available in this build; using sockets");
+  static std::atomic<bool> said{false};  // communicators may connect on several threads at once
+  if (!said.exchange(true)) {
+    if (ibAsked) {
+      BRAID_WARN("NCCL_NET=IB: the IB verbs backend is not usable (%s); using sockets", why.c_str());
+    } else {
+      BRAID_INFO(kSubNet | kSubInit, "NET: the IB verbs backend is not usable (%s); using sockets", why.c_str());
     }
-    *out = socketNetBackend();
-    return ncclSuccess;
   }
-  return recordError(ncclInvalidArgument, "NCCL_NET=%s: unknown network backend (known: Socket, IB)", want.c_str());
+  return ncclSuccess;
 }
 
 }  // namespace braid

@@ -55,6 +55,7 @@ NetSetupParams setupParams(const NetResources& res) {
   p.abortFlag = res.ctx->wait ? res.ctx->wait->abortFlag : nullptr;
   p.peer = res.peer;
   p.wait = res.ctx->wait;
+  p.gpuBusId = res.ctx->self ? res.ctx->self->busId : -1;
   return p;
 }
 
@@ -87,6 +88,13 @@ ncclResult_t proxyOf(TransportContext* ctx, int me, std::shared_ptr<NetProxy>* o
     }
   }
   *out = ctx->proxy;
+  return ncclSuccess;
+}
+
+// The FIFO's slots, and its LL slots where it has them: everything the proxy hands the backend.
+ncclResult_t registerFifo(NetComm* comm, const ConnInfo& info) {
+  BRAID_CHECK(comm->registerBuffer(info.buff, static_cast<size_t>(info.nSteps) * info.stepBytes));
+  if (info.llBuff) BRAID_CHECK(comm->registerBuffer(info.llBuff, static_cast<size_t>(info.nSteps) * info.llSlotBytes));
   return ncclSuccess;
 }
 
@@ -159,12 +167,14 @@ ncclResult_t NetTransport::connect(Direction dir, const ConnectHandle& peerHandl
     std::unique_ptr<NetSendComm> comm;
     NetConnIdent ident{res->me, res->peer, res->tag, 0};
     BRAID_CHECK(res->backend->connect(h.net, ident, p, &comm));
+    BRAID_CHECK(registerFifo(comm.get(), conn->info));
     BRAID_CHECK(res->proxy->addSend(std::move(comm), conn->info, &res->proxyId));
   } else {
     std::unique_ptr<NetRecvComm> comm;
     NetConnIdent expect{res->peer, res->me, res->tag, 0};
     BRAID_CHECK(res->listen->accept(expect, p, &comm));
     res->listen.reset();
+    BRAID_CHECK(registerFifo(comm.get(), conn->info));
     BRAID_CHECK(res->proxy->addRecv(std::move(comm), conn->info, &res->proxyId));
   }
   BRAID_INFO(kSubNet, "NET/%s: %s rank %d tag %u connected, %u x %u bytes", res->backend->name(),
