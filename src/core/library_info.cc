@@ -85,9 +85,9 @@ void showVersionOnce() {
     // NVIDIA's library prints its line as a bare VERSION line under NCCL_DEBUG=VERSION or WARN, as INFO above.
     const LogLevel level = logEnabled(LogLevel::Info, kSubAll) ? LogLevel::Info : LogLevel::Version;
     const std::string own = ownLibraryPath();
-    logMessage(level, kSubAll, __FILE__, __LINE__, "%s", kNcclVersionLine);
-    logMessage(level, kSubAll, __FILE__, __LINE__, "%s (NCCL %d.%d.%d API) from %s", braidVersionString(), NCCL_MAJOR,
-               NCCL_MINOR, NCCL_PATCH, own.empty() ? "an unknown file" : own.c_str());
+    // One message of two lines: written at once, so no other thread's line comes between them.
+    logMessage(level, kSubAll, __FILE__, __LINE__, "%s\n%s (NCCL %d.%d.%d API) from %s", kNcclVersionLine,
+               braidVersionString(), NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, own.empty() ? "an unknown file" : own.c_str());
     if (level == LogLevel::Info)
       for (const auto& other : otherNcclLibraries())
         logMessage(level, kSubAll, __FILE__, __LINE__,

@@ -154,20 +154,30 @@ void logMessage(LogLevel level, uint64_t subsys, const char* file, int line, con
   // The whole line goes out in one write: ranks of a job often share one stderr (a pipe), and glibc's fprintf
   // to the unbuffered stderr may write a long line in 128-byte pieces, which interleave with other processes'
   // lines mid-line (seen on the GPU machine's glibc). A pipe write of at most PIPE_BUF bytes is atomic.
-  char out[sizeof(msg) + 512];
-  int n;
+  // A message of several lines (split at '\n') goes out as that many log lines, each with the prefix, in the same
+  // single write: lines that belong together (the version banner) stay together.
+  char out[sizeof(msg) + 2048];
+  size_t len = 0;
   std::lock_guard<std::mutex> lock(s.mu);  // s.out and s.host may be reset (resetLogging)
-  if (level == LogLevel::Version) {
-    n = snprintf(out, sizeof(out), "%s\n", msg);  // bare, as NCCL prints its version line
-  } else if (level == LogLevel::Trace) {
-    const char* base = strrchr(file, '/');
-    n = snprintf(out, sizeof(out), "%s:%d:%ld%s BRAID %s %s:%d %s\n", s.host, getpid(), tid, rank, lvl,
-                 base ? base + 1 : file, line, msg);
-  } else {
-    n = snprintf(out, sizeof(out), "%s:%d:%ld%s BRAID %s %s\n", s.host, getpid(), tid, rank, lvl, msg);
+  for (char* part = msg; part != nullptr && len + 1 < sizeof(out);) {
+    char* nl = strchr(part, '\n');
+    if (nl) *nl = '\0';
+    const size_t room = sizeof(out) - len;
+    int n;
+    if (level == LogLevel::Version) {
+      n = snprintf(out + len, room, "%s\n", part);  // bare, as NCCL prints its version line
+    } else if (level == LogLevel::Trace) {
+      const char* base = strrchr(file, '/');
+      n = snprintf(out + len, room, "%s:%d:%ld%s BRAID %s %s:%d %s\n", s.host, getpid(), tid, rank, lvl,
+                   base ? base + 1 : file, line, part);
+    } else {
+      n = snprintf(out + len, room, "%s:%d:%ld%s BRAID %s %s\n", s.host, getpid(), tid, rank, lvl, part);
+    }
+    if (n < 0) return;
+    len += std::min(static_cast<size_t>(n), room - 1);
+    part = nl ? nl + 1 : nullptr;
   }
-  if (n < 0) return;
-  size_t len = std::min(static_cast<size_t>(n), sizeof(out) - 1);
+  if (len == 0) return;
   out[len - 1] = '\n';  // a truncated line still ends its line
   // Straight to the descriptor, under the stream's lock and after its buffer: an application that made stderr
   // buffered, or writes to it from another thread, keeps its output whole and in order around our line.
