@@ -139,6 +139,7 @@ std::vector<BedJob> bedJobs() {
     jobs.push_back({2, 2, algo, false, true});
     jobs.push_back({3, 1, algo, false, true});
   }
+  jobs.push_back({4, 1, "", false, false});
   jobs.push_back({4, 1, "", true, false});
   return jobs;
 }
