@@ -329,12 +329,13 @@ TEST_F(BraidrunTest, NodesRunAJobOverSharedMemoryAndSockets) {
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(rank 3 <-> rank 0 \([^)]*\): via NET)"))) << r.output;
 }
 
-// --netns (root only): each node a network and UTS namespace of its own; the job's root address is node 0's.
+// --netns (root only): each node a network and UTS namespace of its own (a user's NCCL_HOSTID, which would make
+// them one host again, is dropped); the job's root address is node 0's.
 TEST_F(BraidrunTest, NetnsNodesHaveTheirOwnHostNameAndAddress) {
   RunResult r = runBraidrun({"-p", "-n", "4", "--nodes", "2", "--netns", "--", "/bin/sh", "-c",
                              "echo \"$BRAID_RANK $(hostname) $NCCL_COMM_ID ${NCCL_HOSTID-unset} $BRAID_LOCAL_RANK\"; "
                              "ip -o -4 addr show dev bed0 | awk '{print \"addr\", $4}'"},
-                            {{"NCCL_HOSTID", nullptr}});
+                            {{"NCCL_HOSTID", "users-own"}});
   if (r.exitCode == 1 && r.output.find("cannot make the nodes' namespaces") != std::string::npos)
     GTEST_SKIP() << r.output;
   ASSERT_EQ(r.exitCode, 0) << r.output;

@@ -287,6 +287,7 @@ void Launcher::execRank(int rank, int outFd, int errFd) {
         std::fflush(stderr);
         _exit(1);
       }
+      ::unsetenv("NCCL_HOSTID");  // the nodes' host names and namespaces tell the hosts apart; one id would merge them
     } else {
       ::setenv("NCCL_HOSTID", ("braidrun-node" + std::to_string(node)).c_str(), 1);
     }
