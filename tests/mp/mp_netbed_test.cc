@@ -62,7 +62,8 @@ class LogDir {
 void checkWiring(const LogDir& logs, const mp::NetBed& bed, int nranks) {
   const int nodes = bed.nodes();
   const std::regex peerRe(R"(rank (\d+) <-> rank (\d+) \(([^,]+), pid \d+\): via (\w+))");
-  const std::regex ringRe(R"(ring channels \d+\.\.\d+ connected \(send to (\d+) via (\w+), recv from (\d+) via (\w+)\))");
+  const std::regex ringRe(
+      R"(ring channels \d+\.\.\d+ connected \(send to (\d+) via (\w+), recv from (\d+) via (\w+)\))");
   std::vector<int> next(nranks, -1), prev(nranks, -1);
   for (int r = 0; r < nranks; ++r) {
     const std::string log = logs.read(r);
@@ -103,8 +104,8 @@ void checkWiring(const LogDir& logs, const mp::NetBed& bed, int nranks) {
     at = next[at];
   } while (at != 0 && ++steps <= nranks);
   EXPECT_EQ(steps + 1, nranks) << "the ring " << order << " is not one cycle through all ranks";
-  EXPECT_EQ(crossings, nodes > 1 ? nodes : 0) << "ring order " << order << " crosses node boundaries " << crossings
-                                              << " times for " << nodes << " nodes";
+  EXPECT_EQ(crossings, nodes > 1 ? nodes : 0)
+      << "ring order " << order << " crosses node boundaries " << crossings << " times for " << nodes << " nodes";
 }
 
 // ---- collectives across nodes ----

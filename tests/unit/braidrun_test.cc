@@ -306,7 +306,8 @@ TEST_F(BraidrunTest, NodesSplitRanksByHostId) {
   for (const std::string& l : lines(each.output)) got.insert(l);
   EXPECT_EQ(got, (std::set<std::string>{"[0] braidrun-node0 0 1", "[1] braidrun-node1 0 1", "[2] braidrun-node2 0 1"}))
       << each.output;
-  RunResult none = runBraidrun({"-n", "2", "--", "/bin/sh", "-c", "echo ${NCCL_HOSTID-unset}"}, {{"NCCL_HOSTID", nullptr}});
+  RunResult none =
+      runBraidrun({"-n", "2", "--", "/bin/sh", "-c", "echo ${NCCL_HOSTID-unset}"}, {{"NCCL_HOSTID", nullptr}});
   EXPECT_EQ(none.output, "unset\nunset\n");
 }
 
@@ -351,14 +352,15 @@ TEST_F(BraidrunTest, NetnsNodesHaveTheirOwnHostNameAndAddress) {
       got.insert(l);
     }
   }
-  const std::set<std::string> want = {"0 braid-node0 0", "1 braid-node0 1", "2 braid-node1 0", "3 braid-node1 1",
-                                      "[0] addr 10.91.0.1/24", "[1] addr 10.91.0.1/24", "[2] addr 10.91.0.2/24",
-                                      "[3] addr 10.91.0.2/24"};
+  const std::set<std::string> want = {"0 braid-node0 0",       "1 braid-node0 1",       "2 braid-node1 0",
+                                      "3 braid-node1 1",       "[0] addr 10.91.0.1/24", "[1] addr 10.91.0.1/24",
+                                      "[2] addr 10.91.0.2/24", "[3] addr 10.91.0.2/24"};
   EXPECT_EQ(got, want) << r.output;
   if (::access(smokePath().c_str(), X_OK) != 0) return;
   RunResult job = runBraidrun({"--timeout", "120", "-n", "4", "--nodes", "2", "--netns", "--", smokePath()},
                               {{"BRAID_HOST_COMM", "1"}, {"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT"},
-                               {"NCCL_DEBUG_FILE", nullptr}, {"NCCL_HOSTID", nullptr}, {"NCCL_SOCKET_IFNAME", nullptr}});
+                               {"NCCL_DEBUG_FILE", nullptr}, {"NCCL_HOSTID", nullptr},
+                               {"NCCL_SOCKET_IFNAME", nullptr}});
   ASSERT_EQ(job.exitCode, 0) << job.output;
   EXPECT_TRUE(std::regex_search(job.output, std::regex(R"(rank 0 <-> rank 1 \(braid-node0, [^)]*\): via SHM)")))
       << job.output;

@@ -19,7 +19,7 @@
 namespace mp {
 namespace {
 
-constexpr const char* kNetnsDir = "/var/run/netns";  // where `ip netns` keeps its namespaces
+constexpr const char* kNetnsDir = "/var/run/netns";   // where `ip netns` keeps its namespaces
 constexpr const char* kUtsDir = "/run/braid-netbed";  // our UTS namespace files (bind mounts)
 constexpr const char* kPrefix = "bbed";               // every name of a bed starts with this and its pid
 
@@ -136,7 +136,8 @@ bool NetBed::build(const LinkShape& shape) {
     // One veth pair per node, made directly in the two namespaces (no name ever lives in ours).
     if (!step("ip link add " + std::string(linkName()) + " netns " + ns + " type veth peer name " + port + " netns " +
               br) ||
-        !step("ip -n " + br + " link set " + port + " master br0") || !step("ip -n " + br + " link set " + port + " up") ||
+        !step("ip -n " + br + " link set " + port + " master br0") ||
+        !step("ip -n " + br + " link set " + port + " up") ||
         !step("ip -n " + ns + " addr add " + address(k) + "/24 dev " + linkName()) ||
         !step("ip -n " + ns + " link set " + linkName() + " up") || !step("ip -n " + ns + " link set lo up"))
       return false;

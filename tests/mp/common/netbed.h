@@ -34,13 +34,13 @@ class NetBed {
   const std::string& why() const { return why_; }  // why the bed could not be built
   int nodes() const { return nodes_; }
 
-  std::string hostName(int node) const;     // "braid-node<k>"
-  std::string address(int node) const;      // "10.91.0.<k+1>"
+  std::string hostName(int node) const;             // "braid-node<k>"
+  std::string address(int node) const;              // "10.91.0.<k+1>"
   static const char* linkName() { return "bed0"; }  // the node's interface, in its namespace
-  std::string netnsName(int node) const;    // as `ip netns` knows it
-  std::string netnsPath(int node) const;    // its file, for setns(CLONE_NEWNET)
+  std::string netnsName(int node) const;            // as `ip netns` knows it
+  std::string netnsPath(int node) const;            // its file, for setns(CLONE_NEWNET)
   std::string bridgeNetns() const { return prefix_ + "br"; }
-  std::string bridgePort(int node) const;   // the node's link end on the bridge, in bridgeNetns()
+  std::string bridgePort(int node) const;  // the node's link end on the bridge, in bridgeNetns()
 
   // In a forked, still single-threaded process: joins node's network and UTS namespaces. False with *why.
   bool enter(int node, std::string* why) const;
@@ -57,7 +57,7 @@ class NetBed {
   int nodes_;
   bool ok_ = false;
   std::string why_;
-  std::string prefix_;  // "bbed<pid>" (plus a sequence number): names every namespace of this bed
+  std::string prefix_;                // "bbed<pid>" (plus a sequence number): names every namespace of this bed
   std::vector<std::string> made_;     // namespaces created (ip netns names)
   std::vector<std::string> utsMade_;  // UTS namespace files bind-mounted
 };
