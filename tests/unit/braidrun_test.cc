@@ -254,6 +254,11 @@ TEST_F(BraidrunTest, BadFlagsPrintUsageAndExit2) {
                                              {"--timeout", "-1", "-n", "2", "true"},
                                              {"--timeout", "1e10", "-n", "2", "true"},
                                              {"--bind", "socket", "-n", "2", "true"},
+                                             {"--nodes", "3", "-n", "2", "true"},
+                                             {"--nodes", "0", "-n", "2", "true"},
+                                             {"--nodes=two", "-n", "2", "true"},
+                                             {"--netns", "-n", "2", "true"},
+                                             {"--netns=1", "--nodes", "2", "-n", "2", "true"},
                                              {"true"}}) {
     RunResult r = runBraidrun(args);
     EXPECT_EQ(r.exitCode, 2) << args[0] << ": " << r.output;
@@ -278,6 +283,89 @@ TEST_F(BraidrunTest, RankReadingTheTerminalFailsWithAMessage) {
   EXPECT_LT(took, 20.0) << "--timeout 30: the stopped rank must end the job at once\n" << out;
   EXPECT_NE(out.find("stopped on SIGTTIN"), std::string::npos) << out;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << "status " << status << "\n" << out;
+}
+
+// --nodes K: contiguous blocks of ranks per node (rank r on node r*K/N), each node its own NCCL_HOSTID (the
+// user's own value is replaced), local rank and size counted within the node.
+TEST_F(BraidrunTest, NodesSplitRanksByHostId) {
+  RunResult r = runBraidrun({"-p", "-n", "5", "--nodes", "2", "--", "/bin/sh", "-c",
+                             "echo \"$BRAID_RANK $BRAID_NRANKS $NCCL_HOSTID $BRAID_LOCAL_RANK $BRAID_LOCAL_NRANKS\""},
+                            {{"NCCL_HOSTID", "users-own"}});
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  std::set<std::string> got;
+  for (const std::string& l : lines(r.output)) got.insert(l);
+  const std::set<std::string> want = {"[0] 0 5 braidrun-node0 0 3", "[1] 1 5 braidrun-node0 1 3",
+                                      "[2] 2 5 braidrun-node0 2 3", "[3] 3 5 braidrun-node1 0 2",
+                                      "[4] 4 5 braidrun-node1 1 2"};
+  EXPECT_EQ(got, want) << r.output;
+  // One node per rank, and without --nodes no NCCL_HOSTID is set.
+  RunResult each = runBraidrun({"-p", "-n", "3", "--nodes=3", "--", "/bin/sh", "-c",
+                                "echo \"$NCCL_HOSTID $BRAID_LOCAL_RANK $BRAID_LOCAL_NRANKS\""});
+  ASSERT_EQ(each.exitCode, 0) << each.output;
+  got.clear();
+  for (const std::string& l : lines(each.output)) got.insert(l);
+  EXPECT_EQ(got, (std::set<std::string>{"[0] braidrun-node0 0 1", "[1] braidrun-node1 0 1", "[2] braidrun-node2 0 1"}))
+      << each.output;
+  RunResult none =
+      runBraidrun({"-n", "2", "--", "/bin/sh", "-c", "echo ${NCCL_HOSTID-unset}"}, {{"NCCL_HOSTID", nullptr}});
+  EXPECT_EQ(none.output, "unset\nunset\n");
+}
+
+// braid_smoke (a host all-reduce, checked element by element) as 2 nodes x 2 ranks: the library must see two
+// hosts, with SHM inside each and sockets between them.
+std::string smokePath() {
+  std::string bin = std::getenv("BRAIDRUN");
+  return bin.substr(0, bin.rfind('/') + 1) + "braid_smoke";
+}
+
+TEST_F(BraidrunTest, NodesRunAJobOverSharedMemoryAndSockets) {
+  if (::access(smokePath().c_str(), X_OK) != 0) GTEST_SKIP() << "no braid_smoke next to braidrun";
+  RunResult r = runBraidrun({"--timeout", "120", "-n", "4", "--nodes", "2", "--", smokePath()},
+                            {{"BRAID_HOST_COMM", "1"}, {"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT"},
+                             {"NCCL_DEBUG_FILE", nullptr}, {"NCCL_HOSTID", nullptr}});
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  // Ranks 0,1 on node 0 and 2,3 on node 1.
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(rank 0 <-> rank 1 \([^)]*\): via SHM)"))) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(rank 1 <-> rank 2 \([^)]*\): via NET)"))) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(rank 3 <-> rank 0 \([^)]*\): via NET)"))) << r.output;
+}
+
+// --netns (root only): each node a network and UTS namespace of its own (a user's NCCL_HOSTID, which would make
+// them one host again, is dropped); the job's root address is node 0's.
+TEST_F(BraidrunTest, NetnsNodesHaveTheirOwnHostNameAndAddress) {
+  RunResult r = runBraidrun({"-p", "-n", "4", "--nodes", "2", "--netns", "--", "/bin/sh", "-c",
+                             "echo \"$BRAID_RANK $(hostname) $NCCL_COMM_ID ${NCCL_HOSTID-unset} $BRAID_LOCAL_RANK\"; "
+                             "ip -o -4 addr show dev bed0 | awk '{print \"addr\", $4}'"},
+                            {{"NCCL_HOSTID", "users-own"}});
+  if (r.exitCode == 1 && r.output.find("cannot make the nodes' namespaces") != std::string::npos)
+    GTEST_SKIP() << r.output;
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  std::set<std::string> got;
+  std::string port;
+  std::regex re(R"(\[(\d)\] (\d) (\S+) 10\.91\.0\.1:(\d+) unset (\d))");
+  for (const std::string& l : lines(r.output)) {
+    std::smatch m;
+    if (std::regex_match(l, m, re)) {
+      got.insert(m[1].str() + " " + m[3].str() + " " + m[5].str());
+      port = m[4];
+    } else {
+      got.insert(l);
+    }
+  }
+  const std::set<std::string> want = {"0 braid-node0 0",       "1 braid-node0 1",       "2 braid-node1 0",
+                                      "3 braid-node1 1",       "[0] addr 10.91.0.1/24", "[1] addr 10.91.0.1/24",
+                                      "[2] addr 10.91.0.2/24", "[3] addr 10.91.0.2/24"};
+  EXPECT_EQ(got, want) << r.output;
+  if (::access(smokePath().c_str(), X_OK) != 0) return;
+  RunResult job = runBraidrun({"--timeout", "120", "-n", "4", "--nodes", "2", "--netns", "--", smokePath()},
+                              {{"BRAID_HOST_COMM", "1"}, {"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT"},
+                               {"NCCL_DEBUG_FILE", nullptr}, {"NCCL_HOSTID", nullptr},
+                               {"NCCL_SOCKET_IFNAME", nullptr}});
+  ASSERT_EQ(job.exitCode, 0) << job.output;
+  EXPECT_TRUE(std::regex_search(job.output, std::regex(R"(rank 0 <-> rank 1 \(braid-node0, [^)]*\): via SHM)")))
+      << job.output;
+  EXPECT_TRUE(std::regex_search(job.output, std::regex(R"(rank 1 <-> rank 2 \(braid-node1, [^)]*\): via NET)")))
+      << job.output;
 }
 
 TEST_F(BraidrunTest, HelpExits0) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace braid {
 namespace {
@@ -34,7 +35,8 @@ bool parseSeconds(const char* s, double* out) {
 }  // namespace
 
 const char* launchUsage() {
-  return "usage: braidrun -n N [-p|--prefix] [--timeout SEC] [--bind core|none] [--] program [args...]\n"
+  return "usage: braidrun -n N [-p|--prefix] [--timeout SEC] [--bind core|none] [--nodes K [--netns]] [--]\n"
+         "                program [args...]\n"
          "\n"
          "Starts N local processes of `program`, each with BRAID_RANK, BRAID_NRANKS, BRAID_LOCAL_RANK,\n"
          "BRAID_LOCAL_NRANKS, a fresh NCCL_COMM_ID=127.0.0.1:<port> and BRAID_JOB_SECRET set.\n"
@@ -43,6 +45,13 @@ const char* launchUsage() {
          "  -p, --prefix       prefix every output line of rank r with \"[r] \"\n"
          "  --timeout SEC      kill all ranks after SEC seconds and exit 124\n"
          "  --bind core|none   core (default, N > 1): rank r gets the r-th of N equal slices of the usable CPUs\n"
+         "  --nodes K          run the ranks as K nodes of this machine (1..N): rank r is on node r*K/N, gets\n"
+         "                     NCCL_HOSTID=braidrun-node<k> and BRAID_LOCAL_RANK/BRAID_LOCAL_NRANKS within its\n"
+         "                     node; ranks of a node use shared memory, nodes talk over sockets\n"
+         "  --netns            with --nodes, as root: give each node its own network and UTS namespace instead\n"
+         "                     (host name braid-node<k>, address 10.91.0.<k+1>/24 on a private bridge; needs\n"
+         "                     iproute2 and util-linux), removed when the job ends; NCCL_COMM_ID is then node\n"
+         "                     0's address\n"
          "  -h, --help         this text\n"
          "\n"
          "As soon as one rank exits non-zero or dies by a signal, the others are killed (SIGTERM, then SIGKILL\n"
@@ -110,6 +119,18 @@ ParseOutcome parseLaunchOptions(int argc, char** argv, LaunchOptions* opts, std:
         *error = std::string("bad --bind '") + value + "' (want core or none)";
         return ParseOutcome::kError;
       }
+    } else if (name == "--nodes") {
+      if (!takeValue(arg, inlineValue, &value)) return ParseOutcome::kError;
+      if (!parseRanks(value, &opts->nodes)) {
+        *error = std::string("bad node count '") + value + "' (want an integer from 1 to 4096)";
+        return ParseOutcome::kError;
+      }
+    } else if (name == "--netns") {
+      if (inlineValue) {
+        *error = "--netns takes no value";
+        return ParseOutcome::kError;
+      }
+      opts->netns = true;
     } else if (name == "--timeout" || name == "-t") {
       if (!takeValue(arg, inlineValue, &value)) return ParseOutcome::kError;
       if (!parseSeconds(value, &opts->timeoutSec)) {
@@ -124,6 +145,15 @@ ParseOutcome parseLaunchOptions(int argc, char** argv, LaunchOptions* opts, std:
   for (; i < argc; ++i) opts->program.emplace_back(argv[i]);
   if (opts->nranks == 0) {
     *error = "-n N is required";
+    return ParseOutcome::kError;
+  }
+  if (opts->nodes > opts->nranks) {
+    *error = "--nodes " + std::to_string(opts->nodes) + " needs at least as many ranks (-n " +
+             std::to_string(opts->nranks) + ")";
+    return ParseOutcome::kError;
+  }
+  if (opts->netns && opts->nodes == 0) {
+    *error = "--netns needs --nodes K";
     return ParseOutcome::kError;
   }
   if (opts->program.empty()) {

@@ -15,6 +15,12 @@ struct LaunchOptions {
   // (what mpirun does for small jobs: two spinning ranks sharing one core lose most of their speed);
   // --bind none leaves placement to the kernel.
   bool bindCores = true;
+  // --nodes K splits the ranks over K simulated nodes of this machine in contiguous blocks (rank r on node
+  // r*K/N): each node gets its own NCCL_HOSTID, so ranks of one node use SHM and nodes talk over sockets.
+  int nodes = 0;  // 0: one host
+  // --netns (root only, with --nodes): each node also gets a network and UTS namespace of its own (host
+  // name braid-node<k>, address 10.91.0.<k+1> on a bridge) instead of NCCL_HOSTID.
+  bool netns = false;
   std::vector<std::string> program;  // argv of every rank
 };
 

@@ -115,12 +115,55 @@ Launcher::~Launcher() {
 bool Launcher::prepareJobEnv() {
   std::string error;
   int port = 0;
-  if (!pickFreePort(&port, &error) || !randomSecret(&secret_, &error)) {
+  if (opts_.netns) {
+    bed_ = std::make_unique<mp::NetBed>(opts_.nodes);
+    if (!bed_->ok()) {
+      std::fprintf(stderr, "braidrun: --netns: cannot make the nodes' namespaces: %s\n", bed_->why().c_str());
+      return false;
+    }
+    if (!pickPortInNode0(&port)) return false;
+    commId_ = bed_->address(0) + ":" + std::to_string(port);
+  } else {
+    if (!pickFreePort(&port, &error)) {
+      std::fprintf(stderr, "braidrun: %s\n", error.c_str());
+      return false;
+    }
+    commId_ = "127.0.0.1:" + std::to_string(port);
+  }
+  if (!randomSecret(&secret_, &error)) {
     std::fprintf(stderr, "braidrun: %s\n", error.c_str());
     return false;
   }
-  commId_ = "127.0.0.1:" + std::to_string(port);
   return true;
+}
+
+// Rank 0's bootstrap root listens in node 0's namespace: ask that namespace's kernel for the free port, then
+// come back (braidrun is single-threaded, so switching its own namespace for a moment is safe).
+bool Launcher::pickPortInNode0(int* port) {
+  UniqueFd home(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+  UniqueFd node0(::open(bed_->netnsPath(0).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!home.valid() || !node0.valid() || ::setns(node0.get(), CLONE_NEWNET) != 0) {
+    std::fprintf(stderr, "braidrun: --netns: cannot enter node 0's namespace: %s\n", std::strerror(errno));
+    return false;
+  }
+  std::string error;
+  const bool ok = pickFreePort(port, &error);
+  if (::setns(home.get(), CLONE_NEWNET) != 0) {
+    std::fprintf(stderr, "braidrun: --netns: cannot return to braidrun's namespace: %s\n", std::strerror(errno));
+    return false;
+  }
+  if (!ok) std::fprintf(stderr, "braidrun: --netns: in node 0: %s\n", error.c_str());
+  return ok;
+}
+
+// Contiguous blocks of nearly equal size: rank r is on node r*K/N.
+int Launcher::nodeOf(int rank) const {
+  return static_cast<int>(static_cast<long long>(rank) * opts_.nodes / opts_.nranks);
+}
+
+// The smallest rank r with r*K/N >= node, i.e. ceil(node*N/K).
+int Launcher::firstRankOf(int node) const {
+  return static_cast<int>((static_cast<long long>(node) * opts_.nranks + opts_.nodes - 1) / opts_.nodes);
 }
 
 int Launcher::run() {
@@ -232,10 +275,27 @@ void Launcher::execRank(int rank, int outFd, int errFd) {
   }
 #endif
   std::string n = std::to_string(opts_.nranks), r = std::to_string(rank);
+  std::string localRank = r, localRanks = n;
+  if (opts_.nodes > 0) {
+    const int node = nodeOf(rank), first = firstRankOf(node);
+    localRank = std::to_string(rank - first);
+    localRanks = std::to_string(firstRankOf(node + 1) - first);
+    if (bed_) {
+      std::string why;
+      if (!bed_->enter(node, &why)) {
+        std::fprintf(stderr, "braidrun: rank %d: cannot enter node %d: %s\n", rank, node, why.c_str());
+        std::fflush(stderr);
+        _exit(1);
+      }
+      ::unsetenv("NCCL_HOSTID");  // the nodes' host names and namespaces tell the hosts apart; one id would merge them
+    } else {
+      ::setenv("NCCL_HOSTID", ("braidrun-node" + std::to_string(node)).c_str(), 1);
+    }
+  }
   ::setenv("BRAID_RANK", r.c_str(), 1);
   ::setenv("BRAID_NRANKS", n.c_str(), 1);
-  ::setenv("BRAID_LOCAL_RANK", r.c_str(), 1);
-  ::setenv("BRAID_LOCAL_NRANKS", n.c_str(), 1);
+  ::setenv("BRAID_LOCAL_RANK", localRank.c_str(), 1);
+  ::setenv("BRAID_LOCAL_NRANKS", localRanks.c_str(), 1);
   ::setenv("NCCL_COMM_ID", commId_.c_str(), 1);
   ::setenv("BRAID_JOB_SECRET", secret_.c_str(), 1);
   // BRAID_HOST_COMM and everything else the user set pass through untouched.

@@ -11,6 +11,7 @@
 
 #include "launch_options.h"
 #include "line_forwarder.h"
+#include "mp/common/netbed.h"
 
 namespace braid {
 
@@ -34,6 +35,9 @@ class Launcher {
   };
 
   bool prepareJobEnv();
+  bool pickPortInNode0(int* port);
+  int nodeOf(int rank) const;
+  int firstRankOf(int node) const;
   bool spawn(int rank);
   [[noreturn]] void execRank(int rank, int outFd, int errFd);
   void loop();
@@ -48,6 +52,7 @@ class Launcher {
   int liveCount_ = 0;
   std::string commId_;
   std::string secret_;
+  std::unique_ptr<mp::NetBed> bed_;  // --netns: the nodes' namespaces, removed when braidrun ends
   pid_t parentPid_ = 0;
 
   bool terminating_ = false;  // SIGTERM sent to everyone; the first failure is already recorded
