@@ -95,6 +95,11 @@ class ConnProvider {
   virtual ConnInfo* p2pSend(int peer, int channel = 0) = 0;
   virtual ConnInfo* p2pRecv(int peer, int channel = 0) = 0;
   virtual int p2pChannels(int /*peer*/) { return 1; }
+  // The tree all-reduce's connections with `peer` (tree t's parent or child) on channel c, and how many channels
+  // the trees have: none unless the provider connected trees.
+  virtual ConnInfo* treeSend(int /*tree*/, int /*channel*/, int /*peer*/) { return nullptr; }
+  virtual ConnInfo* treeRecv(int /*tree*/, int /*channel*/, int /*peer*/) { return nullptr; }
+  virtual int treeChannels() const { return 0; }
   // Called by a host executor when an operation ends: steps it published but no thread has moved yet must not
   // wait for the next operation (socket connections; nothing to do for memory).
   virtual void flush() {}

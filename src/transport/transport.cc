@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "core/log.h"
 #include "core/param.h"
@@ -64,6 +65,10 @@ struct ConnectionManager::Impl {
   // Per peer, its point-to-point connections by channel.
   std::map<int, std::vector<std::unique_ptr<Connector>>> p2pSend, p2pRecv;
   std::map<int, std::vector<std::unique_ptr<Connector>>> collSend, collRecv;  // connectCollPeers
+  // connectTrees: by (tree, channel, peer); a peer is at most one link of a tree.
+  using TreeKey = std::tuple<int, int, int>;
+  std::map<TreeKey, std::unique_ptr<Connector>> treeSend, treeRecv;
+  int treeChannels = 0;
   int peerChannels = 1;              // setP2pChannels
   std::map<int, Transport*> chosen;  // per peer, for transportName and logging once
   std::vector<Transport*> order = hostTransports();
@@ -196,6 +201,8 @@ struct ConnectionManager::Impl {
       for (auto& c : kv.second) fn(c.get());
     for (auto& kv : collRecv)
       for (auto& c : kv.second) fn(c.get());
+    for (auto& kv : treeSend) fn(kv.second.get());
+    for (auto& kv : treeRecv) fn(kv.second.get());
   }
 };
 
@@ -230,6 +237,8 @@ ConnectionManager::~ConnectionManager() {
   impl_->p2pRecv.clear();
   impl_->collSend.clear();
   impl_->collRecv.clear();
+  impl_->treeSend.clear();
+  impl_->treeRecv.clear();
   impl_->ctx.proxy.reset();
 }
 
@@ -321,6 +330,56 @@ ncclResult_t ConnectionManager::connectCollPeers(const int* sendPeers, int nSend
   BRAID_CHECK(add(recvPeers, nRecv, Direction::Recv));
   return m.runAndKeep(batch, &m.collSend, &m.collRecv);
 }
+
+ncclResult_t ConnectionManager::connectTrees(int nChannels, const TreeLinks trees[kNumTrees]) {
+  Impl& m = *impl_;
+  if (!m.self || !m.peers || m.peers->empty() || (m.nranks() > 1 && !m.bootstrap))
+    return recordError(ncclInternalError, "connectTrees: connection manager has no peers/bootstrap");
+  if (nChannels < 1 || nChannels > kMaxTreeChannels)
+    return recordError(ncclInternalError, "connectTrees: %d channels (1..%d)", nChannels, kMaxTreeChannels);
+  const int have = m.treeChannels;
+  if (nChannels <= have) return ncclSuccess;
+  const int n = m.nranks();
+  std::vector<Impl::Pending> batch;
+  std::vector<Impl::TreeKey> keys;
+  for (int t = 0; t < kNumTrees; ++t) {
+    const int links[3] = {trees[t].up, trees[t].down[0], trees[t].down[1]};
+    for (int p : links) {
+      if (p < 0) continue;
+      if (p >= n || p == m.rank())
+        return recordError(ncclInternalError, "connectTrees: rank %d's tree %d link %d is not a peer of %d", m.rank(),
+                           t, p, n);
+      for (int c = have; c < nChannels; ++c)
+        for (Direction d : {Direction::Send, Direction::Recv}) {
+          batch.push_back(Impl::Pending{d, p, treeConnChannel(t, c), true, nullptr, nullptr, {}, {}});
+          keys.push_back(Impl::TreeKey{t, c, p});
+        }
+    }
+  }
+  if (!batch.empty()) BRAID_CHECK(m.run(batch));
+  {
+    std::lock_guard<std::mutex> lock(m.containersMu);
+    for (size_t i = 0; i < batch.size(); ++i)
+      (batch[i].dir == Direction::Send ? m.treeSend : m.treeRecv)[keys[i]] = std::move(batch[i].conn);
+    m.treeChannels = nChannels;
+  }
+  BRAID_INFO(kSubInit, "rank %d: tree channels %d..%d connected (tree 0 up %d down %d,%d; tree 1 up %d down %d,%d)",
+             m.rank(), have, nChannels - 1, trees[0].up, trees[0].down[0], trees[0].down[1], trees[1].up,
+             trees[1].down[0], trees[1].down[1]);
+  return ncclSuccess;
+}
+
+ConnInfo* ConnectionManager::treeSend(int tree, int channel, int peer) {
+  auto it = impl_->treeSend.find(Impl::TreeKey{tree, channel, peer});
+  return it == impl_->treeSend.end() ? nullptr : &it->second->info;
+}
+
+ConnInfo* ConnectionManager::treeRecv(int tree, int channel, int peer) {
+  auto it = impl_->treeRecv.find(Impl::TreeKey{tree, channel, peer});
+  return it == impl_->treeRecv.end() ? nullptr : &it->second->info;
+}
+
+int ConnectionManager::treeChannels() const { return impl_->treeChannels; }
 
 ConnInfo* ConnectionManager::ringSend(int channel) {
   auto& v = impl_->ringSend;

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "algo/tree_topology.h"
 #include "core/bootstrap.h"
 #include "core/peer_info.h"
 #include "core/wait.h"
@@ -51,6 +52,9 @@ constexpr int kMaxP2pPeerChannels = 64;
 inline int p2pConnChannel(int c) { return kP2pConnChannel - c; }
 // A collective schedule's own connections to peers (ConnectionManager::connectCollPeers) present the range below.
 inline int collPeerConnChannel(int c) { return kP2pConnChannel - kMaxP2pPeerChannels - c; }
+// The tree all-reduce's connections (ConnectionManager::connectTrees) present the range below: tree t's channel c.
+constexpr int kMaxTreeChannels = 64;
+inline int treeConnChannel(int tree, int c) { return kP2pConnChannel - 2 * kMaxP2pPeerChannels - (2 * c + tree); }
 // Either kind of peer connection (neither gets LL128 slots).
 inline bool isP2pConnChannel(int channel) {
   return channel <= kP2pConnChannel && channel > kP2pConnChannel - 2 * kMaxP2pPeerChannels;
@@ -122,6 +126,13 @@ class ConnectionManager final : public ConnProvider {
   // peer, FIFOs of fifoBytes (the LL slots come with them); all ranks call it together.
   ncclResult_t connectCollPeers(const int* sendPeers, int nSend, const int* recvPeers, int nRecv, int channels,
                                 size_t fifoBytes);
+  // Collective over all ranks: the connections of both trees (tree_topology.h) on channels [0, nChannels), both
+  // directions with the parent and each child of trees[t] (this rank's links). Later calls (more channels) must
+  // name the same links.
+  ncclResult_t connectTrees(int nChannels, const TreeLinks trees[kNumTrees]);
+  ConnInfo* treeSend(int tree, int channel, int peer) override;
+  ConnInfo* treeRecv(int tree, int channel, int peer) override;
+  int treeChannels() const override;
   ConnInfo* collPeerSend(int peer, int channel);
   ConnInfo* collPeerRecv(int peer, int channel);
   ConnInfo* p2pSend(int peer, int channel = 0) override;

@@ -10,6 +10,7 @@
 
 #include "algo/p2p_plan.h"
 #include "algo/ring_split.h"
+#include "algo/tree_topology.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "core/result.h"
@@ -187,8 +188,15 @@ struct LocalCopyRow {
   double fillUs = 0, ctaGBs = 0, capGBs = 0;
 };
 
+// tuner_model.def's BRAID_TUNER_TREE rows: the share of a ring channel's bandwidth a tree channel reaches.
+struct TreeRow {
+  double eff = 0.5;  // where no row says otherwise
+  bool measured = false;
+};
+
 struct ModelTable {
   ModelRow rows[kNumTransportClasses][kNumProtos] = {};
+  TreeRow tree[kNumTransportClasses] = {};
   RecvTailRow recvTail[kNumTransportClasses][kNumProtos] = {};
   P2pBalancedRow balanced[kNumTransportClasses] = {};
   LocalCopyRow localCopy;
@@ -202,7 +210,9 @@ struct ModelTable {
 #define BRAID_TUNER_LOCAL_COPY(fill, cta, cap) localCopy = LocalCopyRow{fill, cta, cap};
 #define BRAID_TUNER_RECV_TAIL(T, P, ctaGBs, capUs) \
   recvTail[static_cast<int>(TransportClass::T)][static_cast<int>(Proto::P)] = RecvTailRow{ctaGBs, capUs};
+#define BRAID_TUNER_TREE(T, eff, meas) tree[static_cast<int>(TransportClass::T)] = TreeRow{eff, meas};
 #include "tuner/tuner_model.def"
+#undef BRAID_TUNER_TREE
 #undef BRAID_TUNER_RECV_TAIL
 #undef BRAID_TUNER_LOCAL_COPY
 #undef BRAID_TUNER_P2P_BALANCED
@@ -229,8 +239,10 @@ constexpr ClusteredRingRange kClusteredRingRanges[] = {
 #define BRAID_TUNER_P2P_BALANCED(...)
 #define BRAID_TUNER_LOCAL_COPY(...)
 #define BRAID_TUNER_RECV_TAIL(...)
+#define BRAID_TUNER_TREE(...)
 #define BRAID_TUNER_CLUSTERED_RING(minCh, three, from, to) ClusteredRingRange{minCh, three, from, to},
 #include "tuner/tuner_model.def"
+#undef BRAID_TUNER_TREE
 #undef BRAID_TUNER_CLUSTERED_RING
 #undef BRAID_TUNER_RECV_TAIL
 #undef BRAID_TUNER_LOCAL_COPY
@@ -253,13 +265,7 @@ struct Shape {
   bool ok = false;
 };
 
-int ceilLog2(int n) {
-  int l = 0;
-  while ((1 << l) < n) ++l;
-  return l;
-}
-
-Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p) {
+Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p, int nNodes) {
   Shape s;
   double S = static_cast<double>(bytes);
   double frac = n > 1 ? static_cast<double>(n - 1) / n : 0.0;
@@ -285,15 +291,19 @@ Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p
         s.steps = n - 1;
       }
       return s;
-    case Algo::Tree:
-      // Reduce up + broadcast down a binary tree; the same CTAs reduce and forward, so each channel gets
-      // about half a ring channel's bandwidth (estimate; NCCL's intra-node tree also runs well below ring).
+    case Algo::Tree: {
+      // Reduce up and broadcast down the double binary tree (tree_topology.h): a binary tree over the nodes, a
+      // chain inside each, so its latency grows with log2(nodes) where the ring's grows with the ranks. The
+      // same workers reduce and forward, so a channel reaches a share of a ring channel's bandwidth
+      // (BRAID_TUNER_TREE; 0.5 where no row says).
       if (c != CollType::AllReduce || n < 2) return s;
       s.ok = true;
+      const int nodes = std::max(1, std::min(nNodes, n));
       s.wireBytes = S;
-      s.steps = 2 * ceilLog2(n);
-      s.eff = 0.5;
+      s.steps = 2 * treeDepthBound(nodes, (n + nodes - 1) / nodes);
+      s.eff = modelTable().tree[static_cast<int>(t)].eff;
       return s;
+    }
     case Algo::OneShot:
     case Algo::TwoShot:
       // Direct all-reduce: needs every peer reachable by P2P. Braid's 2-rank one-shot runs on the ring's
@@ -323,7 +333,7 @@ uint32_t applicableAlgos(const TuneRequest& r) {
   uint32_t m = 0;
   for (int a = 0; a < kNumAlgos; ++a)
     for (int p = 0; p < kNumProtos; ++p)
-      if (shapeOf(static_cast<Algo>(a), r.coll, r.nranks, 0, r.transport, static_cast<Proto>(p)).ok)
+      if (shapeOf(static_cast<Algo>(a), r.coll, r.nranks, 0, r.transport, static_cast<Proto>(p), r.nNodes).ok)
         m |= 1u << a;
   return m & (isP2pColl(r.coll) ? bit(Algo::Ring) : r.algosAvailable);
 }
@@ -360,7 +370,7 @@ struct Best {
 // checked with the full formula at the bounds and the integers around n*.
 void searchPair(const TuneRequest& r, Algo a, Proto p, int lo, int hi, size_t chunk, Best* best) {
   const ModelRow& m = row(r.transport, p);
-  Shape s = shapeOf(a, r.coll, r.nranks, r.bytes, r.transport, p);
+  Shape s = shapeOf(a, r.coll, r.nranks, r.bytes, r.transport, p, r.nNodes);
   if (!s.ok || m.bwPerChGBs <= 0) return;
   int cands[4] = {lo, hi, lo, hi};
   if (m.perChannelUs > 0 && s.wireBytes > 0) {
@@ -439,7 +449,7 @@ double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, si
   if (proto == Proto::LL128 && !ll128Safe(r)) return kInf;
   const ModelRow& m = row(r.transport, proto);
   if (m.bwPerChGBs <= 0) return kInf;
-  Shape s = shapeOf(algo, r.coll, r.nranks, r.bytes, r.transport, proto);
+  Shape s = shapeOf(algo, r.coll, r.nranks, r.bytes, r.transport, proto, r.nNodes);
   if (!s.ok) return kInf;
   double n = nChannels;
   // GB/s = bytes per ns, so bytes / (GB/s) / 1e3 is microseconds.

@@ -17,9 +17,9 @@
 
 namespace braid {
 
-// NCCL's algorithm names are all known so that NCCL scripts (e.g. NCCL_ALGO=^NVLS) parse; Braid runs only
-// Ring and the 2-rank OneShot all-reduce. Tree and TwoShot have model rows but no schedule yet: a request
-// for them alone falls back to Ring (warned once).
+// NCCL's algorithm names are all known so that NCCL scripts (e.g. NCCL_ALGO=^NVLS) parse; Braid runs Ring, the
+// OneShot all-reduce, and the Tree all-reduce on host communicators. Where an executor cannot run what NCCL_ALGO
+// asks (TwoShot anywhere, Tree on devices), a request for it alone falls back to Ring (warned once).
 enum class Algo : int { Ring, Tree, CollNetDirect, CollNetChain, Nvls, NvlsTree, Pat, OneShot, TwoShot, kCount };
 enum class Proto : int { LL, LL128, Simple, kCount };
 // Where the bytes of a call travel; selects the cost model's row.
@@ -97,6 +97,7 @@ struct TuneRequest {
   uint32_t protosAvailable = kAllProtosMask;
   int connectedChannels = 0;  // channels the comm has set up; 0: no limit beyond the model
   int maxThreads = 512;       // the kernel's launch bound (kDevMaxThreads in src/device/dev_work.h)
+  int nNodes = 1;             // nodes the ranks span (PeerInfo::hostHash): the tree's depth
 };
 
 // Why a decision departs from what the user asked; also logged.

@@ -10,9 +10,12 @@
 #include "algo/op_desc.h"
 #include "algo/reduce_ops.h"
 #include "algo/ring_schedules.h"
+#include "algo/tree_schedules.h"
+#include "algo/tree_topology.h"
 #include "core/result.h"
 #include "core/wait.h"
 #include "runtime/host/host_prims.h"
+#include "runtime/host/host_tree_prims.h"
 #include "transport/conn_info.h"
 
 namespace braid {
@@ -30,6 +33,9 @@ struct CollChannelWork {
   const WaitContext* wait = nullptr;
   const std::atomic<bool>* cancel = nullptr;
   bool oneShot = false;  // AllReduce of 2 ranks as ringAllReduceOneShot (NCCL_ALGO=allreduce:OneShot)
+  // AllReduce on the double binary tree (tree_schedules.h): this rank's links in each tree (kNumTrees entries),
+  // connected on the trees' channels; null: the ring.
+  const TreeLinks* trees = nullptr;
   uint32_t tag = 0;      // hostStepTag of the op and its place in the comm's collectives
 };
 using CollChannelFn = ncclResult_t (*)(const CollChannelWork& work, int channel);
@@ -103,6 +109,70 @@ inline RingArgs ringArgsFor(const CollChannelWork& w, int channel, size_t count,
   return a;
 }
 
+// Chunks a rank sends up a tree before its first one comes down: half the FIFO, so the chunks on their way up
+// keep the links busy while the first one makes its round trip, and credit remains for the ones behind them.
+inline size_t treeLag(uint32_t nSteps) { return nSteps > 2 ? nSteps / 2 : 1; }
+
+// One channel of a tree all-reduce: the channel's range in halves over the two trees.
+template <typename T, typename Fn>
+ncclResult_t runTreeAllReduce(const CollChannelWork& w, int channel) {
+  const OpDesc& op = *w.op;
+  ConnInfo* upSend[kNumTrees];
+  ConnInfo* upRecv[kNumTrees];
+  ConnInfo* downSend[kNumTrees][2];
+  ConnInfo* downRecv[kNumTrees][2];
+  TreeArgs a;
+  uint32_t stepBytes = 0, nSteps = 0;
+  for (int t = 0; t < kNumTrees; ++t) {
+    const TreeLinks& l = w.trees[t];
+    upSend[t] = upRecv[t] = nullptr;
+    if (l.up >= 0) {
+      upSend[t] = w.conns->treeSend(t, channel, l.up);
+      upRecv[t] = w.conns->treeRecv(t, channel, l.up);
+    }
+    for (int i = 0; i < 2; ++i) {
+      downSend[t][i] = downRecv[t][i] = nullptr;
+      if (l.down[i] >= 0) {
+        downSend[t][i] = w.conns->treeSend(t, channel, l.down[i]);
+        downRecv[t][i] = w.conns->treeRecv(t, channel, l.down[i]);
+      }
+    }
+    const int links[3] = {l.up, l.down[0], l.down[1]};
+    ConnInfo* const sends[3] = {upSend[t], downSend[t][0], downSend[t][1]};
+    ConnInfo* const recvs[3] = {upRecv[t], downRecv[t][0], downRecv[t][1]};
+    for (int k = 0; k < 3; ++k) {
+      if (links[k] < 0) continue;
+      if (!sends[k] || !recvs[k] || !sends[k]->buff || !recvs[k]->buff)
+        return recordError(ncclInternalError, "AllReduce: tree %d channel %d of rank %d is not connected to rank %d",
+                           t, channel, w.rank, links[k]);
+      if (sends[k]->nSteps == 0 || recvs[k]->nSteps == 0 || sends[k]->stepBytes < 8 ||
+          (stepBytes != 0 && (sends[k]->stepBytes != stepBytes || sends[k]->nSteps != nSteps)))
+        return recordError(ncclInternalError, "tree %d channel %d of rank %d has an unusable FIFO (%u steps of %u "
+                           "bytes)", t, channel, w.rank, sends[k]->nSteps, sends[k]->stepBytes);
+      stepBytes = sends[k]->stepBytes;
+      nSteps = sends[k]->nSteps;
+    }
+    a.role[t].hasParent = l.up >= 0;
+    a.role[t].nChildren = l.nDown();
+  }
+  if (stepBytes == 0) stepBytes = 1u << 20;  // a single rank: only the chunking of its local copy
+  a.chunkElems = chunkElemsFor(stepBytes, sizeof(T));
+  const size_t align = alignElemsFor(a.chunkElems, sizeof(T));
+  treeHalves(channelRange(op.count, w.nChannels, channel, align), align, a.half);
+  if (a.half[0].count == 0) return ncclSuccess;
+  a.lag = treeLag(nSteps);
+  const Fn fn = MakeFn<Fn>::make(op.op);
+  HostTreePrims<T, Fn> prims[kNumTrees] = {
+      HostTreePrims<T, Fn>(upSend[0], upRecv[0], downSend[0], downRecv[0], op.sendbuff, op.recvbuff, fn, w.wait,
+                           w.cancel, w.tag),
+      HostTreePrims<T, Fn>(upSend[1], upRecv[1], downSend[1], downRecv[1], op.sendbuff, op.recvbuff, fn, w.wait,
+                           w.cancel, w.tag)};
+  treeAllReduce(prims, a);
+  for (const HostTreePrims<T, Fn>& p : prims)
+    if (p.result() != ncclSuccess) return p.result();
+  return ncclSuccess;
+}
+
 }  // namespace detail
 
 // One channel of a reducing collective (AllReduce, Reduce, ReduceScatter) on element type T.
@@ -111,6 +181,7 @@ ncclResult_t runReduceChannel(const CollChannelWork& w, int channel) {
   ConnInfo* send;
   ConnInfo* recv;
   uint32_t stepBytes;
+  if (w.trees && w.op->coll == CollType::AllReduce) return detail::runTreeAllReduce<T, Fn>(w, channel);
   BRAID_CHECK(detail::ringConns(w, channel, &send, &recv, &stepBytes));
   const OpDesc& op = *w.op;
   const RingArgs a = detail::ringArgsFor(w, channel, op.count, sizeof(T), stepBytes);

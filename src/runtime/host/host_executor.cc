@@ -3,8 +3,8 @@
 // rest); a barrier between collectives keeps a later op from reading what an earlier one still writes
 // on another channel. Then the batch's point-to-point part progresses as one nonblocking set. With a tuner
 // configuration (setTuning), the tuner picks each collective's channel count from the host rows of its cost
-// model; the algorithm is always Ring and the protocol SIMPLE here, whatever NCCL_ALGO/NCCL_PROTO ask (the
-// tuner then warns once that it fell back).
+// model, and for all-reduce where trees are connected (setTrees) whether it runs on the ring or on the double
+// binary tree; the protocol is SIMPLE here, whatever NCCL_PROTO asks (the tuner then warns once that it fell back).
 #include "runtime/host/host_executor.h"
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "core/result.h"
+#include "algo/tree_topology.h"
 #include "runtime/comm.h"
 #include "runtime/host/host_coll.h"
 #include "runtime/host/host_p2p.h"
@@ -45,6 +46,11 @@ struct HostExecutor::Impl {
   std::unique_ptr<TunerConfig> tuning;  // null: every collective on all channels
   TransportClass transport = TransportClass::HostShm;  // the ring's class, agreed over ranks (setTuning)
   ChannelMemo last;                     // the previous decision (tunedRingChannels)
+  TreeLinks trees[kNumTrees];           // this rank's tree links (setTrees)
+  bool treesOn = false;                 // trees connected: all-reduce may run on them
+  int nNodes = 1;
+  ChannelMemo lastTree;                 // the previous all-reduce decision where trees are connected
+  bool lastTreeChosen = false;
   ProgressTable* progress = nullptr;    // this rank's slot of the host's progress table (setProgress)
 
   // Worker pool: worker i serves channel i + 1. Guarded by mu.
@@ -124,17 +130,56 @@ struct HostExecutor::Impl {
     return tunedRingChannels(op, nranks, transport, maxCh, 1, *tuning, &last);
   }
 
+  // The tuner's request for `op` on at most maxCh channels: Ring/Simple, and Tree for all-reduce where trees are
+  // connected.
+  TuneRequest request(const OpDesc& op, int maxCh) const {
+    TuneRequest req = ringSimpleRequest(op, nranks, transport, maxCh, 1);
+    req.nNodes = nNodes;
+    if (treesOn && op.coll == CollType::AllReduce) req.algosAvailable |= bit(Algo::Tree);
+    return req;
+  }
+
+  // Ring or tree, and the channels, for an all-reduce where trees are connected: the tuner's choice from the host
+  // rows (a pure function of agreed inputs, so every rank runs the same algorithm). Without a tuner configuration,
+  // the ring unless the trees alone are allowed.
+  bool chooseTree(const OpDesc& op, int maxCh, int* nch) {
+    if (!tuning) return false;
+    const size_t bytes = opBytes(op, nranks);
+    if (!logEnabled(LogLevel::Info, kSubTuning) && lastTree.bytes == bytes && lastTree.maxCh == maxCh &&
+        lastTree.nch > 0) {
+      *nch = lastTree.nch;
+      return lastTreeChosen;
+    }
+    const TuneDecision d = tune(request(op, maxCh), *tuning);
+    *nch = std::max(1, std::min(d.nChannels, maxCh));
+    lastTree = ChannelMemo{op.coll, bytes, maxCh, *nch};
+    lastTreeChosen = d.algo == Algo::Tree;
+    return lastTreeChosen;
+  }
+
   ncclResult_t runCollective(const OpDesc& op) {
     CollChannelFn f;
     BRAID_CHECK(selectCollChannelFn(op, &f));
     if (op.count == 0) return ncclSuccess;  // every rank sees the same count: nothing moves anywhere
     int nch = 1;
+    bool useTree = false;
     if (nranks > 1) {
       const int ring = conns ? conns->ringChannels() : 0;
       if (ring < 1)
         return recordError(ncclInternalError, "%s on rank %d: no ring channels are connected", collName(op.coll), rank);
       nch = std::max(1, std::min(nChannels, ring));
-      if (tuning) nch = tunedChannels(op, nch);
+      if (treesOn && op.coll == CollType::AllReduce) {
+        const int maxCh = std::max(1, std::min(nch, conns->treeChannels()));
+        int tch = maxCh;
+        if (chooseTree(op, maxCh, &tch)) {
+          useTree = true;
+          nch = tch;
+        } else if (tuning) {
+          nch = tunedChannels(op, nch);
+        }
+      } else if (tuning) {
+        nch = tunedChannels(op, nch);
+      }
     }
     CollChannelWork w;
     w.op = &op;
@@ -156,15 +201,18 @@ struct HostExecutor::Impl {
     // may still differ by rank), where NCCL_ALGO forces it (agreed over ranks at init, like the GPU path's choices)
     // and, unforced, over sockets up to kHostSocketOneShotBytes: one exchange of the whole buffer instead of the
     // ring's two, where each costs a socket round of tens of microseconds. Over shared memory CPU threads reduce at
-    // memory speed either way and the ring stays. The schedule is the one the GPU kernels run.
+    // memory speed either way and the ring stays. The schedule is the one the GPU kernels run. An all-reduce the
+    // tuner put on the trees stays there.
+    if (useTree) w.trees = trees;
     const uint32_t algoMask = tuning ? tuning->algos.mask[static_cast<int>(op.coll)] : 0;
     const bool forced = tuning && tuning->algos.overridden;
-    const bool exact = op.coll == CollType::AllReduce && nranks == 2 && oneShotExact(op.op.kind, op.dtype);
+    const bool exact =
+        !useTree && op.coll == CollType::AllReduce && nranks == 2 && oneShotExact(op.op.kind, op.dtype);
     w.oneShot = exact && (forced ? (algoMask & bit(Algo::OneShot)) && !(algoMask & bit(Algo::Ring))
                                  : transport == TransportClass::HostSocket &&
                                        op.count * dtypeSize(op.dtype) <= kHostSocketOneShotBytes);
-    BRAID_TRACE(kSubColl, "%s count %zu %s root %d on %d channel(s)", collName(op.coll), op.count, dtypeName(op.dtype),
-                op.root, nch);
+    BRAID_TRACE(kSubColl, "%s count %zu %s root %d on %d channel(s)%s", collName(op.coll), op.count,
+                dtypeName(op.dtype), op.root, nch, useTree ? " of the trees" : "");
     cancel.store(false, std::memory_order_relaxed);
     if (nch == 1) return f(w, 0);
 
@@ -230,7 +278,13 @@ void HostExecutor::setTuning(const TunerConfig& cfg, TransportClass transport) {
 double HostExecutor::predictUs(const OpDesc& op) {
   if (op.count == 0) return 0;
   const TunerConfig cfg = impl_->tuning ? *impl_->tuning : TunerConfig();
-  return tune(ringSimpleRequest(op, impl_->nranks, impl_->transport, impl_->nChannels, 1), cfg).predictedUs;
+  return tune(impl_->request(op, impl_->nChannels), cfg).predictedUs;
+}
+
+void HostExecutor::setTrees(const TreeLinks trees[kNumTrees], int nNodes) {
+  for (int t = 0; t < kNumTrees; ++t) impl_->trees[t] = trees[t];
+  impl_->treesOn = true;
+  impl_->nNodes = std::max(1, nNodes);
 }
 
 void HostExecutor::setProgress(ProgressTable* table) { impl_->progress = table; }
@@ -258,6 +312,32 @@ ncclResult_t HostExecutor::runOps(const std::vector<OpDesc>& ops) {
   if (p2p.empty()) return ncclSuccess;
   return runHostP2p(impl_->conns, impl_->wait, impl_->rank, impl_->nranks, p2p);
 }
+
+namespace {
+
+// The double binary tree's connections, made where all-reduce may run on it: across nodes (PeerInfo::hostHash,
+// NCCL_HOSTID) unless NCCL_ALGO leaves Tree out, and on one node only where NCCL_ALGO leaves nothing else (there
+// the trees are chains, which the ring outruns). Every input is agreed, so all ranks connect together or none.
+ncclResult_t connectHostTrees(ncclComm* comm, const TunerConfig& tuning, HostExecutor* exec) {
+  const int n = comm->nranks;
+  if (n < 2) return ncclSuccess;
+  std::vector<uint64_t> hostOf(static_cast<size_t>(n), 0);
+  for (int r = 0; r < n && static_cast<size_t>(r) < comm->peers.size(); ++r)
+    hostOf[static_cast<size_t>(r)] = comm->peers[static_cast<size_t>(r)].hostHash;
+  int nNodes = 1;
+  const std::vector<int> nodeOf = nodesOfRanks(comm->ringOrder, hostOf, &nNodes);
+  const uint32_t allowed = tuning.algos.mask[static_cast<int>(CollType::AllReduce)];
+  if (!(allowed & bit(Algo::Tree)) || (nNodes < 2 && (allowed & bit(Algo::Ring)))) return ncclSuccess;
+  std::vector<TreeLinks> trees[kNumTrees];
+  buildRankTrees(comm->ringOrder, nodeOf, nNodes, &trees);
+  TreeLinks mine[kNumTrees];
+  for (int t = 0; t < kNumTrees; ++t) mine[t] = trees[t][static_cast<size_t>(comm->rank)];
+  BRAID_CHECK(comm->conns->connectTrees(std::min(comm->nChannels, kMaxTreeChannels), mine));
+  exec->setTrees(mine, nNodes);
+  return ncclSuccess;
+}
+
+}  // namespace
 
 // CPU threads per host communicator at most.
 constexpr int kMaxHostChannels = 32;
@@ -288,6 +368,7 @@ ncclResult_t initHostComm(ncclComm* comm) {
       if (!ci || ci->kind == TransportKind::Net) facts.transport = static_cast<int32_t>(TransportClass::HostSocket);
   BRAID_CHECK(agreeTuning(comm, local, facts, &tuning, &agreedFacts));
   exec->setTuning(tuning, static_cast<TransportClass>(agreedFacts.transport));
+  BRAID_CHECK(connectHostTrees(comm, tuning, exec.get()));
   exec->setProgress(comm->progress.get());
   comm->exec = std::move(exec);
   BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: host communicator ready, %d channel(s), ring next %s", (void*)comm,

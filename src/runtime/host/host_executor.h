@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algo/op_desc.h"
+#include "algo/tree_topology.h"
 #include "core/wait.h"
 #include "nccl.h"
 #include "runtime/executor.h"
@@ -35,6 +36,9 @@ class HostExecutor final : public Executor {
   // The rings' order (position -> rank, a permutation of the ranks, the same on every rank; ring_order.h), which
   // the connections given to the constructor follow. Without it, rank order.
   ncclResult_t setRingOrder(const std::vector<int>& order);
+  // All-reduce may run on the double binary tree (tree_topology.h): this rank's links in each tree, connected on
+  // the connection provider's tree channels, over nNodes nodes. The tuner then picks ring or tree per call.
+  void setTrees(const TreeLinks trees[kNumTrees], int nNodes);
   // Each batch is published in `table` (may be null): its sequence number and collective, at start and end.
   void setProgress(ProgressTable* table);
   // Runs the batch to completion (or the first error, with a recorded message naming the peer).

@@ -158,7 +158,8 @@ class HostPrims {
     }
   }
 
- private:
+ protected:
+  // The step primitives, also used by the tree primitives (host_tree_prims.h) on their own connections.
   // Waits until ready() holds. Returns false (with res_ set) when the wait must stop.
   template <typename Ready>
   bool waitUntil(const ConnInfo* c, const char* what, Ready ready) {
@@ -177,12 +178,12 @@ class HostPrims {
         if (res_ == ncclSuccess) {
           ncclResult_t code = ncclRemoteError;
           const std::string why = connFailure(c->errorFlag, &code);
-          res_ = recordError(code, "ring connection with rank %d broke (%s; %s)%s", c->peer,
+          res_ = recordError(code, "%s connection with rank %d broke (%s; %s)%s", linkName_, c->peer,
                              why.empty() ? "transport reported an error" : why.c_str(), what,
                              stallReport(wait_).c_str());
         }
-        BRAID_INFO(kSubColl, "ring connection with rank %d broke while waiting for %s (step %llu head %llu tail %llu)",
-                   c->peer, what, (unsigned long long)c->step, (unsigned long long)loadAcquire(c->head),
+        BRAID_INFO(kSubColl, "%s connection with rank %d broke while waiting for %s (step %llu head %llu tail %llu)",
+                   linkName_, c->peer, what, (unsigned long long)c->step, (unsigned long long)loadAcquire(c->head),
                    (unsigned long long)loadAcquire(c->tail));
         return false;
       }
@@ -195,50 +196,50 @@ class HostPrims {
     return true;
   }
 
-  T* waitSendSlot() {
+  T* waitSendSlot() { return waitSendSlot(send_, "ring FIFO credit from the next rank"); }
+  // `what` names the wait in a stall or error report.
+  T* waitSendSlot(ConnInfo* c, const char* what) {
     if (res_ != ncclSuccess) return nullptr;
-    ConnInfo* c = send_;
-    if (!waitUntil(c, "ring FIFO credit from the next rank",
-                   [c] { return c->step < loadAcquire(c->head) + c->nSteps; }))
+    if (!waitUntil(c, what, [c] { return c->step < loadAcquire(c->head) + c->nSteps; }))
       return nullptr;
     return reinterpret_cast<T*>(c->buff + (c->step % c->nSteps) * static_cast<size_t>(c->stepBytes));
   }
 
-  const T* waitRecvSlot(size_t n) {
+  const T* waitRecvSlot(size_t n) { return waitRecvSlot(recv_, n, "ring data from the previous rank"); }
+  const T* waitRecvSlot(ConnInfo* c, size_t n, const char* what) {
     if (res_ != ncclSuccess) return nullptr;
-    ConnInfo* c = recv_;
-    if (!waitUntil(c, "ring data from the previous rank", [c] { return loadAcquire(c->tail) > c->step; }))
+    if (!waitUntil(c, what, [c] { return loadAcquire(c->tail) > c->step; }))
       return nullptr;
     const size_t slot = c->step % c->nSteps;
     // The tag first: a step of another collective says more than its size would.
     if (c->tags && c->tags[slot] != tag_) {
       res_ = recordError(ncclInvalidUsage,
-                         "ring step %llu from rank %d belongs to another collective (tag 0x%04x, this rank's 0x%04x): "
+                         "%s step %llu from rank %d belongs to another collective (tag 0x%04x, this rank's 0x%04x): "
                          "ranks called collectives with different types, roots, counts, datatypes or reductions, "
                          "or in a different order",
-                         static_cast<unsigned long long>(c->step), c->peer, c->tags[slot], tag_);
+                         linkName_, static_cast<unsigned long long>(c->step), c->peer, c->tags[slot], tag_);
       return nullptr;
     }
     const int32_t got = c->sizes[slot];
     if (static_cast<size_t>(got) != n * sizeof(T)) {
       res_ = recordError(ncclInvalidUsage,
-                         "ring step %llu from rank %d carried %d bytes where %zu were expected: ranks called "
+                         "%s step %llu from rank %d carried %d bytes where %zu were expected: ranks called "
                          "collectives with different counts, types or order",
-                         static_cast<unsigned long long>(c->step), c->peer, got, n * sizeof(T));
+                         linkName_, static_cast<unsigned long long>(c->step), c->peer, got, n * sizeof(T));
       return nullptr;
     }
     return reinterpret_cast<const T*>(c->buff + slot * static_cast<size_t>(c->stepBytes));
   }
 
-  void postSend(size_t n) {
-    ConnInfo* c = send_;
+  void postSend(size_t n) { postSend(send_, n); }
+  void postSend(ConnInfo* c, size_t n) {
     c->sizes[c->step % c->nSteps] = static_cast<int32_t>(n * sizeof(T));
     if (c->tags) c->tags[c->step % c->nSteps] = tag_;
     ++c->step;
     storeRelease(c->tail, c->step);
   }
-  void postRecv() {
-    ConnInfo* c = recv_;
+  void postRecv() { postRecv(recv_); }
+  void postRecv(ConnInfo* c) {
     ++c->step;
     storeRelease(c->head, c->step);
   }
@@ -252,6 +253,7 @@ class HostPrims {
   const std::atomic<bool>* cancel_;
   uint32_t tag_;
   ncclResult_t res_ = ncclSuccess;
+  const char* linkName_ = "ring";  // in error messages
 };
 
 }  // namespace braid
