@@ -1,5 +1,6 @@
 // Host collectives, per channel: resolves an op's (datatype, reduction) to one template instantiation of
-// the ring schedules over HostPrims, once per op; the executor then calls it on every channel thread.
+// the ring schedules over HostPrims (and, for an all-reduce on the trees, the tree schedule over HostTreePrims), once
+// per op; the executor then calls it on every channel thread.
 // Signed and unsigned integers share the sum/prod/premulsum code (wrapping arithmetic is the same bits);
 // copy collectives (all-gather, broadcast) run once on bytes.
 #pragma once
