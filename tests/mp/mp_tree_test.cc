@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -81,8 +82,9 @@ std::string readFile(const std::string& path) {
 }
 
 // Runs `cases` on nodes x perNode ranks with `env`; returns rank 0's log (NCCL_DEBUG=INFO, INIT and TUNING).
+// rankEnv, if set, runs in each child after NCCL_HOSTID is set (per-rank environment).
 std::string runJob(const TreeJob& j, const std::vector<std::pair<std::string, std::string>>& env,
-                   const std::vector<Case>& cases) {
+                   const std::vector<Case>& cases, std::function<void(int)> rankEnv = nullptr) {
   char dir[] = "/tmp/braid_tree_XXXXXX";
   if (mkdtemp(dir) == nullptr) {
     ADD_FAILURE() << "mkdtemp failed";
@@ -98,10 +100,11 @@ std::string runJob(const TreeJob& j, const std::vector<std::pair<std::string, st
   o.env.push_back({"BRAID_HOST_NCHANNELS", std::to_string(j.channels)});
   o.env.push_back({"NCCL_DEBUG", "INFO"});
   o.env.push_back({"NCCL_DEBUG_SUBSYS", "INIT,TUNING"});
-  o.childSetup = [j, logPrefix](int rank) {
+  o.childSetup = [j, logPrefix, rankEnv](int rank) {
     const int node = j.interleaved ? rank % j.nodes : rank / j.perNode;
     setenv("NCCL_HOSTID", ("tree-node-" + std::to_string(node)).c_str(), 1);
     setenv("NCCL_DEBUG_FILE", (logPrefix + std::to_string(rank)).c_str(), 1);
+    if (rankEnv) rankEnv(rank);
   };
   auto r = mp::runRanks(n, o, [&cases](mp::RankCtx& ctx) {
     ncclComm_t comm;
@@ -210,6 +213,29 @@ TEST(TreeTuning, OneNodeConnectsNoTrees) {
   const std::string log = runJob(TreeJob{1, 3, false, 1}, {}, {c});
   EXPECT_NE(log.find("host communicator ready"), std::string::npos) << log;
   EXPECT_EQ(log.find("tree channels"), std::string::npos) << log;
+}
+
+// NCCL_ALGO set on one rank only: the ranks agree on what every rank allows, so all of them connect the trees and run
+// every all-reduce on them (a rank running the ring against peers on the trees would hang or mix data).
+TEST(TreeTuning, ForcedOnOneRankIsAgreedByAll) {
+  std::vector<Case> cases;
+  uint64_t seed = 900;
+  for (size_t count : {size_t{3}, size_t{50001}}) {
+    for (int dt : {static_cast<int>(ncclFloat16), static_cast<int>(ncclInt32)}) {
+      Case c;
+      c.coll = Coll::kAllReduce;
+      c.dt = static_cast<ncclDataType_t>(dt);
+      c.opKind = ncclSum;
+      c.count = count;
+      c.seed = seed++;
+      cases.push_back(c);
+    }
+  }
+  const std::string log = runJob(TreeJob{1, 3, false, 1}, {}, cases, [](int rank) {
+    if (rank == 1) setenv("NCCL_ALGO", "allreduce:tree", 1);
+  });
+  EXPECT_NE(log.find("tree channels 0..0 connected"), std::string::npos) << log;
+  EXPECT_EQ(allReduceAlgos(log), "Tree") << log;
 }
 
 }  // namespace
