@@ -190,7 +190,8 @@ struct LocalCopyRow {
 
 // tuner_model.def's BRAID_TUNER_TREE rows: the share of a ring channel's bandwidth a tree channel reaches.
 struct TreeRow {
-  double eff = 0.5;  // where no row says otherwise
+  double eff = 0.5;        // where no row says otherwise
+  double stepScale = 1.0;  // a tree hop's latency over the ring's (stepUs)
   bool measured = false;
 };
 
@@ -210,7 +211,8 @@ struct ModelTable {
 #define BRAID_TUNER_LOCAL_COPY(fill, cta, cap) localCopy = LocalCopyRow{fill, cta, cap};
 #define BRAID_TUNER_RECV_TAIL(T, P, ctaGBs, capUs) \
   recvTail[static_cast<int>(TransportClass::T)][static_cast<int>(Proto::P)] = RecvTailRow{ctaGBs, capUs};
-#define BRAID_TUNER_TREE(T, eff, meas) tree[static_cast<int>(TransportClass::T)] = TreeRow{eff, meas};
+#define BRAID_TUNER_TREE(T, eff, stepScale, meas) \
+  tree[static_cast<int>(TransportClass::T)] = TreeRow{eff, stepScale, meas};
 #include "tuner/tuner_model.def"
 #undef BRAID_TUNER_TREE
 #undef BRAID_TUNER_RECV_TAIL
@@ -261,6 +263,7 @@ bool ll128Safe(const TuneRequest& r) { return r.transport == TransportClass::P2p
 struct Shape {
   double wireBytes = 0;
   int steps = 0;
+  double stepScale = 1.0;  // each step's latency in the row's stepUs
   double eff = 1.0;
   bool ok = false;
 };
@@ -295,13 +298,14 @@ Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p
       // Reduce up and broadcast down the double binary tree (tree_topology.h): a binary tree over the nodes, a
       // chain inside each, so its latency grows with log2(nodes) where the ring's grows with the ranks. The
       // same workers reduce and forward, so a channel reaches a share of a ring channel's bandwidth
-      // (BRAID_TUNER_TREE; 0.5 where no row says).
+      // (BRAID_TUNER_TREE; 0.5 where no row says), and a hop may cost more than a ring's.
       if (c != CollType::AllReduce || n < 2) return s;
       s.ok = true;
       const int nodes = std::max(1, std::min(nNodes, n));
       s.wireBytes = S;
       s.steps = 2 * treeDepthBound(nodes, (n + nodes - 1) / nodes);
       s.eff = modelTable().tree[static_cast<int>(t)].eff;
+      s.stepScale = modelTable().tree[static_cast<int>(t)].stepScale;
       return s;
     }
     case Algo::OneShot:
@@ -461,7 +465,7 @@ double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, si
   // The last step's reduction or copy at the receiver after it lands (BRAID_TUNER_RECV_TAIL): the ring collectives.
   const RecvTailRow& rt = modelTable().recvTail[static_cast<int>(r.transport)][static_cast<int>(proto)];
   const double tail = !isP2pColl(r.coll) && rt.ctaGBs > 0 ? std::min(rt.capUs, perChannel / rt.ctaGBs / 1e3) : 0.0;
-  return m.baseUs + m.perChannelUs * (n - 1) + s.steps * m.stepUs + chunks * m.chunkUs + bwUs + tail;
+  return m.baseUs + m.perChannelUs * (n - 1) + s.steps * m.stepUs * s.stepScale + chunks * m.chunkUs + bwUs + tail;
 }
 
 TuneDecision tune(const TuneRequest& r, const TunerConfig& cfg) {

@@ -22,19 +22,18 @@ TuneRequest hostRequest(size_t bytes, int nranks, int nNodes, TransportClass t) 
   return r;
 }
 
-// Across nodes the tree's latency (log2 of the nodes) wins small all-reduces and the ring's bandwidth large ones;
-// the crossover moves up with the node count.
+// Across many nodes the tree's latency (log2 of the nodes) wins small all-reduces and the ring's bandwidth large
+// ones; the crossover moves up with the node count.
 TEST(TunerTree, SmallOnTreesLargeOnRingAcrossNodes) {
   const TunerConfig cfg;
   size_t lastCross = 0;
-  for (int nodes : {4, 16, 64}) {
-    EXPECT_EQ(tune(hostRequest(8, nodes * 2, nodes, TransportClass::HostSocket), cfg).algo, Algo::Tree) << nodes;
-    EXPECT_EQ(tune(hostRequest(size_t{256} << 20, nodes * 2, nodes, TransportClass::HostSocket), cfg).algo,
-              Algo::Ring)
+  for (int nodes : {32, 64, 128}) {
+    EXPECT_EQ(tune(hostRequest(8, nodes, nodes, TransportClass::HostSocket), cfg).algo, Algo::Tree) << nodes;
+    EXPECT_EQ(tune(hostRequest(size_t{256} << 20, nodes, nodes, TransportClass::HostSocket), cfg).algo, Algo::Ring)
         << nodes;
     size_t cross = 0;
     for (size_t b = 8; b <= (size_t{256} << 20); b *= 2) {
-      if (tune(hostRequest(b, nodes * 2, nodes, TransportClass::HostSocket), cfg).algo == Algo::Ring) {
+      if (tune(hostRequest(b, nodes, nodes, TransportClass::HostSocket), cfg).algo == Algo::Ring) {
         cross = b;
         break;
       }
@@ -42,6 +41,14 @@ TEST(TunerTree, SmallOnTreesLargeOnRingAcrossNodes) {
     EXPECT_GT(cross, lastCross) << nodes << " nodes";
     lastCross = cross;
   }
+}
+
+// A few nodes stay on the ring: a tree hop over sockets measured several ring hops (tuner_model.def).
+TEST(TunerTree, FewNodesStayOnTheRing) {
+  const TunerConfig cfg;
+  for (int nodes : {2, 4, 8})
+    for (size_t b : {size_t{8}, size_t{1} << 20})
+      EXPECT_EQ(tune(hostRequest(b, nodes * 2, nodes, TransportClass::HostSocket), cfg).algo, Algo::Ring) << nodes;
 }
 
 // On one node the trees are chains: no fewer steps than the ring, half its bandwidth, never chosen.
@@ -55,7 +62,7 @@ TEST(TunerTree, OneNodeStaysOnTheRing) {
 // The executor's offer bounds the choice; NCCL_ALGO forces either way.
 TEST(TunerTree, OfferAndOverride) {
   TunerConfig cfg;
-  TuneRequest r = hostRequest(8, 16, 8, TransportClass::HostSocket);
+  TuneRequest r = hostRequest(8, 64, 64, TransportClass::HostSocket);
   EXPECT_EQ(tune(r, cfg).algo, Algo::Tree);
   r.algosAvailable = bit(Algo::Ring);
   EXPECT_EQ(tune(r, cfg).algo, Algo::Ring);
