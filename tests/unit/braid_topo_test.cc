@@ -103,6 +103,26 @@ TEST_F(BraidTopo, SaysWhatACommunicatorRuns) {
   EXPECT_NE(bad.err.find("NCCL_P2P_LEVEL"), std::string::npos) << bad.err;
 }
 
+// The all-reduce trees: one machine gives two chains in ring order (reversed in tree 1); with --nodes 3, tree 0's
+// root is machine 1's chain head, machine 0 hangs off that head and machine 2 off its tail, and tree 1 swaps
+// which machines are interior.
+TEST_F(BraidTopo, PrintsTheAllReduceTreesOfKMachines) {
+  ToolRun one = runTool(canned("h200_nv18x4.xml"));
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_NE(one.out.find("  tree 0:  root<-0->1  0<-1->2  1<-2->3  2<-3\n  tree 1:  1<-0  2<-1->0  3<-2->1  root<-3->2\n"),
+            std::string::npos)
+      << one.out;
+  ToolRun three = runTool(canned("h200_nv18x4.xml") + " --nodes 3");
+  ASSERT_EQ(three.status, 0) << three.err;
+  EXPECT_NE(three.out.find("over 3 machines x 4 ranks"), std::string::npos) << three.out;
+  EXPECT_NE(three.out.find("  tree 0:  4<-0->1  0<-1->2  1<-2->3  2<-3  root<-4->5,0  4<-5->6  5<-6->7  6<-7->8  "
+                           "7<-8->9  8<-9->10  9<-10->11  10<-11\n"),
+            std::string::npos)
+      << three.out;
+  EXPECT_NE(three.out.find("root<-3->2,11"), std::string::npos) << three.out;
+  EXPECT_EQ(runTool("--nodes 0").status, 2);
+}
+
 TEST_F(BraidTopo, RanksPickTheFirstGpus) {
   ToolRun r = runTool(canned("pcie_2sw.xml") + " --ranks 2");
   ASSERT_EQ(r.status, 0) << r.err;

@@ -1,7 +1,8 @@
 // braid_topo: shows the machine as Braid's topology layer sees it: the nodes and links read from a topology file
 // (NCCL's XML, as NCCL_TOPO_FILE takes it) or detected on this host, the path class and bandwidth between every pair
-// of GPUs and NICs, and the rings the search picks for N ranks with each rank's NIC. --dot writes the graph for
-// Graphviz; --png / --svg render it with `dot`. `braid_topo -h` prints the usage.
+// of GPUs and NICs, the rings the search picks for N ranks with each rank's NIC, what a communicator of them runs,
+// and the all-reduce trees (over --nodes K such machines). --dot writes the graph for Graphviz; --png / --svg render
+// it with `dot`. `braid_topo -h` prints the usage.
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "algo/tree_topology.h"
 #include "topology/topo_detect.h"
 #include "topology/topo_xml.h"
 #include "topology/topology.h"
@@ -24,14 +26,16 @@ namespace braid {
 namespace {
 
 const char* usage() {
-  return "usage: braid_topo [--file TOPO_XML] [--ranks N] [--max-rings M] [--dot] [--png FILE] [--svg FILE]\n"
-         "                  [--dump FILE] [--graph FILE]\n"
+  return "usage: braid_topo [--file TOPO_XML] [--ranks N] [--nodes K] [--max-rings M] [--dot] [--png FILE]\n"
+         "                  [--svg FILE] [--dump FILE] [--graph FILE]\n"
          "Prints the topology (nodes and links), the path class and GB/s between every pair of GPUs and NICs,\n"
          "and the rings Braid's search picks for N ranks (rank r on the r-th GPU by CUDA ordinal) with each\n"
          "rank's nearest NIC.\n"
          "  --file TOPO_XML  read NCCL's topology XML (what NCCL_TOPO_FILE names); without it, detect this host\n"
          "                   (the GPUs CUDA shows, sysfs, NVML)\n"
          "  --ranks N        rings for the first N GPUs (default: every GPU)\n"
+         "  --nodes K        also show the all-reduce trees of K such machines (N ranks each): NCCL's double\n"
+         "                   binary tree over the machines, a chain in ring order inside each (default 1)\n"
          "  --max-rings M    search at most M rings (default 32)\n"
          "  --dot            write the graph in Graphviz's language to stdout instead of the report (NVLinks bold,\n"
          "                   ring order on dashed arrows)\n"
@@ -45,6 +49,7 @@ const char* usage() {
 struct Options {
   std::string file;
   int ranks = -1;
+  int nodes = 1;
   int maxRings = 32;
   bool dot = false;
   std::string png, svg, dump, graph;
@@ -87,9 +92,10 @@ int parseArgs(int argc, char** argv, Options* o, std::string* error) {
       o->dot = true;
     } else if (arg == "--file") {
       if (!takeValue(&o->file)) return 2;
-    } else if (arg == "--ranks" || arg == "--max-rings") {
+    } else if (arg == "--ranks" || arg == "--max-rings" || arg == "--nodes") {
       if (!takeValue(&v)) return 2;
-      if (!parseCount(v, 1, arg == "--ranks" ? &o->ranks : &o->maxRings)) {
+      int* dst = arg == "--ranks" ? &o->ranks : arg == "--nodes" ? &o->nodes : &o->maxRings;
+      if (!parseCount(v, 1, dst)) {
         *error = arg + " takes a whole number of at least 1, not '" + v + "'";
         return 2;
       }
@@ -320,6 +326,35 @@ bool printRunning(const Topology& t, const TopoPaths& p, bool nvlinksKnown, cons
   return true;
 }
 
+// The all-reduce trees (tree_topology.h) of `nodes` machines like this one, each running `ring` (this host's ranks'
+// order): rank r of machine k is global rank k * n + r, as `braidrun --nodes` places them. Host communicators run
+// them where ranks span hosts; on one machine they are two chains in ring order.
+void printTrees(const std::vector<int>& ring, int nodes) {
+  const int n = static_cast<int>(ring.size());
+  std::vector<int> order, nodeOf(static_cast<size_t>(n) * nodes);
+  for (int k = 0; k < nodes; ++k)
+    for (int p = 0; p < n; ++p) {
+      order.push_back(k * n + ring[p]);
+      nodeOf[static_cast<size_t>(k * n + ring[p])] = k;
+    }
+  std::vector<TreeLinks> trees[kNumTrees];
+  buildRankTrees(order, nodeOf, nodes, &trees);
+  std::printf("\nAll-reduce trees over %d machine%s x %d rank%s (rank = machine * %d + local rank; parent <- rank -> "
+              "children):\n", nodes, nodes == 1 ? "" : "s", n, n == 1 ? "" : "s", n);
+  for (int t = 0; t < kNumTrees; ++t) {
+    std::string line;
+    for (size_t r = 0; r < trees[t].size(); ++r) {
+      const TreeLinks& l = trees[t][r];
+      line += "  " + (l.up < 0 ? std::string("root") : std::to_string(l.up)) + "<-" + std::to_string(r);
+      std::string kids;
+      for (int d : l.down)
+        if (d >= 0) kids += (kids.empty() ? "" : ",") + std::to_string(d);
+      if (!kids.empty()) line += "->" + kids;
+    }
+    std::printf("  tree %d:%s\n", t, line.c_str());
+  }
+}
+
 // A DOT string: quotes and backslashes escaped, line breaks as DOT's \n.
 std::string quoted(const std::string& s) {
   std::string out = "\"";
@@ -474,6 +509,7 @@ int run(const Options& o) {
     else
       printRings(topo, paths, rankGpu, rings);
     if (!rankGpu.empty() && !printRunning(topo, paths, nvlinksKnown, rankGpu, rings)) return 2;
+    if (!rankGpu.empty()) printTrees(rings.rings[0], o.nodes);
   }
   bool ok = true;
   if (!o.png.empty() || !o.svg.empty()) {
