@@ -111,8 +111,8 @@ void checkWiring(const LogDir& logs, const mp::NetBed& bed, int nranks) {
 // ---- collectives across nodes ----
 
 // The algorithms each job is run with: "" leaves the choice to the library; the others are forced with
-// NCCL_ALGO. Trees: add "Tree" to this list once the library has them.
-const char* const kAlgos[] = {"", "Ring"};
+// NCCL_ALGO (Tree: all-reduce on the double binary tree, the other collectives on the ring).
+const char* const kAlgos[] = {"", "Ring", "Tree"};
 
 struct BedJob {
   int nodes;
