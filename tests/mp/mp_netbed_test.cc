@@ -78,6 +78,13 @@ void checkWiring(const LogDir& logs, const mp::NetBed& bed, int nranks) {
       EXPECT_EQ(m[4].str(), sameNode ? "SHM" : "NET") << "rank " << r << " -> rank " << q << ": " << m[0];
     }
     EXPECT_GT(peers, 0) << "rank " << r << " logged no transport choice:\n" << log;
+    // Run with NCCL_NET=IB (ctest's IbEmulated.NetBedOverIb), the network between nodes must be the IB backend,
+    // not sockets after a warning.
+    const char* net = getenv("NCCL_NET");
+    if (net && std::string(net) == "IB" && nodes > 1) {
+      EXPECT_NE(log.find("NET/IB: using "), std::string::npos) << "rank " << r << " did not use IB:\n" << log;
+      EXPECT_EQ(log.find("not usable"), std::string::npos) << "rank " << r << ":\n" << log;
+    }
     for (auto it = std::sregex_iterator(log.begin(), log.end(), ringRe); it != std::sregex_iterator(); ++it) {
       const std::smatch& m = *it;
       const int to = std::stoi(m[1]), from = std::stoi(m[3]);
