@@ -1,6 +1,6 @@
 /* Braid device API: GPU-initiated networking (GIN) of NCCL 2.28.9, declared so that programs written against
- * it compile, with bodies that trap with a message: Braid has no GIN. The completion-action types, the ncclGin
- * session and the GIN barrier keep NCCL's names and signatures. */
+ * it compile, with bodies that trap with a message: Braid has no GIN. The completion-action types, ncclGin and
+ * ncclGinBarrierSession keep NCCL's names and signatures. */
 #ifndef NCCL_DEVICE_GIN_H_
 #define NCCL_DEVICE_GIN_H_
 

@@ -1,12 +1,12 @@
-/* Braid device API: the low-latency all-to-all (LL A2A) session, small messages between the ranks of a team
+/* Braid device API: ncclLLA2ASession, the low-latency all-to-all (LL A2A): small messages between the ranks of a team
  * inside the LSA team, written straight into peers' slots with a flag beside every 4 bytes of data.
  *
  * Each block of the resource buffer (ncclLLA2ACreateRequirement: nBlocks * (1 + 2*nSlots) lines of 16 bytes)
- * holds one line whose first word saves the epoch between sessions, then two banks of nSlots lines; epoch e
- * uses bank e&1, so a peer already in the next epoch never overwrites slots still being read. A line carries
- * 8 payload bytes as {lo, epoch, hi, epoch}; a value larger than 8 bytes takes several lines `pitch` (the
- * session's maxElts) apart. Epochs are never 0, so zeroed memory never reads as data, and two consecutive
- * epochs never share a bank, wrapping included. */
+ * holds one line whose first word carries the epoch from one ncclLLA2ASession to the next, then two banks of
+ * nSlots lines; epoch e uses bank e&1, so a peer already in the next epoch never overwrites slots still being
+ * read. A line carries 8 payload bytes as {lo, epoch, hi, epoch}; a value larger than 8 bytes takes several lines
+ * `pitch` (the ncclLLA2ASession's maxElts) apart. Epochs are never 0, so zeroed memory never reads as data, and
+ * two consecutive epochs never share a bank, wrapping included. */
 #ifndef NCCL_DEVICE_LL_A2A_H_
 #define NCCL_DEVICE_LL_A2A_H_
 

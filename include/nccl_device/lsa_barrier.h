@@ -2,8 +2,8 @@
  * resource buffer of the device communicator and run by plain stores to and loads from peers' memory.
  *
  * The resource buffer holds 3*nBarriers + nBarriers*team.nRanks 32-bit words (ncclLsaBarrierCreateRequirement):
- *   [0, nB)            epoch saved between sessions, multicast barriers (multicast is not supported by Braid)
- *   [nB, 2nB)          epoch saved between sessions, unicast barriers
+ *   [0, nB)            epoch one ncclLsaBarrierSession leaves to the next, multicast barriers (not supported by Braid)
+ *   [nB, 2nB)          epoch one ncclLsaBarrierSession leaves to the next, unicast barriers
  *   [2nB, 3nB)         multicast inboxes
  *   [3nB + b*n + p]    unicast inbox of barrier b where team rank p signals its arrival
  * A rank arrives by writing epoch+1 into its slot of every peer's inbox; it has waited once every peer's slot
@@ -25,7 +25,7 @@ struct ncclLsaBarrierSession {
   ncclMultimemHandle mmHandle;
   uint32_t epoch;
 
-  /* Every thread of `coop` constructs the session; `index` picks one of handle.nBarriers barriers. */
+  /* Every thread of `coop` constructs the ncclLsaBarrierSession; `index` picks one of handle.nBarriers barriers. */
   NCCL_DEVICE_INLINE ncclLsaBarrierSession(Coop c, ncclDevComm const& devComm, ncclTeam tm, ncclLsaBarrierHandle h,
                                            uint32_t barrierIndex, bool useMultimem = false, ncclMultimemHandle mm = {})
       : coop(c),
@@ -47,7 +47,7 @@ struct ncclLsaBarrierSession {
       : ncclLsaBarrierSession(c, devComm, ncclTeamLsa(devComm), devComm.lsaBarrier, barrierIndex, useMultimem,
                               devComm.lsaMultimem) {}
 
-  /* The next session on this barrier continues from the epoch this one reached. */
+  /* The next ncclLsaBarrierSession on this barrier continues from the epoch this one reached. */
   NCCL_DEVICE_INLINE ~ncclLsaBarrierSession() {
     if (coop.thread_rank() == 0) localWords()[handle.nBarriers + index] = epoch;
     coop.sync();

@@ -29,7 +29,7 @@ constexpr size_t kMapBytes = 4 << 20;
 constexpr int kBarriers = 2;
 constexpr uint32_t kLlHandle = 8;
 constexpr int kLlPerPeer = 4;                 // elements each rank sends to each rank per epoch
-constexpr int kLlElts = kRanks * kLlPerPeer;  // the session's maxElts (slot = sender * 4 + e)
+constexpr int kLlElts = kRanks * kLlPerPeer;  // the ncclLLA2ASession's maxElts (slot = sender * 4 + e)
 constexpr uint32_t kLlSlots = kLlElts * 2;    // ncclLLA2ACalcSlots(kLlElts, 16)
 constexpr int kRounds = 40;
 
@@ -256,7 +256,7 @@ TEST(DeviceApiLsa, BarrierAllReduceAndAllToAllOnAFlatLsaRange) {
                         kCount * sizeof(float), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < kCount; i++) ASSERT_EQ(recv[i], float(3 * int(i % 1000) + 1)) << "rank " << r << " " << i;
   }
-  // The sessions saved their epochs: barrier 0 ran 2 * kRounds + 2 syncs, barrier 1 one.
+  // The barrier sessions left their epochs in the buffer: barrier 0 ran 2 * kRounds + 2 syncs, barrier 1 one.
   for (int r = 0; r < kRanks; r++) {
     uint32_t words[3 * kBarriers];
     LSA_CUDA(cudaMemcpy(words, reinterpret_cast<void*>(range.base + r * kStride + kResourceOff), sizeof(words),

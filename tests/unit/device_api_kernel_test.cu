@@ -1,5 +1,5 @@
 // NCCL 2.28.9's device API as a program written against it uses it, compiled by nvcc on a machine without a
-// GPU: a kernel of the shape nccl-tests' LSA all-reduce has (teams, an LSA barrier session, LSA pointer
+// GPU: a kernel of the shape nccl-tests' LSA all-reduce has (teams, an ncclLsaBarrierSession, LSA pointer
 // arithmetic, ncclSymPtr, an LL all-to-all, cooperative broadcasts, and the GIN and multicast calls that
 // trap) must compile for float, half and bf16; the layouts are checked at compile time; the team arithmetic
 // and the window pointer arithmetic run on the host against brute force.

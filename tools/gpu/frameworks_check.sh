@@ -10,7 +10,7 @@
 #             library is configured and built there (CMAKE_ARGS adds configure options)
 #   -n NDEV   GPUs each run drives from its one process (default: every visible GPU)
 #   -m MODES  comma list of how Braid is put in (default preload,path):
-#               preload  LD_PRELOAD=DIR/lib/libnccl.so.2 (the way for JAX: see README)
+#               preload  LD_PRELOAD=DIR/lib/libnccl.so.2 (the way for JAX: see docs/USAGE.md)
 #               path     LD_LIBRARY_PATH=DIR/lib first
 #               nccl     neither: the framework's own NCCL, for comparison
 #   WHAT...   jax, cupy (default: both)
