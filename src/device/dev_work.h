@@ -124,7 +124,10 @@ enum DevColl : int32_t {
   kDevAllReduceOneShotSplit = 6,
   // The one-shot all-reduce of 3 to kDevMaxOneShotPeers + 1 ranks, on LL (one_shot_peers.cuh): every rank writes
   // its input into every peer's LL slots and reduces all n inputs in rank order (CollLaunchArgs::peerConns).
-  kDevAllReduceOneShotPeers = 7
+  kDevAllReduceOneShotPeers = 7,
+  // The two-shot all-reduce of the same ranks, on LL over the same connections (one_shot_peers.cuh): part p of
+  // every rank's input goes to rank p, which reduces it and writes the result to every peer.
+  kDevAllReduceTwoShotPeers = 8
 };
 // The most peers the one-shot of kDevAllReduceOneShotPeers reaches (a GPU node of 8).
 constexpr int kDevMaxOneShotPeers = 7;
@@ -174,7 +177,7 @@ struct CollLaunchArgs {
   // pointers: ~100 B of parameters instead of 1.1 KiB per launch (graph replays 0.05-0.2 us faster on 2xH200).
   DevConn* ringConns;
   int32_t ringStride;
-  // kDevAllReduceOneShotPeers: channel c's connection pair with its j-th peer (rank order, this rank left out) is
+  // kDevAllReduceOneShotPeers, kDevAllReduceTwoShotPeers: channel c's connection pair with its j-th peer (rank order, this rank left out) is
   // peerConns[(c * (nranks - 1) + j) * 2] (send) and [... + 1] (receive); device memory, fixed once built.
   DevConn* const* peerConns;
   int32_t pdlTrigger;  // 1: each CTA lets the stream's next kernel launch at once (it waits for this one to end)

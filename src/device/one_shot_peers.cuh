@@ -1,10 +1,14 @@
-// The one-shot all-reduce of more than two ranks on LL (kDevAllReduceOneShotPeers): every rank writes its input
-// straight into every peer's LL slots and reduces what every peer wrote into its own, so a small all-reduce takes
-// one hop where the ring takes 2 (n - 1). Channel c of the launch uses, per peer, the connection pair
-// CollLaunchArgs::peerConns lists for it: the ring's for the neighbours' directions, the collective's own peer
-// connections for the others (made at init: gpu_comm.cc, connectOneShotPeers). Every rank reduces the n inputs in rank order, so every rank
-// stores the same bits whatever the reduction. Included by dev_kernels.cu, which instantiates it next to the LL
-// collective kernels (the same (type, reduction) variants).
+// The all-reduce of more than two ranks over every peer's LL slots (one_shot_peers.cuh), two schedules:
+// - one-shot (kDevAllReduceOneShotPeers): every rank writes its input straight into every peer's LL slots and
+//   reduces what every peer wrote into its own: one hop where the ring takes 2 (n - 1), each rank sending n - 1
+//   copies of its input. Every rank reduces the n inputs in rank order, so every rank stores the same bits.
+// - two-shot (kDevAllReduceTwoShotPeers): each step's region is cut into n parts; rank r owns part r. Every rank
+//   writes part p of its input to rank p, reduces the n copies of its own part (rank order), and writes the
+//   result to every peer: two hops, each rank sending 2 (n - 1) / n of the buffer. Every rank stores the owner's
+//   bits, so any reduction agrees everywhere.
+// Channel c of the launch uses, per peer, the connection pair CollLaunchArgs::peerConns lists for it: the ring's
+// for the neighbours' directions, the collective's own peer connections for the others (made at init: gpu_comm.cc,
+// connectOneShotPeers). Included by dev_kernels.cu, which instantiates it next to the LL collective kernels.
 #pragma once
 
 #include "algo/ll_protocol.h"
@@ -72,13 +76,49 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
 #pragma unroll
       for (int j = 0; j < kDevMaxOneShotPeers; ++j) ++sStep[j], ++rStep[j];
     }
-    __syncthreads();
-    if (tid_ == 0) {
-      for (int j = 0; j < nPeers_; ++j) {
-        peers_[j].send.step = sStep[j];
-        peers_[j].recv.step = rStep[j];
-      }
+    saveSteps(sStep, rStep);
+  }
+
+  // The two-shot: elements [off, off + count) in regions of up to n * stepElems, each taking two steps of every
+  // connection (the reduce-scatter's, then the all-gather's); credits for both are taken before either starts.
+  __device__ void runTwoShot(size_t off, size_t count, size_t stepElems) {
+    uint64_t sStep[kDevMaxOneShotPeers], rStep[kDevMaxOneShotPeers];
+#pragma unroll
+    for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
+      sStep[j] = j < nPeers_ ? peers_[j].send.step : 0;
+      rStep[j] = j < nPeers_ ? peers_[j].recv.step : 0;
     }
+    const int nranks = nPeers_ + 1;
+    const size_t region = stepElems * nranks;
+    for (size_t done = 0; done < count; done += region) {
+      const size_t m = minSize(region, count - done);
+      // Parts of whole 8-byte words, so no word straddles two owners (the last part may be short or empty).
+      const size_t part = (m + nranks - 1) / nranks;
+      const size_t q = (part + Base::kPerLine - 1) / Base::kPerLine * Base::kPerLine;
+      if (tid_ == 0) {
+        for (int j = 0; j < nPeers_; ++j) {
+          DevConn& c = peers_[j].send;
+          if (!devWaitSend(st_, c, sStep[j] + 1)) {
+            peers_[j].stop = 1;
+            break;
+          }
+          if (c.sizes) {
+            const int32_t bytes = static_cast<int32_t>(q * sizeof(T) | kDevLlStepMark);
+            stVolatile32(c.sizes + sStep[j] % c.nSteps, bytes);
+            stVolatile32(c.sizes + (sStep[j] + 1) % c.nSteps, bytes);
+          }
+        }
+      }
+      __syncthreads();
+      if (!stopped()) twoStep(in_ + off + done, out_ + off + done, m, q, sStep, rStep);
+      const bool stop = __syncthreads_or(stopped());
+      if (stop) break;
+      if (tid_ == 0)
+        for (int j = 0; j < nPeers_; ++j) stRelaxedSys(peers_[j].recv.head, rStep[j] + 2);
+#pragma unroll
+      for (int j = 0; j < kDevMaxOneShotPeers; ++j) sStep[j] += 2, rStep[j] += 2;
+    }
+    saveSteps(sStep, rStep);
   }
 
   // Any peer's wait ended the CTA's work (abort, timeout, a dead peer, an earlier error).
@@ -105,6 +145,85 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
     }
     return true;
   }
+  __device__ void saveSteps(const uint64_t* sStep, const uint64_t* rStep) {
+    __syncthreads();
+    if (tid_ == 0) {
+      for (int j = 0; j < nPeers_; ++j) {
+        peers_[j].send.step = sStep[j];
+        peers_[j].recv.step = rStep[j];
+      }
+    }
+  }
+  __device__ __forceinline__ int peerRank(int j) const { return j < self_ ? j : j + 1; }
+  // Elements of part p of a region of m elements cut in parts of q.
+  __device__ __forceinline__ static size_t partCount(size_t m, size_t q, int p) {
+    const size_t first = static_cast<size_t>(p) * q;
+    return first < m ? minSize(q, m - first) : 0;
+  }
+  // Waits for line i of peer j's slot at `step` (its word in *word); false once the CTA must stop.
+  __device__ __forceinline__ bool awaitLine(int j, uint64_t step, size_t i, uint64_t* word) {
+    const char* line = slot(peers_[j].recv, step) + i * kLlLineBytes;
+    const uint32_t flag = llFlag(step);
+    return llLineReady(llLoadLine(line), flag, word) || poll(j, line, flag, step, word);
+  }
+  // One region of the two-shot: each thread takes word i of every part. It sends word i of part p to rank p,
+  // reduces the peers' words i of its own part with its own in rank order, stores and sends the result to every
+  // peer, then stores the peers' results. Every send comes before the wait it feeds, so no rank's wait waits on
+  // another's.
+  __device__ void twoStep(const T* src, T* dst, size_t m, size_t q, const uint64_t* sStep, const uint64_t* rStep) {
+    const size_t lines = llLines(q * sizeof(T));
+    const size_t mine = partCount(m, q, self_);
+    for (size_t i = tid_; i < lines; i += nthreads_) {
+#pragma unroll
+      for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
+        if (j >= nPeers_) break;
+        const int p = peerRank(j);
+        const uint64_t w = pre(load(src + p * q, partCount(m, q, p), i));
+        llStoreLine(slot(peers_[j].send, sStep[j]) + i * kLlLineBytes, w, llFlag(sStep[j]));
+      }
+      const uint64_t own = pre(load(src + self_ * q, mine, i));
+      uint64_t word[kDevMaxOneShotPeers];
+      bool ok = true;
+#pragma unroll
+      for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
+        if (j >= nPeers_ || !ok) break;
+        ok = awaitLine(j, rStep[j], i, &word[j]);
+      }
+      if (!ok) return;
+      uint64_t acc = combine(own, word);
+      store(dst + self_ * q, mine, i, acc);
+#pragma unroll
+      for (int j = 0; j < kDevMaxOneShotPeers; ++j)
+        if (j < nPeers_) llStoreLine(slot(peers_[j].send, sStep[j] + 1) + i * kLlLineBytes, acc, llFlag(sStep[j] + 1));
+#pragma unroll
+      for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
+        if (j >= nPeers_) break;
+        uint64_t got;
+        if (!awaitLine(j, rStep[j] + 1, i, &got)) return;
+        const int p = peerRank(j);
+        store(dst + p * q, partCount(m, q, p), i, got);
+      }
+    }
+  }
+  // The n words of one position reduced in rank order (this rank's own before peer j where j == self_), the
+  // post-op applied.
+  __device__ __forceinline__ uint64_t combine(uint64_t own, const uint64_t* word) const {
+    uint64_t acc = 0;
+    bool started = false;
+#pragma unroll
+    for (int j = 0; j <= kDevMaxOneShotPeers; ++j) {
+      if (j == self_) acc = started ? reduce(acc, own, false) : own, started = true;
+      if (j < nPeers_) acc = started ? reduce(acc, word[j], false) : word[j], started = true;
+    }
+    if constexpr (Fn::kHasPost) {
+      Line l;
+      l.u = acc;
+#pragma unroll
+      for (int k = 0; k < Base::kPerLine; ++k) l.e[k] = fn_.post(l.e[k]);
+      acc = l.u;
+    }
+    return acc;
+  }
   // One step: each thread sends its lines to every peer, then reduces the peers' lines with its own in rank
   // order. Sending before waiting means no rank's step waits on another's wait.
   __device__ void step(const T* src, T* dst, size_t n, const uint64_t* sStep, const uint64_t* rStep) {
@@ -129,22 +248,7 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
           ok = false;
       }
       if (!ok) return;
-      // Rank order: this rank's word goes before peer j's where j == self_ (peers below it come first).
-      uint64_t acc = 0;
-      bool started = false;
-#pragma unroll
-      for (int j = 0; j <= kDevMaxOneShotPeers; ++j) {
-        if (j == self_) acc = started ? reduce(acc, own, false) : own, started = true;
-        if (j < nPeers_) acc = started ? reduce(acc, word[j], false) : word[j], started = true;
-      }
-      if constexpr (Fn::kHasPost) {
-        Line l;
-        l.u = acc;
-#pragma unroll
-        for (int k = 0; k < Base::kPerLine; ++k) l.e[k] = fn_.post(l.e[k]);
-        acc = l.u;
-      }
-      store(dst, n, i, acc);
+      store(dst, n, i, combine(own, word));
     }
   }
 
@@ -187,8 +291,14 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) oneShotPeersKernel(const Col
   }
   DevOneShotPeersLL<T, Fn> prims(sh, nPeers, args.rank, in, out, fn, args.status);
   const size_t stepElems = chunkElemsFor(static_cast<uint32_t>(llSlotDataBytes(sh[0].send.llSlotBytes)), sizeof(T));
-  const ElemRange r = channelRange(args.count, args.nChannels, ch, alignElemsFor(stepElems, sizeof(T)));
-  if (r.count != 0 && !prims.stopped()) prims.run(r.offset, r.count, stepElems);
+  const bool two = args.coll == kDevAllReduceTwoShotPeers;
+  // Two-shot channels take regions of n steps' data, so their shares are cut at parts of whole words.
+  const ElemRange r = channelRange(args.count, args.nChannels, ch,
+                                   two ? alignElemsFor(stepElems, sizeof(T)) * args.nranks : alignElemsFor(stepElems, sizeof(T)));
+  if (r.count != 0 && !prims.stopped()) {
+    if (two) prims.runTwoShot(r.offset, r.count, stepElems);
+    else prims.run(r.offset, r.count, stepElems);
+  }
   __syncthreads();
   if (static_cast<int>(threadIdx.x) < nPeers) {
     const PrimsShared& s = sh[threadIdx.x];

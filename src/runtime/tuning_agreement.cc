@@ -38,6 +38,8 @@ struct Offer {
   uint32_t peersReachable;
   uint32_t peersShm;
   uint32_t oneShotPeersBytes;
+  uint32_t twoShotPeersBytes;
+  uint32_t peersChannelBytes;
 };
 }  // namespace
 
@@ -58,6 +60,8 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.peersReachable = facts.peersReachable;
   mine.peersShm = facts.peersShm;
   mine.oneShotPeersBytes = facts.oneShotPeersBytes;
+  mine.twoShotPeersBytes = facts.twoShotPeersBytes;
+  mine.peersChannelBytes = facts.peersChannelBytes;
   mine.clusterRing = facts.clusterRing;
   mine.clusterThree = facts.clusterThree;
   mine.p2pPair = facts.p2pPair;
@@ -89,6 +93,8 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.p2pBalanceBytes = all[0].p2pBalanceBytes;
   f.p2pPeerChannels = all[0].p2pPeerChannels;
   f.oneShotPeersBytes = all[0].oneShotPeersBytes;
+  f.twoShotPeersBytes = all[0].twoShotPeersBytes;
+  f.peersChannelBytes = all[0].peersChannelBytes;
   f.peersReachable = 1;
   f.peersShm = 0;
   out.buffSize = all[0].buffSize;
@@ -115,7 +121,8 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
              o.maxP2pCtas != own.maxP2pCtas || o.tunerOn != own.tunerOn || o.p2pLlThreshold != own.p2pLlThreshold ||
              o.p2pChannelBytes != own.p2pChannelBytes || o.p2pPieces != own.p2pPieces ||
              o.p2pBalanceBytes != own.p2pBalanceBytes || o.p2pPeerChannels != own.p2pPeerChannels ||
-             o.oneShotPeersBytes != own.oneShotPeersBytes;
+             o.oneShotPeersBytes != own.oneShotPeersBytes || o.twoShotPeersBytes != own.twoShotPeersBytes ||
+             o.peersChannelBytes != own.peersChannelBytes;
     for (int c = 0; c < kNumCollTypes; ++c) {
       out.protos.mask[c] &= o.protos[c];
       out.algos.mask[c] &= o.algos[c];
@@ -135,9 +142,10 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
         "rank %d: NCCL_PROTO / NCCL_ALGO / NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS / "
         "NCCL_MAX_P2P_NCHANNELS / config.maxCTAs / NCCL_BUFFSIZE / BRAID_PIPELINE_STEPS / BRAID_ONESHOT_SPLIT / "
         "BRAID_DEVICE_TUNER / NCCL_P2P_LL_THRESHOLD / BRAID_P2P_CHANNEL_BYTES / BRAID_P2P_PIECES / "
-        "BRAID_P2P_BALANCE_BYTES / BRAID_P2P_PEER_CHANNELS / BRAID_ONESHOT_PEERS_BYTES differ across ranks; every rank "
-        "uses what all allow (the largest minimum, the smallest CTA bounds, rank 0's sizes, split, tuner switch, "
-        "threshold, p2p channel bytes, pieces, balance bytes, peer channels and one-shot bytes)",
+        "BRAID_P2P_BALANCE_BYTES / BRAID_P2P_PEER_CHANNELS / BRAID_ONESHOT_PEERS_BYTES / BRAID_TWOSHOT_PEERS_BYTES / "
+        "BRAID_PEERS_CHANNEL_BYTES differ across ranks; every rank uses what all allow (the largest minimum, the "
+        "smallest CTA bounds, rank 0's sizes, split, tuner switch, threshold, p2p channel bytes, pieces, balance "
+        "bytes, peer channels, one-shot and two-shot bytes)",
         comm->rank);
   *cfg = out;
   *agreed = f;

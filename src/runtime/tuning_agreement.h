@@ -25,10 +25,13 @@ struct TuningFacts {
   int32_t p2pPeerChannels = 0;       // BRAID_P2P_PEER_CHANNELS (rank 0's): both sides connect and cut peers alike
   // The one-shot of more than two ranks (kDevAllReduceOneShotPeers): every peer of the rank is reached over P2P or
   // SHM and the ranks are few enough (AND over ranks); some peer of the rank is over SHM (OR: the one-shot's
-  // channels are then those SHM peers get); BRAID_ONESHOT_PEERS_BYTES (rank 0's).
+  // channels are then those SHM peers get); BRAID_ONESHOT_PEERS_BYTES, BRAID_TWOSHOT_PEERS_BYTES (the two-shot
+  // over the same connections) and BRAID_PEERS_CHANNEL_BYTES (rank 0's: both sides cut the buffer alike).
   uint32_t peersReachable = 0;
   uint32_t peersShm = 0;
   uint32_t oneShotPeersBytes = 0;
+  uint32_t twoShotPeersBytes = 0;
+  uint32_t peersChannelBytes = 8192;
   // The rank launches its ring collectives on Simple over NVLink P2P in thread-block clusters (a cluster size
   // of 2 or more that fits, and every ring connection NVLink P2P); AND over ranks: the tuner runs the clustered
   // ring instead of the unsplit one-shot only where every rank's ring is clustered

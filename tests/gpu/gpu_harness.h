@@ -556,6 +556,18 @@ inline std::vector<Case> allCases(int nranks, bool quick) {
   for (Coll c : {kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kSendRecv, kAllToAll, kGather, kScatter})
     v.push_back(Case{c, ncclFloat32, ncclSum, (size_t(1) << 22) + 5, false, 0});
   v.push_back(Case{kAllReduce, ncclFloat16, ncclSum, (size_t(1) << 22) + 3, true, 0});
+  // Mid all-reduce sums (64 KiB to 1 MiB: on 3 to 8 peer-reachable ranks, the two-shot over every peer), counts
+  // that leave parts, LL words and channel shares uneven.
+  for (bool ip : {false, true}) {
+    for (size_t n : {size_t(16387), size_t(49157), size_t(131075), size_t(262139)})
+      v.push_back(Case{kAllReduce, ncclFloat32, ncclSum, n, ip, 0});
+    v.push_back(Case{kAllReduce, ncclFloat16, ncclSum, 100003, ip, 0});
+    v.push_back(Case{kAllReduce, ncclBfloat16, ncclSum, 262147, ip, 0});
+  }
+  Case mid{kAllReduce, ncclFloat32, ncclSum, 49157, false, 0};
+  mid.sendShift = 1;
+  mid.recvShift = 3;
+  v.push_back(mid);
   // Unaligned user pointers (send 1 element, receive 3 elements past an aligned allocation), every collective;
   // float also shifted alike (1/1: the vector path after a scalar head).
   const size_t shiftedCount = quick ? 1031 : 262147;

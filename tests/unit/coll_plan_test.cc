@@ -180,6 +180,54 @@ TEST(CollPlan, OneShotOfMoreRanksForSmallAllReduces) {
   EXPECT_EQ(CollPlanner(simple).plan(allReduce(1024, mem.data(), mem.data()), ll).devColl, kDevAllReduce);
 }
 
+// Past BRAID_ONESHOT_PEERS_BYTES and up to BRAID_TWOSHOT_PEERS_BYTES, the two-shot over the same connections, on
+// LL, one channel per BRAID_PEERS_CHANNEL_BYTES up to the same cap; NCCL_ALGO without TwoShot, or 0 bytes, the ring.
+TEST(CollPlan, TwoShotOfMoreRanksForMidAllReduces) {
+  CollPlanFacts f = nvlinkPair();
+  f.nranks = 4;
+  f.oneShotPeersBytes = 65536;
+  f.twoShotPeersBytes = 1 << 20;
+  f.peersChannelBytes = 16384;
+  f.oneShotPeerChannels = 10;
+  std::vector<char> mem(size_t(4) << 20);
+  {
+    CollPlanner planner(f);
+    for (size_t bytes : {size_t(4096), size_t(65536)})
+      EXPECT_EQ(planner.plan(allReduce(bytes / 4, mem.data(), mem.data()), kAllProtos).devColl,
+                kDevAllReduceOneShotPeers)
+          << bytes;
+    EXPECT_EQ(planner.plan(allReduce(4096 / 4, mem.data(), mem.data()), kAllProtos).nChannels, 1);
+    for (size_t bytes : {size_t(65540), size_t(100000), size_t(262144), size_t(1) << 20}) {
+      const CollPlan p = planner.plan(allReduce(bytes / 4, mem.data(), mem.data()), kAllProtos);
+      EXPECT_EQ(p.devColl, kDevAllReduceTwoShotPeers) << bytes;
+      EXPECT_EQ(p.proto, Proto::LL) << bytes;
+      EXPECT_EQ(p.nChannels, std::min<int>(10, static_cast<int>((bytes + 16383) / 16384))) << bytes;
+      EXPECT_EQ(p.nCta, p.nChannels) << bytes;
+    }
+    EXPECT_NE(planner.plan(allReduce(((1 << 20) + 4) / 4, mem.data(), mem.data()), kAllProtos).devColl,
+              kDevAllReduceTwoShotPeers);
+    EXPECT_NE(planner.plan(allReduce(262144 / 4, mem.data(), mem.data()), 0).devColl, kDevAllReduceTwoShotPeers)
+        << "no LL kernel for the op";
+  }
+  CollPlanFacts off = f;
+  off.twoShotPeersBytes = 0;
+  EXPECT_NE(CollPlanner(off).plan(allReduce(262144 / 4, mem.data(), mem.data()), kAllProtos).devColl,
+            kDevAllReduceTwoShotPeers);
+  CollPlanFacts oneOnly = f;
+  oneOnly.tuning.algos.mask[static_cast<int>(CollType::AllReduce)] =
+      (1u << static_cast<int>(Algo::Ring)) | (1u << static_cast<int>(Algo::OneShot));
+  EXPECT_NE(CollPlanner(oneOnly).plan(allReduce(262144 / 4, mem.data(), mem.data()), kAllProtos).devColl,
+            kDevAllReduceTwoShotPeers);
+  EXPECT_EQ(CollPlanner(oneOnly).plan(allReduce(1024, mem.data(), mem.data()), kAllProtos).devColl,
+            kDevAllReduceOneShotPeers);
+  // The one-shot left out: the two-shot takes the small sizes too.
+  CollPlanFacts twoOnly = f;
+  twoOnly.tuning.algos.mask[static_cast<int>(CollType::AllReduce)] =
+      (1u << static_cast<int>(Algo::Ring)) | (1u << static_cast<int>(Algo::TwoShot));
+  EXPECT_EQ(CollPlanner(twoOnly).plan(allReduce(1024, mem.data(), mem.data()), kAllProtos).devColl,
+            kDevAllReduceTwoShotPeers);
+}
+
 // With the tuner off (BRAID_DEVICE_TUNER=0) the one-shot over every peer runs only where NCCL_ALGO leaves out the
 // ring, as the 2-rank one-shot.
 TEST(CollPlan, OneShotOfMoreRanksWithTheTunerOffOnlyWhenAsked) {

@@ -125,8 +125,8 @@ TEST(TuningAgreement, P2pPairingOnlyWhereEveryRankCan) {
   }
 }
 
-// The one-shot of more than two ranks: every rank reaches every peer over P2P or SHM (AND), the channels follow any
-// rank's SHM peer (OR), and the byte threshold and peer channels are rank 0's, so all plan it alike.
+// The one-shot and two-shot of more than two ranks: every rank reaches every peer over P2P or SHM (AND), the channels follow any
+// rank's SHM peer (OR), and the byte thresholds, bytes per channel and peer channels are rank 0's, so all plan it alike.
 TEST(TuningAgreement, OneShotOverPeersAgreedAcrossRanks) {
   for (int odd : {-1, 0, 2}) {
     const AgreedAll got = agreeAll(3, [odd](int r) {
@@ -134,6 +134,8 @@ TEST(TuningAgreement, OneShotOverPeersAgreedAcrossRanks) {
       o.facts.peersReachable = r == odd ? 0u : 1u;
       o.facts.peersShm = r == odd ? 1u : 0u;
       o.facts.oneShotPeersBytes = 1000u * static_cast<uint32_t>(r + 1);
+      o.facts.twoShotPeersBytes = 7000u * static_cast<uint32_t>(r + 1);
+      o.facts.peersChannelBytes = 300u + static_cast<uint32_t>(r);
       o.facts.p2pPeerChannels = 5 + r;
       return o;
     });
@@ -141,6 +143,8 @@ TEST(TuningAgreement, OneShotOverPeersAgreedAcrossRanks) {
       EXPECT_EQ(f.peersReachable, odd < 0 ? 1u : 0u) << odd;
       EXPECT_EQ(f.peersShm, odd < 0 ? 0u : 1u) << odd;
       EXPECT_EQ(f.oneShotPeersBytes, 1000u) << odd;
+      EXPECT_EQ(f.twoShotPeersBytes, 7000u) << odd;
+      EXPECT_EQ(f.peersChannelBytes, 300u) << odd;
       EXPECT_EQ(f.p2pPeerChannels, 5) << odd;
     }
   }

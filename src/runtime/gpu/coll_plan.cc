@@ -79,20 +79,24 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
     return f_.transport == TransportClass::P2pNvlink &&
            oneShotSplitRuns(cfg, op.count, esize, nChannels, cap, f_.ringStepBytes, f_.ringSteps);
   };
-  // The one-shot of more than two ranks (one_shot_peers.cuh): small all-reduces where every peer is reached over
-  // P2P or SHM and this build has the LL kernel. Every rank reduces in rank order, so any reduction gives every
-  // rank the same bits. A size rule (BRAID_ONESHOT_PEERS_BYTES), as the cost model has no row for it yet;
-  // NCCL_ALGO without OneShot or NCCL_PROTO without LL keep the ring; with the tuner off (BRAID_DEVICE_TUNER=0) it
-  // runs only where NCCL_ALGO leaves the ring out.
-  const bool oneShotPeersAllowed = f_.tunerOn || !(cfg.algos.mask[c] & bit(Algo::Ring));
-  if (op.coll == CollType::AllReduce && f_.nranks > 2 && f_.oneShotPeersBytes > 0 && bytes <= f_.oneShotPeersBytes &&
-      oneShotPeersAllowed &&
-      (lowLatency & bit(Proto::LL)) && (cfg.algos.mask[c] & bit(Algo::OneShot)) && (asked & bit(Proto::LL))) {
-    plan.devColl = kDevAllReduceOneShotPeers;
+  // The one-shot and two-shot of more than two ranks (one_shot_peers.cuh): small and mid all-reduces where every
+  // peer is reached over P2P or SHM and this build has the LL kernel. Size rules (BRAID_ONESHOT_PEERS_BYTES, then
+  // BRAID_TWOSHOT_PEERS_BYTES), as the cost model has no rows for them yet; NCCL_ALGO without OneShot / TwoShot
+  // or NCCL_PROTO without LL keep the ring; with the tuner off (BRAID_DEVICE_TUNER=0) they run only where
+  // NCCL_ALGO leaves the ring out.
+  const bool peersAllowed = op.coll == CollType::AllReduce && f_.nranks > 2 &&
+                            (f_.tunerOn || !(cfg.algos.mask[c] & bit(Algo::Ring))) && (lowLatency & bit(Proto::LL)) &&
+                            (asked & bit(Proto::LL));
+  const bool onePeers = peersAllowed && f_.oneShotPeersBytes > 0 && bytes <= f_.oneShotPeersBytes &&
+                        (cfg.algos.mask[c] & bit(Algo::OneShot));
+  const bool twoPeers = peersAllowed && !onePeers && bytes <= f_.twoShotPeersBytes &&
+                        (cfg.algos.mask[c] & bit(Algo::TwoShot));
+  if (onePeers || twoPeers) {
+    plan.devColl = onePeers ? kDevAllReduceOneShotPeers : kDevAllReduceTwoShotPeers;
     plan.proto = Proto::LL;
-    plan.nChannels = plan.nCta = oneShotPeersChannels(bytes, f_.oneShotPeerChannels);
-    plan.predictedUs =
-        predictUs(makeTuneRequest(op, f_.nranks, f_.transport), Algo::OneShot, Proto::LL, plan.nChannels, 0);
+    plan.nChannels = plan.nCta = peersChannels(bytes, f_.peersChannelBytes, f_.oneShotPeerChannels);
+    plan.predictedUs = predictUs(makeTuneRequest(op, f_.nranks, f_.transport), onePeers ? Algo::OneShot : Algo::TwoShot,
+                                 Proto::LL, plan.nChannels, 0);
     return plan;
   }
   if (f_.tunerOn) {

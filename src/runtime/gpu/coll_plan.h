@@ -31,6 +31,10 @@ struct CollPlanFacts {
   // every peer of every rank over P2P or SHM), on at most oneShotPeerChannels channels; agreed.
   size_t oneShotPeersBytes = 0;
   int oneShotPeerChannels = 1;
+  // The two-shot over the same connections (kDevAllReduceTwoShotPeers): all-reduces past oneShotPeersBytes up to
+  // this many bytes (0: never); both schedules take one channel per peersChannelBytes; agreed.
+  size_t twoShotPeersBytes = 0;
+  size_t peersChannelBytes = 8192;
   // This rank's launch settings (launch_attrs.h): they shape the grid, not the FIFO steps.
   int cluster = 0;  // clusterSetting, 0: none
   bool clusterUserSet = false;
@@ -40,11 +44,11 @@ struct CollPlanFacts {
   uint32_t ringSteps = 0;
 };
 
-// The one-shot of more than two ranks: its channels for `bytes` (one per kOneShotPeersChannelBytes, at least 1,
-// at most maxChannels), so each CTA's threads hold a few lines each.
-constexpr size_t kOneShotPeersChannelBytes = size_t(8) << 10;
-inline int oneShotPeersChannels(size_t bytes, int maxChannels) {
-  const size_t want = (bytes + kOneShotPeersChannelBytes - 1) / kOneShotPeersChannelBytes;
+// The one-shot and two-shot of more than two ranks: their channels for `bytes` (one per perChannel bytes,
+// BRAID_PEERS_CHANNEL_BYTES, at least 1, at most maxChannels), so each CTA's threads hold a few lines each.
+inline int peersChannels(size_t bytes, size_t perChannel, int maxChannels) {
+  if (perChannel == 0) perChannel = 1;
+  const size_t want = (bytes + perChannel - 1) / perChannel;
   return static_cast<int>(std::max<size_t>(1, std::min<size_t>(want, static_cast<size_t>(std::max(1, maxChannels)))));
 }
 

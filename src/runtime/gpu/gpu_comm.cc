@@ -172,7 +172,7 @@ ncclResult_t uploadRingOrder(ncclComm* comm, DeviceState* st) {
 
 constexpr size_t kOneShotPeerFifoBytes = size_t(32) << 10;
 ncclResult_t connectOneShotPeers(ncclComm* comm, DeviceState* st) {
-  if (st->oneShotPeersBytes == 0 || !comm->conns) return ncclSuccess;
+  if ((st->oneShotPeersBytes == 0 && st->twoShotPeersBytes == 0) || !comm->conns) return ncclSuccess;
   const int n = st->nranks, me = st->rank, next = ringNextRank(comm), prev = ringPrevRank(comm);
   const int k = st->oneShotPeerChannels;
   std::vector<int> sendPeers, recvPeers;
@@ -210,8 +210,10 @@ ncclResult_t connectOneShotPeers(ncclComm* comm, DeviceState* st) {
                    "rank %d: cudaMalloc of the one-shot's connection table", me);
   BRAID_CUDA_CHECK(cudaMemcpy(st->oneShotPeers, table.data(), sizeof(DevConn*) * table.size(), cudaMemcpyHostToDevice),
                    "rank %d: uploading the one-shot's connection table", me);
-  BRAID_INFO(kSubInit, "rank %d: the one-shot all-reduce over every peer runs up to %u bytes on up to %d channels",
-             me, st->oneShotPeersBytes, k);
+  BRAID_INFO(kSubInit,
+             "rank %d: all-reduce over every peer: the one-shot up to %u bytes, the two-shot up to %u, on up to %d "
+             "channels (one per %u bytes)",
+             me, st->oneShotPeersBytes, st->twoShotPeersBytes, k, st->peersChannelBytes);
   return ncclSuccess;
 }
 }  // namespace
@@ -345,6 +347,10 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   // kinds are pure functions of the two ranks, known before any connection).
   facts.oneShotPeersBytes =
       static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(params::OneShotPeersBytes(), int64_t(1) << 30)));
+  facts.twoShotPeersBytes =
+      static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(params::TwoShotPeersBytes(), int64_t(1) << 30)));
+  facts.peersChannelBytes =
+      static_cast<uint32_t>(std::max<int64_t>(256, std::min<int64_t>(params::PeersChannelBytes(), int64_t(16) << 20)));
   facts.peersReachable = comm->nranks > 2 && comm->nranks - 1 <= kDevMaxOneShotPeers && comm->conns ? 1u : 0u;
   for (int p = 0; facts.peersReachable && p < comm->nranks; ++p) {
     if (p == comm->rank) continue;
@@ -425,6 +431,8 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->p2pPeerChannels = p2pPeerChannels(comm->nranks, st->nChannels, p2pMaxCtas(st->tuning), agreed.p2pPeerChannels);
   // The one-shot's channels: each needs a connection pair with every peer (the ring's, or the peer's p2p ones).
   st->oneShotPeersBytes = agreed.peersReachable && st->llPath ? agreed.oneShotPeersBytes : 0;
+  st->twoShotPeersBytes = agreed.peersReachable && st->llPath ? agreed.twoShotPeersBytes : 0;
+  st->peersChannelBytes = agreed.peersChannelBytes;
   st->oneShotPeerChannels = std::max(
       1, std::min(st->nChannels, p2pChannelsOn(agreed.peersShm ? TransportKind::Shm : TransportKind::P2p,
                                                st->p2pPeerChannels)));

@@ -55,6 +55,8 @@ CollPlanFacts planFacts(const DeviceState& st, ncclComm* comm) {
   f.clusterThreeFits = st.clusterThreeFits;
   f.oneShotPeersBytes = st.oneShotPeersBytes;
   f.oneShotPeerChannels = st.oneShotPeerChannels;
+  f.twoShotPeersBytes = st.twoShotPeersBytes;
+  f.peersChannelBytes = st.peersChannelBytes;
   if (st.nranks > 1 && comm->conns) {
     const ConnInfo* c0 = comm->conns->ringSend(0);
     f.ringStepBytes = c0->stepBytes;
@@ -514,11 +516,11 @@ ncclResult_t GpuExecutor::launchColl(const OpDesc& op, cudaStream_t s) {
   if (plan.proto == Proto::LL) kernel = devCollKernelLL(op.coll, op.dtype, op.op.kind);
   if (plan.proto == Proto::LL128) kernel = devCollKernelLL128(op.coll, op.dtype, op.op.kind);
   DevConn* const* peerConns = nullptr;
-  if (plan.devColl == kDevAllReduceOneShotPeers) {
+  if (plan.devColl == kDevAllReduceOneShotPeers || plan.devColl == kDevAllReduceTwoShotPeers) {
     kernel = devOneShotPeersKernel(op.dtype, op.op.kind);
     peerConns = st_->oneShotPeers;
     if (!kernel || !peerConns)
-      return recordError(ncclInternalError, "rank %d: the one-shot over every peer was planned without its %s", st_->rank,
+      return recordError(ncclInternalError, "rank %d: the one-shot or two-shot over every peer was planned without its %s", st_->rank,
                          kernel ? "connections" : "kernel");
   }
   const bool copy = op.coll == CollType::AllGather || op.coll == CollType::Broadcast;
