@@ -74,4 +74,12 @@ BRAID_HD inline size_t alignElemsFor(size_t chunkElems, size_t elemSize) {
   return (chunkElems % a == 0) ? a : 1;
 }
 
+// The two-shot all-reduce over every peer (one_shot_peers.cuh): channel `channel`'s share of `count` elements.
+// Each channel walks its share in regions of nranks * stepElems (one LL slot's data per part), and cuts a region
+// into nranks parts with ringSegmentElems at whole 8-byte words; shares are aligned to nranks cache lines.
+BRAID_HD inline ElemRange twoShotChannelRange(size_t count, int nChannels, int channel, int nranks, size_t stepElems,
+                                              size_t elemSize) {
+  return channelRange(count, nChannels, channel, alignElemsFor(stepElems, elemSize) * static_cast<size_t>(nranks));
+}
+
 }  // namespace braid

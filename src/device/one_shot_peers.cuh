@@ -92,9 +92,9 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
     const size_t region = stepElems * nranks;
     for (size_t done = 0; done < count; done += region) {
       const size_t m = minSize(region, count - done);
-      // Parts of whole 8-byte words, so no word straddles two owners (the last part may be short or empty).
-      const size_t part = (m + nranks - 1) / nranks;
-      const size_t q = (part + Base::kPerLine - 1) / Base::kPerLine * Base::kPerLine;
+      // Parts of whole 8-byte words, so no word straddles two owners (the last ones may be short or empty): cut
+      // as the ring all-reduce cuts its segments.
+      const size_t q = ringSegmentElems(m, nranks, Base::kPerLine);
       if (tid_ == 0) {
         for (int j = 0; j < nPeers_; ++j) {
           DevConn& c = peers_[j].send;
@@ -156,20 +156,11 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
   }
   __device__ __forceinline__ int peerRank(int j) const { return j < self_ ? j : j + 1; }
   // Elements of part p of a region of m elements cut in parts of q.
-  __device__ __forceinline__ static size_t partCount(size_t m, size_t q, int p) {
-    const size_t first = static_cast<size_t>(p) * q;
-    return first < m ? minSize(q, m - first) : 0;
-  }
-  // Waits for line i of peer j's slot at `step` (its word in *word); false once the CTA must stop.
-  __device__ __forceinline__ bool awaitLine(int j, uint64_t step, size_t i, uint64_t* word) {
-    const char* line = slot(peers_[j].recv, step) + i * kLlLineBytes;
-    const uint32_t flag = llFlag(step);
-    return llLineReady(llLoadLine(line), flag, word) || poll(j, line, flag, step, word);
-  }
-  // One region of the two-shot: each thread takes word i of every part. It sends word i of part p to rank p,
-  // reduces the peers' words i of its own part with its own in rank order, stores and sends the result to every
-  // peer, then stores the peers' results. Every send comes before the wait it feeds, so no rank's wait waits on
-  // another's.
+  __device__ __forceinline__ static size_t partCount(size_t m, size_t q, int p) { return ringSegment(m, q, p).count; }
+  // One region of the two-shot: each thread takes words i of every part. It first sends word i of part p to rank
+  // p for all its i, then reduces the peers' words of its own part with its own in rank order, storing and sending
+  // each result to every peer, then stores the peers' results. Each pass issues all its stores before it waits,
+  // so a thread pays the hop's latency once a pass rather than once a word, and no rank's wait waits on another's.
   __device__ void twoStep(const T* src, T* dst, size_t m, size_t q, const uint64_t* sStep, const uint64_t* rStep) {
     const size_t lines = llLines(q * sizeof(T));
     const size_t mine = partCount(m, q, self_);
@@ -181,29 +172,45 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
         const uint64_t w = pre(load(src + p * q, partCount(m, q, p), i));
         llStoreLine(slot(peers_[j].send, sStep[j]) + i * kLlLineBytes, w, llFlag(sStep[j]));
       }
+    }
+    for (size_t i = tid_; i < lines; i += nthreads_) {
       const uint64_t own = pre(load(src + self_ * q, mine, i));
       uint64_t word[kDevMaxOneShotPeers];
-      bool ok = true;
-#pragma unroll
-      for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
-        if (j >= nPeers_ || !ok) break;
-        ok = awaitLine(j, rStep[j], i, &word[j]);
-      }
-      if (!ok) return;
-      uint64_t acc = combine(own, word);
+      if (!awaitLines(rStep, 0, i, word)) return;
+      const uint64_t acc = combine(own, word);
       store(dst + self_ * q, mine, i, acc);
 #pragma unroll
       for (int j = 0; j < kDevMaxOneShotPeers; ++j)
         if (j < nPeers_) llStoreLine(slot(peers_[j].send, sStep[j] + 1) + i * kLlLineBytes, acc, llFlag(sStep[j] + 1));
+    }
+    for (size_t i = tid_; i < lines; i += nthreads_) {
+      uint64_t word[kDevMaxOneShotPeers];
+      if (!awaitLines(rStep, 1, i, word)) return;
 #pragma unroll
       for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
         if (j >= nPeers_) break;
-        uint64_t got;
-        if (!awaitLine(j, rStep[j] + 1, i, &got)) return;
         const int p = peerRank(j);
-        store(dst + p * q, partCount(m, q, p), i, got);
+        store(dst + p * q, partCount(m, q, p), i, word[j]);
       }
     }
+  }
+  // Line i of every peer's slot at rStep[j] + ahead, into word[j]: all loads issued before any wait. False once the
+  // CTA must stop.
+  __device__ __forceinline__ bool awaitLines(const uint64_t* rStep, int ahead, size_t i, uint64_t* word) {
+    LlLine got[kDevMaxOneShotPeers];
+#pragma unroll
+    for (int j = 0; j < kDevMaxOneShotPeers; ++j)
+      if (j < nPeers_) got[j] = llLoadLine(slot(peers_[j].recv, rStep[j] + ahead) + i * kLlLineBytes);
+#pragma unroll
+    for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
+      if (j >= nPeers_) break;
+      const uint64_t step = rStep[j] + ahead;
+      const uint32_t flag = llFlag(step);
+      if (!llLineReady(got[j], flag, &word[j]) &&
+          !poll(j, slot(peers_[j].recv, step) + i * kLlLineBytes, flag, step, &word[j]))
+        return false;
+    }
+    return true;
   }
   // The n words of one position reduced in rank order (this rank's own before peer j where j == self_), the
   // post-op applied.
@@ -224,8 +231,9 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
     }
     return acc;
   }
-  // One step: each thread sends its lines to every peer, then reduces the peers' lines with its own in rank
-  // order. Sending before waiting means no rank's step waits on another's wait.
+  // One step: each thread sends all its lines to every peer, then reduces the peers' lines with its own in rank
+  // order. All sends come before any wait: the hop's latency is paid once a step, not once a line, and no rank's
+  // step waits on another's wait.
   __device__ void step(const T* src, T* dst, size_t n, const uint64_t* sStep, const uint64_t* rStep) {
     const size_t lines = llLines(n * sizeof(T));
     for (size_t i = tid_; i < lines; i += nthreads_) {
@@ -233,21 +241,11 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
 #pragma unroll
       for (int j = 0; j < kDevMaxOneShotPeers; ++j)
         if (j < nPeers_) llStoreLine(slot(peers_[j].send, sStep[j]) + i * kLlLineBytes, own, llFlag(sStep[j]));
-      LlLine got[kDevMaxOneShotPeers];
-#pragma unroll
-      for (int j = 0; j < kDevMaxOneShotPeers; ++j)
-        if (j < nPeers_) got[j] = llLoadLine(slot(peers_[j].recv, rStep[j]) + i * kLlLineBytes);
+    }
+    for (size_t i = tid_; i < lines; i += nthreads_) {
+      const uint64_t own = pre(load(src, n, i));
       uint64_t word[kDevMaxOneShotPeers];
-      bool ok = true;
-#pragma unroll
-      for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
-        if (j >= nPeers_ || !ok) break;
-        const uint32_t flag = llFlag(rStep[j]);
-        if (!llLineReady(got[j], flag, &word[j]) &&
-            !poll(j, slot(peers_[j].recv, rStep[j]) + i * kLlLineBytes, flag, rStep[j], &word[j]))
-          ok = false;
-      }
-      if (!ok) return;
+      if (!awaitLines(rStep, 0, i, word)) return;
       store(dst, n, i, combine(own, word));
     }
   }
@@ -292,9 +290,8 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) oneShotPeersKernel(const Col
   DevOneShotPeersLL<T, Fn> prims(sh, nPeers, args.rank, in, out, fn, args.status);
   const size_t stepElems = chunkElemsFor(static_cast<uint32_t>(llSlotDataBytes(sh[0].send.llSlotBytes)), sizeof(T));
   const bool two = args.coll == kDevAllReduceTwoShotPeers;
-  // Two-shot channels take regions of n steps' data, so their shares are cut at parts of whole words.
-  const ElemRange r = channelRange(args.count, args.nChannels, ch,
-                                   two ? alignElemsFor(stepElems, sizeof(T)) * args.nranks : alignElemsFor(stepElems, sizeof(T)));
+  const ElemRange r = two ? twoShotChannelRange(args.count, args.nChannels, ch, args.nranks, stepElems, sizeof(T))
+                          : channelRange(args.count, args.nChannels, ch, alignElemsFor(stepElems, sizeof(T)));
   if (r.count != 0 && !prims.stopped()) {
     if (two) prims.runTwoShot(r.offset, r.count, stepElems);
     else prims.run(r.offset, r.count, stepElems);

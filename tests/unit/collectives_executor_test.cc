@@ -328,6 +328,45 @@ TEST(RingSplit, SegmentsCoverLoopAndFitChunk) {
   }
 }
 
+// The two-shot over every peer (one_shot_peers.cuh), cut as its kernel cuts it: channel shares, regions of
+// nranks LL slots' data, parts of whole 8-byte words. Every element is owned exactly once, every part fits its
+// slot and starts on a word, and a channel's share starts on nranks cache lines.
+TEST(RingSplit, TwoShotCutCoversEveryElementOnce) {
+  for (size_t esize : {size_t(2), size_t(4)}) {
+    const size_t perWord = 8 / esize;
+    for (size_t stepElems : {size_t(32), size_t(16384)}) {  // a tiny slot, and the 32 KiB of P2P's LL slot in floats
+      for (int n = 3; n <= 8; ++n) {
+        for (size_t count : {size_t(1), size_t(7), size_t(1031), size_t(16387), size_t(262139), size_t(300007)}) {
+          for (int nch : {1, 3, 10}) {
+            std::vector<uint8_t> seen(count, 0);
+            size_t next = 0;
+            for (int c = 0; c < nch; ++c) {
+              const ElemRange r = twoShotChannelRange(count, nch, c, n, stepElems, esize);
+              EXPECT_EQ(r.offset, std::min(next, count));
+              if (r.count) EXPECT_EQ(r.offset * esize % (64 * n), 0u) << count << " " << nch << " " << c;
+              next = r.offset + r.count;
+              const size_t region = stepElems * n;
+              for (size_t done = 0; done < r.count; done += region) {
+                const size_t m = std::min(region, r.count - done);
+                const size_t q = ringSegmentElems(m, n, perWord);
+                ASSERT_LE(q, stepElems) << count << " n=" << n;
+                ASSERT_EQ(q % perWord, 0u);
+                for (int p = 0; p < n; ++p) {
+                  const ElemRange part = ringSegment(m, q, p);
+                  for (size_t i = 0; i < part.count; ++i) ++seen[r.offset + done + part.offset + i];
+                }
+              }
+            }
+            EXPECT_EQ(next, count);
+            for (size_t i = 0; i < count; ++i)
+              ASSERT_EQ(seen[i], 1u) << "element " << i << " of " << count << ", n=" << n << ", " << nch << " channels";
+          }
+        }
+      }
+    }
+  }
+}
+
 // Device op widths: one channel per 64 KiB, at least one, at most the comm's.
 TEST(RingSplit, ChannelsForBytes) {
   EXPECT_EQ(channelsForBytes(0, 64), 1);
