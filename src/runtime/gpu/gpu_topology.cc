@@ -167,22 +167,23 @@ bool hostRankGpus(const ncclComm* comm, const HostTopology& host, std::vector<in
 
 }  // namespace
 
-ncclResult_t hostRingPosition(ncclComm* comm, int* pos) {
-  *pos = -1;
+ncclResult_t hostRingPositions(ncclComm* comm, int maxRings, std::vector<int>* pos) {
+  pos->clear();
   if (comm->nranks < 2) return ncclSuccess;
   BRAID_CHECK(ensureHostTopology(comm));
   const std::shared_ptr<const HostTopology> host = hostTopologyIfKnown();
   std::vector<int> ranks, gpus;
   if (!host || !hostRankGpus(comm, *host, &ranks, &gpus)) return ncclSuccess;
   TopoRings best;
-  // One ring is all the order needs; searchRings rejects ranks sharing a GPU (no place then: rank order).
-  if (searchRings(host->topo, host->paths, gpus, 1, &best) != ncclSuccess || best.rings.empty()) {
+  // searchRings rejects ranks sharing a GPU (no place then: rank order).
+  if (searchRings(host->topo, host->paths, gpus, std::max(1, maxRings), &best) != ncclSuccess || best.rings.empty()) {
     clearPendingError();
     return ncclSuccess;
   }
-  const std::vector<int>& ring = best.rings[0];
-  for (size_t p = 0; p < ring.size(); ++p)
-    if (ranks[static_cast<size_t>(ring[p])] == comm->rank) *pos = static_cast<int>(p);
+  for (const std::vector<int>& ring : best.rings)
+    for (size_t p = 0; p < ring.size(); ++p)
+      if (ranks[static_cast<size_t>(ring[p])] == comm->rank) pos->push_back(static_cast<int>(p));
+  if (pos->size() != best.rings.size()) pos->clear();  // not in every ring: no place
   return ncclSuccess;
 }
 
