@@ -30,7 +30,8 @@ constexpr int kDeviceRingOrders = 1;
 // channel count (-1 where no such hop is known).
 double ringSlowestHopGBs(const ncclComm* comm);
 
-// After the ring is connected: NCCL_GRAPH_DUMP_FILE (rank 0) gets the rings in use, and INFO says when the search
+// After the ring is connected: NCCL_GRAPH_DUMP_FILE (rank 0) gets the rings in use channel by channel and, where the
+// ranks span hosts, the all-reduce trees (graph_dump.h), as rank 0's host sees them; INFO says when the search
 // finds a faster order for this host's ranks than the one the rings run in.
 ncclResult_t reportRings(ncclComm* comm);
 
