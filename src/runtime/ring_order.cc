@@ -2,6 +2,7 @@
 #include "runtime/ring_order.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -200,7 +201,9 @@ ncclResult_t agreeRingOrder(ncclComm* comm, const std::vector<int>& hostPos, int
   comm->ringPos = comm->ringPositions[0];
   if (comm->rank != 0 && !text.empty()) {
     std::vector<std::vector<int>> mine;
-    const bool same = parseRingOrders(text, n, &mine) == ncclSuccess && mine == comm->ringOrders;
+    const bool parsed = parseRingOrders(text, n, &mine) == ncclSuccess;
+    if (mine.size() > static_cast<size_t>(maxRings)) mine.resize(static_cast<size_t>(maxRings));  // as rank 0 cut
+    const bool same = parsed && mine == comm->ringOrders;
     if (!same) {
       clearPendingError();  // only this rank's own value, which the rings do not follow
       BRAID_WARN("rank %d: BRAID_RING_ORDER=\"%s\" here, but the rings follow rank 0's", comm->rank, text.c_str());
