@@ -243,11 +243,9 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
   // whose topology fails (a bad NCCL_TOPO_FILE) still joins the agreement, so its peers fail with it at once.
   // Host communicators run the rings BRAID_RING_ORDER names (else rank order), as many as it names.
   std::vector<int> hostPos;
-  const ncclResult_t topo =
-      comm->hostComm ? ncclSuccess : hostRingPositions(comm, kDeviceRingOrders, &hostPos);
-  const ncclResult_t agreed =
-      agreeRingOrder(comm, topo == ncclSuccess ? hostPos : std::vector<int>{kRingPosFailed},
-                     comm->hostComm ? kMaxRingOrders : kDeviceRingOrders);
+  const ncclResult_t topo = comm->hostComm ? ncclSuccess : hostRingPositions(comm, kDeviceRingOrders, &hostPos);
+  const ncclResult_t agreed = agreeRingOrder(comm, topo == ncclSuccess ? hostPos : std::vector<int>{kRingPosFailed},
+                                             comm->hostComm ? kMaxRingOrders : kDeviceRingOrders);
   if (topo != ncclSuccess) return topo;
   BRAID_CHECK(agreed);
   if (!comm->hostComm) {

@@ -221,16 +221,16 @@ ncclResult_t agreeRingOrder(ncclComm* comm, const std::vector<int>& hostPos, int
       BRAID_INFO(kSubInit, "rings run in the order BRAID_RING_ORDER=\"%s\" (%d ring(s): %s)", text.c_str(), nRings,
                  shown.c_str());
     } else if (!rankOrder) {
-      BRAID_INFO(kSubInit, "rings run in the order %s (hosts kept together, each host's ranks as its topology's "
-                 "search found; channel c on ring c %% %d)", shown.c_str(), nRings);
+      BRAID_INFO(kSubInit,
+                 "rings run in the order %s (hosts kept together, each host's ranks as its topology's "
+                 "search found; channel c on ring c %% %d)",
+                 shown.c_str(), nRings);
     }
   }
   return ncclSuccess;
 }
 
-int ringCount(const ncclComm* comm) {
-  return comm->ringOrders.empty() ? 1 : static_cast<int>(comm->ringOrders.size());
-}
+int ringCount(const ncclComm* comm) { return comm->ringOrders.empty() ? 1 : static_cast<int>(comm->ringOrders.size()); }
 
 int ringNextRank(const ncclComm* comm, int channel) {
   const int n = comm->nranks;

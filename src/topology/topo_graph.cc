@@ -41,7 +41,8 @@ ncclResult_t doubleAttr(const XmlNode& n, const char* key, double* out) {
   if (!v) return bad(n, "lacks the attribute ", key);
   char* end = nullptr;
   const double x = std::strtod(v->c_str(), &end);
-  if (v->empty() || *end != '\0' || !(x >= 0)) return bad(n, "has a bad number in ", std::string(key) + "=\"" + *v + "\"");
+  if (v->empty() || *end != '\0' || !(x >= 0))
+    return bad(n, "has a bad number in ", std::string(key) + "=\"" + *v + "\"");
   *out = x;
   return ncclSuccess;
 }

@@ -20,18 +20,18 @@ constexpr int kGraphPatternTree = 3;
 constexpr int kGraphPatternRing = 4;
 
 struct GraphChannel {
-  int netIn = -1;            // the NIC's dev (the topology's <net dev>), -1: none
-  std::vector<int> gpus;     // CUDA ordinals (<gpu dev>), in the order the channel visits them
+  int netIn = -1;         // the NIC's dev (the topology's <net dev>), -1: none
+  std::vector<int> gpus;  // CUDA ordinals (<gpu dev>), in the order the channel visits them
   int netOut = -1;
   bool operator==(const GraphChannel& o) const { return netIn == o.netIn && gpus == o.gpus && netOut == o.netOut; }
 };
 
 struct TopoGraph {
-  int id = 0;                        // NCCL numbers the ring graph 0 and the tree graph 1
+  int id = 0;  // NCCL numbers the ring graph 0 and the tree graph 1
   int pattern = kGraphPatternRing;
   bool crossNic = false;
-  double speedIntra = 0;             // GB/s per channel inside the host
-  double speedInter = 0;             // GB/s per channel through the NICs
+  double speedIntra = 0;  // GB/s per channel inside the host
+  double speedInter = 0;  // GB/s per channel through the NICs
   PathClass typeIntra = PathClass::Loc;
   PathClass typeInter = PathClass::Pix;
   std::vector<GraphChannel> channels;

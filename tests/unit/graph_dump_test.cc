@@ -71,10 +71,11 @@ TEST(GraphDump, GraphsWriteAndReadBack) {
   const std::vector<TopoGraph> graphs = {ring, tree};
   expectSameGraphs(roundTrip(graphs), graphs);
   const std::string text = writeXml(graphsXml(graphs));
-  EXPECT_NE(text.find("<graph id=\"0\" pattern=\"4\" crossnic=\"1\" nchannels=\"2\" speedintra=\"20\" speedinter=\"12.5\" "
-                      "latencyinter=\"0\" typeintra=\"NVL\" typeinter=\"PXB\" samechannels=\"0\">\n    <channel>\n"
-                      "      <net dev=\"0\"/>\n      <gpu dev=\"0\"/>"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("<graph id=\"0\" pattern=\"4\" crossnic=\"1\" nchannels=\"2\" speedintra=\"20\" speedinter=\"12.5\" "
+                "latencyinter=\"0\" typeintra=\"NVL\" typeinter=\"PXB\" samechannels=\"0\">\n    <channel>\n"
+                "      <net dev=\"0\"/>\n      <gpu dev=\"0\"/>"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("<graph id=\"1\" pattern=\"1\" crossnic=\"0\" nchannels=\"1\""), std::string::npos) << text;
 }
@@ -91,21 +92,24 @@ void rejected(const std::string& text, const char* why) {
 
 TEST(GraphDump, MalformedGraphsAreRejectedWithTheirLine) {
   const std::string head = "<graphs version=\"1\">\n<graph id=\"0\" pattern=\"4\" crossnic=\"0\" ";
-  const std::string attrs = "speedintra=\"1\" speedinter=\"1\" latencyinter=\"0\" typeintra=\"NVL\" typeinter=\"PIX\" "
-                            "samechannels=\"1\">\n";
+  const std::string attrs =
+      "speedintra=\"1\" speedinter=\"1\" latencyinter=\"0\" typeintra=\"NVL\" typeinter=\"PIX\" "
+      "samechannels=\"1\">\n";
   rejected(head + "nchannels=\"2\" " + attrs + "<channel><gpu dev=\"0\"/></channel>\n</graph></graphs>",
            "nchannels=2 but has 1");
   rejected(head + "nchannels=\"1\" " + attrs + "<channel><cpu dev=\"0\"/></channel>\n</graph></graphs>",
            "not an element of a channel");
   rejected(head + "nchannels=\"1\" " + attrs + "<channel><gpu dev=\"x\"/></channel>\n</graph></graphs>",
            "bad number in dev=\"x\"");
-  rejected(head + "nchannels=\"1\" " + attrs + "<channel>\n</channel>\n</graph></graphs>", "line 3: <channel> names no GPU");
+  rejected(head + "nchannels=\"1\" " + attrs + "<channel>\n</channel>\n</graph></graphs>",
+           "line 3: <channel> names no GPU");
   rejected(head + "nchannels=\"1\" " + attrs +
                "<channel><net dev=\"0\"/><gpu dev=\"0\"/><net dev=\"0\"/><net dev=\"1\"/></channel>\n</graph></graphs>",
            "third NIC");
-  rejected("<graphs version=\"1\">\n<graph id=\"0\" pattern=\"4\" crossnic=\"0\" nchannels=\"0\" speedintra=\"1\" "
-           "speedinter=\"1\" latencyinter=\"0\" typeintra=\"FAST\" typeinter=\"PIX\" samechannels=\"1\"/></graphs>",
-           "line 2: <graph> has an unknown link type in typeintra=\"FAST\"");
+  rejected(
+      "<graphs version=\"1\">\n<graph id=\"0\" pattern=\"4\" crossnic=\"0\" nchannels=\"0\" speedintra=\"1\" "
+      "speedinter=\"1\" latencyinter=\"0\" typeintra=\"FAST\" typeinter=\"PIX\" samechannels=\"1\"/></graphs>",
+      "line 2: <graph> has an unknown link type in typeintra=\"FAST\"");
   rejected("<graphs version=\"1\">\n<graph id=\"0\" pattern=\"4\"/></graphs>", "lacks the attribute crossnic");
   rejected("<graph/>", "is not <graphs>");
 }
@@ -116,8 +120,8 @@ CommGraphInput twoHosts(const TopoBuilder& b, uint64_t host) {
   CommGraphInput in;
   in.hostOf = {0xa, 0xa, 0xb, 0xb};
   in.host = host;
-  in.rankGpu = host == 0xa ? std::vector<int>{b.gpus[0], b.gpus[1], -1, -1}
-                           : std::vector<int>{-1, -1, b.gpus[0], b.gpus[1]};
+  in.rankGpu =
+      host == 0xa ? std::vector<int>{b.gpus[0], b.gpus[1], -1, -1} : std::vector<int>{-1, -1, b.gpus[0], b.gpus[1]};
   in.ringOrders = {{0, 1, 2, 3}, {1, 0, 3, 2}};
   in.nChannels = 3;
   in.treeChannels = 2;

@@ -103,8 +103,8 @@ TEST(RingOrder, SeveralRingsRejectAnyBadRing) {
   std::vector<int> perm = {0, 1, 2, 3};
   int k = 0;
   do {
-    many += (k++ ? "|" : "") + std::to_string(perm[0]) + "," + std::to_string(perm[1]) + "," +
-            std::to_string(perm[2]) + "," + std::to_string(perm[3]);
+    many += (k++ ? "|" : "") + std::to_string(perm[0]) + "," + std::to_string(perm[1]) + "," + std::to_string(perm[2]) +
+            "," + std::to_string(perm[3]);
   } while (std::next_permutation(perm.begin(), perm.end()));
   rejectedAll(many, 4, "24 distinct rings, at most 16");
 }

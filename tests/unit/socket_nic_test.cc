@@ -40,7 +40,7 @@ TwoSockets twoSockets(const char* nic0 = "eth0", const char* nic1 = "eth1") {
   return t;
 }
 
-constexpr int64_t kGpu0 = 0x4100;   // PeerInfo::busId of 0000:41:00.0
+constexpr int64_t kGpu0 = 0x4100;  // PeerInfo::busId of 0000:41:00.0
 constexpr int64_t kGpu1 = 0xc100;
 
 TEST(SocketNic, EachGpuGetsItsSocketsInterface) {

@@ -205,7 +205,8 @@ void ringsPerChannel(MRank& m) {
                     std::to_string(m.cm->ringRecvPeer(c)));
     ConnInfo* s = m.cm->ringSend(c);
     ConnInfo* rv = m.cm->ringRecv(c);
-    if (!s || !rv || s->peer != to || rv->peer != from) return m.fail("ring connector peers, channel " + std::to_string(c));
+    if (!s || !rv || s->peer != to || rv->peer != from)
+      return m.fail("ring connector peers, channel " + std::to_string(c));
     sends.push_back({*s, ringSeed(r, c)});
     recvs.push_back({*rv, ringSeed(from, c)});
   }
@@ -233,7 +234,6 @@ TEST_P(RingsTest, EachChannelOnItsOwnRing) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, RingsTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Shm" : "Sockets"; });
-
 
 class AbortTest : public ::testing::TestWithParam<bool> {};
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
 #include "algo/tree_topology.h"
+#include "core/result.h"
 #include "runtime/gpu/gpu_topology.h"
 #include "runtime/ring_order.h"
 #include "topology/topo_detect.h"
@@ -348,14 +348,17 @@ bool printRunning(const Topology& t, const TopoPaths& p, bool nvlinksKnown, cons
     std::printf("  the search's other %zu distinct ring%s not run: GPU kernels take one ring position per launch\n",
                 nRings - kDeviceRingOrders, nRings - kDeviceRingOrders == 1 ? " is" : "s are");
   if (nRings < 2 || ringOrder.empty()) return true;
-  std::printf("\nHost communicators (BRAID_HOST_COMM=1) with BRAID_RING_ORDER=\"%s\" run channel c on ring c %% %zu; "
-              "GPU communicators ring 0 only:\n", ringOrder.c_str(), nRings);
+  std::printf(
+      "\nHost communicators (BRAID_HOST_COMM=1) with BRAID_RING_ORDER=\"%s\" run channel c on ring c %% %zu; "
+      "GPU communicators ring 0 only:\n",
+      ringOrder.c_str(), nRings);
   for (size_t k = 0; k < nRings; ++k) {
     const std::vector<int>& r = rings[k];
     std::string ranks, classes;
     for (size_t i = 0; i < r.size(); ++i) {
       ranks += (i ? " " : "") + std::to_string(r[i]);
-      classes += std::string(i ? " " : "") + pathClassName(p.between(rankGpu[r[i]], rankGpu[r[(i + 1) % r.size()]]).cls);
+      classes +=
+          std::string(i ? " " : "") + pathClassName(p.between(rankGpu[r[i]], rankGpu[r[(i + 1) % r.size()]]).cls);
     }
     std::printf("  channels %zu, %zu, ...: ring %zu: %s   (hops %s)\n", k, k + nRings, k, ranks.c_str(),
                 classes.c_str());

@@ -227,13 +227,16 @@ ncclResult_t reportRings(ncclComm* comm) {
     TopoRings best;
     if (searchRings(host->topo, host->paths, gpus, 1, &best) == ncclSuccess && !best.rings.empty()) {
       PathClass worst = PathClass::Loc;
-      for (int p = 0; p < n; ++p)
-        worst = std::max(worst, host->paths.between(gpus[static_cast<size_t>(order[static_cast<size_t>(p)])],
-                                                     gpus[static_cast<size_t>(order[static_cast<size_t>((p + 1) % n)])])
-                                    .cls);
+      for (int p = 0; p < n; ++p) {
+        const int from = order[static_cast<size_t>(p)], to = order[static_cast<size_t>((p + 1) % n)];
+        worst =
+            std::max(worst, host->paths.between(gpus[static_cast<size_t>(from)], gpus[static_cast<size_t>(to)]).cls);
+      }
       if (best.rings[0] != order && best.worst < worst)
-        BRAID_INFO(kSubGraph, "rank 0: on this host the search finds a faster ring order than the one in use (worst "
-                   "hop %s rather than %s)", pathClassName(best.worst), pathClassName(worst));
+        BRAID_INFO(kSubGraph,
+                   "rank 0: on this host the search finds a faster ring order than the one in use (worst "
+                   "hop %s rather than %s)",
+                   pathClassName(best.worst), pathClassName(worst));
     }
     clearPendingError();
   }

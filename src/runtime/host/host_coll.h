@@ -23,9 +23,9 @@ namespace braid {
 
 // One ring as a channel walks it.
 struct HostRingView {
-  int pos = 0;                  // this rank's ring position
-  const int* order = nullptr;   // position -> rank; nullptr: rank order
-  const int* posOf = nullptr;   // rank -> position; nullptr: rank order
+  int pos = 0;                 // this rank's ring position
+  const int* order = nullptr;  // position -> rank; nullptr: rank order
+  const int* posOf = nullptr;  // rank -> position; nullptr: rank order
 };
 
 // What one channel thread needs to run its part of one collective.

@@ -266,8 +266,11 @@ ncclResult_t HostExecutor::setRingOrders(const std::vector<std::vector<int>>& or
       ok = r >= 0 && r < n && posOf[static_cast<size_t>(r)] < 0;
       if (ok) posOf[static_cast<size_t>(r)] = p;
     }
-    if (!ok) return recordError(ncclInternalError, "rank %d: a ring order given to the host executor is not a "
-                                "permutation of %d ranks", impl_->rank, n);
+    if (!ok)
+      return recordError(ncclInternalError,
+                         "rank %d: a ring order given to the host executor is not a "
+                         "permutation of %d ranks",
+                         impl_->rank, n);
     posOfs.push_back(std::move(posOf));
   }
   impl_->ringOrders = orders;
