@@ -80,8 +80,10 @@ struct IfaddrsDeleter {
   void operator()(ifaddrs* p) const { freeifaddrs(p); }
 };
 
-bool pickInterface(ifaddrs* list, const std::string& spec, const std::vector<int>& families, SockAddr* out,
-                   std::string* ifName) {
+// Appends every interface that is up and matches `spec` to `out`, one address each (the first of the first family
+// in `families` it has), in the order of `families` then of the list; names already in `out` are left alone.
+void collectInterfaces(ifaddrs* list, const std::string& spec, const std::vector<int>& families,
+                       std::vector<SockIf>* out) {
   for (int family : families) {
     for (ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
       if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != family) continue;
@@ -92,19 +94,22 @@ bool pickInterface(ifaddrs* list, const std::string& spec, const std::vector<int
         if (IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr)) continue;
       }
       if (!matchIfName(ifa->ifa_name, spec)) continue;
-      memset(out, 0, sizeof(*out));
+      bool seen = false;
+      for (const SockIf& have : *out) seen = seen || have.name == ifa->ifa_name;
+      if (seen) continue;
+      SockIf one;
+      one.name = ifa->ifa_name;
+      memset(&one.addr, 0, sizeof(one.addr));
       if (family == AF_INET) {
-        memcpy(&out->sin, ifa->ifa_addr, sizeof(sockaddr_in));
-        out->sin.sin_port = 0;
+        memcpy(&one.addr.sin, ifa->ifa_addr, sizeof(sockaddr_in));
+        one.addr.sin.sin_port = 0;
       } else {
-        memcpy(&out->sin6, ifa->ifa_addr, sizeof(sockaddr_in6));
-        out->sin6.sin6_port = 0;
+        memcpy(&one.addr.sin6, ifa->ifa_addr, sizeof(sockaddr_in6));
+        one.addr.sin6.sin6_port = 0;
       }
-      if (ifName) *ifName = ifa->ifa_name;
-      return true;
+      out->push_back(std::move(one));
     }
   }
-  return false;
 }
 
 std::string listInterfaces(ifaddrs* list) {
@@ -244,7 +249,8 @@ bool matchIfName(const char* ifName, const std::string& spec) {
   return exclude ? !matched : matched;
 }
 
-ncclResult_t findInterfaceAddr(SockAddr* out, std::string* ifName) {
+ncclResult_t findInterfaces(std::vector<SockIf>* out) {
+  out->clear();
   // IPv4 first (unless NCCL_SOCKET_FAMILY says): what NCCL prefers, reachable without scope ids.
   std::vector<int> families{AF_INET, AF_INET6};
   const std::string family = params::SocketFamily();
@@ -258,24 +264,34 @@ ncclResult_t findInterfaceAddr(SockAddr* out, std::string* ifName) {
   ifaddrs* raw = nullptr;
   BRAID_SYS_CHECK(getifaddrs(&raw), "getifaddrs");
   std::unique_ptr<ifaddrs, IfaddrsDeleter> list(raw);
-  std::string spec = params::SocketIfname();
-  std::string name;
+  const std::string spec = params::SocketIfname();
   if (!spec.empty()) {
-    if (!pickInterface(list.get(), spec, families, out, &name))
+    collectInterfaces(list.get(), spec, families, out);
+    if (out->empty())
       return recordError(ncclInvalidArgument,
                          "no network interface that is up matches NCCL_SOCKET_IFNAME=%s%s%s (interfaces: %s)",
                          spec.c_str(), family.empty() ? "" : " with NCCL_SOCKET_FAMILY=", family.c_str(),
                          listInterfaces(list.get()).c_str());
-  } else if (!pickInterface(list.get(), "^docker,lo,virbr", families, out, &name) &&
-             !pickInterface(list.get(), "lo", families, out, &name)) {
-    // Single-machine runs (CI, tests) live on loopback when nothing else is up.
+    return ncclSuccess;
+  }
+  collectInterfaces(list.get(), "^docker,lo,virbr", families, out);
+  // Single-machine runs (CI, tests) live on loopback when nothing else is up.
+  if (out->empty()) collectInterfaces(list.get(), "lo", families, out);
+  if (out->empty())
     return recordError(ncclSystemError, "no usable network interface%s%s (interfaces: %s); set NCCL_SOCKET_IFNAME",
                        family.empty() ? "" : " for NCCL_SOCKET_FAMILY=", family.c_str(),
                        listInterfaces(list.get()).c_str());
-  }
-  BRAID_INFO(kSubBootstrap | kSubNet, "using interface %s address %s%s", name.c_str(), sockAddrToString(*out).c_str(),
-             spec.empty() ? "" : (" (NCCL_SOCKET_IFNAME=" + spec + ")").c_str());
-  if (ifName) *ifName = name;
+  return ncclSuccess;
+}
+
+ncclResult_t findInterfaceAddr(SockAddr* out, std::string* ifName) {
+  std::vector<SockIf> all;
+  BRAID_CHECK(findInterfaces(&all));
+  *out = all[0].addr;
+  const std::string spec = params::SocketIfname();
+  BRAID_INFO(kSubBootstrap | kSubNet, "using interface %s address %s%s", all[0].name.c_str(),
+             sockAddrToString(*out).c_str(), spec.empty() ? "" : (" (NCCL_SOCKET_IFNAME=" + spec + ")").c_str());
+  if (ifName) *ifName = all[0].name;
   return ncclSuccess;
 }
 

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nccl.h"
 
@@ -29,6 +30,13 @@ ncclResult_t parseSockAddr(const char* text, SockAddr* out);
 // The address to listen on / advertise: first interface matching NCCL_SOCKET_IFNAME (default: skip
 // "lo" and "docker*" unless nothing else exists), port 0.
 ncclResult_t findInterfaceAddr(SockAddr* out, std::string* ifName);
+// Every interface findInterfaceAddr could pick, in its order (the first is its pick), one address each: those
+// NCCL_SOCKET_IFNAME matches, else all but docker, lo and virbr, else lo. Errors as findInterfaceAddr's.
+struct SockIf {
+  std::string name;
+  SockAddr addr;
+};
+ncclResult_t findInterfaces(std::vector<SockIf>* out);
 // NCCL_SOCKET_IFNAME matching (exposed for tests): `spec` is a comma-separated list of name prefixes; a
 // leading '^' excludes the listed names instead, a leading '=' (after any '^') compares whole names.
 bool matchIfName(const char* ifName, const std::string& spec);

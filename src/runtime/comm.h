@@ -77,7 +77,10 @@ struct ncclComm {
   int cudaDev = -1;
   bool hostComm = true;
   int nChannels = 1;
-  // The rings' order (position -> rank) and this rank's position in it, agreed at init (ring_order.h).
+  // The rings' orders (position -> rank) and this rank's position in each, agreed at init (ring_order.h): channel c
+  // runs ring c % ringOrders.size(). ringOrder and ringPos repeat ring 0's (the trees and the GPU path use them).
+  std::vector<std::vector<int>> ringOrders;
+  std::vector<int> ringPositions;
   std::vector<int> ringOrder;
   int ringPos = 0;
   int64_t buffBytes = -1;  // FIFO bytes per connection, agreed at init (rank 0's NCCL_BUFFSIZE)

@@ -241,9 +241,11 @@ ncclResult_t initBody(ncclComm* comm, const ncclUniqueId& id) {
                          comm->rank, p.rank, p.isHost ? "host-buffer" : "GPU", comm->hostComm ? "host-buffer" : "GPU");
   // GPU rings follow the host's topology: each rank's place in the ring searched over its host's GPUs. A rank
   // whose topology fails (a bad NCCL_TOPO_FILE) still joins the agreement, so its peers fail with it at once.
-  int hostPos = -1;
-  const ncclResult_t topo = comm->hostComm ? ncclSuccess : hostRingPosition(comm, &hostPos);
-  const ncclResult_t agreed = agreeRingOrder(comm, topo == ncclSuccess ? hostPos : kRingPosFailed);
+  // Host communicators run the rings BRAID_RING_ORDER names (else rank order), as many as it names.
+  std::vector<int> hostPos;
+  const ncclResult_t topo = comm->hostComm ? ncclSuccess : hostRingPositions(comm, kDeviceRingOrders, &hostPos);
+  const ncclResult_t agreed = agreeRingOrder(comm, topo == ncclSuccess ? hostPos : std::vector<int>{kRingPosFailed},
+                                             comm->hostComm ? kMaxRingOrders : kDeviceRingOrders);
   if (topo != ncclSuccess) return topo;
   BRAID_CHECK(agreed);
   if (!comm->hostComm) {

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "topology/topo_graph.h"
 #include "topology/topology.h"
 
 namespace braid {
@@ -287,19 +288,6 @@ ncclResult_t checkRanks(const Topology& topo, const std::vector<int>& rankGpu, i
   return ncclSuccess;
 }
 
-// NCCL's graph files name path types with their own table (kvDictLinkType), the same names as the classes.
-const char* graphTypeName(PathClass c) {
-  static const char* const kNames[] = {"LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS", "NET", "DIS"};
-  const unsigned i = static_cast<unsigned>(c);
-  return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "DIS";
-}
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", v);
-  return buf;
-}
-
 }  // namespace
 
 ncclResult_t searchRings(const Topology& topo, const TopoPaths& paths, const std::vector<int>& rankGpu, int maxRings,
@@ -379,17 +367,8 @@ int ringChannelsFor(double slowestGBs, int most) {
 }
 
 XmlNode ringsGraphXml(const TopoRings& rings, const std::vector<int>& rankGpu, const Topology& topo, bool throughNics) {
-  // The CUDA ordinal of each rank's GPU; where unknown, the GPU's place among the topology's GPUs.
   std::vector<int> dev(rankGpu.size(), -1);
-  for (size_t r = 0; r < rankGpu.size(); ++r) {
-    const int g = rankGpu[r];
-    if (g < 0 || g >= static_cast<int>(topo.nodes.size())) continue;
-    dev[r] = topo.nodes[g].cudaDev;
-    if (dev[r] < 0) {
-      dev[r] = 0;
-      for (int v = 0; v < g; ++v) dev[r] += topo.nodes[v].kind == TopoKind::Gpu;
-    }
-  }
+  for (size_t r = 0; r < rankGpu.size(); ++r) dev[r] = graphGpuDev(topo, rankGpu[r]);
   // A ring enters and leaves the host through the NICs nearest its first and last GPUs, spread over channels as
   // NCCL spreads them; a host without NICs has no <net> elements.
   TopoPaths paths;
@@ -398,49 +377,43 @@ XmlNode ringsGraphXml(const TopoRings& rings, const std::vector<int>& rankGpu, c
   if (haveNets && computePaths(topo, &paths) != ncclSuccess) haveNets = false;
   auto netOf = [&](int rank, size_t channel, PathClass* cls) {
     if (rank < 0 || rank >= static_cast<int>(rankGpu.size())) return -1;
-    std::vector<int> near = nearestNets(topo, paths, rankGpu[rank]);
-    if (near.empty()) return -1;
-    const int net = near[channel % near.size()];
-    *cls = std::max(*cls, paths.between(rankGpu[rank], net).cls);
-    return net;
+    return graphNetDev(topo, paths, rankGpu[rank], channel, cls);
   };
-
-  XmlNode graphs;
-  graphs.name = "graphs";
-  graphs.set("version", "1");
-  XmlNode& g = graphs.add("graph");
-  bool same = true, crossNic = false;
-  PathClass inter = PathClass::Pix;  // NCCL's starting typeinter, kept when the rings use no NIC
-  std::vector<std::pair<int, int>> nets(rings.rings.size(), {-1, -1});
+  TopoGraph g;
+  g.id = 0;
+  g.pattern = kGraphPatternRing;
+  g.speedIntra = g.speedInter = rings.bwPerRing;
+  g.typeIntra = rings.worst;
+  g.typeInter = PathClass::Pix;  // NCCL's starting typeinter, kept when the rings use no NIC
   for (size_t c = 0; c < rings.rings.size(); ++c) {
     const std::vector<int>& ring = rings.rings[c];
-    same &= ring == rings.rings[0];
+    GraphChannel ch;
     if (haveNets && !ring.empty()) {
-      nets[c] = {netOf(ring.front(), c, &inter), netOf(ring.back(), c, &inter)};
-      crossNic |= nets[c].first != nets[c].second;
+      ch.netIn = netOf(ring.front(), c, &g.typeInter);
+      ch.netOut = netOf(ring.back(), c, &g.typeInter);
+      g.crossNic |= ch.netIn != ch.netOut;
     }
+    for (int r : ring) ch.gpus.push_back(r >= 0 && r < static_cast<int>(dev.size()) ? dev[r] : -1);
+    g.channels.push_back(std::move(ch));
   }
-  g.set("id", "0");
-  g.set("pattern", "4");  // NCCL_TOPO_PATTERN_RING
-  g.set("crossnic", crossNic ? "1" : "0");
-  g.set("nchannels", std::to_string(rings.rings.size()));
-  g.set("speedintra", number(rings.bwPerRing));
-  g.set("speedinter", number(rings.bwPerRing));
-  g.set("latencyinter", "0");
-  g.set("typeintra", graphTypeName(rings.worst));
-  g.set("typeinter", graphTypeName(inter));
-  g.set("samechannels", same ? "1" : "0");
-  for (size_t c = 0; c < rings.rings.size(); ++c) {
-    XmlNode& ch = g.add("channel");
-    auto addNet = [&](int net) {
-      if (net >= 0) ch.add("net").set("dev", std::to_string(topo.nodes[net].dev));
-    };
-    addNet(nets[c].first);
-    for (int r : rings.rings[c])
-      ch.add("gpu").set("dev", std::to_string(r >= 0 && r < static_cast<int>(dev.size()) ? dev[r] : -1));
-    addNet(nets[c].second);
-  }
-  return graphs;
+  return graphsXml({g});
+}
+
+int graphGpuDev(const Topology& topo, int gpu) {
+  if (gpu < 0 || gpu >= static_cast<int>(topo.nodes.size())) return -1;
+  if (topo.nodes[gpu].cudaDev >= 0) return topo.nodes[gpu].cudaDev;
+  int dev = 0;  // unknown: the GPU's place among the topology's GPUs
+  for (int v = 0; v < gpu; ++v) dev += topo.nodes[v].kind == TopoKind::Gpu;
+  return dev;
+}
+
+int graphNetDev(const Topology& topo, const TopoPaths& paths, int gpu, size_t channel, PathClass* cls) {
+  if (gpu < 0) return -1;
+  const std::vector<int> near = nearestNets(topo, paths, gpu);
+  if (near.empty()) return -1;
+  const int net = near[channel % near.size()];
+  *cls = std::max(*cls, paths.between(gpu, net).cls);
+  return topo.nodes[net].dev;
 }
 
 }  // namespace braid

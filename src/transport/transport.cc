@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "core/log.h"
 #include "core/param.h"
@@ -62,6 +63,7 @@ struct ConnectionManager::Impl {
   const std::vector<PeerInfo>* peers = nullptr;
   TransportContext ctx;
   std::vector<std::unique_ptr<Connector>> ringSend, ringRecv;
+  std::vector<std::pair<int, int>> ringPeers;  // per ring channel: (next, prev)
   // Per peer, its point-to-point connections by channel.
   std::map<int, std::vector<std::unique_ptr<Connector>>> p2pSend, p2pRecv;
   std::map<int, std::vector<std::unique_ptr<Connector>>> collSend, collRecv;  // connectCollPeers
@@ -232,6 +234,7 @@ ConnectionManager::~ConnectionManager() {
     proxy->stop();
   }
   impl_->ringSend.clear();
+  impl_->ringPeers.clear();
   impl_->ringRecv.clear();
   impl_->p2pSend.clear();
   impl_->p2pRecv.clear();
@@ -243,6 +246,14 @@ ConnectionManager::~ConnectionManager() {
 }
 
 ncclResult_t ConnectionManager::connectRing(int nChannels, int next, int prev) {
+  const int n = impl_->peers ? impl_->nranks() : 0, r = impl_->self ? impl_->rank() : 0;
+  if (n > 0 && next < 0) next = (r + 1) % n;
+  if (n > 0 && prev < 0) prev = (r - 1 + n) % n;
+  return connectRings(nChannels, std::vector<int>{next}, std::vector<int>{prev});
+}
+
+ncclResult_t ConnectionManager::connectRings(int nChannels, const std::vector<int>& next,
+                                             const std::vector<int>& prev) {
   Impl& m = *impl_;
   if (!m.self || !m.peers || m.peers->empty() || (m.nranks() > 1 && !m.bootstrap)) {
     return recordError(ncclInternalError, "connectRing: connection manager has no peers/bootstrap");
@@ -250,27 +261,49 @@ ncclResult_t ConnectionManager::connectRing(int nChannels, int next, int prev) {
   if (nChannels < 1 || nChannels > kMaxRingChannels) {
     return recordError(ncclInvalidArgument, "connectRing: %d channels (must be 1..%d)", nChannels, kMaxRingChannels);
   }
-  int have = static_cast<int>(m.ringSend.size());
-  if (nChannels <= have) return ncclSuccess;
   const int n = m.nranks(), r = m.rank();
-  if (next < 0) next = (r + 1) % n;
-  if (prev < 0) prev = (r - 1 + n) % n;
-  if (next >= n || prev >= n)
-    return recordError(ncclInternalError, "connectRing: rank %d's ring neighbours %d and %d are not ranks of %d", r,
-                       next, prev, n);
+  if (next.empty() || next.size() != prev.size())
+    return recordError(ncclInternalError, "connectRing: rank %d got %zu next and %zu previous neighbours", r,
+                       next.size(), prev.size());
+  for (size_t k = 0; k < next.size(); ++k)
+    if (next[k] < 0 || next[k] >= n || prev[k] < 0 || prev[k] >= n)
+      return recordError(ncclInternalError, "connectRing: rank %d's ring neighbours %d and %d are not ranks of %d", r,
+                         next[k], prev[k], n);
+  const int have = static_cast<int>(m.ringSend.size());
+  for (int c = 0; c < have && c < nChannels; ++c)
+    if (m.ringPeers[static_cast<size_t>(c)] != std::make_pair(next[c % next.size()], prev[c % prev.size()]))
+      return recordError(ncclInternalError, "connectRing: rank %d's channel %d already runs another ring", r, c);
+  if (nChannels <= have) return ncclSuccess;
   std::vector<Impl::Pending> batch;
   for (int c = have; c < nChannels; c++) {
-    batch.push_back(Impl::Pending{Direction::Send, next, c, false, nullptr, nullptr, {}, {}});
-    batch.push_back(Impl::Pending{Direction::Recv, prev, c, false, nullptr, nullptr, {}, {}});
+    const int to = next[static_cast<size_t>(c) % next.size()], from = prev[static_cast<size_t>(c) % prev.size()];
+    batch.push_back(Impl::Pending{Direction::Send, to, c, false, nullptr, nullptr, {}, {}});
+    batch.push_back(Impl::Pending{Direction::Recv, from, c, false, nullptr, nullptr, {}, {}});
   }
   BRAID_CHECK(m.run(batch));
   {
     std::lock_guard<std::mutex> lock(m.containersMu);
     for (auto& b : batch) (b.dir == Direction::Send ? m.ringSend : m.ringRecv).push_back(std::move(b.conn));
+    for (int c = have; c < nChannels; c++)
+      m.ringPeers.emplace_back(next[static_cast<size_t>(c) % next.size()], prev[static_cast<size_t>(c) % prev.size()]);
   }
-  BRAID_INFO(kSubInit, "rank %d: ring channels %d..%d connected (send to %d via %s, recv from %d via %s)", r, have,
-             nChannels - 1, next, transportName(next), prev, transportName(prev));
+  for (size_t k = 0; k < next.size() && static_cast<int>(k) < nChannels; ++k) {
+    const std::string which =
+        next.size() > 1 ? " of ring " + std::to_string(k) + " (every " + std::to_string(next.size()) + "th)" : "";
+    BRAID_INFO(kSubInit, "rank %d: ring channels %d..%d%s connected (send to %d via %s, recv from %d via %s)", r, have,
+               nChannels - 1, which.c_str(), next[k], transportName(next[k]), prev[k], transportName(prev[k]));
+  }
   return ncclSuccess;
+}
+
+int ConnectionManager::ringSendPeer(int channel) const {
+  if (channel < 0 || static_cast<size_t>(channel) >= impl_->ringPeers.size()) return -1;
+  return impl_->ringPeers[static_cast<size_t>(channel)].first;
+}
+
+int ConnectionManager::ringRecvPeer(int channel) const {
+  if (channel < 0 || static_cast<size_t>(channel) >= impl_->ringPeers.size()) return -1;
+  return impl_->ringPeers[static_cast<size_t>(channel)].second;
 }
 
 ncclResult_t ConnectionManager::connectP2p(const int* sendPeers, int nSend, const int* recvPeers, int nRecv) {

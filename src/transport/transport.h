@@ -114,6 +114,13 @@ class ConnectionManager final : public ConnProvider {
   // the ring order every rank agreed (ring_order.h); -1: rank order ((rank+1)%n, (rank-1+n)%n). Later calls
   // (more channels) must name the same neighbours.
   ncclResult_t connectRing(int nChannels, int next = -1, int prev = -1);
+  // The same with a ring per channel: channel c sends to next[c % next.size()] and receives from
+  // prev[c % prev.size()] (the agreed rings' neighbours, channel c on ring c % nRings; both lists the same length,
+  // at least one entry). Later calls (more channels) must name the same neighbours.
+  ncclResult_t connectRings(int nChannels, const std::vector<int>& next, const std::vector<int>& prev);
+  // The neighbours channel c's ring connections go to and come from (-1 where not connected).
+  int ringSendPeer(int channel) const;
+  int ringRecvPeer(int channel) const;
   // Called by the ranks taking part: connects any of the listed connections not connected yet. Peer pairs
   // must call it in the same group (A's send to B pairs with B's recv from A).
   ncclResult_t connectP2p(const int* sendPeers, int nSend, const int* recvPeers, int nRecv) override;

@@ -112,8 +112,14 @@ TEST_P(Collectives, EveryCollectiveTypeOpCount) {
 // Rings in another order than rank order (BRAID_RING_ORDER, src/runtime/ring_order.h): every collective, every
 // element checked, over real processes and transports. Rank 0's order holds for all: the other ranks set a
 // different (valid) one, which only earns them a warning.
-void runOrdered(const JobParam& p, const char* order, const char* othersOrder) {
+// channels > 0: that many channels on every collective (BRAID_HOST_NCHANNELS and NCCL_MIN_NCHANNELS), so each of
+// several rings carries part of every one.
+void runOrdered(const JobParam& p, const char* order, const char* othersOrder, int channels = 0) {
   mp::Options o = jobOptions(p);
+  if (channels > 0) {
+    o.env.push_back({"BRAID_HOST_NCHANNELS", std::to_string(channels)});
+    o.env.push_back({"NCCL_MIN_NCHANNELS", std::to_string(channels)});
+  }
   o.childSetup = [order, othersOrder](int rank) { setenv("BRAID_RING_ORDER", rank == 0 ? order : othersOrder, 1); };
   auto r = mp::runRanks(p.nranks, o, [](mp::RankCtx& ctx) {
     ncclComm_t comm;
@@ -129,6 +135,15 @@ void runOrdered(const JobParam& p, const char* order, const char* othersOrder) {
 
 TEST(CollectivesRingOrder, FourRanksShm) { runOrdered(JobParam{4, false}, "0,2,1,3", "0,2,1,3"); }
 TEST(CollectivesRingOrder, FiveRanksSockets) { runOrdered(JobParam{5, true}, "2,0,3,1,4", "4,3,2,1,0"); }
+// A ring per channel (channel c on ring c % nRings): each channel's connections go to its own ring's neighbours and
+// its schedule walks that ring, so a channel on the wrong ring would mix data or wait forever.
+TEST(CollectivesRingOrder, FourRanksShmTwoRings) {
+  runOrdered(JobParam{4, false}, "0,1,2,3|0,2,1,3", "0,1,2,3|0,2,1,3", 3);
+}
+TEST(CollectivesRingOrder, FourRanksSocketsThreeRings) {
+  runOrdered(JobParam{4, true}, "0,1,2,3|3,1,0,2|0,3,2,1", "0,1,2,3", 4);
+}
+TEST(CollectivesRingOrder, ThreeRanksShmTwoRingsEachWay) { runOrdered(JobParam{3, false}, "0,1,2|2,1,0", "", 2); }
 
 // NCCL_HOSTID splits one machine into nodes: ranks 0 and 2 on one, 1 and 3 on the other. Each node's ranks are kept
 // together in the ring (0,2,1,3: two crossings, not four), the nodes talk over sockets though SHM is allowed, and

@@ -103,6 +103,41 @@ TEST_F(BraidTopo, SaysWhatACommunicatorRuns) {
   EXPECT_NE(bad.err.find("NCCL_P2P_LEVEL"), std::string::npos) << bad.err;
 }
 
+// Several distinct rings: a GPU communicator runs the first (the DGX-1's other cycles are said to be left out);
+// --ring-order shows what host communicators run with that BRAID_RING_ORDER, channel by channel, and the GPU
+// section follows its first ring. A malformed order is refused, naming it.
+TEST_F(BraidTopo, ShowsEachChannelsRingWhereTheyDiffer) {
+  ToolRun dgx1 = runTool(canned("dgx1_v100.xml"));
+  ASSERT_EQ(dgx1.status, 0) << dgx1.err;
+  EXPECT_NE(dgx1.out.find("  the search's other 3 distinct rings are not run: GPU kernels take one ring position per "
+                          "launch\n"),
+            std::string::npos)
+      << dgx1.out;
+  EXPECT_EQ(dgx1.out.find("Host communicators"), std::string::npos) << dgx1.out;
+  ToolRun two = runTool(canned("dgx1_v100.xml") + " --ring-order '0,3,2,1,5,6,7,4|0,1,2,3,4,5,6,7|0,3,2,1,5,6,7,4'");
+  ASSERT_EQ(two.status, 0) << two.err;
+  EXPECT_NE(two.out.find("runs ring 0 of BRAID_RING_ORDER=\"0,3,2,1,5,6,7,4|0,1,2,3,4,5,6,7|0,3,2,1,5,6,7,4\" on every "
+                         "channel:\n  P2P up to PXB\n  hops: 0->3 P2P, 3->2 P2P"),
+            std::string::npos)
+      << two.out;
+  EXPECT_NE(two.out.find("run channel c on ring c % 2; GPU communicators ring 0 only:\n"
+                         "  channels 0, 2, ...: ring 0: 0 3 2 1 5 6 7 4   (hops NVL NVL NVL NVL NVL NVL NVL NVL)\n"
+                         "  channels 1, 3, ...: ring 1: 0 1 2 3 4 5 6 7   (hops NVL NVL NVL NVB NVL NVL NVL NVB)\n"),
+            std::string::npos)
+      << two.out;
+  // The trees follow the first ring.
+  EXPECT_NE(two.out.find("  tree 0:  root<-0->3  2<-1->5  3<-2->1  0<-3->2"), std::string::npos) << two.out;
+  // One ring named: no per-channel section.
+  ToolRun one = runTool(canned("h200_nv18x4.xml") + " --ring-order 3,2,1,0");
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_NE(one.out.find("  hops: 3->2 P2P, 2->1 P2P, 1->0 P2P, 0->3 P2P\n"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("Host communicators"), std::string::npos) << one.out;
+  ToolRun bad = runTool(canned("h200_nv18x4.xml") + " --ring-order '0,1,2,3|0,1,1,3'");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--ring-order: BRAID_RING_ORDER=\"0,1,1,3\": rank 1 appears twice"), std::string::npos)
+      << bad.err;
+}
+
 // The all-reduce trees: one machine gives two chains in ring order (reversed in tree 1); with --nodes 3, tree 0's
 // root is machine 1's chain head, machine 0 hangs off that head and machine 2 off its tail, and tree 1 swaps
 // which machines are interior.

@@ -3,6 +3,7 @@
 // (CollectivesRingOrder), where rank 0's order must hold for ranks that set another or a malformed one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,82 @@ TEST(RingOrder, NeighboursFollowTheOrder) {
   comm.ringPos = 3;
   EXPECT_EQ(ringNextRank(&comm), 0);
   EXPECT_EQ(ringPrevRank(&comm), 1);
+}
+
+// Several rings, '|' between them: each a permutation, duplicates run once, at most kMaxRingOrders.
+TEST(RingOrder, SeveralRingsParse) {
+  std::vector<std::vector<int>> orders;
+  ASSERT_EQ(parseRingOrders("0,1,2,3|0,2,1,3", 4, &orders), ncclSuccess) << pendingError();
+  EXPECT_EQ(orders, (std::vector<std::vector<int>>{{0, 1, 2, 3}, {0, 2, 1, 3}}));
+  ASSERT_EQ(parseRingOrders("2,1,0 | 0,1,2|2,1,0", 3, &orders), ncclSuccess) << pendingError();
+  EXPECT_EQ(orders, (std::vector<std::vector<int>>{{2, 1, 0}, {0, 1, 2}}));
+  ASSERT_EQ(parseRingOrders("", 3, &orders), ncclSuccess);
+  EXPECT_EQ(orders, (std::vector<std::vector<int>>{{0, 1, 2}}));
+  ASSERT_EQ(parseRingOrders("1,0", 2, &orders), ncclSuccess);
+  EXPECT_EQ(orders, (std::vector<std::vector<int>>{{1, 0}}));
+}
+
+TEST(RingOrder, SeveralRingsRejectAnyBadRing) {
+  auto rejectedAll = [](const std::string& text, int n, const char* why) {
+    clearPendingError();
+    std::vector<std::vector<int>> orders;
+    EXPECT_EQ(parseRingOrders(text, n, &orders), ncclInvalidArgument) << text;
+    EXPECT_NE(pendingError().find("BRAID_RING_ORDER"), std::string::npos) << pendingError();
+    EXPECT_NE(pendingError().find(why), std::string::npos) << text << ": " << pendingError();
+    clearPendingError();
+  };
+  rejectedAll("0,1,2|0,1,1", 3, "twice");
+  rejectedAll("0,1,2||2,1,0", 3, "ring 1 is empty");
+  rejectedAll("0,1,2|", 3, "ring 1 is empty");
+  rejectedAll("|0,1,2", 3, "ring 0 is empty");
+  rejectedAll("0,1,2|0,1", 3, "names 2 ranks");
+  // 24 distinct permutations of 4 ranks: more rings than a communicator runs.
+  std::string many;
+  std::vector<int> perm = {0, 1, 2, 3};
+  int k = 0;
+  do {
+    many += (k++ ? "|" : "") + std::to_string(perm[0]) + "," + std::to_string(perm[1]) + "," + std::to_string(perm[2]) +
+            "," + std::to_string(perm[3]);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  rejectedAll(many, 4, "24 distinct rings, at most 16");
+}
+
+// Channel c runs ring c % nRings: its neighbours come from that ring.
+TEST(RingOrder, NeighboursPerChannelFollowTheirRing) {
+  ncclComm comm;
+  comm.nranks = 4;
+  comm.rank = 2;
+  comm.ringOrders = {{0, 1, 2, 3}, {0, 2, 1, 3}, {3, 2, 1, 0}};
+  comm.ringPositions = {2, 1, 1};
+  EXPECT_EQ(ringCount(&comm), 3);
+  const int next[] = {3, 1, 1, 3, 1, 1};
+  const int prev[] = {1, 0, 3, 1, 0, 3};
+  for (int c = 0; c < 6; ++c) {
+    EXPECT_EQ(ringNextRank(&comm, c), next[c]) << "channel " << c;
+    EXPECT_EQ(ringPrevRank(&comm, c), prev[c]) << "channel " << c;
+  }
+  ncclComm none;
+  none.nranks = 3;
+  none.rank = 0;
+  EXPECT_EQ(ringCount(&none), 1);
+  EXPECT_EQ(ringNextRank(&none, 5), 1);
+  EXPECT_EQ(ringPrevRank(&none, 5), 2);
+}
+
+// The default with several searched rings per host: ring k takes each host's k-th ring (a host with fewer repeats
+// its own), rings that come out the same run once.
+TEST(RingOrder, DefaultRingsFollowEachHostsSearchedRings) {
+  const uint64_t a = 0xa, b = 0xb;
+  // One host, two searched rings (a cube-mesh's two cycles, say).
+  EXPECT_EQ(defaultRingOrders({a, a, a, a}, {{0, 0}, {1, 3}, {2, 2}, {3, 1}}),
+            (std::vector<std::vector<int>>{{0, 1, 2, 3}, {0, 3, 2, 1}}));
+  // Host b has one ring (repeated), host a two.
+  EXPECT_EQ(defaultRingOrders({a, b, a, b}, {{0, 1}, {1}, {1, 0}, {0}}),
+            (std::vector<std::vector<int>>{{0, 2, 3, 1}, {2, 0, 3, 1}}));
+  // Two searched rings that are the same: one ring. Nothing known: rank order.
+  EXPECT_EQ(defaultRingOrders({a, a, a}, {{0, 0}, {1, 1}, {2, 2}}), (std::vector<std::vector<int>>{{0, 1, 2}}));
+  EXPECT_EQ(defaultRingOrders({a, a, a}, {{}, {}, {}}), (std::vector<std::vector<int>>{{0, 1, 2}}));
+  EXPECT_EQ(defaultRingOrders({a, b}, {}), (std::vector<std::vector<int>>{{0, 1}}));
 }
 
 // Without BRAID_RING_ORDER: each host's ranks together (so a ring crosses each host boundary once each way), hosts

@@ -142,6 +142,44 @@ TEST(SocketIfname, LoopbackAndNoMatch) {
   clearPendingError();
 }
 
+// Every matching interface, once each, the first being findInterfaceAddr's pick (the socket backend chooses among
+// them by the GPU's topology).
+TEST(SocketIfname, EveryMatchingInterfaceOnceFirstAsPicked) {
+  {
+    EnvGuard env("NCCL_SOCKET_IFNAME", "^=braidnosuchif0");  // every interface
+    clearPendingError();
+    std::vector<SockIf> all;
+    ASSERT_EQ(findInterfaces(&all), ncclSuccess) << pendingError();
+    ASSERT_FALSE(all.empty());
+    bool lo = false;
+    for (size_t i = 0; i < all.size(); ++i) {
+      lo = lo || all[i].name == "lo";
+      for (size_t j = 0; j < i; ++j) EXPECT_NE(all[i].name, all[j].name);
+    }
+    EXPECT_TRUE(lo);
+    SockAddr a;
+    std::string name;
+    ASSERT_EQ(findInterfaceAddr(&a, &name), ncclSuccess) << pendingError();
+    EXPECT_EQ(name, all[0].name);
+    EXPECT_EQ(sockAddrToString(a), sockAddrToString(all[0].addr));
+  }
+  {
+    EnvGuard env("NCCL_SOCKET_IFNAME", "=lo");
+    std::vector<SockIf> all;
+    ASSERT_EQ(findInterfaces(&all), ncclSuccess) << pendingError();
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].name, "lo");
+    EXPECT_EQ(sockAddrToString(all[0].addr), "127.0.0.1:0");
+  }
+  {
+    EnvGuard env("NCCL_SOCKET_IFNAME", "=braidnosuchif0");
+    std::vector<SockIf> all;
+    EXPECT_EQ(findInterfaces(&all), ncclInvalidArgument);
+    EXPECT_NE(pendingError().find("=braidnosuchif0"), std::string::npos) << pendingError();
+    clearPendingError();
+  }
+}
+
 TEST(SocketFamily, PicksTheAskedFamily) {
   {
     EnvGuard ifn("NCCL_SOCKET_IFNAME", "=lo");

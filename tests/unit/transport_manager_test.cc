@@ -183,6 +183,58 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ManagerTest, ::testing::Combine(::testing::Value
                                   (std::get<1>(i.param) ? "shm" : "net");
                          });
 
+// A ring per channel (connectRings): 4 ranks, rings 0,1,2,3 and 0,2,1,3 alternating over 3 channels; each channel's
+// connections go to its own ring's neighbours and carry their sender's bytes. More channels later must follow the
+// same rings; a call naming other neighbours for a connected channel fails.
+void ringsPerChannel(MRank& m) {
+  const std::vector<std::vector<int>> rings = {{0, 1, 2, 3}, {0, 2, 1, 3}};
+  const int n = m.nranks, r = m.rank;
+  std::vector<int> next, prev;
+  for (const std::vector<int>& ring : rings) {
+    const int pos = static_cast<int>(std::find(ring.begin(), ring.end(), r) - ring.begin());
+    next.push_back(ring[(pos + 1) % n]);
+    prev.push_back(ring[(pos - 1 + n) % n]);
+  }
+  if (m.cm->connectRings(3, next, prev) != ncclSuccess) return m.fail("connectRings: " + pendingError());
+  if (m.cm->connectRings(4, next, prev) != ncclSuccess) return m.fail("connectRings, more: " + pendingError());
+  std::vector<std::pair<ConnInfo, uint32_t>> sends, recvs;
+  for (int c = 0; c < 4; ++c) {
+    const int to = next[c % 2], from = prev[c % 2];
+    if (m.cm->ringSendPeer(c) != to || m.cm->ringRecvPeer(c) != from)
+      return m.fail("channel " + std::to_string(c) + " peers " + std::to_string(m.cm->ringSendPeer(c)) + "/" +
+                    std::to_string(m.cm->ringRecvPeer(c)));
+    ConnInfo* s = m.cm->ringSend(c);
+    ConnInfo* rv = m.cm->ringRecv(c);
+    if (!s || !rv || s->peer != to || rv->peer != from)
+      return m.fail("ring connector peers, channel " + std::to_string(c));
+    sends.push_back({*s, ringSeed(r, c)});
+    recvs.push_back({*rv, ringSeed(from, c)});
+  }
+  if (m.cm->ringSendPeer(4) != -1) return m.fail("a peer past the last channel");
+  pumpAll(m, sends, recvs, 200);
+  // Rank order on every channel is another ring for ranks whose ring-1 neighbours differ: refused, nothing changes.
+  clearPendingError();
+  const ncclResult_t again = m.cm->connectRing(4);
+  const bool differs = next[1] != (r + 1) % n || prev[1] != (r - 1 + n) % n;
+  if (differs && again != ncclInternalError) return m.fail("another ring on connected channels was accepted");
+  if (differs && pendingError().find("already runs another ring") == std::string::npos)
+    return m.fail("message: " + pendingError());
+  if (!differs && again != ncclSuccess) return m.fail("the same rings were refused: " + pendingError());
+  clearPendingError();
+}
+
+class RingsTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RingsTest, EachChannelOnItsOwnRing) {
+  const bool shm = GetParam();
+  EnvVar buff("NCCL_BUFFSIZE", "65536");
+  EnvVar shmOff("NCCL_SHM_DISABLE", shm ? "0" : "1");
+  EXPECT_EQ(runRanks(4, ringsPerChannel), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, RingsTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Shm" : "Sockets"; });
+
 class AbortTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(AbortTest, AbortBreaksConnectionsOnBothSides) {

@@ -15,8 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
 #include "algo/tree_topology.h"
+#include "core/result.h"
+#include "runtime/gpu/gpu_topology.h"
+#include "runtime/ring_order.h"
 #include "topology/topo_detect.h"
 #include "topology/topo_xml.h"
 #include "topology/topology.h"
@@ -26,8 +28,8 @@ namespace braid {
 namespace {
 
 const char* usage() {
-  return "usage: braid_topo [--file TOPO_XML] [--ranks N] [--nodes K] [--max-rings M] [--dot] [--png FILE]\n"
-         "                  [--svg FILE] [--dump FILE] [--graph FILE]\n"
+  return "usage: braid_topo [--file TOPO_XML] [--ranks N] [--nodes K] [--max-rings M] [--ring-order ORDERS]\n"
+         "                  [--dot] [--png FILE] [--svg FILE] [--dump FILE] [--graph FILE]\n"
          "Prints the topology (nodes and links), the path class and GB/s between every pair of GPUs and NICs,\n"
          "and the rings Braid's search picks for N ranks (rank r on the r-th GPU by CUDA ordinal) with each\n"
          "rank's nearest NIC.\n"
@@ -37,6 +39,9 @@ const char* usage() {
          "  --nodes K        also show the all-reduce trees of K such machines (N ranks each): NCCL's double\n"
          "                   binary tree over the machines, a chain in ring order inside each (default 1)\n"
          "  --max-rings M    search at most M rings (default 32)\n"
+         "  --ring-order ORDERS\n"
+         "                   what communicators run with BRAID_RING_ORDER=ORDERS (rings of ranks, '|' between\n"
+         "                   them): each channel's ring where they differ\n"
          "  --dot            write the graph in Graphviz's language to stdout instead of the report (NVLinks bold,\n"
          "                   ring order on dashed arrows)\n"
          "  --png FILE, --svg FILE\n"
@@ -53,6 +58,7 @@ struct Options {
   int maxRings = 32;
   bool dot = false;
   std::string png, svg, dump, graph;
+  std::string ringOrder;  // --ring-order
 };
 
 bool parseCount(const std::string& text, int lo, int* out) {
@@ -99,6 +105,8 @@ int parseArgs(int argc, char** argv, Options* o, std::string* error) {
         *error = arg + " takes a whole number of at least 1, not '" + v + "'";
         return 2;
       }
+    } else if (arg == "--ring-order") {
+      if (!takeValue(&o->ringOrder)) return 2;
     } else if (arg == "--png" || arg == "--svg" || arg == "--dump" || arg == "--graph") {
       std::string* dst = arg == "--png" ? &o->png : arg == "--svg" ? &o->svg : arg == "--dump" ? &o->dump : &o->graph;
       if (!takeValue(dst)) return 2;
@@ -287,11 +295,30 @@ void printRings(const Topology& t, const TopoPaths& p, const std::vector<int>& r
   }
 }
 
-// What a GPU communicator of these ranks runs, as the library decides it: the first ring's order on every channel,
-// the channel count from its slowest hop (ringChannelsFor), and each hop's transport: P2P where the path is within
-// NCCL_P2P_LEVEL (or its default for the host's CPUs), else shared memory. False where NCCL_P2P_LEVEL is malformed.
+// A ring's hops between its ranks' GPUs: "0->1 P2P, ..." by NCCL_P2P_LEVEL's `limit`; the slowest hop's GB/s in
+// *slowest (-1: none) and whether every hop is P2P in *allP2p.
+std::string ringHops(const TopoPaths& p, const std::vector<int>& rankGpu, const std::vector<int>& ring, PathClass limit,
+                     double* slowest, bool* allP2p) {
+  const size_t n = ring.size();
+  std::string hops;
+  for (size_t i = 0; n > 1 && i < n; ++i) {
+    const TopoPath& x = p.between(rankGpu[ring[i]], rankGpu[ring[(i + 1) % n]]);
+    if (x.cls != PathClass::Dis) *slowest = *slowest < 0 ? x.bw : std::min(*slowest, x.bw);
+    const bool p2p = x.cls <= limit || x.cls <= PathClass::Nvb;
+    *allP2p = *allP2p && p2p;
+    hops += std::string(i ? ", " : "") + std::to_string(ring[i]) + "->" + std::to_string(ring[(i + 1) % n]) + " " +
+            (p2p ? "P2P" : "SHM");
+  }
+  return hops;
+}
+
+// What a GPU communicator of these ranks runs, as the library decides it: the first of `rings` (the search's, or
+// --ring-order's) on every channel, the channel count from its slowest hop (ringChannelsFor), and each hop's
+// transport: P2P where the path is within NCCL_P2P_LEVEL (or its default for the host's CPUs), else shared memory.
+// Where `rings` holds several distinct ones, what host communicators run (BRAID_RING_ORDER): channel c on ring
+// c % nRings, each ring's channels and hops. False where NCCL_P2P_LEVEL is malformed.
 bool printRunning(const Topology& t, const TopoPaths& p, bool nvlinksKnown, const std::vector<int>& rankGpu,
-                  const TopoRings& r) {
+                  const std::vector<std::vector<int>>& rings, const std::string& ringOrder) {
   HostTopology host;
   host.topo = t;
   host.paths = p;
@@ -302,20 +329,13 @@ bool printRunning(const Topology& t, const TopoPaths& p, bool nvlinksKnown, cons
     std::fprintf(stderr, "braid_topo: %s\n", why.c_str());
     return false;
   }
-  const std::vector<int>& ring = r.rings[0];
+  const std::vector<int>& ring = rings[0];
   const size_t n = ring.size();
   double slowest = -1;
   bool allP2p = true;
-  std::string hops;
-  for (size_t i = 0; n > 1 && i < n; ++i) {
-    const TopoPath& x = p.between(rankGpu[ring[i]], rankGpu[ring[(i + 1) % n]]);
-    if (x.cls != PathClass::Dis) slowest = slowest < 0 ? x.bw : std::min(slowest, x.bw);
-    const bool p2p = x.cls <= limit || x.cls <= PathClass::Nvb;
-    allP2p = allP2p && p2p;
-    hops += std::string(i ? ", " : "") + std::to_string(ring[i]) + "->" + std::to_string(ring[(i + 1) % n]) + " " +
-            (p2p ? "P2P" : "SHM");
-  }
-  std::printf("\nA communicator of these ranks (one process per GPU) runs ring 0 on every channel:\n");
+  const std::string hops = ringHops(p, rankGpu, ring, limit, &slowest, &allP2p);
+  std::printf("\nA communicator of these ranks (one process per GPU) runs ring 0%s on every channel:\n",
+              ringOrder.empty() ? "" : (" of BRAID_RING_ORDER=\"" + ringOrder + "\"").c_str());
   std::printf("  P2P up to %s%s\n", pathClassName(limit), nvlinksKnown ? "" : " (NVLinks unknown without NVML)");
   if (n > 1) std::printf("  hops: %s\n", hops.c_str());
   if (n > 1 && !allP2p)
@@ -323,6 +343,26 @@ bool printRunning(const Topology& t, const TopoPaths& p, bool nvlinksKnown, cons
   else if (n > 1 && slowest > 0 && nvlinksKnown)
     std::printf("  channels: %d (slowest hop %s GB/s; at most 64, NCCL_MIN_NCHANNELS raises it)\n",
                 ringChannelsFor(slowest, 64), fmt(slowest).c_str());
+  const size_t nRings = rings.size();
+  if (nRings > static_cast<size_t>(kDeviceRingOrders) && ringOrder.empty())
+    std::printf("  the search's other %zu distinct ring%s not run: GPU kernels take one ring position per launch\n",
+                nRings - kDeviceRingOrders, nRings - kDeviceRingOrders == 1 ? " is" : "s are");
+  if (nRings < 2 || ringOrder.empty()) return true;
+  std::printf(
+      "\nHost communicators (BRAID_HOST_COMM=1) with BRAID_RING_ORDER=\"%s\" run channel c on ring c %% %zu; "
+      "GPU communicators ring 0 only:\n",
+      ringOrder.c_str(), nRings);
+  for (size_t k = 0; k < nRings; ++k) {
+    const std::vector<int>& r = rings[k];
+    std::string ranks, classes;
+    for (size_t i = 0; i < r.size(); ++i) {
+      ranks += (i ? " " : "") + std::to_string(r[i]);
+      classes +=
+          std::string(i ? " " : "") + pathClassName(p.between(rankGpu[r[i]], rankGpu[r[(i + 1) % r.size()]]).cls);
+    }
+    std::printf("  channels %zu, %zu, ...: ring %zu: %s   (hops %s)\n", k, k + nRings, k, ranks.c_str(),
+                classes.c_str());
+  }
   return true;
 }
 
@@ -498,6 +538,13 @@ int run(const Options& o) {
   if (!rankGpu.empty() && searchRings(topo, paths, rankGpu, o.maxRings, &rings) != ncclSuccess)
     return fail("searching rings");
 
+  // The rings communicators run: --ring-order's (parsed as BRAID_RING_ORDER is), else the search's distinct ones.
+  std::vector<std::vector<int>> running = distinctRings(rings);
+  if (!o.ringOrder.empty() && !rankGpu.empty() &&
+      parseRingOrders(o.ringOrder, static_cast<int>(rankGpu.size()), &running) != ncclSuccess) {
+    std::fprintf(stderr, "braid_topo: --ring-order: %s\n", pendingError().c_str());
+    return 2;
+  }
   if (o.dot) {
     const std::string dot = dotGraph(topo, rankGpu, rings);
     std::fwrite(dot.data(), 1, dot.size(), stdout);
@@ -508,8 +555,8 @@ int run(const Options& o) {
       std::printf("\nNo GPUs: no rings.\n");
     else
       printRings(topo, paths, rankGpu, rings);
-    if (!rankGpu.empty() && !printRunning(topo, paths, nvlinksKnown, rankGpu, rings)) return 2;
-    if (!rankGpu.empty()) printTrees(rings.rings[0], o.nodes);
+    if (!rankGpu.empty() && !printRunning(topo, paths, nvlinksKnown, rankGpu, running, o.ringOrder)) return 2;
+    if (!rankGpu.empty()) printTrees(running[0], o.nodes);
   }
   bool ok = true;
   if (!o.png.empty() || !o.svg.empty()) {

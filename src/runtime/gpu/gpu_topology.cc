@@ -16,10 +16,12 @@
 #include "core/param.h"
 #include "core/result.h"
 #include "runtime/comm.h"
+#include "runtime/graph_dump.h"
 #include "topology/topo_detect.h"
 #include "topology/topology.h"
 #include "transport/p2p/nvlink.h"
 #include "transport/p2p/p2p_level.h"
+#include "transport/transport.h"
 
 namespace braid {
 namespace {
@@ -167,22 +169,23 @@ bool hostRankGpus(const ncclComm* comm, const HostTopology& host, std::vector<in
 
 }  // namespace
 
-ncclResult_t hostRingPosition(ncclComm* comm, int* pos) {
-  *pos = -1;
+ncclResult_t hostRingPositions(ncclComm* comm, int maxRings, std::vector<int>* pos) {
+  pos->clear();
   if (comm->nranks < 2) return ncclSuccess;
   BRAID_CHECK(ensureHostTopology(comm));
   const std::shared_ptr<const HostTopology> host = hostTopologyIfKnown();
   std::vector<int> ranks, gpus;
   if (!host || !hostRankGpus(comm, *host, &ranks, &gpus)) return ncclSuccess;
   TopoRings best;
-  // One ring is all the order needs; searchRings rejects ranks sharing a GPU (no place then: rank order).
-  if (searchRings(host->topo, host->paths, gpus, 1, &best) != ncclSuccess || best.rings.empty()) {
+  // searchRings rejects ranks sharing a GPU (no place then: rank order).
+  if (searchRings(host->topo, host->paths, gpus, std::max(1, maxRings), &best) != ncclSuccess || best.rings.empty()) {
     clearPendingError();
     return ncclSuccess;
   }
-  const std::vector<int>& ring = best.rings[0];
-  for (size_t p = 0; p < ring.size(); ++p)
-    if (ranks[static_cast<size_t>(ring[p])] == comm->rank) *pos = static_cast<int>(p);
+  for (const std::vector<int>& ring : best.rings)
+    for (size_t p = 0; p < ring.size(); ++p)
+      if (ranks[static_cast<size_t>(ring[p])] == comm->rank) pos->push_back(static_cast<int>(p));
+  if (pos->size() != best.rings.size()) pos->clear();  // not in every ring: no place
   return ncclSuccess;
 }
 
@@ -211,42 +214,48 @@ double ringSlowestHopGBs(const ncclComm* comm) {
 ncclResult_t reportRings(ncclComm* comm) {
   const std::shared_ptr<const HostTopology> host = hostTopologyIfKnown();
   if (!host || comm->nranks < 2 || comm->rank != 0) return ncclSuccess;  // rank 0 reports and dumps
-  // The ranks of this host and their GPUs; a ring that leaves the host is left to the multi-host search.
-  std::vector<int> ranks, rankGpu;
-  if (!hostRankGpus(comm, *host, &ranks, &rankGpu) || static_cast<int>(ranks.size()) != comm->nranks)
-    return ncclSuccess;
-  TopoRings best;
-  if (searchRings(host->topo, host->paths, rankGpu, comm->nChannels, &best) != ncclSuccess) {
+  // The ranks of this host and their GPUs.
+  std::vector<int> ranks, gpus;
+  if (!hostRankGpus(comm, *host, &ranks, &gpus)) return ncclSuccess;
+  const int n = comm->nranks;
+  std::vector<int> order(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) order[static_cast<size_t>(r)] = r;
+  if (static_cast<int>(comm->ringOrder.size()) == n) order = comm->ringOrder;
+  if (static_cast<int>(ranks.size()) == n) {
+    // All ranks here: the order in use differs from the search's first ring where BRAID_RING_ORDER chose another,
+    // or ranks share a GPU; say so, since the rings then run slower than the machine allows.
+    TopoRings best;
+    if (searchRings(host->topo, host->paths, gpus, 1, &best) == ncclSuccess && !best.rings.empty()) {
+      PathClass worst = PathClass::Loc;
+      for (int p = 0; p < n; ++p) {
+        const int from = order[static_cast<size_t>(p)], to = order[static_cast<size_t>((p + 1) % n)];
+        worst =
+            std::max(worst, host->paths.between(gpus[static_cast<size_t>(from)], gpus[static_cast<size_t>(to)]).cls);
+      }
+      if (best.rings[0] != order && best.worst < worst)
+        BRAID_INFO(kSubGraph,
+                   "rank 0: on this host the search finds a faster ring order than the one in use (worst "
+                   "hop %s rather than %s)",
+                   pathClassName(best.worst), pathClassName(worst));
+    }
     clearPendingError();
-    return ncclSuccess;
   }
-  // The rings in use: the agreed order (ring_order.h) on every channel, each hop's link shared by all of them.
-  TopoRings inUse;
-  std::vector<int> order(comm->nranks);
-  for (int r = 0; r < comm->nranks; ++r) order[r] = r;
-  if (static_cast<int>(comm->ringOrder.size()) == comm->nranks) order = comm->ringOrder;
-  inUse.rings.assign(static_cast<size_t>(comm->nChannels), order);
-  double slowest = -1;
-  for (int p = 0; p < comm->nranks; ++p) {
-    const TopoPath& hop = host->paths.between(rankGpu[order[p]], rankGpu[order[(p + 1) % comm->nranks]]);
-    inUse.worst = std::max(inUse.worst, hop.cls);
-    slowest = slowest < 0 ? hop.bw : std::min(slowest, hop.bw);
-  }
-  inUse.bwPerRing = std::max(0.0, slowest) / comm->nChannels;
-  // The order in use differs from the search's first ring where BRAID_RING_ORDER chose another, or ranks share
-  // a GPU: say so, since the rings then run slower than the machine allows.
-  const bool searchedInUse = !best.rings.empty() && best.rings[0] == order;
-  if (!searchedInUse && best.worst < inUse.worst)
-    BRAID_INFO(kSubGraph, "rank 0: on this host the search finds a faster ring order than the one in use (worst hop "
-               "%s rather than %s)", pathClassName(best.worst), pathClassName(inUse.worst));
   const std::string file = params::GraphDumpFile();
   std::lock_guard<std::mutex> lock(gMu);
-  if (!file.empty() && !gGraphDumped) {
-    gGraphDumped = true;
-    if (writeXmlFile(file, ringsGraphXml(inUse, rankGpu, host->topo, false)) != ncclSuccess) {
-      BRAID_WARN("rank 0: NCCL_GRAPH_DUMP_FILE: %s", pendingError().c_str());
-      clearPendingError();
-    }
+  if (file.empty() || gGraphDumped) return ncclSuccess;
+  gGraphDumped = true;
+  // The rings in use channel by channel and, across hosts, the trees' chains through this host.
+  CommGraphInput in;
+  in.ringOrders = comm->ringOrders;
+  in.nChannels = comm->nChannels;
+  in.treeChannels = std::min(comm->nChannels, kMaxTreeChannels);
+  in.host = comm->self.hostHash;
+  in.rankGpu.assign(static_cast<size_t>(n), -1);
+  for (const PeerInfo& p : comm->peers) in.hostOf.push_back(p.hostHash);
+  for (size_t i = 0; i < ranks.size(); ++i) in.rankGpu[static_cast<size_t>(ranks[i])] = gpus[i];
+  if (writeXmlFile(file, graphsXml(commGraphs(in, host->topo, host->paths))) != ncclSuccess) {
+    BRAID_WARN("rank 0: NCCL_GRAPH_DUMP_FILE: %s", pendingError().c_str());
+    clearPendingError();
   }
   return ncclSuccess;
 }

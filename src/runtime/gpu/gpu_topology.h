@@ -17,16 +17,21 @@ namespace braid {
 // not read).
 ncclResult_t ensureHostTopology(ncclComm* comm);
 
-// This rank's place in the ring the topology search finds for the GPUs of its host's ranks (agreeRingOrder's
-// hostPos), -1 where there is none: no topology, a peer's GPU not in it, ranks sharing a GPU. Every rank of a host
-// searches the same topology and so finds the same ring. Needs the peers' PeerInfo (after the bootstrap).
-ncclResult_t hostRingPosition(ncclComm* comm, int* pos);
+// This rank's places in the rings the topology search finds for the GPUs of its host's ranks (agreeRingOrder's
+// hostPos), at most maxRings of them; empty where there is none: no topology, a peer's GPU not in it, ranks sharing
+// a GPU. Every rank of a host searches the same topology and so finds the same rings. Needs the peers' PeerInfo
+// (after the bootstrap).
+ncclResult_t hostRingPositions(ncclComm* comm, int maxRings, std::vector<int>* pos);
+// The distinct rings a GPU communicator runs: one, since its kernels take one ring position and order per launch
+// (CollLaunchArgs::ringPos, ringOrder) for every channel.
+constexpr int kDeviceRingOrders = 1;
 
 // The slowest hop, in GB/s, of the agreed ring between two GPUs of this host as the topology sees it, for the
 // channel count (-1 where no such hop is known).
 double ringSlowestHopGBs(const ncclComm* comm);
 
-// After the ring is connected: NCCL_GRAPH_DUMP_FILE (rank 0) gets the rings in use, and INFO says when the search
+// After the ring is connected: NCCL_GRAPH_DUMP_FILE (rank 0) gets the rings in use channel by channel and, where the
+// ranks span hosts, the all-reduce trees (graph_dump.h), as rank 0's host sees them; INFO says when the search
 // finds a faster order for this host's ranks than the one the rings run in.
 ncclResult_t reportRings(ncclComm* comm);
 

@@ -21,14 +21,21 @@
 
 namespace braid {
 
+// One ring as a channel walks it.
+struct HostRingView {
+  int pos = 0;                 // this rank's ring position
+  const int* order = nullptr;  // position -> rank; nullptr: rank order
+  const int* posOf = nullptr;  // rank -> position; nullptr: rank order
+};
+
 // What one channel thread needs to run its part of one collective.
 struct CollChannelWork {
   const OpDesc* op = nullptr;
   int rank = 0;
   int nranks = 1;
-  int ringPos = 0;                   // this rank's ring position
-  const int* ringOrder = nullptr;    // position -> rank; nullptr: rank order
-  const int* ringPosOf = nullptr;    // rank -> position; nullptr: rank order
+  // The rings: channel c walks rings[c % nRings] (the ring its connections were made for).
+  const HostRingView* rings = nullptr;
+  int nRings = 0;
   int nChannels = 1;
   ConnProvider* conns = nullptr;
   const WaitContext* wait = nullptr;
@@ -98,11 +105,12 @@ inline ncclResult_t ringConns(const CollChannelWork& w, int channel, ConnInfo** 
 
 inline RingArgs ringArgsFor(const CollChannelWork& w, int channel, size_t count, size_t elemSize,
                             uint32_t stepBytes) {
+  const HostRingView ring = w.nRings > 0 ? w.rings[channel % w.nRings] : HostRingView{w.rank, nullptr, nullptr};
   RingArgs a;
-  a.pos = w.ringPos;
+  a.pos = ring.pos;
   a.nranks = w.nranks;
-  a.order = w.ringOrder;
-  a.rootPos = w.ringPosOf ? w.ringPosOf[w.op->root] : w.op->root;
+  a.order = ring.order;
+  a.rootPos = ring.posOf ? ring.posOf[w.op->root] : w.op->root;
   a.count = count;
   a.chunkElems = chunkElemsFor(stepBytes, elemSize);
   a.alignElems = alignElemsFor(a.chunkElems, elemSize);

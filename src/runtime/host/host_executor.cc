@@ -41,8 +41,10 @@ struct HostExecutor::Impl {
   int rank = 0;
   int nranks = 1;
   int nChannels = 1;
-  std::vector<int> ringOrder;  // position -> rank (setRingOrder); empty: rank order
-  std::vector<int> ringPosOf;  // rank -> position
+  // The rings (setRingOrders), each as position -> rank and rank -> position; views of them for the channels
+  // (empty: one ring in rank order).
+  std::vector<std::vector<int>> ringOrders, ringPosOfs;
+  std::vector<HostRingView> rings;
   std::unique_ptr<TunerConfig> tuning;  // null: every collective on all channels
   TransportClass transport = TransportClass::HostShm;  // the ring's class, agreed over ranks (setTuning)
   ChannelMemo last;                     // the previous decision (tunedRingChannels)
@@ -186,13 +188,8 @@ struct HostExecutor::Impl {
     w.tag = hostStepTag(op, collSeq++);
     w.rank = rank;
     w.nranks = nranks;
-    if (!ringOrder.empty()) {
-      w.ringPos = ringPosOf[static_cast<size_t>(rank)];
-      w.ringOrder = ringOrder.data();
-      w.ringPosOf = ringPosOf.data();
-    } else {
-      w.ringPos = rank;
-    }
+    w.rings = rings.data();
+    w.nRings = static_cast<int>(rings.size());
     w.nChannels = nch;
     w.conns = conns;
     w.wait = wait;
@@ -255,18 +252,37 @@ HostExecutor::HostExecutor(ConnProvider* conns, const WaitContext* wait, int ran
 HostExecutor::~HostExecutor() = default;
 
 ncclResult_t HostExecutor::setRingOrder(const std::vector<int>& order) {
+  return setRingOrders(std::vector<std::vector<int>>{order});
+}
+
+ncclResult_t HostExecutor::setRingOrders(const std::vector<std::vector<int>>& orders) {
   const int n = impl_->nranks;
-  std::vector<int> posOf(static_cast<size_t>(n), -1);
-  bool ok = static_cast<int>(order.size()) == n;
-  for (int p = 0; ok && p < n; ++p) {
-    const int r = order[static_cast<size_t>(p)];
-    ok = r >= 0 && r < n && posOf[static_cast<size_t>(r)] < 0;
-    if (ok) posOf[static_cast<size_t>(r)] = p;
+  std::vector<std::vector<int>> posOfs;
+  for (const std::vector<int>& order : orders) {
+    std::vector<int> posOf(static_cast<size_t>(n), -1);
+    bool ok = static_cast<int>(order.size()) == n;
+    for (int p = 0; ok && p < n; ++p) {
+      const int r = order[static_cast<size_t>(p)];
+      ok = r >= 0 && r < n && posOf[static_cast<size_t>(r)] < 0;
+      if (ok) posOf[static_cast<size_t>(r)] = p;
+    }
+    if (!ok)
+      return recordError(ncclInternalError,
+                         "rank %d: a ring order given to the host executor is not a "
+                         "permutation of %d ranks",
+                         impl_->rank, n);
+    posOfs.push_back(std::move(posOf));
   }
-  if (!ok) return recordError(ncclInternalError, "rank %d: the ring order given to the host executor is not a "
-                              "permutation of %d ranks", impl_->rank, n);
-  impl_->ringOrder = order;
-  impl_->ringPosOf = std::move(posOf);
+  impl_->ringOrders = orders;
+  impl_->ringPosOfs = std::move(posOfs);
+  impl_->rings.clear();
+  // One ring in rank order: no tables, the schedules index ranks directly.
+  bool rankOrder = orders.size() == 1;
+  for (int p = 0; rankOrder && p < n; ++p) rankOrder = orders[0][static_cast<size_t>(p)] == p;
+  if (rankOrder) return ncclSuccess;
+  for (size_t k = 0; k < orders.size(); ++k)
+    impl_->rings.push_back(HostRingView{impl_->ringPosOfs[k][static_cast<size_t>(impl_->rank)],
+                                        impl_->ringOrders[k].data(), impl_->ringPosOfs[k].data()});
   return ncclSuccess;
 }
 
@@ -350,13 +366,18 @@ ncclResult_t initHostComm(ncclComm* comm) {
   comm->conns->setBuffBytes(comm->buffBytes);
   // The executors drive their socket steps (below): one proxy thread, no spinning, minding only what they leave.
   comm->conns->setNetProxy(1, 0, true);
-  BRAID_CHECK(comm->conns->connectRing(comm->nChannels, ringNextRank(comm), ringPrevRank(comm)));
+  std::vector<int> next, prev;
+  for (int k = 0; k < ringCount(comm); ++k) {
+    next.push_back(ringNextRank(comm, k));
+    prev.push_back(ringPrevRank(comm, k));
+  }
+  BRAID_CHECK(comm->conns->connectRings(comm->nChannels, next, prev));
   // A waiting executor moves its socket steps itself (a proxy thread woken per step costs a wake-up each time).
   comm->wait.drive = [](void* conns) { return static_cast<ConnectionManager*>(conns)->driveNet(); };
   comm->wait.driveArg = comm->conns.get();
   auto exec = std::make_unique<HostExecutor>(comm->conns.get(), &comm->wait, comm->rank, comm->nranks,
                                              comm->nChannels);
-  BRAID_CHECK(exec->setRingOrder(comm->ringOrder));
+  BRAID_CHECK(exec->setRingOrders(comm->ringOrders));
   TunerConfig local, tuning;
   BRAID_CHECK(loadTunerConfig(&local));  // validated at the init call already; read again on this thread
   local.buffSize = comm->buffBytes;  // the FIFOs' size, agreed in agreeOnChannels (which warns of differences)

@@ -36,6 +36,9 @@ class HostExecutor final : public Executor {
   // The rings' order (position -> rank, a permutation of the ranks, the same on every rank; ring_order.h), which
   // the connections given to the constructor follow. Without it, rank order.
   ncclResult_t setRingOrder(const std::vector<int>& order);
+  // Several rings: channel c walks orders[c % orders.size()] (the connections follow the same rule). Empty: one
+  // ring in rank order.
+  ncclResult_t setRingOrders(const std::vector<std::vector<int>>& orders);
   // All-reduce may run on the double binary tree (tree_topology.h): this rank's links in each tree, connected on
   // the connection provider's tree channels, over nNodes nodes. The tuner then picks ring or tree per call.
   void setTrees(const TreeLinks trees[kNumTrees], int nNodes);

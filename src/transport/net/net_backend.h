@@ -40,7 +40,7 @@ struct NetSetupParams {
   const std::atomic<uint32_t>* abortFlag = nullptr;
   int peer = -1;
   const WaitContext* wait = nullptr;
-  int64_t gpuBusId = -1;  // this rank's GPU (PeerInfo::busId; -1: host): the IB backend uses the NIC nearest it
+  int64_t gpuBusId = -1;  // this rank's GPU (PeerInfo::busId; -1: host): IB and socket backends use the NIC nearest it
 };
 
 // Base of a backend's request type: owned by its comm, valid until test() reports it done.
@@ -98,6 +98,11 @@ class NetBackend {
   virtual ~NetBackend() = default;
   virtual const char* name() const = 0;
   virtual ncclResult_t listen(NetHandle* handle, std::unique_ptr<NetListenComm>* out) = 0;
+  // listen() for the connection `p` sets up: a backend that picks its device by the rank's GPU (p.gpuBusId)
+  // overrides it; the others listen as listen() does.
+  virtual ncclResult_t listenFor(const NetSetupParams& p, NetHandle* handle, std::unique_ptr<NetListenComm>* out) {
+    return listen(handle, out);
+  }
   virtual ncclResult_t connect(const NetHandle& handle, const NetConnIdent& ident, const NetSetupParams& p,
                                std::unique_ptr<NetSendComm>* out) = 0;
 };

@@ -15,6 +15,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "core/log.h"
@@ -25,6 +28,9 @@
 #include "transport/net/ib/ib_backend.h"
 #include "transport/net/net_backend.h"
 #include "transport/net/net_socket.h"
+#include "transport/net/socket_nic.h"
+#include "transport/p2p/nvlink.h"
+#include "transport/p2p/p2p_level.h"
 
 namespace braid {
 namespace {
@@ -511,20 +517,31 @@ class SocketBackend final : public NetBackend {
   const char* name() const override { return "Socket"; }
 
   ncclResult_t listen(NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
-    SocketHandle h{};
-    h.magic = kSockHandleMagic;
-    h.nSocks = static_cast<uint32_t>(netSocketsPerConnection());
-    h.nonce = randomNonce();
-    std::string ifName;
-    BRAID_CHECK(findInterfaceAddr(&h.addr, &ifName));
-    Socket listener;
-    BRAID_CHECK(listener.listen(&h.addr));
-    BRAID_TRACE(kSubNet, "NET/Socket: listening on %s (%s), %u socket(s)", sockAddrToString(h.addr).c_str(),
-                ifName.c_str(), h.nSocks);
-    std::memset(handle, 0, sizeof(*handle));
-    std::memcpy(handle->data, &h, sizeof(h));
-    out->reset(new SocketListenComm(std::move(listener), h.nonce, static_cast<int>(h.nSocks)));
-    return ncclSuccess;
+    SockIf one;
+    BRAID_CHECK(findInterfaceAddr(&one.addr, &one.name));
+    return listenOn(one, handle, out);
+  }
+
+  // Where several interfaces match, the one nearest the rank's GPU (socket_nic.h); else the first.
+  ncclResult_t listenFor(const NetSetupParams& p, NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
+    std::vector<SockIf> ifs;
+    BRAID_CHECK(findInterfaces(&ifs));
+    size_t pick = 0;
+    std::string why = "the only interface";
+    if (ifs.size() > 1) {
+      why = "no GPU";
+      const std::shared_ptr<const HostTopology> t = p.gpuBusId >= 0 ? hostTopologyIfKnown() : nullptr;
+      if (t) {
+        std::vector<std::string> names;
+        for (const SockIf& i : ifs) names.push_back(i.name);
+        const int near = nearestSocketInterface(t->topo, t->paths, p.gpuBusId, names, &why);
+        if (near >= 0) pick = static_cast<size_t>(near);
+      } else if (p.gpuBusId >= 0) {
+        why = "no topology";
+      }
+    }
+    sayChoice(p.gpuBusId, ifs, pick, why);
+    return listenOn(ifs[pick], handle, out);
   }
 
   ncclResult_t connect(const NetHandle& handle, const NetConnIdent& ident, const NetSetupParams& p,
@@ -569,6 +586,43 @@ class SocketBackend final : public NetBackend {
     out->reset(new SocketSendComm(std::move(socks), p.peer));
     return ncclSuccess;
   }
+
+ private:
+  ncclResult_t listenOn(const SockIf& where, NetHandle* handle, std::unique_ptr<NetListenComm>* out) {
+    SocketHandle h{};
+    h.magic = kSockHandleMagic;
+    h.nSocks = static_cast<uint32_t>(netSocketsPerConnection());
+    h.nonce = randomNonce();
+    h.addr = where.addr;
+    Socket listener;
+    BRAID_CHECK(listener.listen(&h.addr));
+    BRAID_TRACE(kSubNet, "NET/Socket: listening on %s (%s), %u socket(s)", sockAddrToString(h.addr).c_str(),
+                where.name.c_str(), h.nSocks);
+    std::memset(handle, 0, sizeof(*handle));
+    std::memcpy(handle->data, &h, sizeof(h));
+    out->reset(new SocketListenComm(std::move(listener), h.nonce, static_cast<int>(h.nSocks)));
+    return ncclSuccess;
+  }
+
+  // The choice at INFO, once per GPU (every connection of a rank makes the same one).
+  void sayChoice(int64_t gpuBusId, const std::vector<SockIf>& ifs, size_t pick, const std::string& why) {
+    std::lock_guard<std::mutex> lock(saidMu_);
+    if (!said_.insert(gpuBusId).second) return;
+    std::string names;
+    for (const SockIf& i : ifs) names += (names.empty() ? "" : ",") + i.name;
+    if (gpuBusId >= 0) {
+      char bus[32];
+      p2pBusIdToString(gpuBusId, bus, sizeof(bus));
+      BRAID_INFO(kSubNet | kSubInit, "NET/Socket: GPU %s listens on %s (%s) of %s (%s)", bus, ifs[pick].name.c_str(),
+                 sockAddrToString(ifs[pick].addr).c_str(), names.c_str(), why.c_str());
+    } else {
+      BRAID_INFO(kSubNet | kSubInit, "NET/Socket: listening on %s (%s) of %s", ifs[pick].name.c_str(),
+                 sockAddrToString(ifs[pick].addr).c_str(), names.c_str());
+    }
+  }
+
+  std::mutex saidMu_;
+  std::set<int64_t> said_;
 };
 
 }  // namespace

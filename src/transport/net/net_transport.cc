@@ -134,7 +134,7 @@ ncclResult_t NetTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
     // slot the proxy receives it into.
     h.llSlotBytes = conn->ctx->llSlots && h.stepBytes >= kShmLlSlotBytes ? kShmLlSlotBytes : 0;
     BRAID_CHECK(allocFifo(res.get(), h.nSteps, h.stepBytes, h.llSlotBytes, conn));
-    BRAID_CHECK(res->backend->listen(&h.net, &res->listen));
+    BRAID_CHECK(res->backend->listenFor(setupParams(*res), &h.net, &res->listen));
   }
   std::memset(myHandle, 0, sizeof(*myHandle));
   std::memcpy(myHandle->data, &h, sizeof(h));
