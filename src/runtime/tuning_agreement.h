@@ -31,7 +31,7 @@ struct TuningFacts {
   uint32_t peersShm = 0;
   uint32_t oneShotPeersBytes = 0;
   uint32_t twoShotPeersBytes = 0;
-  uint32_t peersChannelBytes = 8192;
+  uint32_t peersChannelBytes = 4096;
   // The rank launches its ring collectives on Simple over NVLink P2P in thread-block clusters (a cluster size
   // of 2 or more that fits, and every ring connection NVLink P2P); AND over ranks: the tuner runs the clustered
   // ring instead of the unsplit one-shot only where every rank's ring is clustered

@@ -134,7 +134,7 @@ TEST(CollPlan, ProtocolsWithoutKernelsAreNeverPlanned) {
 }
 
 // More than two ranks: small all-reduces take the one-shot over every peer (kDevAllReduceOneShotPeers) on LL,
-// one channel per 8 KiB up to the agreed cap; past BRAID_ONESHOT_PEERS_BYTES, without the LL kernel, where init
+// one channel per BRAID_PEERS_CHANNEL_BYTES (4 KiB) up to the agreed cap; past BRAID_ONESHOT_PEERS_BYTES, without the LL kernel, where init
 // found a peer it cannot reach so (oneShotPeersBytes 0), for other collectives, or where NCCL_ALGO leaves out
 // OneShot or NCCL_PROTO leaves out LL, the ring.
 TEST(CollPlan, OneShotOfMoreRanksForSmallAllReduces) {
@@ -150,7 +150,7 @@ TEST(CollPlan, OneShotOfMoreRanksForSmallAllReduces) {
       const CollPlan p = planner.plan(allReduce(bytes / 4, mem.data(), mem.data()), kAllProtos);
       EXPECT_EQ(p.devColl, kDevAllReduceOneShotPeers) << bytes;
       EXPECT_EQ(p.proto, Proto::LL) << bytes;
-      EXPECT_EQ(p.nChannels, std::min<int>(10, static_cast<int>((bytes + 8191) / 8192))) << bytes;
+      EXPECT_EQ(p.nChannels, std::min<int>(10, static_cast<int>((bytes + 4095) / 4096))) << bytes;
       EXPECT_EQ(p.nCta, p.nChannels) << bytes;
       EXPECT_GT(p.predictedUs, 0) << bytes;
     }

@@ -34,7 +34,7 @@ struct CollPlanFacts {
   // The two-shot over the same connections (kDevAllReduceTwoShotPeers): all-reduces past oneShotPeersBytes up to
   // this many bytes (0: never); both schedules take one channel per peersChannelBytes; agreed.
   size_t twoShotPeersBytes = 0;
-  size_t peersChannelBytes = 8192;
+  size_t peersChannelBytes = 4096;
   // This rank's launch settings (launch_attrs.h): they shape the grid, not the FIFO steps.
   int cluster = 0;  // clusterSetting, 0: none
   bool clusterUserSet = false;

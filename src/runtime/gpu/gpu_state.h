@@ -114,7 +114,7 @@ class DeviceState {
   int p2pPeerChannels = 1;            // a peer's p2p connections and a collective's cap at n > 2 (p2pPeerChannels)
   uint32_t oneShotPeersBytes = 0;    // all-reduce up to this runs the one-shot of > 2 ranks (0: never; agreed)
   uint32_t twoShotPeersBytes = 0;    // ... and the two-shot up to this (0: never; agreed)
-  uint32_t peersChannelBytes = 8192; // ... both one channel per this many bytes (agreed)
+  uint32_t peersChannelBytes = 4096; // ... both one channel per this many bytes (agreed)
   int oneShotPeerChannels = 1;       // ... on at most this many channels (agreed)
   DevConn** oneShotPeers = nullptr;  // device memory: its connection table (CollLaunchArgs::peerConns), made at init
   DevConn* collPeerConns = nullptr;  // device memory: the DevConn of each of its own peer connections
