@@ -82,4 +82,29 @@ ncclResult_t moveCaptureRecord(CaptureRecord* rec, cudaStream_t stream, cudaEven
   return ncclSuccess;
 }
 
+ncclResult_t captureEndNodes(cudaStream_t stream, std::vector<cudaGraphNode_t>* ends, int rank) {
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  const cudaGraphNode_t* nodes = nullptr;
+  size_t n = 0;
+  ends->clear();
+  BRAID_CUDA_CHECK(captureEnds(stream, &cap, &graph, &nodes, &n), "rank %d: the capture's nodes after a batch", rank);
+  if (cap == cudaStreamCaptureStatusActive) ends->assign(nodes, nodes + n);
+  return ncclSuccess;
+}
+
+ncclResult_t followCaptureNodes(cudaStream_t stream, const std::vector<cudaGraphNode_t>& nodes, int rank) {
+  if (nodes.empty()) return ncclSuccess;
+  std::vector<cudaGraphNode_t> deps(nodes);
+#if CUDART_VERSION >= 13000
+  const cudaError_t e =
+      cudaStreamUpdateCaptureDependencies(stream, deps.data(), nullptr, deps.size(), cudaStreamAddCaptureDependencies);
+#else
+  const cudaError_t e =
+      cudaStreamUpdateCaptureDependencies(stream, deps.data(), deps.size(), cudaStreamAddCaptureDependencies);
+#endif
+  BRAID_CUDA_CHECK(e, "rank %d: ordering after the previous batch captured into this graph on another stream", rank);
+  return ncclSuccess;
+}
+
 }  // namespace braid

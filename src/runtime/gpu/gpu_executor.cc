@@ -117,8 +117,8 @@ class GpuExecutor final : public Executor {
   std::unique_ptr<P2pTableStore> table_;  // lists of p2p launches past the parameter tiers; freed in ~ on st_->dev
   // [0]: the last batch's completion: an uncaptured batch's, or, with graph mixing, a replayed graph's (recorded by
   // its capture's record node, never as a capture dependency), so the destructor and the next uncaptured batch or
-  // replay can wait on it; [1..kCaptureTails]: captureTails_' end events, recorded inside their captures; the rest:
-  // joins.
+  // replay can wait on it; [1..kCaptureTails]: captureTails_' end events, recorded inside their captures only for
+  // batches that span several streams; the rest: joins.
   std::vector<cudaEvent_t> events_;
   // events_[0], kept apart for asyncError, which a watchdog thread may call while run() grows events_.
   cudaEvent_t lastDone_ = nullptr;
@@ -147,6 +147,7 @@ class GpuExecutor final : public Executor {
     cudaStream_t stream = nullptr;
     uint64_t used = 0;  // captureUses_ at its last batch
     CaptureRecord record;  // graph mixing: records events_[0] after the capture's last batch
+    std::vector<cudaGraphNode_t> ends;  // the capture's end nodes after its last batch here
   };
   CaptureTail captureTails_[kCaptureTails];
   uint64_t captureUses_ = 0;
@@ -363,8 +364,12 @@ ncclResult_t GpuExecutor::run(const std::vector<OpDesc>& ops) {
       *tail = CaptureTail{captureId, nullptr, 0, {}};
     }
   }
+  // Inside a capture the batch's end is an event only where other streams of the batch must wait for it: a record
+  // node between consecutive kernels of a graph costs each replayed collective about a microsecond
+  // (capture_record.cc), and a later batch on another stream of the graph follows the end nodes instead.
   cudaEvent_t done = nullptr;
-  if (!capturing || tail) BRAID_CHECK(event(tail ? 1 + static_cast<size_t>(tail - captureTails_) : 0, &done));
+  if (!capturing || (tail && !others.empty()))
+    BRAID_CHECK(event(tail ? 1 + static_cast<size_t>(tail - captureTails_) : 0, &done));
   // A graph's replay may have recorded events_[0] since (graph mixing): then wait on every stream.
   if (!capturing && ((haveLast_ && lastStream_ != main) || (graphMixing_ && everCaptured_)))
     BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, done, 0), "rank %d: ordering after the previous batch", st_->rank);
@@ -375,10 +380,7 @@ ncclResult_t GpuExecutor::run(const std::vector<OpDesc>& ops) {
       BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, serial, cudaEventWaitExternal),
                        "rank %d: ordering a graph's replays after the communicator's other operations", st_->rank);
   }
-  if (tail && tail->stream && tail->stream != main)
-    BRAID_CUDA_CHECK(cudaStreamWaitEvent(main, done, 0),
-                     "rank %d: ordering after the previous batch captured into this graph on another stream",
-                     st_->rank);
+  if (tail && tail->stream && tail->stream != main) BRAID_CHECK(followCaptureNodes(main, tail->ends, st_->rank));
   for (size_t i = 0; i < others.size(); ++i) {
     BRAID_CHECK(event(kCaptureTails + 1 + i, &ev));
     BRAID_CUDA_CHECK(cudaEventRecord(ev, others[i]), "rank %d: cudaEventRecord on a batch stream", st_->rank);
@@ -408,6 +410,7 @@ ncclResult_t GpuExecutor::run(const std::vector<OpDesc>& ops) {
     haveLast_ = true;
     lastStream_ = main;
   } else if (tail) {
+    BRAID_CHECK(captureEndNodes(main, &tail->ends, st_->rank));
     tail->stream = main;
     tail->used = ++captureUses_;
     everCaptured_ = true;
