@@ -1,8 +1,10 @@
 // reduce_copy: the one hot loop (docs/DESIGN.md §4). One or two sources are combined element-wise by Fn
 // (pre-op on the rank's own contribution, post-op on the final value) and written to one or two
 // destinations, by all threads of the CTA: 16-byte packs, UNROLL packs in flight per thread, then single
-// packs, then a scalar tail. Pointers that do not share one 16-byte alignment fall back to scalar code;
-// pointers sharing a misalignment do a scalar head first.
+// packs, then a scalar tail. Pointers sharing a misalignment do a scalar head first. Where they differ (a
+// user buffer at an odd offset against an aligned FIFO), a scalar head aligns the destination and each source
+// pack is assembled from the two aligned packs that hold it (ld128Shifted); only destinations that differ from
+// each other, or from their element size, fall back to scalar code.
 #pragma once
 
 #include <cstddef>
@@ -120,6 +122,101 @@ __device__ __forceinline__ void rcPacks(const Fn& fn, int tid, int nthreads, con
   }
 }
 
+// The 16 bytes at a + sh (a 16-byte aligned, 0 <= sh < 16), from the aligned packs at a and a + 16: both lie in
+// the 16-byte blocks that hold the wanted bytes, so no load leaves the buffer's pages. The shift is the same
+// for every thread of the CTA, so the switch does not diverge.
+__device__ __forceinline__ Pack128 ld128Shifted(const char* a, uint32_t sh) {
+  if (sh == 0) return ld128Volatile(a);
+  const Pack128 x = ld128Volatile(a), y = ld128Volatile(a + 16);
+  const uint32_t w[8] = {static_cast<uint32_t>(x.lo), static_cast<uint32_t>(x.lo >> 32),
+                         static_cast<uint32_t>(x.hi), static_cast<uint32_t>(x.hi >> 32),
+                         static_cast<uint32_t>(y.lo), static_cast<uint32_t>(y.lo >> 32),
+                         static_cast<uint32_t>(y.hi), static_cast<uint32_t>(y.hi >> 32)};
+  const uint32_t r = (sh & 3) * 8;  // __funnelshift_r by 0 keeps the low word
+  uint32_t o[4];
+  switch (sh >> 2) {
+    case 0:
+#pragma unroll
+      for (int i = 0; i < 4; ++i) o[i] = __funnelshift_r(w[i], w[i + 1], r);
+      break;
+    case 1:
+#pragma unroll
+      for (int i = 0; i < 4; ++i) o[i] = __funnelshift_r(w[i + 1], w[i + 2], r);
+      break;
+    case 2:
+#pragma unroll
+      for (int i = 0; i < 4; ++i) o[i] = __funnelshift_r(w[i + 2], w[i + 3], r);
+      break;
+    default:
+#pragma unroll
+      for (int i = 0; i < 4; ++i) o[i] = __funnelshift_r(w[i + 3], w[i + 4], r);
+      break;
+  }
+  Pack128 v;
+  v.lo = static_cast<uint64_t>(o[0]) | (static_cast<uint64_t>(o[1]) << 32);
+  v.hi = static_cast<uint64_t>(o[2]) | (static_cast<uint64_t>(o[3]) << 32);
+  return v;
+}
+
+// rcPacks over sources that are not aligned with the destination: source k's pack i is the 16 bytes at
+// ak + 16 i + shk (ak aligned).
+template <int Unroll, typename T, typename Fn, typename M>
+__device__ __forceinline__ void rcPacksShifted(const Fn& fn, int tid, int nthreads, const char* a0, uint32_t sh0,
+                                               const char* a1, uint32_t sh1, char* d0, char* d1, size_t nPacks) {
+  size_t p = tid;
+  for (; p + static_cast<size_t>(Unroll - 1) * nthreads < nPacks; p += static_cast<size_t>(Unroll) * nthreads) {
+    Pack128 a[Unroll], b[Unroll];
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) a[u] = ld128Shifted(a0 + (p + static_cast<size_t>(u) * nthreads) * 16, sh0);
+    if (M::kSrc == 2) {
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u) b[u] = ld128Shifted(a1 + (p + static_cast<size_t>(u) * nthreads) * 16, sh1);
+    }
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) {
+      Pack128 v = rcPack<T, Fn, M>(fn, a[u], M::kSrc == 2 ? b[u] : a[u]);
+      const size_t off = (p + static_cast<size_t>(u) * nthreads) * 16;
+      st128(d0 + off, v);
+      if (M::kDst == 2) st128(d1 + off, v);
+    }
+  }
+  for (; p < nPacks; p += nthreads) {
+    Pack128 a = ld128Shifted(a0 + p * 16, sh0);
+    Pack128 b = M::kSrc == 2 ? ld128Shifted(a1 + p * 16, sh1) : a;
+    Pack128 v = rcPack<T, Fn, M>(fn, a, b);
+    st128(d0 + p * 16, v);
+    if (M::kDst == 2) st128(d1 + p * 16, v);
+  }
+}
+
+// Sources aligned differently from the destinations: a scalar head up to the destinations' 16-byte boundary,
+// shifted packs, a scalar tail. Destinations that differ from each other (or sit off their element size) go
+// element by element.
+template <typename T, typename Fn, typename M>
+__device__ __forceinline__ void reduceCopyShifted(const Fn& fn, int tid, int nthreads, const T* s0, const T* s1,
+                                                  T* d0, T* d1, size_t n) {
+  const uintptr_t dmis = reinterpret_cast<uintptr_t>(d0) & 15;
+  if (dmis % sizeof(T) != 0 || (M::kDst == 2 && (reinterpret_cast<uintptr_t>(d1) & 15) != dmis)) {
+    rcScalar<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, 0, n);
+    return;
+  }
+  size_t head = dmis ? (16 - dmis) / sizeof(T) : 0;
+  if (head > n) head = n;
+  if (head) rcScalar<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, 0, head);
+  constexpr size_t kPerPack = 16 / sizeof(T);
+  const size_t nPacks = (n - head) / kPerPack;
+  if (nPacks) {
+    const char* b0 = reinterpret_cast<const char*>(s0 + head);
+    const char* b1 = reinterpret_cast<const char*>(M::kSrc == 2 ? s1 + head : s0 + head);
+    const uint32_t sh0 = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(b0) & 15);
+    const uint32_t sh1 = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(b1) & 15);
+    rcPacksShifted<4, T, Fn, M>(fn, tid, nthreads, b0 - sh0, sh0, b1 - sh1, sh1, reinterpret_cast<char*>(d0 + head),
+                                reinterpret_cast<char*>(M::kDst == 2 ? d1 + head : d0 + head), nPacks);
+  }
+  const size_t done = head + nPacks * kPerPack;
+  if (done < n) rcScalar<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, done, n);
+}
+
 // The body of reduceCopy (below).
 template <typename T, typename Fn, typename M>
 __device__ __forceinline__ void reduceCopyBody(const Fn& fn, int tid, int nthreads, const T* s0, const T* s1, T* d0,
@@ -130,7 +227,7 @@ __device__ __forceinline__ void reduceCopyBody(const Fn& fn, int tid, int nthrea
   if (M::kSrc == 2) same = same && (reinterpret_cast<uintptr_t>(s1) & 15) == mis;
   if (M::kDst == 2) same = same && (reinterpret_cast<uintptr_t>(d1) & 15) == mis;
   if (!same || mis % sizeof(T) != 0) {
-    rcScalar<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, 0, n);
+    reduceCopyShifted<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, n);
     return;
   }
   size_t head = mis ? (16 - mis) / sizeof(T) : 0;
