@@ -348,8 +348,8 @@ ncclResult_t initHostComm(ncclComm* comm) {
 
   comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
   comm->conns->setBuffBytes(comm->buffBytes);
-  // The executors drive their socket steps (below): one proxy thread, no spinning, minding only what they leave.
-  comm->conns->setNetProxy(1, 0, true);
+  // The executors drive their socket steps (below): the proxy thread does not spin and minds only what they leave.
+  comm->conns->setNetProxy(0, true);
   BRAID_CHECK(comm->conns->connectRing(comm->nChannels, ringNextRank(comm), ringPrevRank(comm)));
   // A waiting executor moves its socket steps itself (a proxy thread woken per step costs a wake-up each time).
   comm->wait.drive = [](void* conns) { return static_cast<ConnectionManager*>(conns)->driveNet(); };

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/wait.h"
@@ -93,10 +94,19 @@ class NetListenComm {
   virtual void close() = 0;
 };
 
+// The NIC a rank's connections go through, as sysfs knows it (the NET proxy's CPU placement).
+struct NetNicPlace {
+  std::string name;         // e.g. mlx5_0, eth0
+  std::string sysfsDevice;  // its device directory: local_cpulist there lists its NUMA node's CPUs
+};
+
 class NetBackend {
  public:
   virtual ~NetBackend() = default;
   virtual const char* name() const = 0;
+  // The NIC this rank's connections would use (gpuBusId: its GPU's PeerInfo::busId, -1 for host communicators);
+  // false where the backend cannot name one with a device (loopback, a veth): placement then follows the GPU.
+  virtual bool nicPlace(int64_t gpuBusId, NetNicPlace* out) { return false; }
   virtual ncclResult_t listen(NetHandle* handle, std::unique_ptr<NetListenComm>* out) = 0;
   virtual ncclResult_t connect(const NetHandle& handle, const NetConnIdent& ident, const NetSetupParams& p,
                                std::unique_ptr<NetSendComm>* out) = 0;

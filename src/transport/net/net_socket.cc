@@ -510,6 +510,18 @@ class SocketBackend final : public NetBackend {
  public:
   const char* name() const override { return "Socket"; }
 
+  bool nicPlace(int64_t, NetNicPlace* out) override {
+    SockAddr addr;
+    std::string ifName;
+    if (findInterfaceAddr(&addr, &ifName) != ncclSuccess) {
+      clearPendingError();  // listen() reports it
+      return false;
+    }
+    out->name = ifName;
+    out->sysfsDevice = "/sys/class/net/" + ifName + "/device";  // absent for loopback and virtual interfaces
+    return true;
+  }
+
   ncclResult_t listen(NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
     SocketHandle h{};
     h.magic = kSockHandleMagic;
