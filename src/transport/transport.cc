@@ -433,7 +433,8 @@ ncclResult_t ConnectionManager::kindFor(int peer, TransportKind* kind) {
 void ConnectionManager::setLlSlots(bool on) { impl_->ctx.llSlots = on; }
 void ConnectionManager::setBuffBytes(int64_t bytes) { impl_->ctx.buffBytes = bytes; }
 
-void ConnectionManager::setNetProxy(int spinUs, bool executorDriven) {
+void ConnectionManager::setNetProxy(int spinUs, bool executorDriven, size_t bulkBytes) {
+  impl_->ctx.proxyBulkBytes = bulkBytes;
   impl_->ctx.proxySpinUs = spinUs;
   impl_->ctx.proxyExecutorDriven = executorDriven;
 }

@@ -102,6 +102,7 @@ struct TransportContext {
   int proxySpinUs = 50;  // NET proxy: how long its thread polls after activity before it may block
   std::function<NetWork()> proxyWorkProbe;  // NetProxy::setWorkProbe, kept for a proxy created later (proxyMu)
   bool proxyExecutorDriven = false;  // NetProxy's executorDriven (host communicators)
+  size_t proxyBulkBytes = 0;  // NetSetupParams::bulkHelperBytes of the connections (0: no bulk helpers)
 };
 
 // Connections of one communicator: ring connections per channel and point-to-point connections per peer.
@@ -161,9 +162,10 @@ class ConnectionManager final : public ConnProvider {
   // FIFO bytes of connections made from now on: the value agreed over the ranks (agreeOnChannels), since a
   // ring whose ranks cut steps from different NCCL_BUFFSIZE values would mismatch every step.
   void setBuffBytes(int64_t bytes);
-  // How long the NET proxy's thread polls after activity before it may block, and whether the executors drive
-  // the connections themselves (NetProxy's executorDriven); before connecting.
-  void setNetProxy(int spinUs, bool executorDriven = false);
+  // How long the NET proxy's thread polls after activity before it may block, whether the executors drive
+  // the connections themselves (NetProxy's executorDriven), and from what message size socket connections move
+  // bytes on a helper thread (NetSetupParams::bulkHelperBytes; 0: never); before connecting.
+  void setNetProxy(int spinUs, bool executorDriven = false, size_t bulkBytes = 0);
   // Who tells the NET proxy whether posted GPU work is still in flight (NetProxy::setWorkProbe); null clears it,
   // waiting for a call in progress (before what the probe reads is freed).
   void setNetWorkProbe(std::function<NetWork()> probe);

@@ -24,8 +24,8 @@ using testutil::EnvVar;
 using testutil::pump;
 using testutil::TestRank;
 
-// Threads of this process named braid-netproxy (the engines'), with their scheduler state letter.
-std::vector<char> engineThreads() {
+// Threads of this process named `name`, with their scheduler state letter.
+std::vector<char> threadsNamed(const std::string& name) {
   std::vector<char> out;
   if (DIR* d = opendir("/proc/self/task")) {
     while (dirent* e = readdir(d)) {
@@ -33,7 +33,7 @@ std::vector<char> engineThreads() {
       const std::string dir = std::string("/proc/self/task/") + e->d_name;
       std::string comm;
       std::getline(std::ifstream(dir + "/comm"), comm);
-      if (comm != "braid-netproxy") continue;
+      if (comm != name) continue;
       std::ifstream status(dir + "/status");
       for (std::string line; std::getline(status, line);)
         if (line.rfind("State:", 0) == 0) out.push_back(line[line.find_first_not_of(" \t", 6)]);
@@ -42,6 +42,9 @@ std::vector<char> engineThreads() {
   }
   return out;
 }
+
+// The engines' threads.
+std::vector<char> engineThreads() { return threadsNamed("braid-netproxy"); }
 
 // Stands in for a GPU executor: Busy while the test says work is in flight.
 struct FakePoster {
@@ -199,6 +202,52 @@ TEST(NetEngine, PeerGoneWhileBlockedIsNoticed) {
   EXPECT_EQ(code, ncclRemoteError);
   EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
   a.ctx.proxy->setWorkProbe(nullptr);
+}
+
+// Bulk helpers (GPU communicators): full steps move on each connection's helper thread while the engine posts
+// and completes them, and the small and empty steps between them move on the engine; every byte checked, with
+// one and with several sockets per connection, both directions at once.
+TEST(NetEngine, BulkHelpersMoveLargeStepsEveryByteChecked) {
+  for (const char* socks : {"1", "3"}) {
+    EnvVar n("BRAID_NSOCKS_PERPEER", socks);
+    TestRank a(0), b(1);
+    a.ctx.proxyBulkBytes = b.ctx.proxyBulkBytes = 64 << 10;
+    constexpr int kConns = 4;
+    Connector s[kConns], r[kConns];
+    for (int ch = 0; ch < kConns; ++ch) {
+      if (ch % 2 == 0) {
+        connectPair(netTransport(), a, b, ch, 4 << 20, &s[ch], &r[ch]);
+      } else {
+        connectPair(netTransport(), b, a, ch, 4 << 20, &s[ch], &r[ch]);
+      }
+    }
+    ASSERT_GE(s[0].info.stepBytes, 64u << 10) << "full steps are bulk messages";
+    std::string err[kConns];
+    std::vector<std::thread> ts;
+    for (int ch = 0; ch < kConns; ++ch)
+      ts.emplace_back([&, ch] { err[ch] = pump(s[ch].info, r[ch].info, 80 + ch, 120); });
+    for (auto& t : ts) t.join();
+    for (int ch = 0; ch < kConns; ++ch) EXPECT_EQ(err[ch], "") << socks << " sockets, connection " << ch;
+    EXPECT_GE(threadsNamed("braid-netio").size(), 2u) << "helpers ran";
+    EXPECT_EQ(engineThreads().size(), 2u);
+  }
+  EXPECT_TRUE(threadsNamed("braid-netio").empty()) << "helpers end with their connections";
+}
+
+// A peer that goes away while a helper moves a large step: the connection fails naming the peer, nothing hangs.
+TEST(NetEngine, BulkHelperSeesThePeerGo) {
+  TestRank a(0), b(1);
+  a.ctx.proxyBulkBytes = b.ctx.proxyBulkBytes = 64 << 10;
+  Connector s, r;
+  connectPair(netTransport(), a, b, 0, 4 << 20, &s, &r);
+  // The receiver never consumes: full steps back up in the sockets, the helper waiting for room.
+  EXPECT_NE(testutil::sendSteps(s.info, 5, 400, 1), "") << "the sender backs up";
+  r.res.reset();
+  ASSERT_TRUE(testutil::waitFlag(s.info.errorFlag, 20));
+  ncclResult_t code = ncclSuccess;
+  const std::string why = connFailure(s.info.errorFlag, &code);
+  EXPECT_EQ(code, ncclRemoteError);
+  EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
 }
 
 }  // namespace

@@ -42,6 +42,9 @@ struct NetSetupParams {
   int peer = -1;
   const WaitContext* wait = nullptr;
   int64_t gpuBusId = -1;  // this rank's GPU (PeerInfo::busId; -1: host): the IB backend uses the NIC nearest it
+  // Socket backend: messages of at least this many bytes are moved by a helper thread of the connection, so the
+  // one proxy thread of a communicator is not the bottleneck of its copies (0: the proxy moves every byte).
+  size_t bulkHelperBytes = 0;
 };
 
 // Base of a backend's request type: owned by its comm, valid until test() reports it done.

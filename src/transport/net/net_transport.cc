@@ -56,6 +56,7 @@ NetSetupParams setupParams(const NetResources& res) {
   p.peer = res.peer;
   p.wait = res.ctx->wait;
   p.gpuBusId = res.ctx->self ? res.ctx->self->busId : -1;
+  p.bulkHelperBytes = res.ctx->proxyBulkBytes;
   return p;
 }
 
