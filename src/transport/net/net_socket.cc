@@ -1,8 +1,8 @@
 // Socket backend of the NET transport. A connection is 1..16 TCP sockets (BRAID_NSOCKS_PERPEER, chosen by
 // the receiver). A message is a frame {size, seq} on socket 0 followed by its payload, which is split in
 // contiguous parts over the sockets when it is large; every socket carries its parts in message order, so
-// the receiver knows each part's place from the size alone. After setup every socket is nonblocking and
-// all progress is partial: the proxy thread polls and never waits on one connection.
+// the receiver knows each part's place from the size alone. After setup every socket is nonblocking and the
+// proxy thread never waits on one connection; large messages may move on the connection's bulk helper.
 #include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
@@ -189,9 +189,7 @@ class SocketCommBase {
     if (res == ncclSuccess && bulk) {
       if (!startHelper()) return progressLocked(&progressed, true, &bulk);  // no thread: move it here
       helperBusy_.store(true, std::memory_order_release);
-      const uint64_t one = 1;
-      ssize_t w = write(helperFd_, &one, sizeof(one));
-      (void)w;
+      bump(helperFd_);
     }
     return res;
   }
@@ -272,10 +270,13 @@ class SocketCommBase {
   void stopHelper() {
     if (!helper_.joinable()) return;
     helperStop_.store(true, std::memory_order_release);
-    const uint64_t one = 1;
-    ssize_t w = write(helperFd_, &one, sizeof(one));
-    (void)w;
+    bump(helperFd_);
     helper_.join();
+  }
+  static void bump(int fd) {  // an eventfd
+    const uint64_t one = 1;
+    ssize_t w = write(fd, &one, sizeof(one));
+    (void)w;
   }
   void helperMain() {
     pthread_setname_np(pthread_self(), "braid-netio");
@@ -304,9 +305,7 @@ class SocketCommBase {
       }
       helperBusy_.store(false, std::memory_order_release);
       lk.unlock();
-      const uint64_t one = 1;
-      ssize_t w = write(notifyFd_, &one, sizeof(one));  // the proxy may be blocked on it
-      (void)w;
+      bump(notifyFd_);  // the proxy may be blocked on it
     }
   }
 
