@@ -522,6 +522,9 @@ void NetProxy::waitEvents(std::unique_lock<std::mutex>& lk, int timeoutUs) {
     }
   }
   if (!io) return;
+  // A pass first: what the backends can already complete (data before a hang-up, a failed work request's own
+  // completion before the peer's reaction to it) is reported before what the descriptors say of the peer.
+  passAll();
   // Hand each connection its descriptors' results, as poll would have filled them.
   for (pollfd& p : fds_) {
     p.revents = 0;
