@@ -260,10 +260,10 @@ int NetProxy::connections() const {
 
 void NetProxy::markDead(Conn* c, ncclResult_t res) {
   c->dead = true;
-  __atomic_store_n(c->info.errorFlag, 1u, __ATOMIC_RELEASE);
   std::string msg = pendingError();
   clearPendingError();
-  setConnFailure(c->info.errorFlag, res, msg);
+  setConnFailure(c->info.errorFlag, res, msg);  // the reason before the flag: an executor seeing the flag reads it
+  __atomic_store_n(c->info.errorFlag, 1u, __ATOMIC_RELEASE);
   // A peer closing between messages is how communicators end; anything else is a failure worth a warning.
   bool clean = msg.find("closed the connection") != std::string::npos && msg.find("middle") == std::string::npos;
   if (clean) {
