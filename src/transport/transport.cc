@@ -466,10 +466,16 @@ ncclResult_t ConnectionManager::kindFor(int peer, TransportKind* kind) {
 void ConnectionManager::setLlSlots(bool on) { impl_->ctx.llSlots = on; }
 void ConnectionManager::setBuffBytes(int64_t bytes) { impl_->ctx.buffBytes = bytes; }
 
-void ConnectionManager::setNetProxy(int threads, int spinUs, bool executorDriven) {
-  impl_->ctx.proxyThreads = threads;
+void ConnectionManager::setNetProxy(int spinUs, bool executorDriven, size_t bulkBytes) {
+  impl_->ctx.proxyBulkBytes = bulkBytes;
   impl_->ctx.proxySpinUs = spinUs;
   impl_->ctx.proxyExecutorDriven = executorDriven;
+}
+
+void ConnectionManager::setNetWorkProbe(std::function<NetWork()> probe) {
+  std::lock_guard<std::mutex> lock(impl_->ctx.proxyMu);
+  impl_->ctx.proxyWorkProbe = probe;
+  if (impl_->ctx.proxy) impl_->ctx.proxy->setWorkProbe(std::move(probe));
 }
 
 bool ConnectionManager::driveNet() {

@@ -85,7 +85,8 @@ class Transport {
   virtual ncclResult_t connect(Direction dir, const ConnectHandle& peerHandle, Connector* conn) = 0;
 };
 
-class NetProxy;  // socket transport's progress thread (transport/net)
+class NetProxy;  // the NET transport's progress engine (transport/net)
+enum class NetWork;
 
 // Per-communicator shared state for transports (e.g., the proxy thread of the socket transport).
 struct TransportContext {
@@ -98,9 +99,10 @@ struct TransportContext {
   std::atomic<NetProxy*> proxyRaw{nullptr};  // `proxy`, set once: read without proxyMu by waits (driveNet)
   bool llSlots = false;  // SHM segments and NET FIFOs carry LL slots (GPU communicators; host executors never use them)
   int64_t buffBytes = -1;  // FIFO bytes per connection, agreed over the ranks (-1: this rank's NCCL_BUFFSIZE)
-  int proxyThreads = 1;  // NET proxy threads unless BRAID_NET_PROXY_THREADS says otherwise
-  int proxySpinUs = 50;  // NET proxy: how long a thread polls after activity before it naps
+  int proxySpinUs = 50;  // NET proxy: how long its thread polls after activity before it may block
+  std::function<NetWork()> proxyWorkProbe;  // NetProxy::setWorkProbe, kept for a proxy created later (proxyMu)
   bool proxyExecutorDriven = false;  // NetProxy's executorDriven (host communicators)
+  size_t proxyBulkBytes = 0;  // NetSetupParams::bulkHelperBytes of the connections (0: no bulk helpers)
 };
 
 // Connections of one communicator: ring connections per channel and point-to-point connections per peer.
@@ -167,10 +169,13 @@ class ConnectionManager final : public ConnProvider {
   // FIFO bytes of connections made from now on: the value agreed over the ranks (agreeOnChannels), since a
   // ring whose ranks cut steps from different NCCL_BUFFSIZE values would mismatch every step.
   void setBuffBytes(int64_t bytes);
-  // NET proxy threads of this communicator unless BRAID_NET_PROXY_THREADS is set, how long each polls after
-  // activity before napping, and whether the executors drive the connections themselves (NetProxy's
-  // executorDriven); before connecting.
-  void setNetProxy(int threads, int spinUs, bool executorDriven = false);
+  // How long the NET proxy's thread polls after activity before it may block, whether the executors drive
+  // the connections themselves (NetProxy's executorDriven), and from what message size socket connections move
+  // bytes on a helper thread (NetSetupParams::bulkHelperBytes; 0: never); before connecting.
+  void setNetProxy(int spinUs, bool executorDriven = false, size_t bulkBytes = 0);
+  // Who tells the NET proxy whether posted GPU work is still in flight (NetProxy::setWorkProbe); null clears it,
+  // waiting for a call in progress (before what the probe reads is freed).
+  void setNetWorkProbe(std::function<NetWork()> probe);
   // One pass of the NET proxy over its connections on the caller's thread (NetProxy::driveInline): what a host
   // executor's waits do (WaitContext::drive). True when anything moved; false without NET connections.
   bool driveNet();

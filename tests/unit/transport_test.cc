@@ -603,28 +603,6 @@ TEST(NetTransport, BothDirectionsShareOneProxyPerRank) {
   EXPECT_EQ(e2, "");
 }
 
-// BRAID_NET_PROXY_THREADS: connections are dealt out to several progress threads round-robin; four
-// connections in both directions over 2 and 4 threads, pumped at once, every byte checked by pump().
-TEST(NetTransport, SeveralProxyThreads) {
-  for (const char* threads : {"2", "4"}) {
-    EnvVar t("BRAID_NET_PROXY_THREADS", threads);
-    TestRank a(0), b(1);
-    Connector s[4], r[4];
-    for (int ch = 0; ch < 4; ++ch) {
-      if (ch % 2 == 0) connectPair(netTransport(), a, b, ch, 1 << 20, &s[ch], &r[ch]);
-      else connectPair(netTransport(), b, a, ch, 1 << 20, &s[ch], &r[ch]);
-    }
-    ASSERT_TRUE(a.ctx.proxy && b.ctx.proxy);
-    EXPECT_EQ(a.ctx.proxy->threads(), std::atoi(threads));
-    EXPECT_EQ(a.ctx.proxy->connections(), 4);
-    std::string err[4];
-    std::vector<std::thread> ts;
-    for (int ch = 0; ch < 4; ++ch) ts.emplace_back([&, ch] { err[ch] = testutil::pump(s[ch].info, r[ch].info, 20 + ch, 300); });
-    for (auto& th : ts) th.join();
-    for (int ch = 0; ch < 4; ++ch) EXPECT_EQ(err[ch], "") << threads << " threads, connection " << ch;
-  }
-}
-
 // With NET logging at INFO, each connection logs on close how many bytes it moved and where its thread's
 // active time went (the socket-path diagnosis on the GPU machine reads these lines).
 TEST(NetTransport, ConnectionStatsLoggedOnClose) {
@@ -654,24 +632,6 @@ TEST(NetTransport, ConnectionStatsLoggedOnClose) {
   EXPECT_NE(text.find(std::string("send connection with rank 1 ") + want), std::string::npos) << text;
   EXPECT_NE(text.find(std::string("recv connection with rank 0 ") + want), std::string::npos) << text;
   EXPECT_NE(text.find("waiting for the executor"), std::string::npos) << text;
-}
-
-TEST(NetTransport, ProxyThreadsClamped) {
-  {
-    // Unset / 0: the communicator's default (1 for host comms, 8 for GPU ones), clamped to 1..16.
-    EnvVar t("BRAID_NET_PROXY_THREADS", "0");
-    EXPECT_EQ(NetProxy(0, 1).threads(), 1);
-    EXPECT_EQ(NetProxy(0, 2).threads(), 2);
-    EXPECT_EQ(NetProxy(0, 0).threads(), 1);
-  }
-  {
-    EnvVar t("BRAID_NET_PROXY_THREADS", "99");
-    EXPECT_EQ(NetProxy(0, 2).threads(), 16);
-  }
-  {
-    EnvVar t("BRAID_NET_PROXY_THREADS", "3");  // the user's count wins over the default
-    EXPECT_EQ(NetProxy(0, 2).threads(), 3);
-  }
 }
 
 // The CPUs of this process's threads named braid-netproxy (the NET proxy's), one entry per thread.

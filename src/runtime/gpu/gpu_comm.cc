@@ -556,13 +556,11 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
 
   if (comm->nranks > 1) {
     comm->conns->setLlSlots(true);
-    // GPU rings push each byte through the proxy twice per rank (send and receive). On 2xH200 (4 channels,
-    // ranks unbound) 8 threads (one per connection) moved nearly twice what 2 did, and ranks bound to one core
-    // each lost half of it (docs/TUNING.md, "Socket path"): the proxy places its threads off a tight
-    // binding (proxy_affinity.h) and starts at most one per CPU it gets. The kernels publish steps in mapped
-    // host memory, which wakes no fd: a thread that naps 20-250 us between 512 KiB steps delays them, so GPU
-    // comms' threads poll 2 ms after activity.
-    comm->conns->setNetProxy(8, 2000);
+    // The kernels publish NET steps in mapped host memory, which wakes no descriptor: the proxy's thread polls
+    // while the executor's probe says a batch is in flight (GpuExecutor::netWork) and 2 ms after activity, so
+    // back-to-back operations find it polling rather than blocked (docs/TUNING.md, "Socket path"). The bytes of
+    // large steps move on each socket connection's helper thread, so one proxy thread does not cap the bandwidth.
+    comm->conns->setNetProxy(2000, false, static_cast<size_t>(std::max<int64_t>(0, params::NetBulkBytes())));
     DeviceState* raw = st.get();
     comm->conns->setAbortHook([raw] { raw->raiseAbort(); });
     BRAID_CHECK(comm->conns->connectRing(comm->nChannels, ringNextRank(comm), ringPrevRank(comm)));

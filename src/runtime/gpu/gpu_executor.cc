@@ -30,6 +30,7 @@
 #include "runtime/gpu/gpu_state.h"
 #include "runtime/gpu/p2p_table.h"
 #include "runtime/ring_order.h"
+#include "transport/net/net_proxy.h"
 #include "transport/transport.h"
 #include "tuner/launch_attrs.h"
 #include "tuner/tuner.h"
@@ -87,6 +88,7 @@ class GpuExecutor final : public Executor {
       lastStart_ = nullptr;
       cudaGetLastError();
     }
+    if (comm_->conns && st_->nranks > 1) comm_->conns->setNetWorkProbe([this] { return netWork(); });
   }
   ~GpuExecutor() override;
   ncclResult_t run(const std::vector<OpDesc>& ops) override;
@@ -111,6 +113,9 @@ class GpuExecutor final : public Executor {
   ncclResult_t p2pConn(int peer, int channel, bool send, DevConn** out);
   ncclResult_t event(size_t i, cudaEvent_t* out);
   uint32_t lowLatencyKernels(const OpDesc& op) const;
+  // For the NET proxy's thread (NetProxy::setWorkProbe): Busy while a batch launched so far may still run, so it
+  // polls the FIFOs the kernels publish NET steps in; Unknown once a capture exists (replays tell nobody).
+  NetWork netWork();
 
   ncclComm* comm_;
   std::unique_ptr<DeviceState> st_;
@@ -130,6 +135,10 @@ class GpuExecutor final : public Executor {
   std::atomic<bool> lastAll_{true};
   std::atomic<uint64_t> lastBatch_{0};                  // batches noted so far
   std::unique_ptr<std::atomic<uint64_t>[]> lastPeer_;  // per rank: the last noted batch it took part in
+  // Kernels launched, and of them those whose batch has recorded its end event (run() returning), and whether a
+  // batch was ever captured: read by the NET proxy's thread (netWork).
+  std::atomic<uint64_t> launched_{0}, settled_{0};
+  std::atomic<bool> anyCapture_{false};
   cudaStream_t lastStream_ = nullptr;
   bool haveLast_ = false;
   // The last batch captured into each of the kCaptureTails most recently used captures: its capture
@@ -187,6 +196,7 @@ uint32_t GpuExecutor::lowLatencyKernels(const OpDesc& op) const {
 
 GpuExecutor::~GpuExecutor() {
   DeviceGuard g(st_->dev);
+  if (comm_->conns) comm_->conns->setNetWorkProbe(nullptr);  // before the events it queries go
   if (comm_->conns) comm_->conns->setAbortHook(nullptr);
   // Kernels still running read the FIFOs freed next: give them the communicator's timeout to finish (a
   // destroy right after the last op), then stop them through the abort flag and wait for that.
@@ -330,6 +340,12 @@ ncclResult_t GpuExecutor::run(const std::vector<OpDesc>& ops) {
   if (comm_->abortFlag.load())
     return recordError(ncclInvalidUsage, "rank %d: communicator was aborted", st_->rank);
   cudaStream_t main = static_cast<cudaStream_t>(ops[0].stream);
+  // However run() leaves, the kernels it launched have their end event recorded (or never will): netWork may
+  // trust the event again.
+  struct Settle {
+    GpuExecutor* e;
+    ~Settle() { e->settled_.store(e->launched_.load(std::memory_order_relaxed), std::memory_order_release); }
+  } settle{this};
   std::vector<cudaStream_t> others;
   for (const OpDesc& op : ops) {
     cudaStream_t s = static_cast<cudaStream_t>(op.stream);
@@ -340,6 +356,7 @@ ncclResult_t GpuExecutor::run(const std::vector<OpDesc>& ops) {
   BRAID_CUDA_CHECK(cudaStreamGetCaptureInfo(main, &cap, &captureId), "rank %d: cudaStreamGetCaptureInfo", st_->rank);
   const bool capturing = cap != cudaStreamCaptureStatusNone;
   capturing_ = capturing;
+  if (capturing) anyCapture_.store(true, std::memory_order_release);
   cudaEvent_t ev = nullptr;
   // The batch's end event: [0] outside a capture; inside an active one (an invalidated one fails the launches, and its
   // id means nothing), its capture's tail, found by id or else the least recently used one taken over.
@@ -439,7 +456,24 @@ double GpuExecutor::predictUs(const OpDesc& op) {
   return planner_.plan(op, lowLatencyKernels(op)).predictedUs;
 }
 
+NetWork GpuExecutor::netWork() {
+  if (anyCapture_.load(std::memory_order_acquire)) return NetWork::Unknown;
+  const uint64_t launched = launched_.load(std::memory_order_acquire);
+  if (settled_.load(std::memory_order_acquire) != launched) return NetWork::Busy;  // its end event is not recorded yet
+  if (lastDone_ == nullptr) return NetWork::Unknown;
+  thread_local int dev = -1;  // the proxy's own thread: without a device set, the query would make one current
+  if (dev != st_->dev && cudaSetDevice(st_->dev) == cudaSuccess) dev = st_->dev;
+  const cudaError_t q = cudaEventQuery(lastDone_);
+  if (q != cudaSuccess && q != cudaErrorNotReady) {
+    cudaGetLastError();  // this thread's sticky error only
+    return NetWork::Unknown;
+  }
+  if (launched_.load(std::memory_order_acquire) != launched) return NetWork::Busy;  // launched meanwhile
+  return q == cudaErrorNotReady ? NetWork::Busy : NetWork::Idle;
+}
+
 cudaError_t GpuExecutor::launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s, int cluster) {
+  launched_.fetch_add(1, std::memory_order_seq_cst);  // before the wake: the proxy's probe sees it (netWork)
   if (comm_->conns) comm_->conns->wakeNet();  // kernels publish NET steps in mapped memory, which rings no bell
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attrs[2];

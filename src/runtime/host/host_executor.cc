@@ -364,8 +364,8 @@ ncclResult_t initHostComm(ncclComm* comm) {
 
   comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
   comm->conns->setBuffBytes(comm->buffBytes);
-  // The executors drive their socket steps (below): one proxy thread, no spinning, minding only what they leave.
-  comm->conns->setNetProxy(1, 0, true);
+  // The executors drive their socket steps (below): the proxy thread does not spin and minds only what they leave.
+  comm->conns->setNetProxy(0, true);
   std::vector<int> next, prev;
   for (int k = 0; k < ringCount(comm); ++k) {
     next.push_back(ringNextRank(comm, k));

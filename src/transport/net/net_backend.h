@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/wait.h"
@@ -41,6 +42,9 @@ struct NetSetupParams {
   int peer = -1;
   const WaitContext* wait = nullptr;
   int64_t gpuBusId = -1;  // this rank's GPU (PeerInfo::busId; -1: host): IB and socket backends use the NIC nearest it
+  // Socket backend: messages of at least this many bytes are moved by a helper thread of the connection, so the
+  // one proxy thread of a communicator is not the bottleneck of its copies (0: the proxy moves every byte).
+  size_t bulkHelperBytes = 0;
 };
 
 // Base of a backend's request type: owned by its comm, valid until test() reports it done.
@@ -93,10 +97,19 @@ class NetListenComm {
   virtual void close() = 0;
 };
 
+// The NIC a rank's connections go through, as sysfs knows it (the NET proxy's CPU placement).
+struct NetNicPlace {
+  std::string name;         // e.g. mlx5_0, eth0
+  std::string sysfsDevice;  // its device directory: local_cpulist there lists its NUMA node's CPUs
+};
+
 class NetBackend {
  public:
   virtual ~NetBackend() = default;
   virtual const char* name() const = 0;
+  // The NIC this rank's connections would use (gpuBusId: its GPU's PeerInfo::busId, -1 for host communicators);
+  // false where the backend cannot name one with a device (loopback, a veth): placement then follows the GPU.
+  virtual bool nicPlace(int64_t gpuBusId, NetNicPlace* out) { return false; }
   virtual ncclResult_t listen(NetHandle* handle, std::unique_ptr<NetListenComm>* out) = 0;
   // listen() for the connection `p` sets up: a backend that picks its device by the rank's GPU (p.gpuBusId)
   // overrides it; the others listen as listen() does.

@@ -1,19 +1,22 @@
-// NetProxy implementation: each progress thread (one by default) drives its NET connections through the
-// backend's nonblocking calls, SIMPLE steps from the FIFO slots and GPU LL steps from the LL slots. While busy it
-// loops; when idle it yields for a short while, then sleeps in ppoll on the backends' descriptors (so incoming data
-// wakes it at once) and its eventfd, which add, remove, stop, GPU launches and host executors leaving steps behind
-// write (wakeSleeping). The timeout grows to 250 us, and to 1 ms after a longer lull: GPU kernels publish
-// steps in mapped memory, which rings nothing. Host executors that wait also drive the connections themselves
-// (driveInline), so a step does not wait for this thread to be scheduled.
+// NetProxy implementation: one thread per communicator drives all its NET connections through the backends'
+// nonblocking calls, SIMPLE steps from the FIFO slots and GPU LL steps from the LL slots. While anything moves it
+// loops; then it polls for spinUs more, and on while the work probe says a GPU batch is in flight (its kernels
+// publish steps in mapped memory, which wakes no descriptor). Otherwise it blocks in epoll_wait, without a
+// timeout, on the backends' descriptors (incoming data, room to send, errors) and its eventfd, which add,
+// remove, stop, GPU launches and host executors leaving steps behind write (wakeSleeping). Only where nobody can
+// say when posted work is done (no probe, or CUDA graphs) does it nap, 20 us growing to 1 ms. Host executors
+// that wait also drive the connections themselves (driveInline), so a step does not wait for this thread.
 #include "transport/net/net_proxy.h"
 
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -28,12 +31,18 @@
 
 namespace braid {
 namespace {
-constexpr int kMinSleepUs = 20;
-constexpr int kMaxSleepUs = 250;
-// Idle for this long (between operations), naps may grow to kLongSleepUs: many idle comms stay cheap.
+// Naps where nobody says when posted work is done (NetWork::Unknown): they grow from kMinNapUs to kMaxNapUs,
+// and to kLongNapUs after kLongIdle without activity (many idle comms stay cheap).
+constexpr int kMinNapUs = 20;
+constexpr int kMaxNapUs = 250;
 constexpr auto kLongIdle = std::chrono::milliseconds(20);
-constexpr int kLongSleepUs = 1000;
-constexpr int64_t kMaxProxyThreads = 16;
+constexpr int kLongNapUs = 1000;
+// While polling, the descriptors are looked at this often (a send connection's peer closing shows only there),
+// and a busy probe is asked again after this long (a cudaEventQuery each).
+constexpr auto kPollCheck = std::chrono::milliseconds(1);
+constexpr auto kProbeEvery = std::chrono::microseconds(20);
+constexpr int kMaxEvents = 64;
+constexpr uint64_t kEventFdTag = ~0ull;
 }  // namespace
 
 struct NetProxy::Conn {
@@ -48,6 +57,7 @@ struct NetProxy::Conn {
   uint64_t done = 0;    // slots the backend finished
   NetRequest* reqs[kHostFifoMaxSteps] = {};
   bool dead = false;
+  std::vector<int> watchedFds;  // its descriptors in the last epoll interest
   // Where the connection's active time went (kept only with NET logging at INFO; logged when it closes):
   // steps in the backend (send: handed to the socket, not yet gone; recv: receives posted, data not yet
   // in), and nothing to move because of the executor (send: no step published; recv: every slot full).
@@ -55,34 +65,36 @@ struct NetProxy::Conn {
   double inBackendSec = 0, waitExecutorSec = 0;
 };
 
-NetProxy::NetProxy(int rank, int defaultThreads, int spinUs, ProxyPlacement placement, bool executorDriven)
+NetProxy::NetProxy(int rank, int spinUs, ProxyPlacement placement, bool executorDriven)
     : rank_(rank), spin_(std::max(0, spinUs)), executorDriven_(executorDriven), placement_(std::move(placement)) {
-  const int64_t asked = params::NetProxyThreads() > 0 ? params::NetProxyThreads()
-                        : placement_.maxThreads > 0  ? std::min(defaultThreads, placement_.maxThreads)
-                                                     : defaultThreads;
-  const int64_t n = std::max<int64_t>(1, std::min<int64_t>(asked, kMaxProxyThreads));
-  for (int64_t i = 0; i < n; ++i) {
-    workers_.push_back(std::make_unique<Worker>());
-    workers_.back()->eventFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // -1: that thread wakes by timeout
+  eventFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epollFd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epollFd_ >= 0 && eventFd_ >= 0) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kEventFdTag;
+    if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, eventFd_, &ev) != 0) {
+      ::close(epollFd_);
+      epollFd_ = -1;
+    }
   }
 }
 
 NetProxy::~NetProxy() {
   stop();
-  for (auto& w : workers_) {
-    {
-      std::lock_guard<std::mutex> lk(w->mu);
-      w->conns.clear();
-    }
-    if (w->eventFd >= 0) ::close(w->eventFd);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    conns_.clear();
   }
+  if (epollFd_ >= 0) ::close(epollFd_);
+  if (eventFd_ >= 0) ::close(eventFd_);
 }
 
-void NetProxy::wake(Worker& w) {
-  if (w.eventFd >= 0) {
+void NetProxy::wake() {
+  if (eventFd_ >= 0) {
     uint64_t one = 1;
-    ssize_t r = write(w.eventFd, &one, sizeof(one));
-    (void)r;  // a full counter already wakes the poll
+    ssize_t r = write(eventFd_, &one, sizeof(one));
+    (void)r;  // a full counter already wakes the wait
   }
 }
 
@@ -110,7 +122,11 @@ ncclResult_t NetProxy::add(std::unique_ptr<Conn> c, uint64_t* id) {
   if (c->info.nSteps == 0 || c->info.nSteps > kHostFifoMaxSteps) {
     return recordError(ncclInternalError, "NET proxy: connection with rank %d has %u steps", c->peer, c->info.nSteps);
   }
-  std::lock_guard<std::mutex> top(mu_);
+  if (epollFd_ < 0 || eventFd_ < 0) {
+    return recordError(ncclSystemError, "NET proxy of rank %d: cannot create its epoll set or eventfd: %s", rank_,
+                       strerror(errno));
+  }
+  std::lock_guard<std::mutex> lk(mu_);
   if (stopped_) {
     return recordError(ncclInvalidUsage, "NET proxy of rank %d is stopped (communicator aborted); cannot add rank %d",
                        rank_, c->peer);
@@ -119,45 +135,54 @@ ncclResult_t NetProxy::add(std::unique_ptr<Conn> c, uint64_t* id) {
   c->posted = c->done = __atomic_load_n(c->info.head, __ATOMIC_ACQUIRE);
   c->id = nextId_++;
   *id = c->id;
-  Worker& w = workerOf(c->id);
-  std::lock_guard<std::mutex> lk(w.mu);
-  w.conns[c->id] = std::move(c);
-  if (!w.thread.joinable()) {
+  conns_[c->id] = std::move(c);
+  if (!thread_.joinable()) {
     try {
-      w.thread = std::thread([this, &w] { run(w); });
+      thread_ = std::thread([this] { run(); });
     } catch (const std::system_error& e) {
-      w.conns.erase(*id);
-      return recordError(ncclSystemError, "NET proxy: cannot start a proxy thread of rank %d: %s", rank_, e.what());
+      conns_.erase(*id);
+      return recordError(ncclSystemError, "NET proxy: cannot start the progress thread of rank %d: %s", rank_,
+                         e.what());
     }
   }
-  wake(w);
+  wake();
   return ncclSuccess;
+}
+
+void NetProxy::unwatch(Conn* c) {
+  // Its sockets close next; a descriptor number the kernel then reuses must not look registered already.
+  for (int fd : c->watchedFds) {
+    auto it = watched_.find(fd);
+    if (it == watched_.end()) continue;
+    epoll_ctl(epollFd_, EPOLL_CTL_DEL, fd, nullptr);
+    watched_.erase(it);  // shared with another connection (an IB device's async fd): re-added at the next sync
+  }
+  c->watchedFds.clear();
 }
 
 void NetProxy::remove(uint64_t id) {
   if (id == 0) return;
-  Worker& w = workerOf(id);
   std::unique_ptr<Conn> victim;
   {
-    std::lock_guard<std::mutex> lk(w.mu);
-    auto it = w.conns.find(id);
-    if (it == w.conns.end()) return;
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = conns_.find(id);
+    if (it == conns_.end()) return;
     victim = std::move(it->second);
-    w.conns.erase(it);
+    conns_.erase(it);
+    unwatch(victim.get());
   }
-  // Closed outside the lock: the proxy thread is already past it.
+  // Closed outside the lock: the engine is already past it.
   clearConnFailure(victim->info.errorFlag);
   logStats(*victim);  // BRAID_INFO: nothing unless NET logging is at INFO
   victim.reset();
-  wake(w);
+  wake();
 }
 
 bool NetProxy::driveInline(bool* sendsPending) {
   bool moved = false, pending = false;
-  for (auto& w : workers_) {
-    std::unique_lock<std::mutex> lk(w->mu, std::try_to_lock);
-    if (!lk.owns_lock()) continue;  // its thread is in a pass: it moves the steps
-    for (auto& kv : w->conns) {
+  std::unique_lock<std::mutex> lk(mu_, std::try_to_lock);
+  if (lk.owns_lock()) {  // else the thread is in a pass: it moves the steps
+    for (auto& kv : conns_) {
       Conn* c = kv.second.get();
       if (c->dead) continue;
       moved |= progress(c);
@@ -169,44 +194,50 @@ bool NetProxy::driveInline(bool* sendsPending) {
 }
 
 void NetProxy::wakeSleeping() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // the caller's FIFO stores before the flags' loads
-  for (auto& w : workers_)
-    if (w->sleeping.load(std::memory_order_relaxed) != 0) wake(*w);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the caller's FIFO (and probe) stores before the flag's load
+  if (sleeping_.load(std::memory_order_relaxed) != 0) wake();
+}
+
+void NetProxy::setWorkProbe(std::function<NetWork()> probe) {
+  {
+    std::lock_guard<std::mutex> g(probeMu_);
+    probe_ = std::move(probe);
+  }
+  wake();  // a thread napping for want of a probe may block now
+}
+
+NetWork NetProxy::probeWork() {
+  std::lock_guard<std::mutex> g(probeMu_);
+  if (!probe_) return executorDriven_ ? NetWork::Idle : NetWork::Unknown;
+  return probe_();
 }
 
 void NetProxy::stop() {
-  std::vector<std::thread> ts;
+  std::thread t;
   {
-    std::lock_guard<std::mutex> top(mu_);
+    std::lock_guard<std::mutex> lk(mu_);
     stopped_ = true;
-    for (auto& w : workers_) {
-      std::lock_guard<std::mutex> lk(w->mu);
-      w->stop.store(true);
-      ts.push_back(std::move(w->thread));
-    }
+    stop_.store(true);
+    t = std::move(thread_);
   }
-  for (auto& w : workers_) wake(*w);
-  for (std::thread& t : ts) {
-    if (!t.joinable()) continue;
-    if (t.get_id() == std::this_thread::get_id()) {
-      t.detach();  // cannot happen today; never self-join
-    } else {
-      t.join();
-    }
+  wake();
+  if (!t.joinable()) return;
+  if (t.get_id() == std::this_thread::get_id()) {
+    t.detach();  // cannot happen today; never self-join
+  } else {
+    t.join();
   }
 }
 
 bool NetProxy::drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSec);
   for (;;) {
-    bool pending = false, lost = false;
-    for (auto& w : workers_) {
-      std::lock_guard<std::mutex> lk(w->mu);
-      if (!w->thread.joinable()) {
-        lost = lost || !w->conns.empty();  // stopped with connections left: nothing will move them
-        continue;
-      }
-      for (auto& kv : w->conns) {
+    bool pending = false;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      // Stopped with connections left: nothing will move them.
+      if (!thread_.joinable()) return conns_.empty();
+      for (auto& kv : conns_) {
         const Conn& c = *kv.second;
         if (c.send && !c.dead && !__atomic_load_n(c.info.errorFlag, __ATOMIC_ACQUIRE) &&
             c.done < loadAcquire(c.info.tail)) {
@@ -215,28 +246,24 @@ bool NetProxy::drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag) 
         }
       }
     }
-    if (lost) return false;
     if (!pending) return true;
+    wake();
     if ((abortFlag && abortFlag->load()) || std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }
 
 int NetProxy::connections() const {
-  int n = 0;
-  for (auto& w : workers_) {
-    std::lock_guard<std::mutex> lk(w->mu);
-    n += static_cast<int>(w->conns.size());
-  }
-  return n;
+  std::lock_guard<std::mutex> lk(mu_);
+  return static_cast<int>(conns_.size());
 }
 
 void NetProxy::markDead(Conn* c, ncclResult_t res) {
   c->dead = true;
-  __atomic_store_n(c->info.errorFlag, 1u, __ATOMIC_RELEASE);
   std::string msg = pendingError();
   clearPendingError();
-  setConnFailure(c->info.errorFlag, res, msg);
+  setConnFailure(c->info.errorFlag, res, msg);  // the reason before the flag: an executor seeing the flag reads it
+  __atomic_store_n(c->info.errorFlag, 1u, __ATOMIC_RELEASE);
   // A peer closing between messages is how communicators end; anything else is a failure worth a warning.
   bool clean = msg.find("closed the connection") != std::string::npos && msg.find("middle") == std::string::npos;
   if (clean) {
@@ -411,102 +438,183 @@ void NetProxy::logStats(const Conn& c) {
              c.send ? "no step published" : "every slot full, not yet consumed");
 }
 
-void NetProxy::run(Worker& w) {
+bool NetProxy::passAll() {
+  bool moved = false;
+  for (auto& kv : conns_)
+    if (!kv.second->dead) moved |= progress(kv.second.get());
+  return moved;
+}
+
+void NetProxy::syncInterest() {
+  fds_.clear();
+  ranges_.clear();
+  for (auto& kv : conns_) {
+    Conn* c = kv.second.get();
+    c->watchedFds.clear();
+    if (c->dead || (executorDriven_ && !c->send)) continue;
+    const size_t start = fds_.size();
+    c->comm->pollFds(&fds_);
+    ranges_.push_back(Range{kv.first, start, fds_.size() - start});
+    for (size_t i = start; i < fds_.size(); ++i)
+      if (fds_[i].fd >= 0) c->watchedFds.push_back(fds_[i].fd);
+  }
+  // One registration per descriptor (connections may share one: an IB device's async fd), watching the union.
+  std::unordered_map<int, uint32_t> want;
+  for (const pollfd& p : fds_)
+    if (p.fd >= 0) want[p.fd] |= static_cast<uint32_t>(p.events);
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    if (want.count(it->first) == 0) {
+      epoll_ctl(epollFd_, EPOLL_CTL_DEL, it->first, nullptr);
+      it = watched_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& kv : want) {
+    auto it = watched_.find(kv.first);
+    if (it != watched_.end() && it->second == kv.second) continue;
+    epoll_event ev{};
+    ev.events = kv.second;  // POLLIN/POLLOUT are EPOLLIN/EPOLLOUT; errors and hang-ups are always reported
+    ev.data.u64 = static_cast<uint64_t>(kv.first);
+    const int op = it == watched_.end() ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+    if (epoll_ctl(epollFd_, op, kv.first, &ev) != 0) {
+      const int alt = errno == EEXIST ? EPOLL_CTL_MOD : errno == ENOENT ? EPOLL_CTL_ADD : -1;
+      if (alt < 0 || epoll_ctl(epollFd_, alt, kv.first, &ev) != 0) continue;  // closed meanwhile: nothing to watch
+    }
+    watched_[kv.first] = kv.second;
+  }
+}
+
+void NetProxy::waitEvents(std::unique_lock<std::mutex>& lk, int timeoutUs) {
+  syncInterest();
+  lk.unlock();
+  epoll_event evs[kMaxEvents];
+  int n;
+  if (timeoutUs < 0) {
+    blockedWaits_.fetch_add(1, std::memory_order_relaxed);
+    do {
+      n = epoll_wait(epollFd_, evs, kMaxEvents, -1);
+    } while (n < 0 && errno == EINTR && !stop_.load(std::memory_order_relaxed));
+  } else if (timeoutUs == 0) {
+    n = epoll_wait(epollFd_, evs, kMaxEvents, 0);
+  } else {
+    // epoll_wait counts in milliseconds: a nap shorter than that waits on the epoll descriptor itself.
+    pollfd p{epollFd_, POLLIN, 0};
+    timespec ts{0, static_cast<long>(timeoutUs) * 1000};
+    n = ppoll(&p, 1, &ts, nullptr) > 0 ? epoll_wait(epollFd_, evs, kMaxEvents, 0) : 0;
+  }
+  // Where executors drive the connections, one of them may hold the lock for a pass: blocking on it would make
+  // that executor's unlock a futex wake on its hot path, so yield until the pass is over instead.
+  if (executorDriven_) {
+    while (!lk.try_lock()) sched_yield();
+  } else {
+    lk.lock();
+  }
+  if (n <= 0) return;
+  bool io = false;
+  for (int i = 0; i < n; ++i) {
+    if (evs[i].data.u64 == kEventFdTag) {
+      uint64_t v;
+      ssize_t r = read(eventFd_, &v, sizeof(v));
+      (void)r;
+    } else {
+      io = true;
+    }
+  }
+  if (!io) return;
+  // A pass first: what the backends can already complete (data before a hang-up, a failed work request's own
+  // completion before the peer's reaction to it) is reported before what the descriptors say of the peer.
+  passAll();
+  // Hand each connection its descriptors' results, as poll would have filled them.
+  for (pollfd& p : fds_) {
+    p.revents = 0;
+    for (int i = 0; i < n; ++i)
+      if (evs[i].data.u64 == static_cast<uint64_t>(p.fd) && p.fd >= 0)
+        p.revents = static_cast<short>(evs[i].events & (static_cast<uint32_t>(p.events) | EPOLLERR | EPOLLHUP));
+  }
+  for (const Range& rg : ranges_) {
+    auto it = conns_.find(rg.id);
+    if (it == conns_.end() || it->second->dead) continue;  // removed while we waited
+    ncclResult_t r = it->second->comm->pollResult(fds_.data() + rg.start, rg.count);
+    if (r != ncclSuccess) markDead(it->second.get(), r);
+  }
+}
+
+void NetProxy::run() {
   using Clock = std::chrono::steady_clock;
   RankTag tag(rank_);
   if (!pinThisThread(placement_.cpus)) {
-    BRAID_WARN("NET proxy of rank %d: cannot pin a thread to CPUs %s; it keeps the rank's binding", rank_,
+    BRAID_WARN("NET proxy of rank %d: cannot pin its thread to CPUs %s; it keeps the rank's binding", rank_,
                formatCpuList(placement_.cpus).c_str());
   }
   pthread_setname_np(pthread_self(), "braid-netproxy");  // after pinning: for top -H / ps -L and the tests
-  struct Range {
-    uint64_t id;
-    size_t start, count;
-  };
-  std::vector<pollfd> fds;
-  std::vector<Range> ranges;
-  auto idleSince = Clock::now();
-  int sleepUs = kMinSleepUs;
   // Time accounting (NET logging at INFO): each pass's interval is charged to every connection's state; an
-  // interval that contains a nap only to connections with steps in the backend (a nap on a slow socket is
-  // backend time; a nap between operations is nobody's).
+  // interval that contains a wait only to connections with steps in the backend (a wait on a slow socket is
+  // backend time; a wait between operations is nobody's).
   const bool stats = logEnabled(LogLevel::Info, kSubNet);
   auto lastPass = Clock::now();
-  bool napped = false;
-  std::unique_lock<std::mutex> lk(w.mu);
-  while (!w.stop.load(std::memory_order_relaxed)) {
-    if (stats) {
-      const auto now = Clock::now();
-      const double dt = std::chrono::duration<double>(now - lastPass).count();
-      lastPass = now;
-      for (auto& kv : w.conns) account(kv.second.get(), dt, napped);
-      napped = false;
-    }
-    bool moved = false;
-    for (auto& kv : w.conns) {
-      if (!kv.second->dead) moved |= progress(kv.second.get());
-    }
-    if (moved) {
-      idleSince = Clock::now();
-      sleepUs = kMinSleepUs;
-      continue;
-    }
-    if (Clock::now() - idleSince < spin_) {
-      lk.unlock();
-      sched_yield();
-      lk.lock();
-      continue;
-    }
-    // Going to sleep: say so, then look once more (Worker::sleeping).
-    w.sleeping.store(1, std::memory_order_seq_cst);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    bool late = false;
-    for (auto& kv : w.conns)
-      if (!kv.second->dead) late |= progress(kv.second.get());
-    if (late) {
-      w.sleeping.store(0, std::memory_order_relaxed);
-      idleSince = Clock::now();
-      sleepUs = kMinSleepUs;
-      continue;
-    }
-    fds.clear();
-    ranges.clear();
-    fds.push_back(pollfd{w.eventFd, POLLIN, 0});
-    for (auto& kv : w.conns) {
-      if (kv.second->dead || (executorDriven_ && !kv.second->send)) continue;
-      size_t start = fds.size();
-      kv.second->comm->pollFds(&fds);
-      ranges.push_back(Range{kv.first, start, fds.size() - start});
-    }
+  bool waited = false;
+  auto lastMove = Clock::now(), lastCheck = Clock::now(), nextProbe = Clock::now();
+  int napUs = kMinNapUs;
+  auto yield = [&](std::unique_lock<std::mutex>& lk) {
     lk.unlock();
-    timespec ts{0, static_cast<long>(sleepUs) * 1000};
-    int ready = ppoll(fds.data(), fds.size(), &ts, nullptr);
-    w.sleeping.store(0, std::memory_order_relaxed);
-    napped = true;
-    if (ready > 0 && (fds[0].revents & POLLIN)) {
-      uint64_t v;
-      ssize_t r = read(w.eventFd, &v, sizeof(v));
-      (void)r;
-    }
-    // Where executors drive the connections, one of them may hold the lock for a pass: blocking on it would make
-    // that executor's unlock a futex wake on its hot path, so yield until the pass is over instead.
+    sched_yield();
     if (executorDriven_) {
       while (!lk.try_lock()) sched_yield();
     } else {
       lk.lock();
     }
-    if (ready > 0) {
-      sleepUs = kMinSleepUs;
-      for (const Range& rg : ranges) {
-        auto it = w.conns.find(rg.id);
-        if (it == w.conns.end() || it->second->dead) continue;  // removed while we slept
-        ncclResult_t r = it->second->comm->pollResult(fds.data() + rg.start, rg.count);
-        if (r != ncclSuccess) markDead(it->second.get(), r);
-      }
-      idleSince = Clock::now();  // something happened: spin again briefly
-    } else {
-      sleepUs = std::min(sleepUs * 2, Clock::now() - idleSince > kLongIdle ? kLongSleepUs : kMaxSleepUs);
+  };
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stop_.load(std::memory_order_relaxed)) {
+    if (stats) {
+      const auto now = Clock::now();
+      const double dt = std::chrono::duration<double>(now - lastPass).count();
+      lastPass = now;
+      for (auto& kv : conns_) account(kv.second.get(), dt, waited);
+      waited = false;
     }
+    auto now = Clock::now();
+    if (passAll()) {
+      lastMove = now;
+      napUs = kMinNapUs;
+      continue;
+    }
+    // Polling: a send connection's peer closing, or room in a full socket, shows only on the descriptors.
+    const bool spinning = now - lastMove < spin_;
+    if (spinning || now < nextProbe) {
+      if (now - lastCheck > kPollCheck) {
+        waitEvents(lk, 0);
+        lastCheck = now;
+      } else {
+        yield(lk);
+      }
+      continue;
+    }
+    // About to block: say so, then ask the probe and look once more (sleeping_).
+    sleeping_.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const NetWork work = probeWork();
+    if (work == NetWork::Busy) {  // a GPU batch in flight: its steps appear in mapped memory only
+      sleeping_.store(0, std::memory_order_relaxed);
+      nextProbe = now + kProbeEvery;
+      continue;
+    }
+    if (passAll()) {
+      sleeping_.store(0, std::memory_order_relaxed);
+      lastMove = Clock::now();
+      napUs = kMinNapUs;
+      continue;
+    }
+    int timeoutUs = -1;
+    if (work == NetWork::Unknown) {
+      timeoutUs = napUs;
+      napUs = std::min(napUs * 2, Clock::now() - lastMove > kLongIdle ? kLongNapUs : kMaxNapUs);
+    }
+    waitEvents(lk, timeoutUs);
+    sleeping_.store(0, std::memory_order_relaxed);
+    waited = true;
+    lastCheck = Clock::now();
   }
 }
 

@@ -1,10 +1,13 @@
 // Socket backend of the NET transport. A connection is 1..16 TCP sockets (BRAID_NSOCKS_PERPEER, chosen by
 // the receiver). A message is a frame {size, seq} on socket 0 followed by its payload, which is split in
 // contiguous parts over the sockets when it is large; every socket carries its parts in message order, so
-// the receiver knows each part's place from the size alone. After setup every socket is nonblocking and
-// all progress is partial: the proxy thread polls and never waits on one connection.
+// the receiver knows each part's place from the size alone. After setup every socket is nonblocking and the
+// proxy thread never waits on one connection; large messages may move on the connection's bulk helper.
 #include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
 #include <strings.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -19,6 +22,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <system_error>
+#include <thread>
 
 #include "core/log.h"
 #include "core/param.h"
@@ -64,7 +69,7 @@ struct FrameHeader {
 
 struct SockRequest final : NetRequest {
   bool used = false;
-  bool done = false;
+  std::atomic<bool> done{false};  // set by whichever thread moves the bytes (the proxy's, or the bulk helper)
   bool sized = false;  // recv: header read, parts known (send: always)
   char* data = nullptr;
   size_t size = 0;
@@ -121,19 +126,35 @@ ncclResult_t rewrapError(ncclResult_t code, const char* fmt, int peer) {
   return recordError(code, fmt, peer, inner.c_str());
 }
 
-// State shared by both directions: the sockets, the request ring, the sticky failure.
+// State shared by both directions: the sockets, the request ring, the sticky failure, and the bulk helper.
+// The bulk helper (bulkBytes > 0; GPU communicators): a thread of the connection that moves the bytes of messages
+// of at least bulkBytes, so the one proxy thread only decides (posts, completes, publishes) while the copies of
+// several connections run at once. Whoever moves bytes holds ioMu_; the proxy never waits for it (try-lock), and
+// while the helper has the connection (helperBusy_) the proxy leaves the sockets alone and watches notifyFd_,
+// which the helper writes when it hands the connection back.
 class SocketCommBase {
  protected:
-  SocketCommBase(std::vector<Socket> socks, int peer) : socks_(std::move(socks)), peer_(peer) {
+  SocketCommBase(std::vector<Socket> socks, int peer, size_t bulkBytes)
+      : socks_(std::move(socks)), peer_(peer), bulkBytes_(bulkBytes) {
     nSocks_ = static_cast<int>(socks_.size());
     for (int i = 0; i < kNetMaxSocks; i++) cur_[i] = 0;
+    if (bulkBytes_ > 0) {
+      helperFd_ = eventfd(0, EFD_CLOEXEC);
+      notifyFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+      if (helperFd_ < 0 || notifyFd_ < 0) bulkBytes_ = 0;  // no helper: the proxy moves everything
+    }
+  }
+  ~SocketCommBase() {
+    stopHelper();
+    if (helperFd_ >= 0) ::close(helperFd_);
+    if (notifyFd_ >= 0) ::close(notifyFd_);
   }
 
   ncclResult_t fail(ncclResult_t code, const std::string& msg) {
-    if (!failed_) {
-      failed_ = true;
+    if (!failed_.load(std::memory_order_acquire)) {
       failCode_ = code;
       failMsg_ = msg;
+      failed_.store(true, std::memory_order_release);
     }
     return recordError(failCode_, "%s", failMsg_.c_str());
   }
@@ -156,23 +177,39 @@ class SocketCommBase {
     getsockopt(socks_[sock].fd(), SOL_SOCKET, SO_ERROR, &err, &len);
     return failErrno("poll", sock, err ? err : ECONNRESET);
   }
-  ncclResult_t checkFailed() { return failed_ ? recordError(failCode_, "%s", failMsg_.c_str()) : ncclSuccess; }
+  ncclResult_t checkFailed() {
+    return failed_.load(std::memory_order_acquire) ? recordError(failCode_, "%s", failMsg_.c_str()) : ncclSuccess;
+  }
 
   SockRequest* slotFor(uint64_t seq) { return &reqs_[seq % kMaxSockRequests]; }
 
+  // The proxy's progress: moves what it may (not a bulk message's bytes) unless the helper has the connection
+  // or holds the lock, and hands the connection to the helper when it reaches a bulk message.
+  ncclResult_t progressFromProxy() {
+    if (helperBusy_.load(std::memory_order_acquire)) return checkFailed();
+    std::unique_lock<std::mutex> lk(ioMu_, std::try_to_lock);
+    if (!lk.owns_lock()) return checkFailed();
+    bool progressed = false, bulk = false;
+    ncclResult_t res = progressLocked(&progressed, false, &bulk);
+    if (res == ncclSuccess && bulk) {
+      if (!startHelper()) return progressLocked(&progressed, true, &bulk);  // no thread: move it here
+      helperBusy_.store(true, std::memory_order_release);
+      bump(helperFd_);
+    }
+    return res;
+  }
+
   // Shared by send and receive: progress the sockets unless `r` is already complete, then report it.
-  template <typename Progress>
-  ncclResult_t testRequest(SockRequest* r, Progress progress, bool* done, size_t* size, uint32_t* flags) {
+  ncclResult_t testRequest(SockRequest* r, bool* done, size_t* size, uint32_t* flags) {
     *done = false;
-    if (!r->done) {
-      bool progressed = false;
-      ncclResult_t res = progress(&progressed);
-      // progress() may complete this request and then hit EOF on a later one: report this one first;
+    if (!r->done.load(std::memory_order_acquire)) {
+      ncclResult_t res = progressFromProxy();
+      // progress may complete this request and then hit EOF on a later one: report this one first;
       // the failure is sticky and surfaces on the next test().
-      if (res != ncclSuccess && !r->done) return res;
+      if (res != ncclSuccess && !r->done.load(std::memory_order_acquire)) return res;
       if (res != ncclSuccess) clearPendingError();
     }
-    if (r->done) {
+    if (r->done.load(std::memory_order_acquire)) {
       *done = true;
       if (size) *size = r->size;
       if (flags) *flags = r->hdr.flags;
@@ -180,24 +217,116 @@ class SocketCommBase {
     }
     return ncclSuccess;
   }
+
+  // The proxy's descriptors: the sockets (socketFds) and notifyFd_, or only notifyFd_ while the helper has the
+  // connection (its sockets' readiness is the helper's business).
+  void pollFdsBase(std::vector<pollfd>* fds) {
+    std::unique_lock<std::mutex> lk(ioMu_, std::defer_lock);
+    lastFdsHelper_ = helperBusy_.load(std::memory_order_acquire) || !lk.try_lock();
+    if (!lastFdsHelper_) socketFds(fds);
+    if (notifyFd_ >= 0) fds->push_back(pollfd{notifyFd_, POLLIN, 0});
+  }
+  // The notify entry's results (last of what pollFdsBase gave); true when the sockets' entries came first.
+  bool pollNotify(const pollfd* fds, size_t n) {
+    if (notifyFd_ >= 0 && n > 0 && (fds[n - 1].revents & POLLIN)) {
+      uint64_t v;
+      ssize_t r = read(notifyFd_, &v, sizeof(v));
+      (void)r;
+    }
+    return !lastFdsHelper_;
+  }
+
   void closeAll() {
+    stopHelper();
     for (auto& s : socks_) s.close();
   }
+
+  // Moves bytes (caller holds ioMu_). bulk: everything posted; else it stops at a message of at least bulkBytes_
+  // (*reachedBulk), leaving it for the helper.
+  virtual ncclResult_t progressLocked(bool* progressed, bool bulk, bool* reachedBulk) = 0;
+  // What the sockets wait for (caller holds ioMu_), as pollfd entries, one per socket.
+  virtual void socketFds(std::vector<pollfd>* fds) = 0;
+  // Nothing left for the helper (caller holds ioMu_): it hands the connection back.
+  virtual bool helperDone() = 0;
+  bool isBulk(const SockRequest& r) const { return bulkBytes_ > 0 && r.size >= bulkBytes_; }
+
+  std::mutex ioMu_;
 
   std::vector<Socket> socks_;
   int nSocks_ = 1;
   int peer_ = -1;
   SockRequest reqs_[kMaxSockRequests];
-  uint64_t posted_ = 0;
-  uint64_t cur_[kNetMaxSocks];  // per socket: next message whose part it carries
-  bool failed_ = false;
+  std::atomic<uint64_t> posted_{0};  // written by the proxy (a new message's fields first), read by the helper
+  uint64_t cur_[kNetMaxSocks];       // per socket: next message whose part it carries (under ioMu_)
+  std::atomic<bool> failed_{false};  // set once, after failCode_ and failMsg_
   ncclResult_t failCode_ = ncclSuccess;
   std::string failMsg_;
+
+ private:
+  bool startHelper() {
+    if (helper_.joinable()) return true;
+    try {
+      helper_ = std::thread([this] { helperMain(); });
+    } catch (const std::system_error&) {
+      return false;
+    }
+    return true;
+  }
+  void stopHelper() {
+    if (!helper_.joinable()) return;
+    helperStop_.store(true, std::memory_order_release);
+    bump(helperFd_);
+    helper_.join();
+  }
+  static void bump(int fd) {  // an eventfd
+    const uint64_t one = 1;
+    ssize_t w = write(fd, &one, sizeof(one));
+    (void)w;
+  }
+  void helperMain() {
+    pthread_setname_np(pthread_self(), "braid-netio");
+    std::vector<pollfd> fds;
+    for (;;) {
+      uint64_t v;
+      ssize_t r = read(helperFd_, &v, sizeof(v));  // blocks until handed the connection, or stopped
+      (void)r;
+      if (helperStop_.load(std::memory_order_acquire)) return;
+      if (!helperBusy_.load(std::memory_order_acquire)) continue;
+      std::unique_lock<std::mutex> lk(ioMu_);
+      while (!helperStop_.load(std::memory_order_acquire)) {
+        bool progressed = false, unused = false;
+        if (progressLocked(&progressed, true, &unused) != ncclSuccess) {
+          clearPendingError();  // sticky: the proxy's next test() reports it
+          break;
+        }
+        if (helperDone()) break;
+        if (progressed) continue;
+        fds.clear();
+        socketFds(&fds);
+        fds.push_back(pollfd{helperFd_, POLLIN, 0});  // stop
+        lk.unlock();
+        poll(fds.data(), fds.size(), -1);
+        lk.lock();
+      }
+      helperBusy_.store(false, std::memory_order_release);
+      lk.unlock();
+      bump(notifyFd_);  // the proxy may be blocked on it
+    }
+  }
+
+  size_t bulkBytes_ = 0;  // 0: no helper
+  int helperFd_ = -1;     // proxy -> helper: the connection is handed over, or stop
+  int notifyFd_ = -1;     // helper -> proxy: handed back (in the proxy's epoll set)
+  std::atomic<bool> helperBusy_{false};
+  std::atomic<bool> helperStop_{false};
+  bool lastFdsHelper_ = false;  // the last pollFdsBase gave only notifyFd_
+  std::thread helper_;
 };
 
 class SocketSendComm final : public NetSendComm, SocketCommBase {
  public:
-  SocketSendComm(std::vector<Socket> socks, int peer) : SocketCommBase(std::move(socks), peer) {
+  SocketSendComm(std::vector<Socket> socks, int peer, size_t bulkBytes)
+      : SocketCommBase(std::move(socks), peer, bulkBytes) {
     for (bool& w : wantOut_) w = false;
   }
   ~SocketSendComm() override { closeAll(); }
@@ -206,36 +335,32 @@ class SocketSendComm final : public NetSendComm, SocketCommBase {
     *req = nullptr;
     BRAID_CHECK(checkFailed());
     if (size > UINT32_MAX) return recordError(ncclInternalError, "NET/Socket: message of %zu bytes too large", size);
-    SockRequest* r = slotFor(posted_);
+    const uint64_t seq = posted_.load(std::memory_order_relaxed);
+    SockRequest* r = slotFor(seq);
     if (r->used) return ncclSuccess;
     r->used = true;
-    r->done = false;
+    r->done.store(false, std::memory_order_relaxed);
     r->sized = true;
     r->data = static_cast<char*>(const_cast<void*>(data));
     r->size = size;
-    r->seq = posted_;
-    r->hdr = FrameHeader{static_cast<uint32_t>(size), static_cast<uint32_t>(posted_), flags, 0};
+    r->seq = seq;
+    r->hdr = FrameHeader{static_cast<uint32_t>(size), static_cast<uint32_t>(seq), flags, 0};
     r->hdrDone = 0;
     r->setParts(nSocks_);
-    posted_++;
+    posted_.store(seq + 1, std::memory_order_release);  // the fields above first (a running helper reads them)
     *req = r;
-    bool progressed = false;
-    return progress(&progressed);  // start right away: most small messages leave in this call
+    return progressFromProxy();  // start right away: most small messages leave in this call
   }
 
   ncclResult_t test(NetRequest* req, bool* done, size_t* size, uint32_t* flags) override {
-    return testRequest(static_cast<SockRequest*>(req), [this](bool* p) { return progress(p); }, done, size, flags);
+    return testRequest(static_cast<SockRequest*>(req), done, size, flags);
   }
 
-  void pollFds(std::vector<pollfd>* fds) override {
-    // POLLIN on a send socket means EOF or reset: the receiver never writes.
-    for (int i = 0; i < nSocks_; i++) {
-      fds->push_back(pollfd{socks_[i].fd(), static_cast<short>(POLLIN | (wantOut_[i] ? POLLOUT : 0)), 0});
-    }
-  }
+  void pollFds(std::vector<pollfd>* fds) override { pollFdsBase(fds); }
 
   ncclResult_t pollResult(const pollfd* fds, size_t n) override {
     BRAID_CHECK(checkFailed());
+    if (!pollNotify(fds, n)) return ncclSuccess;
     for (size_t i = 0; i < n && i < static_cast<size_t>(nSocks_); i++) {
       if (fds[i].revents & POLLERR) return failSoError(static_cast<int>(i));
       if (fds[i].revents & (POLLIN | POLLHUP)) {
@@ -255,20 +380,38 @@ class SocketSendComm final : public NetSendComm, SocketCommBase {
   void close() override { closeAll(); }
 
  private:
-  ncclResult_t progress(bool* progressed) {
+  ncclResult_t progressLocked(bool* progressed, bool bulk, bool* reachedBulk) override {
     BRAID_CHECK(checkFailed());
-    for (int i = 0; i < nSocks_; i++) BRAID_CHECK(progressSock(i, progressed));
+    for (int i = 0; i < nSocks_; i++) BRAID_CHECK(progressSock(i, progressed, bulk, reachedBulk));
     return ncclSuccess;
   }
 
-  ncclResult_t progressSock(int i, bool* progressed) {
-    while (cur_[i] < posted_) {
+  void socketFds(std::vector<pollfd>* fds) override {
+    // POLLIN on a send socket means EOF or reset: the receiver never writes.
+    for (int i = 0; i < nSocks_; i++) {
+      fds->push_back(pollfd{socks_[i].fd(), static_cast<short>(POLLIN | (wantOut_[i] ? POLLOUT : 0)), 0});
+    }
+  }
+
+  bool helperDone() override {
+    const uint64_t posted = posted_.load(std::memory_order_acquire);
+    for (int i = 0; i < nSocks_; i++)
+      if (cur_[i] < posted) return false;
+    return true;
+  }
+
+  ncclResult_t progressSock(int i, bool* progressed, bool bulk, bool* reachedBulk) {
+    while (cur_[i] < posted_.load(std::memory_order_acquire)) {
       SockRequest& r = *slotFor(cur_[i]);
+      if (!bulk && isBulk(r)) {  // its bytes are the helper's (none of them moved yet: the helper finishes what it starts)
+        *reachedBulk = true;
+        return ncclSuccess;
+      }
       bool hdrPending = i == 0 && r.hdrDone < sizeof(FrameHeader);
       size_t left = r.partLen[i] - r.partDone[i];
       if (!hdrPending && left == 0) {
         if (i == 0 || r.partLen[i] > 0) {
-          if (--r.partsLeft == 0) r.done = true;
+          if (--r.partsLeft == 0) r.done.store(true, std::memory_order_release);
         }
         cur_[i]++;
         continue;
@@ -309,7 +452,8 @@ class SocketSendComm final : public NetSendComm, SocketCommBase {
 
 class SocketRecvComm final : public NetRecvComm, SocketCommBase {
  public:
-  SocketRecvComm(std::vector<Socket> socks, int peer) : SocketCommBase(std::move(socks), peer) {
+  SocketRecvComm(std::vector<Socket> socks, int peer, size_t bulkBytes)
+      : SocketCommBase(std::move(socks), peer, bulkBytes) {
     for (bool& h : hup_) h = false;
   }
   ~SocketRecvComm() override { closeAll(); }
@@ -317,37 +461,31 @@ class SocketRecvComm final : public NetRecvComm, SocketCommBase {
   ncclResult_t irecv(void* data, size_t maxSize, NetRequest** req) override {
     *req = nullptr;
     BRAID_CHECK(checkFailed());
-    SockRequest* r = slotFor(posted_);
+    const uint64_t seq = posted_.load(std::memory_order_relaxed);
+    SockRequest* r = slotFor(seq);
     if (r->used) return ncclSuccess;
     r->used = true;
-    r->done = false;
+    r->done.store(false, std::memory_order_relaxed);
     r->sized = false;
     r->data = static_cast<char*>(data);
     r->size = 0;
     r->maxSize = maxSize;
-    r->seq = posted_;
+    r->seq = seq;
     r->hdrDone = 0;
-    posted_++;
+    posted_.store(seq + 1, std::memory_order_release);  // the fields above first (a running helper reads them)
     *req = r;
     return ncclSuccess;
   }
 
   ncclResult_t test(NetRequest* req, bool* done, size_t* size, uint32_t* flags) override {
-    return testRequest(static_cast<SockRequest*>(req), [this](bool* p) { return progress(p); }, done, size, flags);
+    return testRequest(static_cast<SockRequest*>(req), done, size, flags);
   }
 
-  void pollFds(std::vector<pollfd>* fds) override {
-    for (int i = 0; i < nSocks_; i++) {
-      // Read only what a posted receive can hold; a hung-up socket is left out (it would always be
-      // ready) until progress reads its remaining data and then the EOF.
-      // Sockets after the first can take their part only once socket 0 has sized the message.
-      bool want = cur_[i] < posted_ && (i == 0 || slotFor(cur_[i])->sized);
-      fds->push_back(pollfd{hup_[i] && !want ? -1 : socks_[i].fd(), static_cast<short>(want ? POLLIN : 0), 0});
-    }
-  }
+  void pollFds(std::vector<pollfd>* fds) override { pollFdsBase(fds); }
 
   ncclResult_t pollResult(const pollfd* fds, size_t n) override {
     BRAID_CHECK(checkFailed());
+    if (!pollNotify(fds, n)) return ncclSuccess;
     for (size_t i = 0; i < n && i < static_cast<size_t>(nSocks_); i++) {
       if (fds[i].revents & POLLERR) return failSoError(static_cast<int>(i));
       if (fds[i].revents & POLLHUP) hup_[i] = true;
@@ -358,10 +496,30 @@ class SocketRecvComm final : public NetRecvComm, SocketCommBase {
   void close() override { closeAll(); }
 
  private:
-  ncclResult_t progress(bool* progressed) {
+  void socketFds(std::vector<pollfd>* fds) override {
+    const uint64_t posted = posted_.load(std::memory_order_acquire);
+    for (int i = 0; i < nSocks_; i++) {
+      // Read only what a posted receive can hold; a hung-up socket is left out (it would always be
+      // ready) until progress reads its remaining data and then the EOF.
+      // Sockets after the first can take their part only once socket 0 has sized the message.
+      bool want = cur_[i] < posted && (i == 0 || slotFor(cur_[i])->sized);
+      fds->push_back(pollfd{hup_[i] && !want ? -1 : socks_[i].fd(), static_cast<short>(want ? POLLIN : 0), 0});
+    }
+  }
+
+  // Handed back once no sized message is unfinished: the next header is the proxy's to read (a small message then
+  // needs no hop through this thread).
+  bool helperDone() override {
+    const uint64_t posted = posted_.load(std::memory_order_acquire);
+    for (int i = 0; i < nSocks_; i++)
+      if (cur_[i] < posted && slotFor(cur_[i])->sized) return false;
+    return true;
+  }
+
+  ncclResult_t progressLocked(bool* progressed, bool bulk, bool* reachedBulk) override {
     BRAID_CHECK(checkFailed());
     // Socket 0 first: its headers size the parts the other sockets carry.
-    for (int i = 0; i < nSocks_; i++) BRAID_CHECK(progressSock(i, progressed));
+    for (int i = 0; i < nSocks_; i++) BRAID_CHECK(progressSock(i, progressed, bulk, reachedBulk));
     return ncclSuccess;
   }
 
@@ -381,8 +539,8 @@ class SocketRecvComm final : public NetRecvComm, SocketCommBase {
     }
   }
 
-  ncclResult_t progressSock(int i, bool* progressed) {
-    while (cur_[i] < posted_) {
+  ncclResult_t progressSock(int i, bool* progressed, bool bulk, bool* reachedBulk) {
+    while (cur_[i] < posted_.load(std::memory_order_acquire)) {
       SockRequest& r = *slotFor(cur_[i]);
       if (!r.sized) {
         if (i != 0) return ncclSuccess;  // socket 0 has not told us this message's size yet
@@ -405,10 +563,14 @@ class SocketRecvComm final : public NetRecvComm, SocketCommBase {
         r.setParts(nSocks_);
         r.sized = true;
       }
+      if (!bulk && isBulk(r)) {  // its payload is the helper's
+        *reachedBulk = true;
+        return ncclSuccess;
+      }
       size_t left = r.partLen[i] - r.partDone[i];
       if (left == 0) {
         if (i == 0 || r.partLen[i] > 0) {
-          if (--r.partsLeft == 0) r.done = true;
+          if (--r.partsLeft == 0) r.done.store(true, std::memory_order_release);
         }
         cur_[i]++;
         continue;
@@ -483,7 +645,7 @@ class SocketListenComm final : public NetListenComm {
       BRAID_CHECK(s.setNonBlocking(true));
       BRAID_CHECK(s.setNoDelay());
     }
-    out->reset(new SocketRecvComm(std::move(socks), p.peer));
+    out->reset(new SocketRecvComm(std::move(socks), p.peer, p.bulkHelperBytes));
     listener_.close();  // one connection per listener
     return ncclSuccess;
   }
@@ -512,9 +674,42 @@ int netSocketsPerConnection() {
 
 namespace {
 
+// Where several interfaces match, the one nearest the rank's GPU (socket_nic.h); else the first. *why says why.
+size_t pickInterface(int64_t gpuBusId, const std::vector<SockIf>& ifs, std::string* why) {
+  size_t pick = 0;
+  *why = "the only interface";
+  if (ifs.size() > 1) {
+    *why = "no GPU";
+    const std::shared_ptr<const HostTopology> t = gpuBusId >= 0 ? hostTopologyIfKnown() : nullptr;
+    if (t) {
+      std::vector<std::string> names;
+      for (const SockIf& i : ifs) names.push_back(i.name);
+      const int near = nearestSocketInterface(t->topo, t->paths, gpuBusId, names, why);
+      if (near >= 0) pick = static_cast<size_t>(near);
+    } else if (gpuBusId >= 0) {
+      *why = "no topology";
+    }
+  }
+  return pick;
+}
+
 class SocketBackend final : public NetBackend {
  public:
   const char* name() const override { return "Socket"; }
+
+  // The interface listenFor takes (progress placement follows its NIC).
+  bool nicPlace(int64_t gpuBusId, NetNicPlace* out) override {
+    std::vector<SockIf> ifs;
+    if (findInterfaces(&ifs) != ncclSuccess || ifs.empty()) {
+      clearPendingError();  // listen() reports it
+      return false;
+    }
+    std::string why;
+    const std::string& ifName = ifs[pickInterface(gpuBusId, ifs, &why)].name;
+    out->name = ifName;
+    out->sysfsDevice = "/sys/class/net/" + ifName + "/device";  // absent for loopback and virtual interfaces
+    return true;
+  }
 
   ncclResult_t listen(NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
     SockIf one;
@@ -526,20 +721,8 @@ class SocketBackend final : public NetBackend {
   ncclResult_t listenFor(const NetSetupParams& p, NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
     std::vector<SockIf> ifs;
     BRAID_CHECK(findInterfaces(&ifs));
-    size_t pick = 0;
-    std::string why = "the only interface";
-    if (ifs.size() > 1) {
-      why = "no GPU";
-      const std::shared_ptr<const HostTopology> t = p.gpuBusId >= 0 ? hostTopologyIfKnown() : nullptr;
-      if (t) {
-        std::vector<std::string> names;
-        for (const SockIf& i : ifs) names.push_back(i.name);
-        const int near = nearestSocketInterface(t->topo, t->paths, p.gpuBusId, names, &why);
-        if (near >= 0) pick = static_cast<size_t>(near);
-      } else if (p.gpuBusId >= 0) {
-        why = "no topology";
-      }
-    }
+    std::string why;
+    const size_t pick = pickInterface(p.gpuBusId, ifs, &why);
     sayChoice(p.gpuBusId, ifs, pick, why);
     return listenOn(ifs[pick], handle, out);
   }
@@ -583,7 +766,7 @@ class SocketBackend final : public NetBackend {
       BRAID_CHECK(socks[i].setNonBlocking(true));
       BRAID_CHECK(socks[i].setNoDelay());
     }
-    out->reset(new SocketSendComm(std::move(socks), p.peer));
+    out->reset(new SocketSendComm(std::move(socks), p.peer, p.bulkHelperBytes));
     return ncclSuccess;
   }
 

@@ -56,6 +56,7 @@ NetSetupParams setupParams(const NetResources& res) {
   p.peer = res.peer;
   p.wait = res.ctx->wait;
   p.gpuBusId = res.ctx->self ? res.ctx->self->busId : -1;
+  p.bulkHelperBytes = res.ctx->proxyBulkBytes;
   return p;
 }
 
@@ -71,20 +72,23 @@ ncclResult_t allocFifo(NetResources* res, uint32_t nSteps, uint32_t stepBytes, u
   return ncclSuccess;
 }
 
-// The communicator's proxy, created on first use with its threads placed (proxy_affinity.h).
-ncclResult_t proxyOf(TransportContext* ctx, int me, std::shared_ptr<NetProxy>* out) {
+// The communicator's proxy, created on first use with its thread placed near the backend's NIC (proxy_affinity.h).
+ncclResult_t proxyOf(TransportContext* ctx, NetBackend* backend, int me, std::shared_ptr<NetProxy>* out) {
   std::lock_guard<std::mutex> lock(ctx->proxyMu);
   if (!ctx->proxy) {
     const int rank = ctx->self ? ctx->self->rank : me;
+    const int64_t busId = ctx->self ? ctx->self->busId : -1;
+    NetNicPlace nic;
+    if (!backend->nicPlace(busId, &nic)) nic = NetNicPlace{};
     ProxyPlacement place;
-    BRAID_CHECK(proxyPlacementFor(ctx->self ? ctx->self->busId : -1, &place));
-    ctx->proxy = std::make_shared<NetProxy>(rank, ctx->proxyThreads, ctx->proxySpinUs, place, ctx->proxyExecutorDriven);
+    BRAID_CHECK(proxyPlacementFor(busId, nic.name, nic.sysfsDevice, &place));
+    ctx->proxy = std::make_shared<NetProxy>(rank, ctx->proxySpinUs, place, ctx->proxyExecutorDriven);
+    if (ctx->proxyWorkProbe) ctx->proxy->setWorkProbe(ctx->proxyWorkProbe);
     ctx->proxyRaw.store(ctx->proxy.get(), std::memory_order_release);
     if (place.warn) {
-      BRAID_WARN("NET proxy of rank %d: up to %d threads; CPUs: %s", rank, ctx->proxy->threads(), place.why.c_str());
+      BRAID_WARN("NET proxy of rank %d: one progress thread; CPUs: %s", rank, place.why.c_str());
     } else {
-      BRAID_INFO(kSubNet | kSubInit, "NET proxy of rank %d: up to %d threads; CPUs: %s", rank, ctx->proxy->threads(),
-                 place.why.c_str());
+      BRAID_INFO(kSubNet | kSubInit, "NET proxy of rank %d: one progress thread; CPUs: %s", rank, place.why.c_str());
     }
   }
   *out = ctx->proxy;
@@ -156,7 +160,7 @@ ncclResult_t NetTransport::connect(Direction dir, const ConnectHandle& peerHandl
                        res->peer, h.magic, h.rank, h.tag, res->tag);
   }
   NetSetupParams p = setupParams(*res);
-  BRAID_CHECK(proxyOf(res->ctx, res->me, &res->proxy));
+  BRAID_CHECK(proxyOf(res->ctx, res->backend, res->me, &res->proxy));
   if (dir == Direction::Send) {
     if (h.nSteps == 0 || h.nSteps > kHostFifoMaxSteps || h.stepBytes == 0 || h.stepBytes > kHostFifoMaxStepBytes ||
         (h.llSlotBytes != 0 && (h.llSlotBytes != kShmLlSlotBytes || h.stepBytes < h.llSlotBytes))) {

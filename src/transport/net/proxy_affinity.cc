@@ -125,14 +125,16 @@ ncclResult_t checkProxyCpusSyntax(const std::string& envRaw) {
 }
 
 ncclResult_t planProxyPlacement(const std::string& envRaw, const CpuList& inherited, const CpuList& gpuLocal,
-                                const CpuList& allowed, ProxyPlacement* out) {
-  // At most one thread per CPU of the set, but 2 even on one CPU: 2 threads on the rank's single core
-  // measured 3.0-3.5 GB/s against 2.4-2.6 for one.
-  auto capFor = [](size_t cpus) { return std::max<int>(2, static_cast<int>(cpus)); };
+                                const CpuList& allowed, ProxyPlacement* out, const CpuList& nicLocal,
+                                const std::string& nicName) {
   const std::string env = trim(envRaw);
   BRAID_CHECK(checkProxyCpusSyntax(env));
   ProxyPlacement p;
-  p.maxThreads = capFor(inherited.size());
+  // The NUMA node the traffic crosses: the NIC's where the backend names one, else the GPU's.
+  const CpuList nicOk = allowed.empty() ? nicLocal : intersectCpus(nicLocal, allowed);
+  const bool byNic = !nicOk.empty();
+  const CpuList& local = byNic ? nicLocal : gpuLocal;
+  const std::string localWhat = byNic ? "the NIC " + nicName + "'s local CPUs " : std::string("its GPU's local CPUs ");
   if (env == "inherit") {
     p.why = "the rank's own (" + formatCpuList(inherited) + "; BRAID_PROXY_CPUS=inherit)";
   } else if (!env.empty() && env != "auto") {
@@ -146,20 +148,26 @@ ncclResult_t planProxyPlacement(const std::string& envRaw, const CpuList& inheri
       p.warn = true;
     } else {
       p.cpus = usable;
-      p.maxThreads = capFor(usable.size());
       p.why = formatCpuList(usable) + " (BRAID_PROXY_CPUS=" + env + ")";
     }
-  } else if (inherited.empty() || inherited.size() > kTightBinding || allowed.empty()) {
-    // A roomy binding (or nothing known): the threads share the rank's CPUs, at most one per CPU.
-    p.why = "the rank's own (" + formatCpuList(inherited) + ")";
+  } else if (inherited.empty() || allowed.empty()) {
+    p.why = "the rank's own (" + formatCpuList(inherited) + ")";  // nothing known: keep whatever it is
+  } else if (inherited.size() > kTightBinding) {
+    // A roomy binding is the user's: the thread stays inside it, on its part local to the NIC (or GPU).
+    const CpuList near = intersectCpus(local, inherited);
+    if (!near.empty() && near.size() < inherited.size()) {
+      p.cpus = near;
+      p.why = localWhat + formatCpuList(near) + " within the rank's binding to CPUs " + formatCpuList(inherited);
+    } else {
+      p.why = "the rank's own (" + formatCpuList(inherited) + ")";
+    }
   } else {
-    CpuList wide = intersectCpus(gpuLocal, allowed);
-    const bool local = wide.size() > inherited.size();
-    if (!local) wide = allowed;
+    CpuList wide = intersectCpus(local, allowed);
+    const bool isLocal = wide.size() > inherited.size();
+    if (!isLocal) wide = allowed;
     if (wide.size() > inherited.size()) {
       p.cpus = wide;
-      p.maxThreads = capFor(wide.size());
-      p.why = (local ? "its GPU's local CPUs " : "every CPU this process may use, ") + formatCpuList(wide) +
+      p.why = (isLocal ? localWhat : std::string("every CPU this process may use, ")) + formatCpuList(wide) +
               ", not the rank's binding to CPUs " + formatCpuList(inherited) + " (BRAID_PROXY_CPUS=inherit keeps it)";
     } else {
       p.why = "the rank's own (" + formatCpuList(inherited) + "), all this process may use";
@@ -169,7 +177,8 @@ ncclResult_t planProxyPlacement(const std::string& envRaw, const CpuList& inheri
   return ncclSuccess;
 }
 
-ncclResult_t proxyPlacementFor(int64_t busId, ProxyPlacement* out) {
+ncclResult_t proxyPlacementFor(int64_t busId, const std::string& nicName, const std::string& nicDevice,
+                               ProxyPlacement* out) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CpuList inherited;
@@ -180,7 +189,11 @@ ncclResult_t proxyPlacementFor(int64_t busId, ProxyPlacement* out) {
     p2pBusIdToString(busId, bus, sizeof(bus));
     gpuLocal = readCpuListFile((std::string("/sys/bus/pci/devices/") + bus + "/local_cpulist").c_str());
   }
-  return planProxyPlacement(params::ProxyCpus(), inherited, gpuLocal, allowedCpus(), out);
+  return planProxyPlacement(params::ProxyCpus(), inherited, gpuLocal, allowedCpus(), out, nicLocalCpus(nicDevice), nicName);
+}
+
+CpuList nicLocalCpus(const std::string& sysfsDevice) {
+  return sysfsDevice.empty() ? CpuList{} : readCpuListFile((sysfsDevice + "/local_cpulist").c_str());
 }
 
 bool pinThisThread(const CpuList& cpus) {

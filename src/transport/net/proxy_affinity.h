@@ -1,10 +1,9 @@
-// Where the NET proxy's threads run (BRAID_PROXY_CPUS). Launchers bind ranks tightly (Open MPI binds each of
-// 2 ranks to one core by default); proxy threads that inherit the binding share that core with the rank's
-// main thread, which spins in cudaStreamSynchronize. On 2xH200 the socket path moved 3.0-3.5 GB/s bound and
-// 5.3-5.8 GB/s with the binding off (2 threads), 9.2-10.6 GB/s with 8 (docs/TUNING.md, "Socket path"). So by default a
-// rank bound to 1-2 CPUs runs its proxy threads on its GPU's local CPUs (or every CPU the process may use)
-// instead; a rank given more keeps them; "inherit" keeps any binding, a CPU list ("0-3,8") names the CPUs.
-// The decision is a pure function (planProxyPlacement) so the policy is tested without the machine's layout.
+// Where the NET proxy's thread runs (BRAID_PROXY_CPUS): on the CPUs of the NUMA node the traffic crosses, the
+// NIC's where the backend names one, else the GPU's. Launchers bind ranks tightly (Open MPI binds each of 2 ranks
+// to one core by default); a proxy thread that inherits the binding shares that core with the rank's main thread,
+// which spins in cudaStreamSynchronize, so a binding of 1-2 CPUs is widened to the local CPUs (or every CPU the
+// process may use); a roomier one is narrowed to its local part; "inherit" keeps any binding, a CPU list
+// ("0-3,8") names the CPUs. The decision is a pure function (planProxyPlacement), tested without the machine.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +22,8 @@ std::string formatCpuList(const CpuList& c);
 CpuList intersectCpus(const CpuList& a, const CpuList& b);
 
 struct ProxyPlacement {
-  CpuList cpus;        // empty: the threads keep the affinity they inherit
-  int maxThreads = 0;  // the most threads worth starting on that set (0: no cap); a user's count is not capped
-  std::string why;     // for the log
+  CpuList cpus;       // empty: the thread keeps the affinity it inherits
+  std::string why;    // for the log
   bool warn = false;   // the user's list was unusable here: logged as a warning
 };
 
@@ -34,14 +32,21 @@ struct ProxyPlacement {
 ncclResult_t checkProxyCpusSyntax(const std::string& env);
 // env: BRAID_PROXY_CPUS ("", "auto", "inherit" or a CPU list); inherited: the process's affinity; gpuLocal:
 // the CPUs local to the comm's GPU (empty for host comms or when unknown); allowed: every CPU the process may
-// use. "auto" widens only bindings of at most 2 CPUs. A list naming no
-// allowed CPU keeps the binding with out->warn set (CPU counts may differ between hosts); a malformed one is
-// ncclInvalidArgument.
+// use; nicLocal: the CPUs local to the NIC the connections use (nicName; empty when the backend names none, e.g.
+// loopback). "auto" takes the NIC's CPUs where known (some of them allowed), else the GPU's: a binding of at
+// most 2 CPUs is widened to them (or to every allowed CPU), a roomier one is narrowed to its part among them.
+// A list naming no allowed CPU keeps the binding with out->warn set (CPU counts may differ between hosts); a
+// malformed one is ncclInvalidArgument.
 ncclResult_t planProxyPlacement(const std::string& env, const CpuList& inherited, const CpuList& gpuLocal,
-                                const CpuList& allowed, ProxyPlacement* out);
+                                const CpuList& allowed, ProxyPlacement* out, const CpuList& nicLocal = {},
+                                const std::string& nicName = "");
 // Reads those facts from this machine (sched_getaffinity, sysfs, what the kernel grants a scratch thread) and
-// plans. busId: the GPU's PeerInfo::busId, or -1.
-ncclResult_t proxyPlacementFor(int64_t busId, ProxyPlacement* out);
+// plans. busId: the GPU's PeerInfo::busId, or -1; nicDevice: the NIC's sysfs device directory (NetNicPlace), or
+// empty.
+ncclResult_t proxyPlacementFor(int64_t busId, const std::string& nicName, const std::string& nicDevice,
+                               ProxyPlacement* out);
+// The CPUs local to a NIC: its sysfs device directory's local_cpulist; empty when absent or malformed.
+CpuList nicLocalCpus(const std::string& sysfsDevice);
 // Pins the calling thread to cpus (nothing when empty); false when the kernel refuses.
 bool pinThisThread(const CpuList& cpus);
 // The calling thread's affinity.

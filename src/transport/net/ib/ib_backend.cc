@@ -166,6 +166,13 @@ class IbListenComm final : public NetListenComm {
 
 class IbBackend final : public NetBackend {
  public:
+  bool nicPlace(int64_t gpuBusId, NetNicPlace* out) override {
+    const IbPort* port = ibPortFor(gpuBusId);
+    if (port == nullptr) return false;
+    out->name = port->name;
+    out->sysfsDevice = "/sys/class/infiniband/" + port->name + "/device";
+    return true;
+  }
   const char* name() const override { return "IB"; }
 
   ncclResult_t listen(NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {

@@ -1,0 +1,254 @@
+// The NET progress engine (NetProxy): one thread per communicator for many connections, blocked in epoll
+// without a timeout when idle and woken by whoever posts work, a connection removed while others run, a stop
+// while the thread is blocked, and a peer that dies while it is idle. Real sockets over loopback.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/conn_failure.h"
+#include "transport/net/net_internal.h"
+#include "transport/net/net_proxy.h"
+#include "transport_test_util.h"
+
+namespace braid {
+namespace {
+
+using testutil::connectPair;
+using testutil::EnvVar;
+using testutil::pump;
+using testutil::TestRank;
+
+// Threads of this process named `name`, with their scheduler state letter.
+std::vector<char> threadsNamed(const std::string& name) {
+  std::vector<char> out;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string dir = std::string("/proc/self/task/") + e->d_name;
+      std::string comm;
+      std::getline(std::ifstream(dir + "/comm"), comm);
+      if (comm != name) continue;
+      std::ifstream status(dir + "/status");
+      for (std::string line; std::getline(status, line);)
+        if (line.rfind("State:", 0) == 0) out.push_back(line[line.find_first_not_of(" \t", 6)]);
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+// The engines' threads.
+std::vector<char> engineThreads() { return threadsNamed("braid-netproxy"); }
+
+// Stands in for a GPU executor: Busy while the test says work is in flight.
+struct FakePoster {
+  std::atomic<bool> busy{false};
+  std::function<NetWork()> probe() {
+    return [this] { return busy.load() ? NetWork::Busy : NetWork::Idle; };
+  }
+};
+
+// Waits (bounded) until pred() holds; the bound only keeps a broken build from hanging the suite.
+template <typename Pred>
+bool eventually(Pred pred, double sec = 20) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(sec);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+TEST(NetEngine, ManyConnectionsOneThreadPerRank) {
+  ASSERT_TRUE(engineThreads().empty());
+  TestRank a(0), b(1);
+  constexpr int kConns = 8;
+  Connector s[kConns], r[kConns];
+  for (int ch = 0; ch < kConns; ++ch) {
+    if (ch % 2 == 0) {
+      connectPair(netTransport(), a, b, ch, 256 << 10, &s[ch], &r[ch]);
+    } else {
+      connectPair(netTransport(), b, a, ch, 256 << 10, &s[ch], &r[ch]);
+    }
+  }
+  ASSERT_TRUE(a.ctx.proxy && b.ctx.proxy);
+  EXPECT_EQ(a.ctx.proxy->connections(), kConns);
+  EXPECT_EQ(b.ctx.proxy->connections(), kConns);
+  // Each thread names itself as it starts.
+  EXPECT_TRUE(eventually([] { return engineThreads().size() == 2u; })) << "one engine thread per rank";
+  std::string err[kConns];
+  std::vector<std::thread> ts;
+  for (int ch = 0; ch < kConns; ++ch)
+    ts.emplace_back([&, ch] { err[ch] = pump(s[ch].info, r[ch].info, 40 + ch, 200); });
+  for (auto& t : ts) t.join();
+  for (int ch = 0; ch < kConns; ++ch) EXPECT_EQ(err[ch], "") << "connection " << ch;
+  EXPECT_EQ(engineThreads().size(), 2u);
+}
+
+// With a probe that says nothing is in flight, an idle engine blocks in epoll_wait without a timeout: it stays
+// asleep while nothing happens, a posted step wakes it (wakeSleeping), and a probe that says Busy keeps it
+// polling the FIFOs, where a step published without any wake still moves.
+TEST(NetEngine, BlocksWhenIdleAndWakesForPostedWork) {
+  TestRank a(0), b(1);
+  FakePoster pa, pb;
+  Connector s, r;
+  connectPair(netTransport(), a, b, 0, 64 << 10, &s, &r);
+  a.ctx.proxy->setWorkProbe(pa.probe());
+  b.ctx.proxy->setWorkProbe(pb.probe());
+  NetProxy& pxa = *a.ctx.proxy;
+  NetProxy& pxb = *b.ctx.proxy;
+  ASSERT_TRUE(eventually([&] { return pxa.blockedWaits() > 0 && pxb.blockedWaits() > 0; }));
+  // Idle: both threads sleep (state S) and are not napping in a loop.
+  const uint64_t wa = pxa.blockedWaits(), wb = pxb.blockedWaits();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(pxa.blockedWaits(), wa);
+  EXPECT_EQ(pxb.blockedWaits(), wb);
+  for (char st : engineThreads()) EXPECT_EQ(st, 'S');
+
+  // Posters that say so after publishing (the sender's step, the receiver's freed slot): one step a round, each
+  // moved by a woken engine, which blocks again after it.
+  ConnInfo in = s.info, out = r.info;
+  for (int round = 0; round < 5; ++round) {
+    const uint64_t before = pxa.blockedWaits();
+    EXPECT_EQ(testutil::sendSteps(in, 7 + round, 1), "");
+    pxa.wakeSleeping();
+    EXPECT_EQ(testutil::recvSteps(out, 7 + round, 1), "");
+    pxb.wakeSleeping();
+    in.step = out.step = static_cast<uint64_t>(round) + 1;
+    ASSERT_TRUE(eventually([&] { return pxa.blockedWaits() > before; })) << "the engine blocks again, round " << round;
+  }
+
+  // In flight on both sides: the engines poll, so steps published without any wake move (as a GPU kernel's do).
+  pa.busy = true;
+  pb.busy = true;
+  pxa.wakeSleeping();
+  pxb.wakeSleeping();
+  const uint64_t polling = pxa.blockedWaits();
+  EXPECT_EQ(pump(in, out, 9, 300), "");
+  pa.busy = false;
+  pb.busy = false;
+  pxa.wakeSleeping();  // the probe changed its answer
+  ASSERT_TRUE(eventually([&] { return pxa.blockedWaits() > polling; })) << "blocks again once the work is done";
+  a.ctx.proxy->setWorkProbe(nullptr);
+  b.ctx.proxy->setWorkProbe(nullptr);
+}
+
+// A connection removed (its connectors destroyed) while others carry data: the others finish, every byte checked.
+TEST(NetEngine, ConnectionRemovedWhileOthersRun) {
+  TestRank a(0), b(1);
+  constexpr int kConns = 4;
+  Connector s[kConns], r[kConns];
+  for (int ch = 0; ch < kConns; ++ch) connectPair(netTransport(), a, b, ch, 128 << 10, &s[ch], &r[ch]);
+  ASSERT_EQ(a.ctx.proxy->connections(), kConns);
+  std::string err[kConns];
+  std::atomic<bool> go{false};
+  std::vector<std::thread> ts;
+  for (int ch = 1; ch < kConns; ++ch)
+    ts.emplace_back([&, ch] {
+      while (!go.load()) std::this_thread::yield();
+      err[ch] = pump(s[ch].info, r[ch].info, 60 + ch, 400);
+    });
+  go = true;
+  EXPECT_EQ(pump(s[0].info, r[0].info, 60, 50), "");
+  s[0].res.reset();  // NetResources' destructor removes it from the engine
+  r[0].res.reset();
+  EXPECT_EQ(a.ctx.proxy->connections(), kConns - 1);
+  EXPECT_EQ(b.ctx.proxy->connections(), kConns - 1);
+  for (auto& t : ts) t.join();
+  for (int ch = 1; ch < kConns; ++ch) EXPECT_EQ(err[ch], "") << "connection " << ch;
+}
+
+// stop() (what abort does) while the thread is blocked in epoll: it returns, and the thread is gone.
+TEST(NetEngine, StopWhileBlockedInEpoll) {
+  TestRank a(0), b(1);
+  FakePoster pa, pb;
+  Connector s, r;
+  connectPair(netTransport(), a, b, 0, 64 << 10, &s, &r);
+  EXPECT_EQ(pump(s.info, r.info, 3, 20), "");  // no probe yet: the engines nap, so unannounced steps move
+  a.ctx.proxy->setWorkProbe(pa.probe());
+  b.ctx.proxy->setWorkProbe(pb.probe());
+  ASSERT_TRUE(eventually([&] { return a.ctx.proxy->blockedWaits() > 0; }));
+  ASSERT_TRUE(eventually([] { return engineThreads().size() == 2u; }));
+  a.ctx.proxy->stop();
+  EXPECT_EQ(engineThreads().size(), 1u);
+  b.ctx.proxy->stop();
+  EXPECT_TRUE(engineThreads().empty());
+  a.ctx.proxy->setWorkProbe(nullptr);
+  b.ctx.proxy->setWorkProbe(nullptr);
+}
+
+// A peer that goes away while this rank's engine is blocked with nothing to do: the send socket's hang-up wakes
+// it, and the connection fails naming the peer.
+TEST(NetEngine, PeerGoneWhileBlockedIsNoticed) {
+  TestRank a(0), b(1);
+  FakePoster pa;
+  Connector s, r;
+  connectPair(netTransport(), a, b, 0, 64 << 10, &s, &r);
+  EXPECT_EQ(pump(s.info, r.info, 5, 20), "");  // no probe yet: the engines nap, so unannounced steps move
+  a.ctx.proxy->setWorkProbe(pa.probe());
+  ASSERT_TRUE(eventually([&] { return a.ctx.proxy->blockedWaits() > 0; }));
+  const uint64_t before = a.ctx.proxy->blockedWaits();
+  r.res.reset();  // the receiving side closes its sockets, as a dying process's kernel does
+  ASSERT_TRUE(testutil::waitFlag(s.info.errorFlag, 20)) << "the blocked engine saw the hang-up";
+  EXPECT_GE(a.ctx.proxy->blockedWaits(), before);
+  ncclResult_t code = ncclSuccess;
+  const std::string why = connFailure(s.info.errorFlag, &code);
+  EXPECT_EQ(code, ncclRemoteError);
+  EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
+  a.ctx.proxy->setWorkProbe(nullptr);
+}
+
+// Bulk helpers (GPU communicators): full steps move on each connection's helper thread while the engine posts
+// and completes them, and the small and empty steps between them move on the engine; every byte checked, with
+// one and with several sockets per connection, both directions at once.
+TEST(NetEngine, BulkHelpersMoveLargeStepsEveryByteChecked) {
+  for (const char* socks : {"1", "3"}) {
+    EnvVar n("BRAID_NSOCKS_PERPEER", socks);
+    TestRank a(0), b(1);
+    a.ctx.proxyBulkBytes = b.ctx.proxyBulkBytes = 64 << 10;
+    constexpr int kConns = 4;
+    Connector s[kConns], r[kConns];
+    for (int ch = 0; ch < kConns; ++ch) {
+      if (ch % 2 == 0) {
+        connectPair(netTransport(), a, b, ch, 4 << 20, &s[ch], &r[ch]);
+      } else {
+        connectPair(netTransport(), b, a, ch, 4 << 20, &s[ch], &r[ch]);
+      }
+    }
+    ASSERT_GE(s[0].info.stepBytes, 64u << 10) << "full steps are bulk messages";
+    std::string err[kConns];
+    std::vector<std::thread> ts;
+    for (int ch = 0; ch < kConns; ++ch)
+      ts.emplace_back([&, ch] { err[ch] = pump(s[ch].info, r[ch].info, 80 + ch, 120); });
+    for (auto& t : ts) t.join();
+    for (int ch = 0; ch < kConns; ++ch) EXPECT_EQ(err[ch], "") << socks << " sockets, connection " << ch;
+    EXPECT_GE(threadsNamed("braid-netio").size(), 2u) << "helpers ran";
+    EXPECT_EQ(engineThreads().size(), 2u);
+  }
+  EXPECT_TRUE(threadsNamed("braid-netio").empty()) << "helpers end with their connections";
+}
+
+// A peer that goes away while a helper moves a large step: the connection fails naming the peer, nothing hangs.
+TEST(NetEngine, BulkHelperSeesThePeerGo) {
+  TestRank a(0), b(1);
+  a.ctx.proxyBulkBytes = b.ctx.proxyBulkBytes = 64 << 10;
+  Connector s, r;
+  connectPair(netTransport(), a, b, 0, 4 << 20, &s, &r);
+  // The receiver never consumes: full steps back up in the sockets, the helper waiting for room.
+  EXPECT_NE(testutil::sendSteps(s.info, 5, 400, 1), "") << "the sender backs up";
+  r.res.reset();
+  ASSERT_TRUE(testutil::waitFlag(s.info.errorFlag, 20));
+  ncclResult_t code = ncclSuccess;
+  const std::string why = connFailure(s.info.errorFlag, &code);
+  EXPECT_EQ(code, ncclRemoteError);
+  EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace braid
