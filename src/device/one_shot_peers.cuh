@@ -47,11 +47,7 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
   // Elements [off, off + count) of the op, in steps of stepElems (one LL slot).
   __device__ void run(size_t off, size_t count, size_t stepElems) {
     uint64_t sStep[kDevMaxOneShotPeers], rStep[kDevMaxOneShotPeers];
-#pragma unroll
-    for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
-      sStep[j] = j < nPeers_ ? peers_[j].send.step : 0;
-      rStep[j] = j < nPeers_ ? peers_[j].recv.step : 0;
-    }
+    loadSteps(sStep, rStep);
     // Whether to go on is decided CTA-wide at each step's end (__syncthreads_or), so no warp leaves the loop while
     // others wait at its barriers.
     for (size_t done = 0; done < count; done += stepElems) {
@@ -83,11 +79,7 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
   // connection (the reduce-scatter's, then the all-gather's); credits for both are taken before either starts.
   __device__ void runTwoShot(size_t off, size_t count, size_t stepElems) {
     uint64_t sStep[kDevMaxOneShotPeers], rStep[kDevMaxOneShotPeers];
-#pragma unroll
-    for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
-      sStep[j] = j < nPeers_ ? peers_[j].send.step : 0;
-      rStep[j] = j < nPeers_ ? peers_[j].recv.step : 0;
-    }
+    loadSteps(sStep, rStep);
     const int nranks = nPeers_ + 1;
     const size_t region = stepElems * nranks;
     for (size_t done = 0; done < count; done += region) {
@@ -144,6 +136,13 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
       }
     }
     return true;
+  }
+  __device__ __forceinline__ void loadSteps(uint64_t* sStep, uint64_t* rStep) const {
+#pragma unroll
+    for (int j = 0; j < kDevMaxOneShotPeers; ++j) {
+      sStep[j] = j < nPeers_ ? peers_[j].send.step : 0;
+      rStep[j] = j < nPeers_ ? peers_[j].recv.step : 0;
+    }
   }
   __device__ void saveSteps(const uint64_t* sStep, const uint64_t* rStep) {
     __syncthreads();

@@ -93,17 +93,19 @@ __device__ __forceinline__ void rcScalar(const Fn& fn, int tid, int nthreads, co
   }
 }
 
-template <int Unroll, typename T, typename Fn, typename M>
-__device__ __forceinline__ void rcPacks(const Fn& fn, int tid, int nthreads, const char* s0, const char* s1, char* d0,
-                                        char* d1, size_t nPacks) {
+// The pack loop: Unroll packs in flight per thread, then single packs. load0(off) / load1(off): the sources' packs
+// at byte offset off (aligned loads, or ld128Shifted where a source is misaligned against the destinations).
+template <int Unroll, typename T, typename Fn, typename M, typename L0, typename L1>
+__device__ __forceinline__ void rcPacksWith(const Fn& fn, int tid, int nthreads, const L0& load0, const L1& load1,
+                                            char* d0, char* d1, size_t nPacks) {
   size_t p = tid;
   for (; p + static_cast<size_t>(Unroll - 1) * nthreads < nPacks; p += static_cast<size_t>(Unroll) * nthreads) {
     Pack128 a[Unroll], b[Unroll];
 #pragma unroll
-    for (int u = 0; u < Unroll; ++u) a[u] = ld128Volatile(s0 + (p + static_cast<size_t>(u) * nthreads) * 16);
+    for (int u = 0; u < Unroll; ++u) a[u] = load0((p + static_cast<size_t>(u) * nthreads) * 16);
     if (M::kSrc == 2) {
 #pragma unroll
-      for (int u = 0; u < Unroll; ++u) b[u] = ld128Volatile(s1 + (p + static_cast<size_t>(u) * nthreads) * 16);
+      for (int u = 0; u < Unroll; ++u) b[u] = load1((p + static_cast<size_t>(u) * nthreads) * 16);
     }
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
@@ -114,12 +116,20 @@ __device__ __forceinline__ void rcPacks(const Fn& fn, int tid, int nthreads, con
     }
   }
   for (; p < nPacks; p += nthreads) {
-    Pack128 a = ld128Volatile(s0 + p * 16);
-    Pack128 b = M::kSrc == 2 ? ld128Volatile(s1 + p * 16) : a;
+    Pack128 a = load0(p * 16);
+    Pack128 b = M::kSrc == 2 ? load1(p * 16) : a;
     Pack128 v = rcPack<T, Fn, M>(fn, a, b);
     st128(d0 + p * 16, v);
     if (M::kDst == 2) st128(d1 + p * 16, v);
   }
+}
+
+template <int Unroll, typename T, typename Fn, typename M>
+__device__ __forceinline__ void rcPacks(const Fn& fn, int tid, int nthreads, const char* s0, const char* s1, char* d0,
+                                        char* d1, size_t nPacks) {
+  rcPacksWith<Unroll, T, Fn, M>(
+      fn, tid, nthreads, [s0](size_t off) { return ld128Volatile(s0 + off); },
+      [s1](size_t off) { return ld128Volatile(s1 + off); }, d0, d1, nPacks);
 }
 
 // The 16 bytes at a + sh (a 16-byte aligned, 0 <= sh < 16), from the aligned packs at a and a + 16: both lie in
@@ -163,30 +173,9 @@ __device__ __forceinline__ Pack128 ld128Shifted(const char* a, uint32_t sh) {
 template <int Unroll, typename T, typename Fn, typename M>
 __device__ __forceinline__ void rcPacksShifted(const Fn& fn, int tid, int nthreads, const char* a0, uint32_t sh0,
                                                const char* a1, uint32_t sh1, char* d0, char* d1, size_t nPacks) {
-  size_t p = tid;
-  for (; p + static_cast<size_t>(Unroll - 1) * nthreads < nPacks; p += static_cast<size_t>(Unroll) * nthreads) {
-    Pack128 a[Unroll], b[Unroll];
-#pragma unroll
-    for (int u = 0; u < Unroll; ++u) a[u] = ld128Shifted(a0 + (p + static_cast<size_t>(u) * nthreads) * 16, sh0);
-    if (M::kSrc == 2) {
-#pragma unroll
-      for (int u = 0; u < Unroll; ++u) b[u] = ld128Shifted(a1 + (p + static_cast<size_t>(u) * nthreads) * 16, sh1);
-    }
-#pragma unroll
-    for (int u = 0; u < Unroll; ++u) {
-      Pack128 v = rcPack<T, Fn, M>(fn, a[u], M::kSrc == 2 ? b[u] : a[u]);
-      const size_t off = (p + static_cast<size_t>(u) * nthreads) * 16;
-      st128(d0 + off, v);
-      if (M::kDst == 2) st128(d1 + off, v);
-    }
-  }
-  for (; p < nPacks; p += nthreads) {
-    Pack128 a = ld128Shifted(a0 + p * 16, sh0);
-    Pack128 b = M::kSrc == 2 ? ld128Shifted(a1 + p * 16, sh1) : a;
-    Pack128 v = rcPack<T, Fn, M>(fn, a, b);
-    st128(d0 + p * 16, v);
-    if (M::kDst == 2) st128(d1 + p * 16, v);
-  }
+  rcPacksWith<Unroll, T, Fn, M>(
+      fn, tid, nthreads, [a0, sh0](size_t off) { return ld128Shifted(a0 + off, sh0); },
+      [a1, sh1](size_t off) { return ld128Shifted(a1 + off, sh1); }, d0, d1, nPacks);
 }
 
 // Sources aligned differently from the destinations: a scalar head up to the destinations' 16-byte boundary,
