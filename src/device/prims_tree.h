@@ -37,8 +37,15 @@ class DevTreePrims {
  public:
   // Construct after a __syncthreads that follows thread 0's load of `sh`.
   __device__ DevTreePrims(TreeShared* sh, const T* in, T* out, const Fn& fn, DevStatus* st, int nDown)
-      : sh_(sh), in_(in), out_(out), fn_(fn), st_(st), tid_(static_cast<int>(threadIdx.x)),
-        nthreads_(static_cast<int>(blockDim.x)), nworkers_(static_cast<int>(blockDim.x) - 32), nDown_(nDown) {
+      : sh_(sh),
+        in_(in),
+        out_(out),
+        fn_(fn),
+        st_(st),
+        tid_(static_cast<int>(threadIdx.x)),
+        nthreads_(static_cast<int>(blockDim.x)),
+        nworkers_(static_cast<int>(blockDim.x) - 32),
+        nDown_(nDown) {
     for (int k = 0; k < kDevTreeConns; ++k) step_[k] = sh->conn[k].step;
   }
 

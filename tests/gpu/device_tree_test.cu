@@ -131,9 +131,9 @@ int rankMain(int rank, int n, int node, int gpus, const ncclUniqueId& id, const 
       break;
     }
   }
-  printf("rank %d of %d (node %d, GPU %d%s%s): %d all-reduce cases passed, %d failed, %d not built, %.1f s\n", rank,
-         n, node, rank % gpus, buffSize ? ", NCCL_BUFFSIZE=" : "", buffSize ? buffSize : "", passed, failures,
-         notBuilt, secondsSince(t0));
+  printf("rank %d of %d (node %d, GPU %d%s%s): %d all-reduce cases passed, %d failed, %d not built, %.1f s\n", rank, n,
+         node, rank % gpus, buffSize ? ", NCCL_BUFFSIZE=" : "", buffSize ? buffSize : "", passed, failures, notBuilt,
+         secondsSince(t0));
   fflush(stdout);
   cudaStreamDestroy(s);
   ncclCommDestroy(comm);
@@ -213,8 +213,8 @@ void runRanks(int n, int nodes, const char* buffSize) {
       close(c.fd);
     }
     const bool ok = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
-    const bool onTrees = c.err.find("may run on the double binary tree over " + std::to_string(nodes) + " nodes") !=
-                         std::string::npos;
+    const bool onTrees =
+        c.err.find("may run on the double binary tree over " + std::to_string(nodes) + " nodes") != std::string::npos;
     std::string tail = c.err.size() > 3000 ? c.err.substr(c.err.size() - 3000) : c.err;
     EXPECT_TRUE(ok) << "rank " << r << " did not pass (status " << c.status << "); its last lines:\n" << tail;
     EXPECT_TRUE(onTrees) << "rank " << r << " did not connect the trees over " << nodes << " nodes; its last lines:\n"
