@@ -71,6 +71,25 @@ BRAID_HD void treeDownStep(Prims& p, const TreeRole& r, size_t off, size_t n) {
   }
 }
 
+// Chunks a rank sends up a tree before its first one comes down, for a FIFO of nSteps steps: half the FIFO, so the
+// chunks on their way up keep the links busy while the first one makes its round trip, and credit remains for the
+// ones behind them.
+BRAID_HD inline size_t treeLagFor(uint32_t nSteps) { return nSteps > 2 ? nSteps / 2 : 1; }
+
+// One tree's share alone (device kernels run each tree of a channel in a CTA of its own): the same steps and
+// lag as treeAllReduce gives that tree.
+template <typename Prims>
+BRAID_HD void treeAllReduceOne(Prims& p, const TreeRole& r, ElemRange half, size_t chunkElems, size_t lag) {
+  const size_t chunk = chunkElems == 0 ? 1 : chunkElems;
+  const size_t nChunks = divUp(half.count, chunk);
+  for (size_t i = 0; i < nChunks + lag; ++i) {
+    if (i < nChunks) treeUpStep(p, r, half.offset + i * chunk, minSize(chunk, half.count - i * chunk));
+    if (i < lag || i - lag >= nChunks) continue;
+    const size_t o = (i - lag) * chunk;
+    treeDownStep(p, r, half.offset + o, minSize(chunk, half.count - o));
+  }
+}
+
 // prims[t] runs tree t's steps.
 template <typename Prims>
 BRAID_HD void treeAllReduce(Prims* prims, const TreeArgs& a) {

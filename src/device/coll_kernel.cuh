@@ -1,7 +1,8 @@
-// Kernel entry points (docs/DESIGN.md §4, top layer): the ring collectives and the p2p transfers. One CTA per
-// channel (collectives) or per connection (p2p); arguments arrive by value, connection state is loaded
-// from and stored back to device memory, so a launch depends on nothing the host does afterwards and CUDA
-// graph capture/replay works. Included by the variant files (dev_coll_*.cu), which instantiate it.
+// Kernel entry points (docs/DESIGN.md §4, top layer): the ring collectives, the tree all-reduce and the p2p
+// transfers. One CTA per channel (collectives; two for the tree and the split one-shot) or per connection (p2p);
+// arguments arrive by value, connection state is loaded from and stored back to device memory, so a launch
+// depends on nothing the host does afterwards and CUDA graph capture/replay works. Included by the variant files
+// (dev_coll_*.cu), which instantiate it.
 #pragma once
 
 #include <cstring>
@@ -10,10 +11,12 @@
 #include "algo/op_desc.h"
 #include "algo/reduce_ops.h"
 #include "algo/ring_schedules.h"
+#include "algo/tree_schedules.h"
 #include "device/dev_work.h"
 #include "device/prims_ll.h"
 #include "device/prims_ll128.h"
 #include "device/prims_simple.h"
+#include "device/prims_tree.h"
 
 namespace braid {
 
@@ -94,6 +97,45 @@ __device__ __forceinline__ void runRing(Prims& prims, const RingArgs& a, int32_t
   }
 }
 
+// One CTA of the tree all-reduce (kDevAllReduceTree): tree t of channel c, for CTA 2c + t. The channel's range is
+// cut as the host executor cuts it (channelRange, then treeHalves), and the tree's connections' step counters go
+// back to device memory at the end, as the ring's do. Out of line, so its registers are allocated apart from the
+// ring schedules' (inlined, the float sum kernel spilled 100 bytes instead of 40 and min/max 52 instead of none:
+// ptxas -v, sm_90, minimal preset).
+template <typename T, typename Fn>
+__device__ __noinline__ void treeCta(const CollLaunchArgs args) {
+  __shared__ TreeShared sh;
+  if (static_cast<int>(blockIdx.x) >= 2 * args.nChannels || args.treeConns == nullptr) return;
+  const int ch = static_cast<int>(blockIdx.x) >> 1;
+  const int t = static_cast<int>(blockIdx.x) & 1;
+  DevConn* conns = args.treeConns + static_cast<size_t>(2 * ch + t) * kDevTreeConns;
+  if (threadIdx.x == 0) {
+    sh.stop = 0;
+    sh.stopCall = 0;
+    for (int k = 0; k < kDevTreeConns; ++k) sh.conn[k] = conns[k];
+  }
+  __syncthreads();
+  TreeRole role;
+  role.hasParent = sh.conn[kTreeUpSend].buff != nullptr;
+  role.nChildren = (sh.conn[kTreeDownSend].buff ? 1 : 0) + (sh.conn[kTreeDownSend + 2].buff ? 1 : 0);
+  const DevConn& any = role.hasParent ? sh.conn[kTreeUpSend] : sh.conn[kTreeDownSend];
+  uint32_t stepBytes = any.stepBytes;
+  if (args.stepCap != 0 && args.stepCap < stepBytes) stepBytes = args.stepCap;
+  const size_t chunk = chunkElemsFor(stepBytes, sizeof(T));
+  const size_t align = alignElemsFor(chunk, sizeof(T));
+  ElemRange half[2];
+  treeHalves(channelRange(args.count, args.nChannels, ch, align), align, half);
+  if (half[t].count != 0) {
+    DevTreePrims<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
+                              DevMakeFn<Fn>::make(args), args.status, role.nChildren);
+    treeAllReduceOne(prims, role, half[t], chunk, treeLagFor(any.nSteps));
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int k = 0; k < kDevTreeConns; ++k)
+      if (sh.conn[k].buff) conns[k].step = sh.conn[k].step;
+}
+
 // IsCopy: all-gather/broadcast on bytes; otherwise all-reduce/reduce/reduce-scatter on T. Proto (DevProto):
 // SIMPLE, LL (prims_ll.h; P2P and SHM connections) or LL128 (prims_ll128.h; NVLink P2P), chosen by the executor.
 template <typename T, typename Fn, bool IsCopy, int Proto>
@@ -101,6 +143,12 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   __shared__ PrimsShared sh;
   devAwaitPreviousKernel();
   if (args.pdlTrigger) devLetNextKernelLaunch();
+  if constexpr (Proto == kDevProtoSimple && !IsCopy) {
+    if (args.coll == kDevAllReduceTree) {
+      treeCta<T, Fn>(args);
+      return;
+    }
+  }
   // The split one-shot (SIMPLE): CTAs [0, nChannels) send, [nChannels, 2 nChannels) receive; each stores
   // back only its own direction's counters. In place, the receiving CTA writes a chunk only after the
   // sending one has read it (args.splitGuard, DevPrims::setSplitGuard).

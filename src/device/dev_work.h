@@ -127,8 +127,13 @@ enum DevColl : int32_t {
   kDevAllReduceOneShotPeers = 7,
   // The two-shot all-reduce of the same ranks, on LL over the same connections (one_shot_peers.cuh): part p of
   // every rank's input goes to rank p, which reduces it and writes the result to every peer.
-  kDevAllReduceTwoShotPeers = 8
+  kDevAllReduceTwoShotPeers = 8,
+  // The double binary tree all-reduce (algo/tree_schedules.h) on SIMPLE, across nodes: CTA 2c + t runs tree t's
+  // half of channel c's range over CollLaunchArgs::treeConns (2 x nChannels CTAs).
+  kDevAllReduceTree = 9
 };
+// Connections of one tree of one channel: parent send/receive, then each child's (prims_tree.h's layout).
+constexpr int kDevTreeConns = 6;
 // The most peers the one-shot of kDevAllReduceOneShotPeers reaches (a GPU node of 8).
 constexpr int kDevMaxOneShotPeers = 7;
 
@@ -180,6 +185,9 @@ struct CollLaunchArgs {
   // kDevAllReduceOneShotPeers, kDevAllReduceTwoShotPeers: channel c's connection pair with its j-th peer (rank order, this rank left out) is
   // peerConns[(c * (nranks - 1) + j) * 2] (send) and [... + 1] (receive); device memory, fixed once built.
   DevConn* const* peerConns;
+  // kDevAllReduceTree: channel c's tree t connections are treeConns[(2 c + t) * kDevTreeConns ...] (device memory,
+  // fixed for the communicator's life); null where the communicator has no trees.
+  DevConn* treeConns;
   int32_t pdlTrigger;  // 1: each CTA lets the stream's next kernel launch at once (it waits for this one to end)
 };
 

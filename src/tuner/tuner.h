@@ -18,8 +18,9 @@
 namespace braid {
 
 // NCCL's algorithm names are all known so that NCCL scripts (e.g. NCCL_ALGO=^NVLS) parse; Braid runs Ring, the
-// OneShot all-reduce, and the Tree all-reduce on host communicators. Where an executor cannot run what NCCL_ALGO
-// asks (TwoShot anywhere, Tree on devices), a request for it alone falls back to Ring (warned once).
+// OneShot all-reduce, and the Tree all-reduce where trees are connected (host communicators; GPU communicators
+// across nodes, on Simple). Where an executor cannot run what NCCL_ALGO asks (TwoShot anywhere, Tree on one GPU
+// node), a request for it alone falls back to Ring (warned once).
 enum class Algo : int { Ring, Tree, CollNetDirect, CollNetChain, Nvls, NvlsTree, Pat, OneShot, TwoShot, kCount };
 enum class Proto : int { LL, LL128, Simple, kCount };
 // Where the bytes of a call travel; selects the cost model's row.

@@ -56,7 +56,9 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
   // The one-shot schedule exists for 2 ranks (ring_schedules.h), where the ring's neighbour is the peer, and
   // runs only reductions that give both ranks the same bits in it (oneShotExact).
   const bool oneShot = op.coll == CollType::AllReduce && f_.nranks == 2 && oneShotExact(op.op.kind, op.dtype);
-  const uint32_t algos = bit(Algo::Ring) | (oneShot ? bit(Algo::OneShot) : 0u);
+  // The tree all-reduce runs where the trees are connected (across nodes, NCCL_ALGO allowing it), on SIMPLE.
+  const bool tree = op.coll == CollType::AllReduce && f_.treeChannels > 0;
+  const uint32_t algos = bit(Algo::Ring) | (oneShot ? bit(Algo::OneShot) : 0u) | (tree ? bit(Algo::Tree) : 0u);
   if (ll128Forced && !ll128Offered && !ll128Warned_) {
     ll128Warned_ = true;
     BRAID_WARN("rank %d: NCCL_PROTO asks for LL128 but %s: %s %s runs on %s", f_.rank,
@@ -105,7 +107,18 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
     req.protosAvailable = protos;
     req.connectedChannels = f_.nChannels;
     req.maxThreads = kDevMaxThreads;
-    const TuneDecision d = tune(req, cfg);
+    req.nNodes = f_.nNodes;
+    TuneDecision d = tune(req, cfg);
+    // The tree runs on Simple only: a tree on LL or LL128 the model preferred is weighed as Simple against the best
+    // of the rest (where NCCL_ALGO allows any).
+    const uint32_t rest = algos & cfg.algos.mask[c] & ~bit(Algo::Tree);
+    if (d.algo == Algo::Tree && d.proto != Proto::Simple && rest != 0 && (asked & bit(Proto::Simple))) {
+      TuneRequest noTree = req;
+      noTree.algosAvailable = rest;
+      const TuneDecision other = tune(noTree, cfg);
+      if (other.predictedUs < predictUs(req, Algo::Tree, Proto::Simple, d.nChannels, 0)) d = other;
+    }
+    if (d.algo == Algo::Tree) return planTree(op, req, d, asked);
     plan.proto = (protos & bit(d.proto)) ? d.proto : Proto::Simple;
     if (d.algo == Algo::OneShot) plan.devColl = kDevAllReduceOneShot;
     if (modelRowMeasured(f_.transport, d.proto)) plan.nChannels = std::max(1, std::min(d.nChannels, f_.nChannels));
@@ -128,6 +141,16 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
     plan.proto = llForced && (protos & bit(Proto::LL))         ? Proto::LL
                  : ll128Forced && (protos & bit(Proto::LL128)) ? Proto::LL128
                                                                : Proto::Simple;
+    // With the tuner off, the tree where it is connected and NCCL_ALGO allows it but not the ring.
+    if ((algos & bit(Algo::Tree)) && (cfg.algos.mask[c] & bit(Algo::Tree)) && !(cfg.algos.mask[c] & bit(Algo::Ring))) {
+      TuneRequest req = makeTuneRequest(op, f_.nranks, f_.transport);
+      req.nNodes = f_.nNodes;
+      TuneDecision d;
+      d.algo = Algo::Tree;
+      d.proto = plan.proto;
+      d.nChannels = plan.nChannels;
+      return planTree(op, req, d, asked);
+    }
     // OneShot runs on SIMPLE, LL or LL128 (the 2-rank schedule uses the ring's primitives).
     if ((algos & bit(Algo::OneShot)) && (cfg.algos.mask[c] & bit(Algo::OneShot)) &&
         !(cfg.algos.mask[c] & bit(Algo::Ring)))
@@ -150,6 +173,38 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
   const int size = clusterForLaunch(f_.cluster, f_.clusterUserSet, f_.clusterThreeFits, plan.nChannels, twoWay);
   plan.cluster = collCluster(size, ringOnNvlinkSimple, bytes);
   plan.nCta = clusteredGrid(plan.nCta, plan.cluster);
+  return plan;
+}
+
+CollPlan CollPlanner::planTree(const OpDesc& op, const TuneRequest& req, const TuneDecision& d, uint32_t asked) {
+  const size_t bytes = opBytes(op, f_.nranks);
+  CollPlan plan;
+  plan.devColl = kDevAllReduceTree;
+  plan.proto = Proto::Simple;
+  // The tree's kernels are SIMPLE's only: a decision on LL or LL128 runs the tree on SIMPLE where NCCL_PROTO allows
+  // it, and the ring on the decided protocol where it does not.
+  if (d.proto != Proto::Simple && !(asked & bit(Proto::Simple))) {
+    if (!treeProtoSaid_) {
+      treeProtoSaid_ = true;
+      BRAID_INFO(kSubTuning, "rank %d: the tree all-reduce runs on Simple only and NCCL_PROTO leaves Simple out: "
+                 "all-reduce runs on the ring", f_.rank);
+    }
+    plan.devColl = kDevAllReduce;
+    plan.proto = d.proto;
+    plan.nChannels = plan.nCta = channelsForBytes(bytes, f_.nChannels);
+    plan.predictedUs = predictUs(req, Algo::Ring, d.proto, plan.nChannels, 0);
+    return plan;
+  }
+  if (d.proto != Proto::Simple && !treeProtoSaid_) {
+    treeProtoSaid_ = true;
+    BRAID_INFO(kSubTuning, "rank %d: the tree all-reduce runs on Simple only: %s asked for %s", f_.rank,
+               f_.tunerOn ? "the tuner" : "NCCL_PROTO", protoName(d.proto));
+  }
+  // Channels as the ring's (the model's where its row is measured, else 64 KiB per channel), within the trees'.
+  int nch = modelRowMeasured(f_.transport, Proto::Simple) ? d.nChannels : channelsForBytes(bytes, f_.nChannels);
+  plan.nChannels = std::max(1, std::min(nch, f_.treeChannels));
+  plan.nCta = 2 * plan.nChannels;
+  plan.predictedUs = predictUs(req, Algo::Tree, Proto::Simple, plan.nChannels, 0);
   return plan;
 }
 

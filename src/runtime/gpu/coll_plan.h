@@ -35,6 +35,10 @@ struct CollPlanFacts {
   // this many bytes (0: never); both schedules take one channel per peersChannelBytes; agreed.
   size_t twoShotPeersBytes = 0;
   size_t peersChannelBytes = 4096;
+  // The double binary tree across nodes: channels with tree connections (0: none, e.g. one node) and the nodes
+  // the ranks span; agreed.
+  int treeChannels = 0;
+  int nNodes = 1;
   // This rank's launch settings (launch_attrs.h): they shape the grid, not the FIFO steps.
   int cluster = 0;  // clusterSetting, 0: none
   bool clusterUserSet = false;
@@ -79,9 +83,13 @@ class CollPlanner {
  private:
   // The part of the plan that depends on the call's sizes only (memoised).
   CollPlan planSizes(const OpDesc& op, uint32_t lowLatency, bool* splitRuns);
+  // The tree all-reduce's plan, where decision d (the tuner's, or NCCL_ALGO's with the tuner off) chose Tree; asked:
+  // the protocols NCCL_PROTO allows for all-reduce.
+  CollPlan planTree(const OpDesc& op, const TuneRequest& req, const TuneDecision& d, uint32_t asked);
 
   CollPlanFacts f_;
   bool llWarned_ = false;
+  bool treeProtoSaid_ = false;
   bool ll128Warned_ = false;
   // The previous call's plan: training loops repeat the same calls, and a search costs ~1 us.
   struct Memo {

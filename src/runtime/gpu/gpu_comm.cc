@@ -1,6 +1,6 @@
 // Device communicators: describing the local GPU before the bootstrap, and after it connecting the ring
-// channels for device buffers (P2P > SHM > NET) and building the device-side connection state
-// (DeviceState) that the GPU executor launches kernels over.
+// channels (and, across nodes, the trees) for device buffers (P2P > SHM > NET) and building the device-side
+// connection state (DeviceState) that the GPU executor launches kernels over.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -12,6 +12,7 @@
 
 #include "algo/ll_protocol.h"
 #include "algo/p2p_plan.h"
+#include "algo/tree_topology.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "core/result.h"
@@ -48,6 +49,7 @@ DeviceState::~DeviceState() {
   for (auto& kv : p2pSend) cudaFree(kv.second);
   for (auto& kv : p2pRecv) cudaFree(kv.second);
   if (ringConns) cudaFree(ringConns);
+  if (treeConns) cudaFree(treeConns);
   if (oneShotPeers) cudaFree(oneShotPeers);
   if (collPeerConns) cudaFree(collPeerConns);
   if (splitGuard) cudaFree(splitGuard);
@@ -461,6 +463,77 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   return ncclSuccess;
 }
 
+// The double binary tree's connections (tree_topology.h) for the all-reduce across nodes: per channel, the parent
+// and children of each tree, over whatever transport the pair gets (P2P or SHM inside a node, NET between nodes),
+// and their device copies in CollLaunchArgs::treeConns's layout. Made only where the ranks span two or more nodes
+// and NCCL_ALGO allows Tree for all-reduce: every input (hosts, ring order, the agreed tuning) is the same on every
+// rank, so all connect together or none. On one node the trees would be chains, which the ring outruns.
+ncclResult_t connectDeviceTrees(ncclComm* comm, DeviceState* st) {
+  const int n = comm->nranks;
+  if (n < 2 || !comm->conns) return ncclSuccess;
+  std::vector<int> order = comm->ringOrder;
+  if (static_cast<int>(order.size()) != n) {
+    order.resize(static_cast<size_t>(n));
+    for (int p = 0; p < n; ++p) order[static_cast<size_t>(p)] = p;
+  }
+  std::vector<uint64_t> hostOf(static_cast<size_t>(n), 0);
+  for (int r = 0; r < n && static_cast<size_t>(r) < comm->peers.size(); ++r)
+    hostOf[static_cast<size_t>(r)] = comm->peers[static_cast<size_t>(r)].hostHash;
+  int nNodes = 1;
+  const std::vector<int> nodeOf = nodesOfRanks(order, hostOf, &nNodes);
+  st->nNodes = nNodes;
+  const uint32_t allowed = st->tuning.algos.mask[static_cast<int>(CollType::AllReduce)];
+  if (!(allowed & bit(Algo::Tree))) return ncclSuccess;
+  if (nNodes < 2) {
+    if (!(allowed & bit(Algo::Ring)))
+      BRAID_INFO(kSubInit, "rank %d: NCCL_ALGO asks for Tree, but the %d ranks are on one node (NCCL_HOSTID and host "
+                 "names alike): all-reduce runs on the ring", comm->rank, n);
+    return ncclSuccess;
+  }
+  std::vector<TreeLinks> trees[kNumTrees];
+  buildRankTrees(order, nodeOf, nNodes, &trees);
+  TreeLinks mine[kNumTrees];
+  for (int t = 0; t < kNumTrees; ++t) mine[t] = trees[t][static_cast<size_t>(comm->rank)];
+  const int nch = std::min(st->nChannels, kMaxTreeChannels);
+  BRAID_CHECK(comm->conns->connectTrees(nch, mine));
+  const ConnInfo* ring = comm->conns->ringSend(0);
+  const size_t entries = static_cast<size_t>(nch) * kNumTrees * kDevTreeConns;
+  BRAID_CUDA_CHECK(cudaMalloc(&st->treeConns, sizeof(DevConn) * entries),
+                   "rank %d: cudaMalloc of %zu tree connection states", comm->rank, entries);
+  BRAID_CUDA_CHECK(cudaMemset(st->treeConns, 0, sizeof(DevConn) * entries),
+                   "rank %d: zeroing the tree connection states", comm->rank);
+  for (int c = 0; c < nch; ++c) {
+    for (int t = 0; t < kNumTrees; ++t) {
+      DevConn* base = st->treeConns + static_cast<size_t>(2 * c + t) * kDevTreeConns;
+      // Parent first, then the children packed from slot 2 (the kernel counts them by their buffers).
+      int links[3] = {mine[t].up, -1, -1};
+      int k = 1;
+      for (int d : mine[t].down)
+        if (d >= 0) links[k++] = d;
+      for (int i = 0; i < 3; ++i) {
+        if (links[i] < 0) continue;
+        const ConnInfo* send = comm->conns->treeSend(t, c, links[i]);
+        const ConnInfo* recv = comm->conns->treeRecv(t, c, links[i]);
+        if (!send || !recv || !send->buff || !recv->buff)
+          return recordError(ncclInternalError, "rank %d: tree %d channel %d is not connected to rank %d", comm->rank,
+                             t, c, links[i]);
+        // Parent and child cut their chunks from their own connections' steps: they must be the same everywhere.
+        if (send->stepBytes != ring->stepBytes || recv->stepBytes != ring->stepBytes)
+          return recordError(ncclInternalError, "rank %d: tree %d channel %d's FIFO steps with rank %d (%u/%u bytes) "
+                             "differ from the ring's (%u)", comm->rank, t, c, links[i], send->stepBytes,
+                             recv->stepBytes, ring->stepBytes);
+        BRAID_CHECK(st->upload(*send, true, base + 2 * i));
+        BRAID_CHECK(st->upload(*recv, false, base + 2 * i + 1));
+      }
+    }
+  }
+  st->treeChannels = nch;
+  BRAID_INFO(kSubInit, "rank %d: all-reduce may run on the double binary tree over %d nodes (%d channels; tree 0 up "
+             "%d down %d,%d; tree 1 up %d down %d,%d)", comm->rank, nNodes, nch, mine[0].up, mine[0].down[0],
+             mine[0].down[1], mine[1].up, mine[1].down[0], mine[1].down[1]);
+  return ncclSuccess;
+}
+
 int chooseThreads() {
   int64_t t = params::NThreads();
   if (t <= 0) return kDevThreads;
@@ -583,6 +656,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   }
   BRAID_CHECK(agreeOnSelection(comm, st.get()));
   BRAID_CHECK(connectOneShotPeers(comm, st.get()));
+  BRAID_CHECK(connectDeviceTrees(comm, st.get()));
   BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: device communicator on GPU %d ready, %d channel(s) x %d threads%s%s",
              (void*)comm, comm->rank, comm->nranks, comm->cudaDev, comm->nChannels, st->nThreads,
              comm->nranks > 1 ? ", ring next via " : "",

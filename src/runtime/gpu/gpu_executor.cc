@@ -58,6 +58,8 @@ CollPlanFacts planFacts(const DeviceState& st, ncclComm* comm) {
   f.oneShotPeerChannels = st.oneShotPeerChannels;
   f.twoShotPeersBytes = st.twoShotPeersBytes;
   f.peersChannelBytes = st.peersChannelBytes;
+  f.treeChannels = st.treeChannels;
+  f.nNodes = st.nNodes;
   if (st.nranks > 1 && comm->conns) {
     const ConnInfo* c0 = comm->conns->ringSend(0);
     f.ringStepBytes = c0->stepBytes;
@@ -585,6 +587,7 @@ ncclResult_t GpuExecutor::launchColl(const OpDesc& op, cudaStream_t s) {
     a.ringStride = static_cast<int32_t>(st_->ringRecv(0) - st_->ringSend(0));
   }
   a.peerConns = peerConns;
+  a.treeConns = st_->treeConns;
   a.pdlTrigger = launchAttrsFor(st_->pdl, capturing_).earlyTrigger ? 1 : 0;
   void* args[] = {&a};
   BRAID_CUDA_CHECK(launchKernel(kernel, plan.nCta, args, s, plan.cluster),

@@ -118,6 +118,12 @@ class DeviceState {
   int oneShotPeerChannels = 1;       // ... on at most this many channels (agreed)
   DevConn** oneShotPeers = nullptr;  // device memory: its connection table (CollLaunchArgs::peerConns), made at init
   DevConn* collPeerConns = nullptr;  // device memory: the DevConn of each of its own peer connections
+  // The double binary tree across nodes (gpu_comm.cc: connectDeviceTrees): channel c's tree t connections in
+  // CollLaunchArgs::treeConns's layout (device memory), on treeChannels channels; null and 0 where the communicator
+  // spans one node or NCCL_ALGO leaves Tree out (agreed).
+  DevConn* treeConns = nullptr;
+  int treeChannels = 0;
+  int nNodes = 1;  // nodes the ranks span (PeerInfo::hostHash, NCCL_HOSTID)
   int p2pCopyCtas = 32;              // BRAID_P2P_COPY_CTAS, this rank's (read at init: getenv is no per-call cost)
 
 

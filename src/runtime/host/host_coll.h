@@ -118,10 +118,6 @@ inline RingArgs ringArgsFor(const CollChannelWork& w, int channel, size_t count,
   return a;
 }
 
-// Chunks a rank sends up a tree before its first one comes down: half the FIFO, so the chunks on their way up
-// keep the links busy while the first one makes its round trip, and credit remains for the ones behind them.
-inline size_t treeLag(uint32_t nSteps) { return nSteps > 2 ? nSteps / 2 : 1; }
-
 // One channel of a tree all-reduce: the channel's range in halves over the two trees.
 template <typename T, typename Fn>
 ncclResult_t runTreeAllReduce(const CollChannelWork& w, int channel) {
@@ -169,7 +165,7 @@ ncclResult_t runTreeAllReduce(const CollChannelWork& w, int channel) {
   const size_t align = alignElemsFor(a.chunkElems, sizeof(T));
   treeHalves(channelRange(op.count, w.nChannels, channel, align), align, a.half);
   if (a.half[0].count == 0) return ncclSuccess;
-  a.lag = treeLag(nSteps);
+  a.lag = treeLagFor(nSteps);
   const Fn fn = MakeFn<Fn>::make(op.op);
   HostTreePrims<T, Fn> prims[kNumTrees] = {
       HostTreePrims<T, Fn>(upSend[0], upRecv[0], downSend[0], downRecv[0], op.sendbuff, op.recvbuff, fn, w.wait,

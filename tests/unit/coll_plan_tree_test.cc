@@ -1,0 +1,126 @@
+// The plan of a GPU all-reduce where trees are connected (coll_plan.h's treeChannels): NCCL_ALGO=Tree runs the tree
+// kernel on Simple in two CTAs per channel, within the trees' channels; no trees, or NCCL_PROTO without Simple,
+// keeps the ring; other collectives never run on the trees; the tuner's unforced choice across many nodes.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "runtime/gpu/coll_plan.h"
+
+using namespace braid;
+
+namespace {
+
+// nranks ranks, one per node, over sockets (the ring's class across nodes), trees on 4 of 8 channels.
+CollPlanFacts acrossNodes(int nranks) {
+  CollPlanFacts f;
+  f.rank = 0;
+  f.nranks = nranks;
+  f.nChannels = 8;
+  f.transport = TransportClass::NetSocket;
+  f.llPath = false;
+  f.ringStepBytes = 512 << 10;
+  f.ringSteps = 8;
+  f.treeChannels = 4;
+  f.nNodes = nranks;
+  return f;
+}
+
+OpDesc op(CollType coll, size_t count, void* buf) {
+  OpDesc o;
+  o.coll = coll;
+  o.dtype = ncclFloat32;
+  o.op.kind = RedKind::Sum;
+  o.count = count;
+  o.sendbuff = buf;
+  o.recvbuff = buf;
+  return o;
+}
+
+void force(CollPlanFacts* f, const char* algo, const char* proto = nullptr) {
+  ASSERT_EQ(parseAlgoList("NCCL_ALGO", algo, &f->tuning.algos), ncclSuccess);
+  if (proto) ASSERT_EQ(parseProtoList("NCCL_PROTO", proto, &f->tuning.protos), ncclSuccess);
+}
+
+constexpr uint32_t kLowLatency = (1u << static_cast<int>(Proto::LL)) | (1u << static_cast<int>(Proto::LL128));
+
+}  // namespace
+
+TEST(CollPlanTree, ForcedTreeRunsTwoCtasPerChannelWithinTheTrees) {
+  for (bool tunerOn : {true, false}) {
+    CollPlanFacts f = acrossNodes(2);
+    f.tunerOn = tunerOn;
+    force(&f, "Tree");
+    CollPlanner planner(f);
+    std::vector<float> buf(1);
+    for (size_t count : {size_t{1}, size_t{1031}, size_t{1} << 20, size_t{16} << 20}) {
+      const CollPlan p = planner.plan(op(CollType::AllReduce, count, buf.data()), kLowLatency);
+      EXPECT_EQ(p.devColl, kDevAllReduceTree) << count << " tuner " << tunerOn;
+      EXPECT_EQ(p.proto, Proto::Simple) << count;
+      EXPECT_GE(p.nChannels, 1);
+      EXPECT_LE(p.nChannels, f.treeChannels) << count;
+      EXPECT_EQ(p.nCta, 2 * p.nChannels) << count;
+      EXPECT_EQ(p.cluster, 0);
+      EXPECT_GT(p.predictedUs, 0) << count;
+    }
+    // 16M floats (64 MiB) spread over every tree channel; 1 float on one.
+    EXPECT_EQ(planner.plan(op(CollType::AllReduce, size_t{16} << 20, buf.data()), kLowLatency).nChannels, 4);
+    EXPECT_EQ(planner.plan(op(CollType::AllReduce, 1, buf.data()), kLowLatency).nChannels, 1);
+  }
+}
+
+TEST(CollPlanTree, OnlyAllReduceAndOnlyWhereTreesAreConnected) {
+  std::vector<float> buf(1);
+  CollPlanFacts f = acrossNodes(4);
+  force(&f, "Tree");
+  CollPlanner trees(f);
+  for (CollType c : {CollType::ReduceScatter, CollType::Reduce, CollType::AllGather, CollType::Broadcast})
+    EXPECT_NE(trees.plan(op(c, 4096, buf.data()), kLowLatency).devColl, kDevAllReduceTree) << collName(c);
+
+  // One node: init connects no trees, so a forced Tree runs the ring.
+  CollPlanFacts one = acrossNodes(4);
+  one.treeChannels = 0;
+  one.nNodes = 1;
+  force(&one, "Tree");
+  for (bool tunerOn : {true, false}) {
+    one.tunerOn = tunerOn;
+    CollPlanner ring(one);
+    EXPECT_EQ(ring.plan(op(CollType::AllReduce, 4096, buf.data()), kLowLatency).devColl, kDevAllReduce) << tunerOn;
+  }
+}
+
+TEST(CollPlanTree, ProtoWithoutSimpleKeepsTheRing) {
+  std::vector<float> buf(1);
+  CollPlanFacts f = acrossNodes(2);
+  f.llPath = true;  // LL slots on every ring connection: NCCL_PROTO=LL can run the ring on LL
+  force(&f, "Tree", "LL");
+  CollPlanner planner(f);
+  const CollPlan p = planner.plan(op(CollType::AllReduce, 4096, buf.data()), kLowLatency);
+  EXPECT_EQ(p.devColl, kDevAllReduce);
+  EXPECT_EQ(p.proto, Proto::LL);
+  EXPECT_EQ(p.nCta, p.nChannels);
+}
+
+TEST(CollPlanTree, RingWhereNcclAlgoLeavesTreeOut) {
+  std::vector<float> buf(1);
+  CollPlanFacts f = acrossNodes(64);
+  force(&f, "Ring");
+  CollPlanner planner(f);
+  for (size_t count : {size_t{2}, size_t{1} << 20})
+    EXPECT_EQ(planner.plan(op(CollType::AllReduce, count, buf.data()), kLowLatency).devColl, kDevAllReduce) << count;
+}
+
+// Unforced, the model's rows decide: across 4 single-GPU nodes the tree's log-depth wins a small all-reduce and the
+// ring's bandwidth a large one, and the tree keeps larger sizes as nodes are added; at 2 nodes the ring (as many
+// hops, full bandwidth) wins every size.
+TEST(CollPlanTree, TunerPicksTheTreeForSmallSizesAcrossManyNodes) {
+  std::vector<float> buf(1);
+  CollPlanner four(acrossNodes(4));
+  EXPECT_EQ(four.plan(op(CollType::AllReduce, 2, buf.data()), kLowLatency).devColl, kDevAllReduceTree);
+  EXPECT_EQ(four.plan(op(CollType::AllReduce, size_t{16} << 20, buf.data()), kLowLatency).devColl, kDevAllReduce);
+  CollPlanner many(acrossNodes(64));
+  EXPECT_EQ(many.plan(op(CollType::AllReduce, size_t{16} << 20, buf.data()), kLowLatency).devColl, kDevAllReduceTree);
+  CollPlanner two(acrossNodes(2));
+  for (size_t count : {size_t{2}, size_t{1} << 20, size_t{64} << 20})
+    EXPECT_NE(two.plan(op(CollType::AllReduce, count, buf.data()), kLowLatency).devColl, kDevAllReduceTree) << count;
+}
