@@ -109,8 +109,8 @@ TEST(BootstrapInit, RankLeavingBeforeTableIsAwaitedAgain) {
 }
 
 // NCCL_COMM_ID: rank 0's init is aborted while rank 1 has not come; a retry on the same address must get the
-// port at once. Before, the aborted init's root kept the port (and would have answered rank 1 with an error)
-// until the bootstrap timeout, 15 s here.
+// port at once: an aborted init's root that kept the port would answer rank 1 with an error until the bootstrap
+// timeout, 15 s here.
 TEST(BootstrapInit, CommIdRetryAfterAbortedInit) {
   std::string commId = "127.0.0.1:" + std::to_string(freePort());
   EnvGuard env("NCCL_COMM_ID", commId.c_str());
