@@ -179,6 +179,10 @@ void NetProxy::remove(uint64_t id) {
 }
 
 bool NetProxy::driveInline(bool* sendsPending) {
+  // An executor's thread: a connection failing here takes the backend's message with it (markDead reads and clears
+  // the pending message), and the message the executor already holds for its own failure must survive that (an
+  // operation that failed and then flushes its sockets would otherwise report a bare error code).
+  ErrorScope keepCallers;
   bool moved = false, pending = false;
   std::unique_lock<std::mutex> lk(mu_, std::try_to_lock);
   if (lk.owns_lock()) {  // else the thread is in a pass: it moves the steps
