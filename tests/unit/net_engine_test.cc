@@ -1,12 +1,10 @@
 // The NET progress engine (NetProxy): one thread per communicator for many connections, blocked in epoll
 // without a timeout when idle and woken by whoever posts work, a connection removed while others run, a stop
 // while the thread is blocked, and a peer that dies while it is idle. Real sockets over loopback.
-#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,19 +25,7 @@ using testutil::TestRank;
 // Threads of this process named `name`, with their scheduler state letter.
 std::vector<char> threadsNamed(const std::string& name) {
   std::vector<char> out;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      const std::string dir = std::string("/proc/self/task/") + e->d_name;
-      std::string comm;
-      std::getline(std::ifstream(dir + "/comm"), comm);
-      if (comm != name) continue;
-      std::ifstream status(dir + "/status");
-      for (std::string line; std::getline(status, line);)
-        if (line.rfind("State:", 0) == 0) out.push_back(line[line.find_first_not_of(" \t", 6)]);
-    }
-    closedir(d);
-  }
+  for (const std::string& state : testutil::threadStatus(name, "State:")) out.push_back(state.empty() ? '?' : state[0]);
   return out;
 }
 

@@ -635,23 +635,7 @@ TEST(NetTransport, ConnectionStatsLoggedOnClose) {
 }
 
 // The CPUs of this process's threads named braid-netproxy (the NET proxy's), one entry per thread.
-std::vector<std::string> proxyThreadCpus() {
-  std::vector<std::string> out;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      const std::string dir = std::string("/proc/self/task/") + e->d_name;
-      std::string comm;
-      std::getline(std::ifstream(dir + "/comm"), comm);
-      if (comm != "braid-netproxy") continue;
-      std::ifstream status(dir + "/status");
-      for (std::string line; std::getline(status, line);)
-        if (line.rfind("Cpus_allowed_list:", 0) == 0) out.push_back(line.substr(line.find_first_not_of(" \t", 18)));
-    }
-    closedir(d);
-  }
-  return out;
-}
+std::vector<std::string> proxyThreadCpus() { return testutil::threadStatus("braid-netproxy", "Cpus_allowed_list:"); }
 
 // With BRAID_PROXY_CPUS=env, a real NET pair moves data and every braid-netproxy thread runs on `want`.
 void expectProxyThreadsOn(const char* env, const std::string& want) {

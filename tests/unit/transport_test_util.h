@@ -3,6 +3,7 @@
 // protocol, run as an executor would, checking every byte of every slot.
 #pragma once
 
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,6 +76,25 @@ inline void connectPair(Transport* t, TestRank& s, TestRank& r, int channel, siz
   EXPECT_EQ(rc->info.peer, s.info.rank);
   EXPECT_EQ(sc->info.nSteps, rc->info.nSteps);
   EXPECT_EQ(sc->info.stepBytes, rc->info.stepBytes);
+}
+
+// For each of this process's threads named `name`: the value of its /proc status line `field` (e.g. "State:").
+inline std::vector<std::string> threadStatus(const std::string& name, const std::string& field) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string dir = std::string("/proc/self/task/") + e->d_name;
+      std::string comm;
+      std::getline(std::ifstream(dir + "/comm"), comm);
+      if (comm != name) continue;
+      std::ifstream status(dir + "/status");
+      for (std::string line; std::getline(status, line);)
+        if (line.rfind(field, 0) == 0) out.push_back(line.substr(line.find_first_not_of(" \t", field.size())));
+    }
+    closedir(d);
+  }
+  return out;
 }
 
 inline uint8_t patternByte(uint32_t seed, uint64_t step, size_t i) {

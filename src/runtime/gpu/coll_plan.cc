@@ -96,7 +96,8 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
   if (onePeers || twoPeers) {
     plan.devColl = onePeers ? kDevAllReduceOneShotPeers : kDevAllReduceTwoShotPeers;
     plan.proto = Proto::LL;
-    plan.nChannels = plan.nCta = peersChannels(bytes, f_.peersChannelBytes, f_.oneShotPeerChannels);
+    // One channel per BRAID_PEERS_CHANNEL_BYTES up to the peers' channels, so each CTA's threads hold a few lines.
+    plan.nChannels = plan.nCta = channelsForBytes(bytes, f_.oneShotPeerChannels, f_.peersChannelBytes);
     plan.predictedUs = predictUs(makeTuneRequest(op, f_.nranks, f_.transport), onePeers ? Algo::OneShot : Algo::TwoShot,
                                  Proto::LL, plan.nChannels, 0);
     return plan;

@@ -48,14 +48,6 @@ struct CollPlanFacts {
   uint32_t ringSteps = 0;
 };
 
-// The one-shot and two-shot of more than two ranks: their channels for `bytes` (one per perChannel bytes,
-// BRAID_PEERS_CHANNEL_BYTES, at least 1, at most maxChannels), so each CTA's threads hold a few lines each.
-inline int peersChannels(size_t bytes, size_t perChannel, int maxChannels) {
-  if (perChannel == 0) perChannel = 1;
-  const size_t want = (bytes + perChannel - 1) / perChannel;
-  return static_cast<int>(std::max<size_t>(1, std::min<size_t>(want, static_cast<size_t>(std::max(1, maxChannels)))));
-}
-
 struct CollPlan {
   int32_t devColl = kDevAllReduce;  // the kernel's schedule (DevColl), the split one-shot included
   Proto proto = Proto::Simple;
