@@ -47,18 +47,25 @@ ncclResult_t checkInitDone(ncclComm* comm, const char* fn) {
 ChannelAgreement mergeChannelOffers(const ChannelOffer* all, int nranks) {
   ChannelAgreement out;
   int64_t chans = all[0].channels;
-  bool allBig = true;
+  bool allNvlink = true, anyShm = false, anyNet = false;
   for (int r = 0; r < nranks; ++r) {
     chans = std::min(chans, all[r].channels);
-    allBig = allBig && all[r].bigFifoOk != 0;
+    allNvlink = allNvlink && all[r].fifoPath == static_cast<int64_t>(FifoPath::kNvlink);
+    anyShm = anyShm || all[r].fifoPath == static_cast<int64_t>(FifoPath::kShm);
+    anyNet = anyNet || all[r].fifoPath == static_cast<int64_t>(FifoPath::kNet);
   }
+  // Network steps keep the default size (their bulk copies and sockets want large steps) wherever they are.
+  const FifoPath path = anyNet ? FifoPath::kOther
+                        : anyShm ? FifoPath::kShm
+                        : allNvlink ? FifoPath::kNvlink
+                                    : FifoPath::kOther;
   out.channels = static_cast<int>(std::max<int64_t>(1, chans));
   out.buffDefaulted = all[0].buffBytes < 0;
-  out.buffBytes = out.buffDefaulted ? agreedFifoBytes(out.channels, allBig) : all[0].buffBytes;
+  out.buffBytes = out.buffDefaulted ? agreedFifoBytes(out.channels, path) : all[0].buffBytes;
   return out;
 }
 
-ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels, bool bigFifoOk) {
+ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels, FifoPath path) {
   const CommConfig& cfg = comm->config;
   int64_t n = preferred;
   int64_t lo = std::max<int64_t>(params::MinNChannels(), params::MinCtas());
@@ -70,7 +77,7 @@ ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels,
   ChannelOffer& mine = all[comm->rank];
   mine.channels = std::max<int64_t>(1, std::min<int64_t>(n, maxChannels));
   mine.buffBytes = buffSizeSet() ? buffSizeBytes(comm->rank == 0) : -1;
-  mine.bigFifoOk = bigFifoOk ? 1 : 0;
+  mine.fifoPath = static_cast<int64_t>(path);
   const ChannelOffer own = mine;
   BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(ChannelOffer)));
   const ChannelAgreement got = mergeChannelOffers(all.data(), comm->nranks);

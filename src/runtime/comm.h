@@ -2,6 +2,7 @@
 // and torn down by runtime/comm_lifecycle.cc; the channel agreement every communicator runs at init.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -138,26 +139,39 @@ struct ncclComm {
 };
 
 namespace braid {
-// FIFO bytes per connection where NCCL_BUFFSIZE is unset: 4 MiB (steps of 512 KiB), but on few channels where
-// every rank's ring neighbours are GPUs joined by NVLink (`allBigFifoOk`) 8 MiB on 9-16 channels and 16 MiB on
-// 8 or fewer: the ring's FIFOs never take more memory than 32 channels of the default (connections to other
-// peers, made for p2p, get the same size). Few channels (a CTA bound: NCCL_MAX_CTAS, config.maxCTAs) leave
-// each CTA a larger share, and each FIFO step ends in a system fence that drains the CTA's NVLink stores:
-// larger steps pay it less often. PCIe P2P, SHM and sockets keep 4 MiB (unmeasured). On 2xH100 under 8 CTAs,
-// 16 MiB FIFOs ran the collectives 12-17% faster than 4 MiB (ahead of NCCL), and under 16, 8 MiB 4-11%
-// faster; 1-2 MiB were slower still (docs/TUNING.md, "FIFO sizes and steps").
+// What a rank's ring links are, for the FIFO default: NVLink P2P both ways, through host shared memory on either
+// side (and no network), over the network on either side, or anything else (PCIe P2P, host communicators).
+enum class FifoPath : int64_t { kOther = 0, kNvlink = 1, kShm = 2, kNet = 3 };
+
+// FIFO bytes per connection where NCCL_BUFFSIZE is unset: 4 MiB (steps of 512 KiB), but
+// - on few channels where every rank's ring neighbours are GPUs joined by NVLink, 8 MiB on 9-16 channels and
+//   16 MiB on 8 or fewer: the ring's FIFOs never take more memory than 32 channels of the default (connections
+//   to other peers, made for p2p, get the same size). Few channels (a CTA bound: NCCL_MAX_CTAS,
+//   config.maxCTAs) leave each CTA a larger share, and each FIFO step ends in a system fence that drains the
+//   CTA's NVLink stores: larger steps pay it less often. On 2xH100 under 8 CTAs, 16 MiB FIFOs ran the
+//   collectives 12-17% faster than 4 MiB (ahead of NCCL), and under 16, 8 MiB 4-11% faster; 1-2 MiB were slower
+//   still (docs/TUNING.md, "FIFO sizes and steps").
+// - where some rank's ring goes through host shared memory and none over the network, 512 KiB: every byte crosses host memory twice, and a
+//   node's FIFOs in host memory (channels x ranks x size) that stay small keep those copies out of DRAM; with
+//   shmRingChannels, 2 and 4 ranks moved 4-256 MB up to 1.5x faster than on 4 MiB FIFOs (docs/TUNING.md, "Shm").
 constexpr int64_t kDefaultFifoBytes = int64_t{4} << 20;
+constexpr int64_t kShmFifoBytes = int64_t{512} << 10;
 constexpr int kBoundedFifoMaxChannels = 16;
-inline int64_t agreedFifoBytes(int channels, bool allBigFifoOk) {
-  if (!allBigFifoOk || channels > kBoundedFifoMaxChannels) return kDefaultFifoBytes;
+inline int64_t agreedFifoBytes(int channels, FifoPath path) {
+  if (path == FifoPath::kShm) return kShmFifoBytes;
+  if (path != FifoPath::kNvlink || channels > kBoundedFifoMaxChannels) return kDefaultFifoBytes;
   return channels > 8 ? 2 * kDefaultFifoBytes : 4 * kDefaultFifoBytes;
 }
+// Ring channels where a ring link goes through host shared memory: 64 / (ranks on the host), at least 4, so the
+// host-memory FIFOs of the node stay near 32 MiB at the 512 KiB default. 4xH200 with P2P off, all-reduce and
+// all-gather of 16-256 MB on 16 channels ran 1.1-1.4x faster than on 64 (docs/TUNING.md, "Shm").
+inline int shmRingChannels(int localRanks) { return std::max(4, 64 / std::max(1, localRanks)); }
 
 // What each rank offers in agreeOnChannels (all int64_t: no padding goes over the bootstrap).
 struct ChannelOffer {
   int64_t channels;   // this rank's channel count, bounded
   int64_t buffBytes;  // NCCL_BUFFSIZE as the FIFOs would take it; -1: unset here
-  int64_t bigFifoOk;  // 1: both ring neighbours are GPUs joined by NVLink
+  int64_t fifoPath;   // this rank's ring links (FifoPath)
 };
 struct ChannelAgreement {
   int channels = 1;
@@ -165,16 +179,17 @@ struct ChannelAgreement {
   bool buffDefaulted = false;  // rank 0 set no size: agreedFifoBytes's
 };
 // The agreement from every rank's offer (all[0] is rank 0's): the fewest channels; rank 0's FIFO size where it
-// set one, else agreedFifoBytes for those channels with every rank's bigFifoOk. A function of the offers only,
+// set one, else agreedFifoBytes for those channels: kOther where some rank's ring crosses the network, else kShm
+// where some rank's goes through host shared memory, kNvlink where every rank's is NVLink, else kOther. A function of the offers only,
 // so every rank comes out with the same.
 ChannelAgreement mergeChannelOffers(const ChannelOffer* all, int nranks);
 
 // Sets comm->nChannels: `preferred` bounded by NCCL_MIN/MAX_NCHANNELS (or _CTAS), config.minCTAs/maxCTAs and
 // [1, maxChannels], then the minimum over all ranks (environments may differ per rank; every rank must run
 // the same channels); and comm->buffBytes (mergeChannelOffers: every connection must cut the same steps); a
-// rank whose NCCL_BUFFSIZE differs from what was agreed says so. `bigFifoOk`: this rank's ring neighbours are
-// both GPUs joined by NVLink (false on host comms). Collective over the comm's bootstrap.
-ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels, bool bigFifoOk = false);
+// rank whose NCCL_BUFFSIZE differs from what was agreed says so. `path`: this rank's ring links (kOther on host
+// comms). Collective over the comm's bootstrap.
+ncclResult_t agreeOnChannels(ncclComm* comm, int64_t preferred, int maxChannels, FifoPath path = FifoPath::kOther);
 
 // A nonblocking init (or a group's deferred one) has finished: using the comm before is ncclInvalidArgument,
 // as in NCCL (poll ncclCommGetAsyncError until it is no longer ncclInProgress).

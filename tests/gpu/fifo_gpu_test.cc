@@ -1,8 +1,9 @@
 // The FIFO size seen from outside (runtime/comm.h, agreedFifoBytes): two processes under braidrun run checked
 // all-reduces and all-gathers of 16-64 MB with NCCL_DEBUG=INFO, and both ranks' init lines must name the FIFO
 // size agreed: 16 MiB per connection under a bound of 8 CTAs and 8 MiB under 16 (GPUs joined by NVLink,
-// NCCL_BUFFSIZE unset), 4 MiB where the user sets it, and 4 MiB unbounded (64 channels). Every element is
-// checked by the perf tools (-c 1). Skips without 2 GPUs that reach each other (P2P).
+// NCCL_BUFFSIZE unset), 4 MiB where the user sets it, 4 MiB unbounded (64 channels), and 512 KiB on 32 channels
+// through host shared memory. Every element is checked by the perf tools (-c 1). Skips without 2 GPUs (and,
+// for the larger FIFOs, 2 that reach each other over P2P).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -28,7 +29,7 @@ std::string run(const std::string& tool, const std::string& env, int* rc) {
   return out;
 }
 
-// The larger FIFOs are for GPUs joined by NVLink; a pair without peer access rings through SHM (4 MiB).
+// The larger FIFOs are for GPUs joined by NVLink; a pair without peer access rings through SHM (512 KiB).
 bool needPeerPair(std::string* why) {
   if (gpuCount() < 2) {
     *why = "needs 2 GPUs, cudaGetDeviceCount reports " + std::to_string(gpuCount());
@@ -78,6 +79,20 @@ TEST(Fifo2Proc, FourMiBWhereSetOrUnbounded) {
     EXPECT_EQ(count(unbounded, "FIFOs of 4096 KiB per connection (NCCL_BUFFSIZE unset"), 2) << unbounded;
   else
     EXPECT_GT(count(unbounded, "FIFOs of "), 0) << unbounded;
+}
+
+// Through host shared memory (P2P off): 512 KiB FIFOs and 64 / 2 = 32 channels on two ranks of one host
+// (shmRingChannels), every element still checked.
+TEST(Fifo2Proc, SmallerAndFewerThroughHostMemory) {
+  if (gpuCount() < 2) GTEST_SKIP() << "needs 2 GPUs, cudaGetDeviceCount reports " << gpuCount();
+  for (const char* tool : {"all_reduce_perf", "all_gather_perf"}) {
+    int rc = -1;
+    const std::string out = run(tool, "NCCL_P2P_DISABLE=1", &rc);
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("Out of bounds values : 0 OK"), std::string::npos) << out;
+    EXPECT_EQ(count(out, " 32 channels (GPU"), 2) << tool << out;
+    EXPECT_EQ(count(out, "FIFOs of 512 KiB per connection (NCCL_BUFFSIZE unset"), 2) << tool << out;
+  }
 }
 
 }  // namespace

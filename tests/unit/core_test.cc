@@ -32,16 +32,31 @@
 using namespace braid;
 
 // The FIFO default where NCCL_BUFFSIZE is unset: 16 MiB on 8 channels or fewer and 8 MiB on 9-16 where every
-// rank's ring neighbours are GPU P2P, else 4 MiB; a host comm or a ring with SHM or sockets keeps 4 MiB.
+// rank's ring neighbours are GPU P2P over NVLink, 512 KiB where a ring goes through host shared memory, else
+// 4 MiB (a host comm, PCIe, sockets).
 TEST(Params, FifoDefaultGrowsOnlyForFewP2pChannels) {
-  for (int ch : {1, 4, 8}) EXPECT_EQ(agreedFifoBytes(ch, true), int64_t{16} << 20) << ch;
-  for (int ch : {9, 12, 16}) EXPECT_EQ(agreedFifoBytes(ch, true), int64_t{8} << 20) << ch;
-  for (int ch : {17, 24, 32, 64}) EXPECT_EQ(agreedFifoBytes(ch, true), int64_t{4} << 20) << ch;
+  const FifoPath nvl = FifoPath::kNvlink;
+  for (int ch : {1, 4, 8}) EXPECT_EQ(agreedFifoBytes(ch, nvl), int64_t{16} << 20) << ch;
+  for (int ch : {9, 12, 16}) EXPECT_EQ(agreedFifoBytes(ch, nvl), int64_t{8} << 20) << ch;
+  for (int ch : {17, 24, 32, 64}) EXPECT_EQ(agreedFifoBytes(ch, nvl), int64_t{4} << 20) << ch;
   for (int ch = 1; ch <= 64; ++ch) {
-    EXPECT_EQ(agreedFifoBytes(ch, false), int64_t{4} << 20) << ch;
+    EXPECT_EQ(agreedFifoBytes(ch, FifoPath::kOther), int64_t{4} << 20) << ch;
+    EXPECT_EQ(agreedFifoBytes(ch, FifoPath::kShm), int64_t{512} << 10) << ch;
     // Few channels take no more FIFO memory than 32 channels of the default.
-    EXPECT_LE(ch * agreedFifoBytes(ch, true), std::max(32, ch) * kDefaultFifoBytes) << ch;
+    EXPECT_LE(ch * agreedFifoBytes(ch, nvl), std::max(32, ch) * kDefaultFifoBytes) << ch;
   }
+}
+
+// Rings through host shared memory run fewer channels the more ranks share the host: the node's FIFOs in host
+// memory stay near 32 MiB at the default size, and never under 4 channels.
+TEST(Params, ShmRingChannelsShrinkWithRanksOnTheHost) {
+  EXPECT_EQ(shmRingChannels(1), 64);
+  EXPECT_EQ(shmRingChannels(2), 32);
+  EXPECT_EQ(shmRingChannels(4), 16);
+  EXPECT_EQ(shmRingChannels(8), 8);
+  EXPECT_EQ(shmRingChannels(16), 4);
+  EXPECT_EQ(shmRingChannels(64), 4);
+  for (int n = 1; n <= 16; ++n) EXPECT_LE(shmRingChannels(n) * n * kShmFifoBytes, int64_t{64} << 20) << n;
 }
 
 // The channel and FIFO agreement from every rank's offer (mergeChannelOffers; rank 0's first): the fewest
@@ -73,6 +88,18 @@ TEST(Params, ChannelOffersMergeAlikeOnEveryRank) {
     const ChannelAgreement got = mergeChannelOffers(all, 3);
     EXPECT_EQ(got.channels, 12);
     EXPECT_EQ(got.buffBytes, 4 * MiB);
+  }
+  {
+    const ChannelOffer all[] = {{16, -1, 1}, {16, -1, 2}, {16, -1, 1}};  // one rank's ring goes through SHM
+    EXPECT_EQ(mergeChannelOffers(all, 3).buffBytes, MiB / 2);
+  }
+  {
+    const ChannelOffer all[] = {{16, 2 * MiB, 2}, {16, -1, 2}};  // rank 0's NCCL_BUFFSIZE still holds
+    EXPECT_EQ(mergeChannelOffers(all, 2).buffBytes, 2 * MiB);
+  }
+  {
+    const ChannelOffer all[] = {{4, -1, 2}, {4, -1, 3}, {4, -1, 2}};  // and a network link: the default
+    EXPECT_EQ(mergeChannelOffers(all, 3).buffBytes, 4 * MiB);
   }
   {
     const ChannelOffer all[] = {{16, -1, 1}, {12, -1, 1}};

@@ -583,7 +583,8 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     }
   }
   int preferredChannels = kDefaultDevChannels;
-  bool bigFifoOk = comm->nranks > 1;  // both ring neighbours GPUs joined by NVLink (agreedFifoBytes)
+  bool nvlinkRing = comm->nranks > 1;  // both ring neighbours GPUs joined by NVLink (agreedFifoBytes)
+  bool shmRing = false, netRing = false;  // a ring neighbour through host shared memory, over the network
   if (comm->nranks > 1) {
     // The host's topology first: P2P between two GPUs follows its paths (NCCL_P2P_LEVEL).
     BRAID_CHECK(ensureHostTopology(comm));
@@ -596,8 +597,15 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
       BRAID_CHECK(comm->conns->kindFor(peer, &kind));
       if (kind == TransportKind::Net) preferredChannels = kNetDevChannels;
       allP2p = allP2p && kind == TransportKind::P2p;
-      bigFifoOk = bigFifoOk && kind == TransportKind::P2p &&
-                  p2pNvlinkBetween(comm->self.busId, comm->peers[peer].busId);
+      shmRing = shmRing || kind == TransportKind::Shm;
+      netRing = netRing || kind == TransportKind::Net;
+      nvlinkRing = nvlinkRing && kind == TransportKind::P2p &&
+                   p2pNvlinkBetween(comm->self.busId, comm->peers[peer].busId);
+    }
+    if (shmRing && !netRing) {
+      int local = 0;
+      for (const PeerInfo& p : comm->peers) local += p.hostHash == comm->self.hostHash ? 1 : 0;
+      preferredChannels = std::min(preferredChannels, shmRingChannels(local));
     }
     // A P2P ring runs at its slowest hop's pace: as many channels as that hop's bandwidth feeds (ringChannelsFor).
     const double slowest = allP2p ? ringSlowestHopGBs(comm) : -1;
@@ -620,7 +628,11 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, comm->cudaDev) == cudaSuccess && sms >= 2 &&
       sms / 2 < preferredChannels)
     preferredChannels = sms / 2;
-  BRAID_CHECK(agreeOnChannels(comm, preferredChannels, kMaxDevChannels, bigFifoOk));
+  const FifoPath fifoPath = netRing    ? FifoPath::kNet
+                            : shmRing    ? FifoPath::kShm
+                            : nvlinkRing ? FifoPath::kNvlink
+                                         : FifoPath::kOther;
+  BRAID_CHECK(agreeOnChannels(comm, preferredChannels, kMaxDevChannels, fifoPath));
   BRAID_INFO(kSubInit, "rank %d: %d channels (GPU %d has %d SMs), FIFOs of %lld KiB per connection%s", comm->rank,
              comm->nChannels, comm->cudaDev, sms, static_cast<long long>(comm->buffBytes >> 10),
              comm->buffBytesDefaulted ? " (NCCL_BUFFSIZE unset on rank 0: agreedFifoBytes)" : "");
