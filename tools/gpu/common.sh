@@ -18,7 +18,8 @@
 #                              $NCCL_LIB preloaded into the same binary) or openmpi (mpi_allreduce_bench instead of
 #                              TOOL); GPU_HOST=1 runs on host buffers (BRAID_HOST_COMM=1). Output in $L/FILE.txt,
 #                              -J JSON in $L/FILE.json; prints one line; returns the run's status. PERF_TIMEOUT
-#                              (default 150 s) bounds it, MPIRUN_OPTS adds mpirun options (e.g. "--bind-to none")
+#                              (default 150 s) bounds it, MPIRUN_OPTS adds mpirun options (e.g. "--bind-to none"),
+#                              GPU_PRELOAD libraries every run preloads (colon-separated)
 #   gpu_tests TEST...          runs each test binary of $B/bin (TEST_TIMEOUT s each, default 200), output in
 #                              $L/TEST.txt, one verdict line each (PASS, FAIL, SKIPPED: every case skipped itself,
 #                              MISSING: not built, SKIP: over GUARD) and the first failures; returns how many did
@@ -137,10 +138,10 @@ gpu_perf() {
   bin=$B/bin/$tool
   launcher=$(gpu_launcher)
   case $lib in
-    braid) ;;
+    braid) [[ -n ${GPU_PRELOAD:-} ]] && envs+=("LD_PRELOAD=$GPU_PRELOAD") ;;
     nccl)
       [[ -f $NCCL_LIB ]] || { echo "$file: no NVIDIA NCCL at $NCCL_LIB (set NCCL_LIB)"; return 1; }
-      envs+=("LD_PRELOAD=$NCCL_LIB") ;;
+      envs+=("LD_PRELOAD=$NCCL_LIB${GPU_PRELOAD:+:$GPU_PRELOAD}") ;;
     openmpi) bin=$B/bin/mpi_allreduce_bench; launcher=mpirun ;;
     *) echo "gpu_perf: unknown library $lib"; return 1 ;;
   esac
