@@ -78,7 +78,7 @@ struct ncclComm {
   bool hostComm = true;
   int nChannels = 1;
   // The rings' orders (position -> rank) and this rank's position in each, agreed at init (ring_order.h): channel c
-  // runs ring c % ringOrders.size(). ringOrder and ringPos repeat ring 0's (the trees and the GPU path use them).
+  // runs ring c % ringOrders.size(). ringOrder and ringPos repeat ring 0's (the trees use them).
   std::vector<std::vector<int>> ringOrders;
   std::vector<int> ringPositions;
   std::vector<int> ringOrder;
