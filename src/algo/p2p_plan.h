@@ -231,7 +231,7 @@ struct P2pXfer {
 struct P2pPlanConn {
   bool ring = false;         // the ring neighbour: the ring's connections; otherwise the peer's p2p connections
   bool isSend = false;
-  int channels = 1;          // a p2p peer's connections (ring: the launch's nChannels, or ringChannels' count)
+  int channels = 1;  // a p2p peer's connections (ring: the launch's nChannels, or ringChannels' count)
   // Ring connections where the communicator runs several rings: the ring channels whose ring has this peer as
   // neighbour (ring_order.h: ringChannelsWith, the same list on both ends), share v running on ringChannels[v];
   // a transfer is then cut over at most that many. Empty: every ring channel, share v on channel v.

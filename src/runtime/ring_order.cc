@@ -285,8 +285,7 @@ std::vector<int> ringChannelsWith(const std::vector<std::vector<int>>& orders, i
     const std::vector<int>& o = orders[k];
     const int n = static_cast<int>(o.size());
     for (int p = 0; p < n; ++p)
-      if (o[static_cast<size_t>(p)] == rank)
-        has[k] = o[static_cast<size_t>((p + (send ? 1 : n - 1)) % n)] == peer;
+      if (o[static_cast<size_t>(p)] == rank) has[k] = o[static_cast<size_t>((p + (send ? 1 : n - 1)) % n)] == peer;
   }
   for (int c = 0; c < nChannels; ++c)
     if (has[static_cast<size_t>(c) % orders.size()]) channels.push_back(c);

@@ -11,8 +11,8 @@
 //
 // DeviceMultiRank.Processes*: one process per rank, forked before any CUDA call here (the parent stays
 // CUDA-free), rank r on GPU r % gpus through ncclCommInitRank: ranks sharing a GPU talk over SHM, the others
-// over P2P (on one GPU every connection is SHM; on 4+ GPUs each rank has its own). The tuner's own protocol choice, then NCCL_PROTO=LL,
-// LL128 and Simple on a smaller set (float/half/int8, no empty cases, no 2^22+5 p2p transfers).
+// over P2P (on one GPU every connection is SHM; on 4+ GPUs each rank has its own). The tuner's own protocol choice,
+// then NCCL_PROTO=LL, LL128 and Simple on a smaller set (float/half/int8, no empty cases, no 2^22+5 p2p transfers).
 // DeviceMultiRank.Processes*Rings*: the same with BRAID_RING_ORDER forcing 2 or 3 rings (channel c on ring
 // c % nRings), each child checking from its INFO log that its channels' ring connections follow their rings.
 // DeviceMultiRank.OneProcess*: allCases(n, false) and every p2p case from one process driving every rank

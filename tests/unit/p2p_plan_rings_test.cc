@@ -122,8 +122,8 @@ void checkRings(const std::string& text, int n, int nChannels) {
         if (!std::get<0>(k)) continue;
         const std::vector<int>& o = rings[static_cast<size_t>(std::get<1>(k)) % rings.size()];
         const int pos = static_cast<int>(std::find(o.begin(), o.end(), a) - o.begin());
-        EXPECT_EQ(o[static_cast<size_t>((pos + 1) % n)], b) << "channel " << std::get<1>(k) << " is not on " << a
-                                                            << " -> " << b;
+        EXPECT_EQ(o[static_cast<size_t>((pos + 1) % n)], b)
+            << "channel " << std::get<1>(k) << " is not on " << a << " -> " << b;
       }
       for (auto& [ch, blocks] : channels) EXPECT_EQ(blocks, 1) << a << " -> " << b << " channel " << ch;
     }

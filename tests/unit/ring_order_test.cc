@@ -191,7 +191,6 @@ TEST(RingOrder, DefaultIsAPermutationForManyHosts) {
   }
 }
 
-
 // Rings of n ranks for the table tests: rank order, then positions 1 and 2 swapped, then the reverse (at 3 ranks
 // the last two are one cycle, as only two exist).
 std::vector<std::vector<int>> someRings(int n, int count) {
@@ -233,7 +232,8 @@ TEST(RingOrder, DeviceTablesGiveEachChannelItsRing) {
           const int32_t* ring = t.data() + static_cast<size_t>(c % count) * 2 * n;  // as the kernel picks it
           const int pos = ring[n + rank];
           EXPECT_EQ(ring[(pos + 1) % n], ringNextRank(&comm, c)) << "n " << n << " rank " << rank << " channel " << c;
-          EXPECT_EQ(ring[(pos + n - 1) % n], ringPrevRank(&comm, c)) << "n " << n << " rank " << rank << " channel " << c;
+          EXPECT_EQ(ring[(pos + n - 1) % n], ringPrevRank(&comm, c))
+              << "n " << n << " rank " << rank << " channel " << c;
         }
       }
     }

@@ -314,8 +314,8 @@ std::string ringHops(const TopoPaths& p, const std::vector<int>& rankGpu, const 
 
 // What a GPU communicator of these ranks runs, as the library decides it: channel c on ring c % nRings of `rings`
 // (the search's distinct ones, or --ring-order's; at most kDeviceRingOrders), the channel count (ringChannelsFor the
-// slowest hop of any ring, for each ring), and each hop's transport: P2P where the path is within NCCL_P2P_LEVEL (or its
-// default for the host's CPUs), else shared memory. Host communicators run the same rings. False where
+// slowest hop of any ring, for each ring), and each hop's transport: P2P where the path is within NCCL_P2P_LEVEL (or
+// its default for the host's CPUs), else shared memory. Host communicators run the same rings. False where
 // NCCL_P2P_LEVEL is malformed.
 bool printRunning(const Topology& t, const TopoPaths& p, bool nvlinksKnown, const std::vector<int>& rankGpu,
                   const std::vector<std::vector<int>>& rings, const std::string& ringOrder) {
@@ -337,7 +337,8 @@ bool printRunning(const Topology& t, const TopoPaths& p, bool nvlinksKnown, cons
   for (size_t k = 0; k < nRings; ++k) hops.push_back(ringHops(p, rankGpu, rings[k], limit, &slowest, &allP2p));
   const std::string named = ringOrder.empty() ? "" : " of BRAID_RING_ORDER=\"" + ringOrder + "\"";
   if (nRings == 1)
-    std::printf("\nA communicator of these ranks (one process per GPU) runs ring 0%s on every channel:\n", named.c_str());
+    std::printf("\nA communicator of these ranks (one process per GPU) runs ring 0%s on every channel:\n",
+                named.c_str());
   else
     std::printf("\nA communicator of these ranks (one process per GPU) runs channel c on ring c %% %zu%s:\n", nRings,
                 named.c_str());
@@ -349,10 +350,11 @@ bool printRunning(const Topology& t, const TopoPaths& p, bool nvlinksKnown, cons
     std::printf("  channels: %d (slowest hop %s GB/s; at most 64, NCCL_MIN_NCHANNELS raises it)\n",
                 ringChannelsFor(slowest, 64), fmt(slowest).c_str());
   else if (n > 1 && slowest > 0 && nvlinksKnown)
-    std::printf("  channels: %d (%d per ring: the slowest hop of any ring %s GB/s; at most 64, NCCL_MIN_NCHANNELS "
-                "raises it)\n",
-                std::min(64, ringChannelsFor(slowest, 64) * static_cast<int>(nRings)), ringChannelsFor(slowest, 64),
-                fmt(slowest).c_str());
+    std::printf(
+        "  channels: %d (%d per ring: the slowest hop of any ring %s GB/s; at most 64, NCCL_MIN_NCHANNELS "
+        "raises it)\n",
+        std::min(64, ringChannelsFor(slowest, 64) * static_cast<int>(nRings)), ringChannelsFor(slowest, 64),
+        fmt(slowest).c_str());
   for (size_t k = 0; nRings > 1 && k < nRings; ++k) {
     const std::vector<int>& r = rings[k];
     std::string ranks, classes;

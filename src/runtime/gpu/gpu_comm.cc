@@ -173,9 +173,9 @@ ncclResult_t uploadRingOrder(ncclComm* comm, DeviceState* st) {
     const std::vector<int32_t> tables = ringTablesFor(comm->ringOrders);
     BRAID_CUDA_CHECK(cudaMalloc(&st->ringTablesDev, sizeof(int32_t) * tables.size()),
                      "rank %d: cudaMalloc of the tables of %d rings", comm->rank, st->nRings);
-    BRAID_CUDA_CHECK(cudaMemcpy(st->ringTablesDev, tables.data(), sizeof(int32_t) * tables.size(),
-                                cudaMemcpyHostToDevice),
-                     "rank %d: uploading the tables of %d rings", comm->rank, st->nRings);
+    BRAID_CUDA_CHECK(
+        cudaMemcpy(st->ringTablesDev, tables.data(), sizeof(int32_t) * tables.size(), cudaMemcpyHostToDevice),
+        "rank %d: uploading the tables of %d rings", comm->rank, st->nRings);
   }
   if (static_cast<int>(comm->ringOrder.size()) != n) return ncclSuccess;
   bool identity = true;
@@ -578,8 +578,10 @@ void logRingChannels(ncclComm* comm) {
     const ConnInfo* recv = comm->conns->ringRecv(c);
     shown += (c ? " " : "") + std::to_string(send ? send->peer : -1) + "/" + std::to_string(recv ? recv->peer : -1);
   }
-  BRAID_INFO(kSubInit, "rank %d: %d rings on %d channels (channel c on ring c %% %d); each channel's next/previous "
-             "rank: %s", comm->rank, ringCount(comm), comm->nChannels, ringCount(comm), shown.c_str());
+  BRAID_INFO(kSubInit,
+             "rank %d: %d rings on %d channels (channel c on ring c %% %d); each channel's next/previous "
+             "rank: %s",
+             comm->rank, ringCount(comm), comm->nChannels, ringCount(comm), shown.c_str());
 }
 
 int chooseThreads() {

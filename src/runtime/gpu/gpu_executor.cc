@@ -701,7 +701,7 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
   auto ringChannels = [&](int dir, int p) -> const std::vector<int>* {
     const std::vector<std::vector<int>>& of = st_->ringChannelsOf[dir];
     return static_cast<size_t>(p) < of.size() && !of[static_cast<size_t>(p)].empty() ? &of[static_cast<size_t>(p)]
-                                                                                      : nullptr;
+                                                                                     : nullptr;
   };
   w.sendPeers.clear();
   w.recvPeers.clear();
