@@ -59,13 +59,15 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
   connMax.assign(in.conns.size(), 0);
   connT0.assign(in.conns.size(), 0);
   int nCtas = 0, nBlocks = 0, maxNch = 0;
-  int ringSend = -1, ringRecv = -1;  // the ring connections (at most one per direction)
+  // The ring connections, where one per direction: a ring channel's send and receive may share a CTA. With several
+  // rings several peers may be ring neighbours each way (-2): no pairing then.
+  int ringSend = -1, ringRecv = -1;
   for (size_t ci = 0; ci < in.conns.size(); ++ci) {
     const P2pPlanConn& conn = in.conns[ci];
     connT0[ci] = static_cast<int>(nch.size());
     if (conn.xs.empty()) continue;
     int m = 1;
-    const int connCap = conn.ring ? 0 : std::max(1, conn.channels);
+    const int connCap = conn.ring ? static_cast<int>(conn.ringChannels.size()) : std::max(1, conn.channels);
     for (const P2pXfer& x : conn.xs) {
       const int over = p2pCutChannels(x.oneWay, in.nChannels, in.oneWayChannels);
       int cap = connCap;
@@ -78,8 +80,14 @@ bool planP2p(const P2pPlanInput& in, P2pPlanLaunch* out, std::string* why) {
     connMax[ci] = m;
     nCtas += m;
     maxNch = std::max(maxNch, m);
-    if (conn.ring) (conn.isSend ? ringSend : ringRecv) = static_cast<int>(ci);
+    if (conn.ring) {
+      int& r = conn.isSend ? ringSend : ringRecv;
+      r = r == -1 ? static_cast<int>(ci) : -2;
+    }
   }
+  // Pairs share a CTA on one ring channel's two directions: only where both run on the same ring channels.
+  if (ringSend >= 0 && ringRecv >= 0 && in.conns[ringSend].ringChannels != in.conns[ringRecv].ringChannels)
+    ringSend = ringRecv = -2;
   // Balanced transfers (p2pBalanced): a claim slot for each of the launch's first kP2pMaxBalanced balanced sends,
   // -1 for the rest and for receives (a local choice: the receiver takes chunks in any order), -2 for transfers not
   // balanced.

@@ -3,7 +3,8 @@
 // lists, kept apart from the CUDA executor so its contract is unit-tested on any machine: both sides of a
 // connection cut every transfer alike whatever else either side grouped with it. A transfer runs over
 // p2pTransferChannels channels (its own size, channelBytes, at most its connection's channels: the ring's for the
-// neighbour, the peer's p2pPeerChannels connections for others, and a collective's cap), share c on channel c,
+// neighbour, those whose ring has it as neighbour where there are several rings, the peer's p2pPeerChannels
+// connections for others, and a collective's cap), share c on channel c,
 // and each share's protocol (LL or SIMPLE) and SIMPLE FIFO steps (p2pSimpleStepBytes) follow from the share's
 // size alone.
 // A batch is always one launch: a rank's launches run one after another on its stream, so a batch split
@@ -230,11 +231,19 @@ struct P2pXfer {
 struct P2pPlanConn {
   bool ring = false;         // the ring neighbour: the ring's connections; otherwise the peer's p2p connections
   bool isSend = false;
-  int channels = 1;          // a p2p peer's connections (ring: the launch's nChannels)
-  std::vector<uint8_t> ll;   // per channel: whether the connection has LL slots
-  std::vector<uint8_t> bal;  // per channel: whether the connection is GPU P2P (balanced transfers, p2pBalanced)
+  int channels = 1;  // a p2p peer's connections (ring: the launch's nChannels, or ringChannels' count)
+  // Ring connections where the communicator runs several rings: the ring channels whose ring has this peer as
+  // neighbour (ring_order.h: ringChannelsWith, the same list on both ends), share v running on ringChannels[v];
+  // a transfer is then cut over at most that many. Empty: every ring channel, share v on channel v.
+  std::vector<int> ringChannels;
+  std::vector<uint8_t> ll;   // per channel (share index): whether the connection has LL slots
+  std::vector<uint8_t> bal;  // per channel (share index): whether the connection is GPU P2P (balanced, p2pBalanced)
   std::vector<P2pXfer> xs;
 };
+// The ring channel share v of a ring connection's transfers runs on (P2pPlanBlock::channel is v).
+inline int p2pRingChannelOf(const P2pPlanConn& conn, int v) {
+  return conn.ringChannels.empty() ? v : conn.ringChannels[static_cast<size_t>(v)];
+}
 
 struct P2pPlanInput {
   std::vector<P2pPlanConn> conns;
@@ -265,7 +274,7 @@ inline void applyBudget(const P2pCtaBudget& b, P2pPlanInput* in) {
 
 struct P2pPlanBlock {
   int conn;      // index into P2pPlanInput::conns; -1: a local copy
-  int channel;   // the connection's channel (ring or the peer's p2p connections; 0 for copies)
+  int channel;   // the share's channel: the peer's p2p connection, or for the ring p2pRingChannelOf it (0 for copies)
   char* buf;
   const char* src;
   size_t bytes;

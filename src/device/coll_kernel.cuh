@@ -178,6 +178,13 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   a.nranks = args.nranks;
   a.rootPos = args.rootPos;
   a.order = args.ringOrder;
+  if (args.nRings > 1) {
+    // This channel's ring: the same ring (ch % nRings) its connections were made for at init.
+    const int32_t* t = args.ringTables + static_cast<size_t>(ch % args.nRings) * 2 * args.nranks;
+    a.order = t;
+    a.pos = t[args.nranks + args.rank];
+    a.rootPos = args.root >= 0 && args.root < args.nranks ? t[args.nranks + args.root] : 0;
+  }
   a.count = args.count;
   uint32_t stepBytes = ring ? sh.send.stepBytes : (1u << 20);
   if (Proto == kDevProtoLL && ring) stepBytes = static_cast<uint32_t>(llSlotDataBytes(sh.send.llSlotBytes));

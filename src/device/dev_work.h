@@ -165,8 +165,9 @@ struct CollLaunchArgs {
   int32_t root;
   int32_t rank;
   int32_t nranks;
-  // The ring schedules' view (ring_schedules.h): this rank's ring position, the root's, and the position -> rank
-  // table (device memory, fixed for the communicator's life; null where the ring runs in rank order).
+  // The ring schedules' view (ring_schedules.h) where the communicator runs one ring: this rank's ring position,
+  // the root's, and the position -> rank table (device memory, fixed for the communicator's life; null where the
+  // ring runs in rank order). With several rings (nRings > 1) each channel reads its own from ringTables.
   int32_t ringPos;
   int32_t rootPos;
   const int32_t* ringOrder;
@@ -182,6 +183,12 @@ struct CollLaunchArgs {
   // pointers: ~100 B of parameters instead of 1.1 KiB per launch (graph replays 0.05-0.2 us faster on 2xH200).
   DevConn* ringConns;
   int32_t ringStride;
+  // Distinct rings (ring_order.h): channel c runs ring c % nRings. 1: ringPos, rootPos and ringOrder describe it.
+  // More: ring k's tables are ringTables[2 k nranks ...]: position -> rank, then rank -> position (device memory,
+  // fixed for the communicator's life; ringTablesFor in ring_order.h builds them), so a channel finds its own
+  // position and the root's without the host doing anything per launch.
+  int32_t nRings;
+  const int32_t* ringTables;
   // kDevAllReduceOneShotPeers, kDevAllReduceTwoShotPeers: channel c's connection pair with its j-th peer (rank order, this rank left out) is
   // peerConns[(c * (nranks - 1) + j) * 2] (send) and [... + 1] (receive); device memory, fixed once built.
   DevConn* const* peerConns;
@@ -190,6 +197,10 @@ struct CollLaunchArgs {
   DevConn* treeConns;
   int32_t pdlTrigger;  // 1: each CTA lets the stream's next kernel launch at once (it waits for this one to end)
 };
+static_assert(std::is_trivially_copyable<CollLaunchArgs>::value, "CollLaunchArgs is passed by value to kernels");
+// Every byte of a kernel's parameters is copied at each launch: the ring fields fill what was padding and add one
+// pointer.
+static_assert(sizeof(CollLaunchArgs) <= 152, "CollLaunchArgs stays small (a launch copies all of it)");
 
 // One CTA of a p2p launch: sends `bytes` from `buf` over `conn` (or receives into `buf`), as ceil(bytes /
 // stepBytes) FIFO steps. Blocks sharing a connection run in one CTA, in order (nSeg consecutive entries).

@@ -79,7 +79,8 @@ struct ncclComm {
   bool hostComm = true;
   int nChannels = 1;
   // The rings' orders (position -> rank) and this rank's position in each, agreed at init (ring_order.h): channel c
-  // runs ring c % ringOrders.size(). ringOrder and ringPos repeat ring 0's (the trees and the GPU path use them).
+  // runs ring c % ringOrders.size(). ringOrder and ringPos repeat ring 0's (the trees use them, and the GPU
+  // kernels where there is one ring).
   std::vector<std::vector<int>> ringOrders;
   std::vector<int> ringPositions;
   std::vector<int> ringOrder;

@@ -252,4 +252,44 @@ int ringPrevRank(const ncclComm* comm, int channel) {
   return comm->ringOrders[k][static_cast<size_t>((comm->ringPositions[k] - 1 + n) % n)];
 }
 
+void ringNeighbours(const ncclComm* comm, std::vector<int>* next, std::vector<int>* prev) {
+  next->clear();
+  prev->clear();
+  for (int k = 0; k < ringCount(comm); ++k) {
+    next->push_back(ringNextRank(comm, k));
+    prev->push_back(ringPrevRank(comm, k));
+  }
+}
+
+std::vector<int32_t> ringTablesFor(const std::vector<std::vector<int>>& orders) {
+  std::vector<int32_t> t;
+  for (const std::vector<int>& order : orders) {
+    const size_t n = order.size();
+    const size_t base = t.size();
+    t.resize(base + 2 * n, 0);
+    for (size_t p = 0; p < n; ++p) {
+      t[base + p] = order[p];
+      t[base + n + static_cast<size_t>(order[p])] = static_cast<int32_t>(p);
+    }
+  }
+  return t;
+}
+
+std::vector<int> ringChannelsWith(const std::vector<std::vector<int>>& orders, int rank, int peer, bool send,
+                                  int nChannels) {
+  std::vector<int> channels;
+  if (orders.empty() || peer == rank) return channels;
+  // Whether each ring has `peer` there, once per ring.
+  std::vector<char> has(orders.size(), 0);
+  for (size_t k = 0; k < orders.size(); ++k) {
+    const std::vector<int>& o = orders[k];
+    const int n = static_cast<int>(o.size());
+    for (int p = 0; p < n; ++p)
+      if (o[static_cast<size_t>(p)] == rank) has[k] = o[static_cast<size_t>((p + (send ? 1 : n - 1)) % n)] == peer;
+  }
+  for (int c = 0; c < nChannels; ++c)
+    if (has[static_cast<size_t>(c) % orders.size()]) channels.push_back(c);
+  return channels;
+}
+
 }  // namespace braid

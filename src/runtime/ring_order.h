@@ -54,5 +54,16 @@ int ringNextRank(const ncclComm* comm, int channel = 0);
 int ringPrevRank(const ncclComm* comm, int channel = 0);
 // The agreed rings' count (1 before any agreement).
 int ringCount(const ncclComm* comm);
+// The ring neighbours of every ring, ring by ring (ConnectionManager::connectRings' lists).
+void ringNeighbours(const ncclComm* comm, std::vector<int>* next, std::vector<int>* prev);
+
+// The device tables of several rings (CollLaunchArgs::ringTables): ring k at [2 k n, 2 (k + 1) n), first its
+// position -> rank order, then rank -> position. Every order must be a permutation of 0..n-1 (agreed ones are).
+std::vector<int32_t> ringTablesFor(const std::vector<std::vector<int>>& orders);
+// The channels among [0, nChannels) whose ring (channel % orders.size()) has `peer` as `rank`'s next neighbour
+// (send) or previous one (!send), ascending; empty where none does (or peer == rank). Rank a's send list for b
+// equals b's receive list for a, so both ends of a point-to-point transfer over ring connections cut it alike.
+std::vector<int> ringChannelsWith(const std::vector<std::vector<int>>& orders, int rank, int peer, bool send,
+                                  int nChannels);
 
 }  // namespace braid

@@ -1,5 +1,6 @@
 // GPU tests at 3 and 4 ranks (the other gpu tests run 2): every collective x datatype x op of the harness
-// (gpu_harness.h allCases) plus point-to-point cases it lacks, every output element checked:
+// (gpu_harness.h allCases) plus point-to-point cases it lacks (multirank_p2p_cases.cuh), every output element
+// checked:
 //   - a grouped send/recv to the rank two ahead ((r+2)%n: the reverse ring at 3 ranks, the far peer both ways
 //     at 4) of 1, 1031, 262147 and 2^22+5 floats, each alone and all four in one group;
 //   - one group in which every rank sends every rank (itself included) a different number of floats, derived
@@ -10,8 +11,10 @@
 //
 // DeviceMultiRank.Processes*: one process per rank, forked before any CUDA call here (the parent stays
 // CUDA-free), rank r on GPU r % gpus through ncclCommInitRank: ranks sharing a GPU talk over SHM, the others
-// over P2P (on one GPU every connection is SHM; on 4+ GPUs each rank has its own). The tuner's own protocol choice, then NCCL_PROTO=LL,
-// LL128 and Simple on a smaller set (float/half/int8, no empty cases, no 2^22+5 p2p transfers).
+// over P2P (on one GPU every connection is SHM; on 4+ GPUs each rank has its own). The tuner's own protocol choice,
+// then NCCL_PROTO=LL, LL128 and Simple on a smaller set (float/half/int8, no empty cases, no 2^22+5 p2p transfers).
+// DeviceMultiRank.Processes*Rings*: the same with BRAID_RING_ORDER forcing 2 or 3 rings (channel c on ring
+// c % nRings), each child checking from its INFO log that its channels' ring connections follow their rings.
 // DeviceMultiRank.OneProcess*: allCases(n, false) and every p2p case from one process driving every rank
 // (ncclCommInitAll, one stream per rank, the ranks' calls in one group), itself a forked child. Braid's
 // ncclCommInitAll refuses a device listed twice (ncclInvalidUsage), so with fewer GPUs than ranks these skip,
@@ -34,239 +37,16 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gpu_harness.h"
+#include "multirank_p2p_cases.cuh"
 
 using namespace gpu_test;
-
-namespace gpu_test {
-
-// ---- Point-to-point cases ------------------------------------------------------------------------------
-
-// Element i of the transfer `tag` from rank src to rank dst: an integer in [1, 2^24] (exact in float, never zero,
-// never the poison), different for neighbouring elements and for every (src, dst, tag).
-__host__ __device__ inline float xValue(int src, int dst, int tag, size_t i) {
-  uint32_t h = static_cast<uint32_t>(i) ^ static_cast<uint32_t>(i >> 32) * 0x27D4EB2Fu;
-  h ^= static_cast<uint32_t>(src + 1) * 0x9E3779B1u ^ static_cast<uint32_t>(dst + 1) * 0x85EBCA77u ^
-       static_cast<uint32_t>(tag + 1) * 0xC2B2AE3Du;
-  h ^= h >> 16;
-  h *= 0x7FEB352Du;
-  h ^= h >> 15;
-  h *= 0x846CA68Bu;
-  h ^= h >> 16;
-  return static_cast<float>((h >> 8) + 1);
-}
-
-__global__ void xFill(float* p, size_t n, int src, int dst, int tag) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    p[i] = xValue(src, dst, tag, i);
-}
-
-constexpr uint32_t kPoison = 0xA5A5A5A5u;  // every received-into byte 0xA5 beforehand (a negative float)
-constexpr size_t kGuard = 16;              // poisoned floats after the last received block
-
-struct XCase {
-  enum Kind { kShift2, kUneven, kGather, kScatter, kAllToAll } kind;
-  std::vector<size_t> counts;  // kShift2: one transfer per count, all in one group
-  size_t count = 0;            // kGather, kScatter, kAllToAll: floats per rank
-  int root = 0;
-  std::string name() const {
-    std::string s;
-    switch (kind) {
-      case kShift2:
-        s = "send/recv to rank+2 of";
-        for (size_t k = 0; k < counts.size(); ++k) s += (k ? ", " : " ") + std::to_string(counts[k]);
-        return s + (counts.size() > 1 ? " floats in one group" : " floats");
-      case kUneven:
-        return "uneven all-pairs send/recv (self included) in one group";
-      case kGather:
-        return "Gather float count " + std::to_string(count) + " root " + std::to_string(root);
-      case kScatter:
-        return "Scatter float count " + std::to_string(count) + " root " + std::to_string(root);
-      case kAllToAll:
-        return "AllToAll float count " + std::to_string(count);
-    }
-    return "?";
-  }
-};
-
-// Floats rank src sends rank dst in the uneven case: distinct for every pair, 0 for (0, 0), up to ~1.5 MB.
-inline size_t unevenCount(int src, int dst, int n) {
-  return static_cast<size_t>((src * 3 + dst * 5) % 7) * 65537 + static_cast<size_t>(src * n + dst);
-}
-
-// One block of a rank's send or receive buffer: `count` floats at element `off`, to or from `peer`.
-struct Xfer {
-  int peer;
-  size_t count, off;
-  int tag;
-};
-
-struct XBufs {
-  std::vector<Xfer> sends, recvs;  // in the order they are posted (kShift2, kUneven)
-  size_t sendElems = 0, recvElems = 0;
-  float* send = nullptr;
-  float* recv = nullptr;
-};
-
-// What `rank` sends and receives, where in its buffers (the collectives' layouts as the API defines them; the
-// grouped cases' blocks one float apart, so most start unaligned and a write past one lands in poison).
-inline void layout(const XCase& x, int rank, int n, XBufs* b) {
-  size_t so = 0, ro = 0;
-  switch (x.kind) {
-    case XCase::kShift2:
-      for (size_t k = 0; k < x.counts.size(); ++k) {
-        b->sends.push_back(Xfer{(rank + 2) % n, x.counts[k], so, static_cast<int>(k)});
-        b->recvs.push_back(Xfer{(rank - 2 + n) % n, x.counts[k], ro, static_cast<int>(k)});
-        so += x.counts[k] + 1;
-        ro += x.counts[k] + 1;
-      }
-      break;
-    case XCase::kUneven:
-      for (int k = 0; k < n; ++k) {
-        const int dst = (rank + k) % n, src = (rank - k + n) % n;
-        b->sends.push_back(Xfer{dst, unevenCount(rank, dst, n), so, 0});
-        b->recvs.push_back(Xfer{src, unevenCount(src, rank, n), ro, 0});
-        so += b->sends.back().count + 1;
-        ro += b->recvs.back().count + 1;
-      }
-      break;
-    case XCase::kGather:
-      b->sends.push_back(Xfer{x.root, x.count, 0, 0});
-      so = x.count;
-      if (rank == x.root)
-        for (int s = 0; s < n; ++s) b->recvs.push_back(Xfer{s, x.count, s * x.count, 0});
-      ro = n * x.count;  // allocated on every rank: a non-root's stays poisoned
-      break;
-    case XCase::kScatter:
-      if (rank == x.root)
-        for (int d = 0; d < n; ++d) b->sends.push_back(Xfer{d, x.count, d * x.count, 0});
-      so = n * x.count;
-      b->recvs.push_back(Xfer{x.root, x.count, 0, 0});
-      ro = x.count;
-      break;
-    case XCase::kAllToAll:
-      for (int p = 0; p < n; ++p) {
-        b->sends.push_back(Xfer{p, x.count, p * x.count, 0});
-        b->recvs.push_back(Xfer{p, x.count, p * x.count, 0});
-      }
-      so = ro = n * x.count;
-      break;
-  }
-  b->sendElems = std::max<size_t>(so, 1);
-  b->recvElems = ro + kGuard;
-}
-
-// The blocks of the send buffer given xValue(rank, peer, tag, j): those sent, and a scatter's non-root's blocks
-// as a root's would be (with its own rank as sender: a receiver given those shows the wrong sender).
-inline std::vector<Xfer> filledBlocks(const XCase& x, int rank, int n, const XBufs& b) {
-  std::vector<Xfer> fills = b.sends;
-  if (x.kind == XCase::kScatter && rank != x.root)
-    for (int d = 0; d < n; ++d) fills.push_back(Xfer{d, x.count, d * x.count, 0});
-  return fills;
-}
-
-// Allocates, fills the send buffer (filledBlocks, 0x5A bytes elsewhere), poisons the receive allocation. The
-// current device is the rank's.
-inline bool prepare(const XCase& x, int rank, int n, XBufs* b) {
-  layout(x, rank, n, b);
-  GT_CUDA(cudaMalloc(&b->send, b->sendElems * sizeof(float)));
-  GT_CUDA(cudaMalloc(&b->recv, b->recvElems * sizeof(float)));
-  GT_CUDA(cudaMemset(b->send, 0x5A, b->sendElems * sizeof(float)));
-  GT_CUDA(cudaMemset(b->recv, 0xA5, b->recvElems * sizeof(float)));
-  for (const Xfer& t : filledBlocks(x, rank, n, *b))
-    if (t.count) xFill<<<128, 256>>>(b->send + t.off, t.count, rank, t.peer, t.tag);
-  GT_CUDA(cudaGetLastError());
-  GT_CUDA(cudaDeviceSynchronize());  // the fills ran on the legacy stream, which the test's streams do not wait for
-  return true;
-}
-
-inline bool enqueue(const XCase& x, int, int, ncclComm_t comm, cudaStream_t s, const XBufs& b) {
-  switch (x.kind) {
-    case XCase::kGather:
-      GT_NCCL(ncclGather(b.send, b.recv, x.count, ncclFloat32, x.root, comm, s));
-      return true;
-    case XCase::kScatter:
-      GT_NCCL(ncclScatter(b.send, b.recv, x.count, ncclFloat32, x.root, comm, s));
-      return true;
-    case XCase::kAllToAll:
-      GT_NCCL(ncclAlltoAll(b.send, b.recv, x.count, ncclFloat32, comm, s));
-      return true;
-    default:
-      break;
-  }
-  // Sends and receives interleaved; the group is ended whatever fails in it (no group left open).
-  GT_NCCL(ncclGroupStart());
-  ncclResult_t first = ncclSuccess;
-  for (size_t k = 0; k < b.sends.size() && first == ncclSuccess; ++k) {
-    const Xfer& snd = b.sends[k];
-    const Xfer& rcv = b.recvs[k];
-    first = ncclSend(b.send + snd.off, snd.count, ncclFloat32, snd.peer, comm, s);
-    if (first == ncclSuccess) first = ncclRecv(b.recv + rcv.off, rcv.count, ncclFloat32, rcv.peer, comm, s);
-  }
-  const ncclResult_t end = ncclGroupEnd();
-  GT_NCCL(first);
-  GT_NCCL(end);
-  return true;
-}
-
-// Every element of the receive allocation (`got`, on the host): xValue(sender, rank, tag, j) inside a received
-// block, the poison elsewhere. The first wrong one is named with its block's sender and index there.
-inline bool verifyOutput(const XCase& x, int rank, const XBufs& b, const std::vector<uint32_t>& got) {
-  std::vector<uint32_t> want(b.recvElems, kPoison);
-  for (const Xfer& t : b.recvs)
-    for (size_t j = 0; j < t.count; ++j) {
-      const float v = xValue(t.peer, rank, t.tag, j);
-      memcpy(&want[t.off + j], &v, sizeof(v));
-    }
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (got[i] == want[i]) continue;
-    float g, w;
-    memcpy(&g, &got[i], sizeof(g));
-    memcpy(&w, &want[i], sizeof(w));
-    char where[160];
-    snprintf(where, sizeof(where), "(outside every received block: must keep the poison)");
-    for (const Xfer& t : b.recvs)
-      if (i >= t.off && i < t.off + t.count)
-        snprintf(where, sizeof(where), "(block from rank %d of %zu floats, its element %zu)", t.peer, t.count,
-                 i - t.off);
-    fprintf(stderr, "rank %d: %s: element %zu %s is %.9g (0x%08x), expected %.9g (0x%08x)\n", rank, x.name().c_str(), i,
-            where, g, got[i], w, want[i]);
-    return false;
-  }
-  return true;
-}
-
-// The output checked (verifyOutput); the buffers freed.
-inline bool check(const XCase& x, int rank, int, XBufs* b) {
-  std::vector<uint32_t> got(b->recvElems);
-  const cudaError_t e = cudaMemcpy(got.data(), b->recv, got.size() * sizeof(float), cudaMemcpyDeviceToHost);
-  if (e != cudaSuccess)
-    fprintf(stderr, "rank %d: %s: cudaMemcpy of the output: %s\n", rank, x.name().c_str(), cudaGetErrorString(e));
-  const bool ok = e == cudaSuccess && verifyOutput(x, rank, *b, got);
-  cudaFree(b->send);
-  cudaFree(b->recv);
-  *b = XBufs{};
-  return ok;
-}
-
-template <class C>
-struct BufsOf;
-template <>
-struct BufsOf<Case> {
-  using type = RankBufs;
-};
-template <>
-struct BufsOf<XCase> {
-  using type = XBufs;
-};
-
-}  // namespace gpu_test
 
 namespace {
 
@@ -581,7 +361,77 @@ int gpus() {
     if (gpus() < 1) GTEST_SKIP() << "needs a GPU, cudaGetDeviceCount (in a probe child) reports " << gpus(); \
   } while (0)
 
-// ringOrder: BRAID_RING_ORDER set in every child before its init (null: unset, rank order).
+// ---- Several rings ----------------------------------------------------------------------------------------
+
+// BRAID_RING_ORDER's rings ('|' between them, ',' between ranks).
+std::vector<std::vector<int>> ringsOf(const std::string& text) {
+  std::vector<std::vector<int>> rings(1);
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = text.find_first_of(",|", at);
+    rings.back().push_back(std::atoi(text.substr(at, end - at).c_str()));
+    if (end == std::string::npos) break;
+    if (text[end] == '|') rings.emplace_back();
+    at = end + 1;
+  }
+  return rings;
+}
+
+// With several rings each child logs its init to a file of its own (NCCL_DEBUG=INFO, subsystem INIT), where the
+// GPU communicator says where each channel's ring connections go, as connected. Channel c must send to and receive
+// from ring c % nRings's neighbours of this rank, and the channels must not all share one pair of neighbours: the
+// sweep then ran over different rings on different channels.
+bool ranOnEveryRing(int rank, const std::string& ringOrder, const std::string& logPath) {
+  const std::vector<std::vector<int>> rings = ringsOf(ringOrder);
+  const int n = static_cast<int>(rings[0].size()), k = static_cast<int>(rings.size());
+  FILE* f = fopen(logPath.c_str(), "r");
+  if (!f) {
+    fprintf(stderr, "rank %d: no log %s\n", rank, logPath.c_str());
+    return false;
+  }
+  const std::string key = "rank " + std::to_string(rank) + ": " + std::to_string(k) + " rings on ";
+  std::string line, found;
+  char buf[4096];
+  while (fgets(buf, sizeof(buf), f)) {
+    line = buf;
+    if (line.find(key) != std::string::npos) found = line;
+  }
+  fclose(f);
+  const size_t list = found.find("next/previous rank: ");
+  if (found.empty() || list == std::string::npos) {
+    fprintf(stderr, "rank %d: the log %s has no line \"%s... next/previous rank: ...\"\n", rank, logPath.c_str(),
+            key.c_str());
+    return false;
+  }
+  const int channels = std::atoi(found.c_str() + found.find(key) + key.size());
+  std::vector<std::pair<int, int>> seen;
+  const char* p = found.c_str() + list + strlen("next/previous rank: ");
+  for (int c = 0; c < channels; ++c) {
+    int next = -1, prev = -1, used = 0;
+    if (sscanf(p, "%d/%d%n", &next, &prev, &used) != 2) {
+      fprintf(stderr, "rank %d: channel %d missing in: %s", rank, c, found.c_str());
+      return false;
+    }
+    p += used;
+    const std::vector<int>& o = rings[static_cast<size_t>(c % k)];
+    const int pos = static_cast<int>(std::find(o.begin(), o.end(), rank) - o.begin());
+    const int wantNext = o[static_cast<size_t>((pos + 1) % n)], wantPrev = o[static_cast<size_t>((pos + n - 1) % n)];
+    if (next != wantNext || prev != wantPrev) {
+      fprintf(stderr, "rank %d: channel %d's ring connections go to %d and come from %d; ring %d says %d and %d\n",
+              rank, c, next, prev, c % k, wantNext, wantPrev);
+      return false;
+    }
+    if (std::find(seen.begin(), seen.end(), std::make_pair(next, prev)) == seen.end()) seen.emplace_back(next, prev);
+  }
+  if (channels < 2 || seen.size() < 2) {
+    fprintf(stderr, "rank %d: %d channels, all on one pair of ring neighbours: %s", rank, channels, found.c_str());
+    return false;
+  }
+  return true;
+}
+
+// ringOrder: BRAID_RING_ORDER set in every child before its init (null: unset, rank order); with several rings
+// (ranOnEveryRing) each child also checks its channels' rings.
 void multiProcess(int n, const char* proto, const char* ringOrder = nullptr) {
   const int g = gpus();
   const bool full = std::getenv("BRAID_MULTIRANK_FULL") != nullptr;
@@ -597,7 +447,20 @@ void multiProcess(int n, const char* proto, const char* ringOrder = nullptr) {
       n,
       [&](int rank) {
         if (ringOrder) setenv("BRAID_RING_ORDER", ringOrder, 1);  // read by ncclCommInitRank
-        return rankMain(rank, n, g, id, sw, proto) ? 0 : 1;
+        const bool rings = ringOrder && strchr(ringOrder, '|');
+        const std::string log = "/tmp/braid_rings_" + std::to_string(getpid()) + ".log";
+        if (rings) {
+          setenv("NCCL_DEBUG", "INFO", 1);
+          setenv("NCCL_DEBUG_SUBSYS", "INIT", 1);
+          setenv("NCCL_DEBUG_FILE", log.c_str(), 1);
+          ncclResetDebugInit();  // the parent's logging, read at its ncclGetUniqueId, came along the fork
+        }
+        bool ok = rankMain(rank, n, g, id, sw, proto);
+        if (rings) {
+          ok = ranOnEveryRing(rank, ringOrder, log) && ok;
+          unlink(log.c_str());
+        }
+        return ok ? 0 : 1;
       },
       envSeconds("BRAID_MULTIRANK_LIMIT", 280));
   report(what, res, "rank");
@@ -758,6 +621,51 @@ TEST(DeviceMultiRank, Processes4) {
 TEST(DeviceMultiRank, Processes4RingOrder) {
   NEED_A_GPU();
   multiProcess(4, nullptr, "0,2,1,3");
+}
+
+// Several rings (BRAID_RING_ORDER with '|'): channel c connects to and walks ring c % nRings, so every collective
+// runs each channel's share on its own ring (positions, the root's, the owners of blocks), and send/recv, all-to-all,
+// gather and scatter reach a peer over the ring connections of the channels whose ring has it as neighbour and over
+// its own connections otherwise; the one-shot over every peer likewise. Each child checks its channels' rings
+// (ranOnEveryRing). At 3 ranks the third ring is the first rotated: the same neighbours at other positions.
+const char* const kRings3x2 = "0,1,2|0,2,1";
+const char* const kRings3x3 = "0,1,2|0,2,1|1,2,0";
+const char* const kRings4x2 = "0,1,2,3|0,2,1,3";
+const char* const kRings4x3 = "0,1,2,3|0,2,1,3|0,3,2,1";
+void everyProto(int n, const char* rings) {
+  for (const char* proto : {"LL", "LL128", "Simple"}) multiProcess(n, proto, rings);
+}
+TEST(DeviceMultiRank, Processes3Rings2) {
+  NEED_A_GPU();
+  multiProcess(3, nullptr, kRings3x2);
+}
+TEST(DeviceMultiRank, Processes3Rings3) {
+  NEED_A_GPU();
+  multiProcess(3, nullptr, kRings3x3);
+}
+TEST(DeviceMultiRank, Processes4Rings2) {
+  NEED_A_GPU();
+  multiProcess(4, nullptr, kRings4x2);
+}
+TEST(DeviceMultiRank, Processes4Rings3) {
+  NEED_A_GPU();
+  multiProcess(4, nullptr, kRings4x3);
+}
+TEST(DeviceMultiRank, Processes3Rings2Protos) {
+  NEED_A_GPU();
+  everyProto(3, kRings3x2);
+}
+TEST(DeviceMultiRank, Processes3Rings3Protos) {
+  NEED_A_GPU();
+  everyProto(3, kRings3x3);
+}
+TEST(DeviceMultiRank, Processes4Rings2Protos) {
+  NEED_A_GPU();
+  everyProto(4, kRings4x2);
+}
+TEST(DeviceMultiRank, Processes4Rings3Protos) {
+  NEED_A_GPU();
+  everyProto(4, kRings4x3);
 }
 
 // Each protocol forced for every collective and p2p transfer (where a protocol has no kernel for a case, e.g.

@@ -73,13 +73,16 @@ TEST_F(BraidTopo, ReportsPathsRingsAndNicsOfADgx1) {
   EXPECT_NE(r.out.find("  rank  5 on GPU5   NET2 mlx5_2 (PIX, 12 GB/s)\n"), std::string::npos) << r.out;
 }
 
-// What a communicator runs: ring 0's order on every channel, each hop's transport by NCCL_P2P_LEVEL's default for
-// the CPUs (PXB on the DGX-1's Intel CPUs, SYS on the NV18 box's), channels from the slowest hop.
+// What a communicator runs: each channel's ring, each hop's transport by NCCL_P2P_LEVEL's default for the CPUs (PXB
+// on the DGX-1's Intel CPUs, SYS on the NV18 box's), channels from the slowest hop: as many per ring as that hop
+// feeds where there are several (the DGX-1's four cycles: 4 each, its single NVLinks at 20 GB/s).
 TEST_F(BraidTopo, SaysWhatACommunicatorRuns) {
   ToolRun dgx1 = runTool(canned("dgx1_v100.xml"));
   ASSERT_EQ(dgx1.status, 0) << dgx1.err;
-  EXPECT_NE(dgx1.out.find("  P2P up to PXB\n  hops: 0->3 P2P, 3->2 P2P, 2->1 P2P, 1->5 P2P, 5->6 P2P, 6->7 P2P, "
-                          "7->4 P2P, 4->0 P2P\n  channels: 8 (slowest hop 40 GB/s"),
+  EXPECT_NE(dgx1.out.find("  P2P up to PXB\n  channels: 16 (4 per ring: the slowest hop of any ring 20 GB/s;"),
+            std::string::npos)
+      << dgx1.out;
+  EXPECT_NE(dgx1.out.find("    hops: 0->3 P2P, 3->2 P2P, 2->1 P2P, 1->5 P2P, 5->6 P2P, 6->7 P2P, 7->4 P2P, 4->0 P2P\n"),
             std::string::npos)
       << dgx1.out;
   ToolRun mesh = runTool(canned("h200_nv18x4.xml"));
@@ -87,42 +90,44 @@ TEST_F(BraidTopo, SaysWhatACommunicatorRuns) {
   EXPECT_NE(mesh.out.find("  hops: 0->1 P2P, 1->2 P2P, 2->3 P2P, 3->0 P2P\n  channels: 64 (slowest hop 370.8 GB/s"),
             std::string::npos)
       << mesh.out;
-  // Bridged pairs on Intel CPUs: the hops between pairs cross the host bridge (PHB), beyond PXB: shared memory.
+  // Bridged pairs on Intel CPUs: the hops between pairs cross the host bridge (PHB), beyond PXB: shared memory. The
+  // search runs the cycle both ways.
   ToolRun pairs = runTool(canned("nvbridge_pairs.xml"));
   ASSERT_EQ(pairs.status, 0) << pairs.err;
-  EXPECT_NE(pairs.out.find("  hops: 0->1 P2P, 1->2 SHM, 2->3 P2P, 3->0 SHM\n  channels: 64 (a hop over shared"),
-            std::string::npos)
-      << pairs.out;
+  EXPECT_NE(pairs.out.find("  channels: 64 (a hop over shared memory"), std::string::npos) << pairs.out;
+  EXPECT_NE(pairs.out.find("    hops: 0->1 P2P, 1->2 SHM, 2->3 P2P, 3->0 SHM\n"), std::string::npos) << pairs.out;
+  EXPECT_NE(pairs.out.find("    hops: 0->3 SHM, 3->2 P2P, 2->1 SHM, 1->0 P2P\n"), std::string::npos) << pairs.out;
   // NCCL_P2P_LEVEL moves the line; a malformed one is refused.
   ToolRun sys = runTool(canned("nvbridge_pairs.xml"), "NCCL_P2P_LEVEL=SYS");
-  EXPECT_NE(sys.out.find("  hops: 0->1 P2P, 1->2 P2P, 2->3 P2P, 3->0 P2P\n  channels: 5 (slowest hop 24 GB/s"),
-            std::string::npos)
+  EXPECT_NE(sys.out.find("  channels: 10 (5 per ring: the slowest hop of any ring 24 GB/s"), std::string::npos)
       << sys.out;
+  EXPECT_NE(sys.out.find("    hops: 0->1 P2P, 1->2 P2P, 2->3 P2P, 3->0 P2P\n"), std::string::npos) << sys.out;
   ToolRun bad = runTool(canned("nvbridge_pairs.xml"), "NCCL_P2P_LEVEL=FAST");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("NCCL_P2P_LEVEL"), std::string::npos) << bad.err;
 }
 
-// Several distinct rings: a GPU communicator runs the first (the DGX-1's other cycles are said to be left out);
-// --ring-order shows what host communicators run with that BRAID_RING_ORDER, channel by channel, and the GPU
-// section follows its first ring. A malformed order is refused, naming it.
+// Several distinct rings: a communicator runs channel c on ring c % nRings (the DGX-1's four cycles; --ring-order's
+// rings), each ring's channels and hops shown, the channel count from the slowest hop of any ring. A malformed order
+// is refused, naming it.
 TEST_F(BraidTopo, ShowsEachChannelsRingWhereTheyDiffer) {
   ToolRun dgx1 = runTool(canned("dgx1_v100.xml"));
   ASSERT_EQ(dgx1.status, 0) << dgx1.err;
-  EXPECT_NE(dgx1.out.find("  the search's other 3 distinct rings are not run: GPU kernels take one ring position per "
-                          "launch\n"),
-            std::string::npos)
-      << dgx1.out;
-  EXPECT_EQ(dgx1.out.find("Host communicators"), std::string::npos) << dgx1.out;
+  EXPECT_NE(dgx1.out.find("runs channel c on ring c % 4:\n"), std::string::npos) << dgx1.out;
+  EXPECT_NE(dgx1.out.find("  channels 3, 7, ...: ring 3: "), std::string::npos) << dgx1.out;
+  EXPECT_EQ(dgx1.out.find("not run"), std::string::npos) << dgx1.out;
   ToolRun two = runTool(canned("dgx1_v100.xml") + " --ring-order '0,3,2,1,5,6,7,4|0,1,2,3,4,5,6,7|0,3,2,1,5,6,7,4'");
   ASSERT_EQ(two.status, 0) << two.err;
-  EXPECT_NE(two.out.find("runs ring 0 of BRAID_RING_ORDER=\"0,3,2,1,5,6,7,4|0,1,2,3,4,5,6,7|0,3,2,1,5,6,7,4\" on every "
-                         "channel:\n  P2P up to PXB\n  hops: 0->3 P2P, 3->2 P2P"),
+  EXPECT_NE(two.out.find("runs channel c on ring c % 2 of BRAID_RING_ORDER=\"0,3,2,1,5,6,7,4|0,1,2,3,4,5,6,7|"
+                         "0,3,2,1,5,6,7,4\":\n  P2P up to PXB\n"),
             std::string::npos)
       << two.out;
-  EXPECT_NE(two.out.find("run channel c on ring c % 2; GPU communicators ring 0 only:\n"
-                         "  channels 0, 2, ...: ring 0: 0 3 2 1 5 6 7 4   (hops NVL NVL NVL NVL NVL NVL NVL NVL)\n"
-                         "  channels 1, 3, ...: ring 1: 0 1 2 3 4 5 6 7   (hops NVL NVL NVL NVB NVL NVL NVL NVB)\n"),
+  EXPECT_NE(two.out.find("  channels 0, 2, ...: ring 0: 0 3 2 1 5 6 7 4   (hops NVL NVL NVL NVL NVL NVL NVL NVL)\n"
+                         "    hops: 0->3 P2P, 3->2 P2P"),
+            std::string::npos)
+      << two.out;
+  EXPECT_NE(two.out.find("  channels 1, 3, ...: ring 1: 0 1 2 3 4 5 6 7   (hops NVL NVL NVL NVB NVL NVL NVL NVB)\n"
+                         "    hops: 0->1 P2P"),
             std::string::npos)
       << two.out;
   // The trees follow the first ring.
@@ -130,8 +135,10 @@ TEST_F(BraidTopo, ShowsEachChannelsRingWhereTheyDiffer) {
   // One ring named: no per-channel section.
   ToolRun one = runTool(canned("h200_nv18x4.xml") + " --ring-order 3,2,1,0");
   ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_NE(one.out.find("runs ring 0 of BRAID_RING_ORDER=\"3,2,1,0\" on every channel:\n"), std::string::npos)
+      << one.out;
   EXPECT_NE(one.out.find("  hops: 3->2 P2P, 2->1 P2P, 1->0 P2P, 0->3 P2P\n"), std::string::npos) << one.out;
-  EXPECT_EQ(one.out.find("Host communicators"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("channels 0, "), std::string::npos) << one.out;
   ToolRun bad = runTool(canned("h200_nv18x4.xml") + " --ring-order '0,1,2,3|0,1,1,3'");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("--ring-order: BRAID_RING_ORDER=\"0,1,1,3\": rank 1 appears twice"), std::string::npos)

@@ -191,5 +191,92 @@ TEST(RingOrder, DefaultIsAPermutationForManyHosts) {
   }
 }
 
+// Rings of n ranks for the table tests: rank order, then positions 1 and 2 swapped, then the reverse (at 3 ranks
+// the last two are one cycle, as only two exist).
+std::vector<std::vector<int>> someRings(int n, int count) {
+  std::vector<std::vector<int>> rings;
+  std::vector<int> order(static_cast<size_t>(n));
+  for (int p = 0; p < n; ++p) order[static_cast<size_t>(p)] = p;
+  rings.push_back(order);
+  std::vector<int> swapped = order;
+  std::swap(swapped[1], swapped[2]);
+  if (count > 1) rings.push_back(swapped);
+  std::vector<int> reversed(order.rbegin(), order.rend());
+  if (count > 2) rings.push_back(reversed);
+  return rings;
+}
+
+// The kernels' tables (CollLaunchArgs::ringTables) for 2 and 3 rings at 3..8 ranks: each ring's position -> rank
+// and rank -> position, and a channel that reads its ring's table (channel % nRings) finds the same neighbours the
+// ring connections were made for (ringNextRank / ringPrevRank).
+TEST(RingOrder, DeviceTablesGiveEachChannelItsRing) {
+  for (int n = 3; n <= 8; ++n) {
+    for (int count = 2; count <= 3; ++count) {
+      const std::vector<std::vector<int>> rings = someRings(n, count);
+      const std::vector<int32_t> t = ringTablesFor(rings);
+      ASSERT_EQ(t.size(), static_cast<size_t>(2 * n * count));
+      for (int k = 0; k < count; ++k)
+        for (int p = 0; p < n; ++p) {
+          const int r = rings[static_cast<size_t>(k)][static_cast<size_t>(p)];
+          EXPECT_EQ(t[static_cast<size_t>(2 * n * k + p)], r) << "n " << n << " ring " << k << " position " << p;
+          EXPECT_EQ(t[static_cast<size_t>(2 * n * k + n + r)], p) << "n " << n << " ring " << k << " rank " << r;
+        }
+      for (int rank = 0; rank < n; ++rank) {
+        ncclComm comm;
+        comm.nranks = n;
+        comm.rank = rank;
+        comm.ringOrders = rings;
+        for (const std::vector<int>& o : rings)
+          comm.ringPositions.push_back(static_cast<int>(std::find(o.begin(), o.end(), rank) - o.begin()));
+        for (int c = 0; c < 7; ++c) {
+          const int32_t* ring = t.data() + static_cast<size_t>(c % count) * 2 * n;  // as the kernel picks it
+          const int pos = ring[n + rank];
+          EXPECT_EQ(ring[(pos + 1) % n], ringNextRank(&comm, c)) << "n " << n << " rank " << rank << " channel " << c;
+          EXPECT_EQ(ring[(pos + n - 1) % n], ringPrevRank(&comm, c))
+              << "n " << n << " rank " << rank << " channel " << c;
+        }
+      }
+    }
+  }
+}
+
+// Which ring channels reach a peer (ringChannelsWith, the p2p planner's P2pPlanConn::ringChannels): every channel
+// sends to exactly one peer and receives from exactly one, the one its ring names, and a's send list for b is b's
+// receive list for a (both ends cut a transfer over the same channels).
+TEST(RingOrder, RingChannelsOfAPeerMatchOnBothEnds) {
+  for (int n = 3; n <= 8; ++n) {
+    for (int count = 1; count <= 3; ++count) {
+      const std::vector<std::vector<int>> rings = someRings(n, count);
+      for (int nChannels : {1, 2, 5, 64}) {
+        for (int a = 0; a < n; ++a) {
+          std::vector<int> sendsOn(static_cast<size_t>(nChannels), 0), recvsOn(static_cast<size_t>(nChannels), 0);
+          EXPECT_TRUE(ringChannelsWith(rings, a, a, true, nChannels).empty());
+          for (int b = 0; b < n; ++b) {
+            const std::vector<int> send = ringChannelsWith(rings, a, b, true, nChannels);
+            EXPECT_EQ(send, ringChannelsWith(rings, b, a, false, nChannels)) << "n " << n << " " << a << "->" << b;
+            EXPECT_TRUE(std::is_sorted(send.begin(), send.end()));
+            for (int c : send) {
+              const std::vector<int>& o = rings[static_cast<size_t>(c % count)];
+              const int pos = static_cast<int>(std::find(o.begin(), o.end(), a) - o.begin());
+              EXPECT_EQ(o[static_cast<size_t>((pos + 1) % n)], b) << "channel " << c;
+              ++sendsOn[static_cast<size_t>(c)];
+            }
+            for (int c : ringChannelsWith(rings, a, b, false, nChannels)) ++recvsOn[static_cast<size_t>(c)];
+          }
+          for (int c = 0; c < nChannels; ++c) {
+            EXPECT_EQ(sendsOn[static_cast<size_t>(c)], 1) << "n " << n << " rank " << a << " channel " << c;
+            EXPECT_EQ(recvsOn[static_cast<size_t>(c)], 1) << "n " << n << " rank " << a << " channel " << c;
+          }
+        }
+      }
+    }
+  }
+  // One ring: the two neighbours get every channel.
+  const std::vector<std::vector<int>> one = {{0, 2, 1, 3}};
+  EXPECT_EQ(ringChannelsWith(one, 2, 1, true, 3), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(ringChannelsWith(one, 2, 0, false, 3), (std::vector<int>{0, 1, 2}));
+  EXPECT_TRUE(ringChannelsWith(one, 2, 3, true, 3).empty());
+}
+
 }  // namespace
 }  // namespace braid

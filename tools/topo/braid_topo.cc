@@ -312,11 +312,11 @@ std::string ringHops(const TopoPaths& p, const std::vector<int>& rankGpu, const 
   return hops;
 }
 
-// What a GPU communicator of these ranks runs, as the library decides it: the first of `rings` (the search's, or
-// --ring-order's) on every channel, the channel count from its slowest hop (ringChannelsFor), and each hop's
-// transport: P2P where the path is within NCCL_P2P_LEVEL (or its default for the host's CPUs), else shared memory.
-// Where `rings` holds several distinct ones, what host communicators run (BRAID_RING_ORDER): channel c on ring
-// c % nRings, each ring's channels and hops. False where NCCL_P2P_LEVEL is malformed.
+// What a GPU communicator of these ranks runs, as the library decides it: channel c on ring c % nRings of `rings`
+// (the search's distinct ones, or --ring-order's; at most kDeviceRingOrders), the channel count (ringChannelsFor the
+// slowest hop of any ring, for each ring), and each hop's transport: P2P where the path is within NCCL_P2P_LEVEL (or
+// its default for the host's CPUs), else shared memory. Host communicators run the same rings. False where
+// NCCL_P2P_LEVEL is malformed.
 bool printRunning(const Topology& t, const TopoPaths& p, bool nvlinksKnown, const std::vector<int>& rankGpu,
                   const std::vector<std::vector<int>>& rings, const std::string& ringOrder) {
   HostTopology host;
@@ -329,30 +329,33 @@ bool printRunning(const Topology& t, const TopoPaths& p, bool nvlinksKnown, cons
     std::fprintf(stderr, "braid_topo: %s\n", why.c_str());
     return false;
   }
-  const std::vector<int>& ring = rings[0];
-  const size_t n = ring.size();
+  const size_t nRings = std::min(rings.size(), static_cast<size_t>(kDeviceRingOrders));
+  const size_t n = rings[0].size();
   double slowest = -1;
   bool allP2p = true;
-  const std::string hops = ringHops(p, rankGpu, ring, limit, &slowest, &allP2p);
-  std::printf("\nA communicator of these ranks (one process per GPU) runs ring 0%s on every channel:\n",
-              ringOrder.empty() ? "" : (" of BRAID_RING_ORDER=\"" + ringOrder + "\"").c_str());
+  std::vector<std::string> hops;
+  for (size_t k = 0; k < nRings; ++k) hops.push_back(ringHops(p, rankGpu, rings[k], limit, &slowest, &allP2p));
+  const std::string named = ringOrder.empty() ? "" : " of BRAID_RING_ORDER=\"" + ringOrder + "\"";
+  if (nRings == 1)
+    std::printf("\nA communicator of these ranks (one process per GPU) runs ring 0%s on every channel:\n",
+                named.c_str());
+  else
+    std::printf("\nA communicator of these ranks (one process per GPU) runs channel c on ring c %% %zu%s:\n", nRings,
+                named.c_str());
   std::printf("  P2P up to %s%s\n", pathClassName(limit), nvlinksKnown ? "" : " (NVLinks unknown without NVML)");
-  if (n > 1) std::printf("  hops: %s\n", hops.c_str());
+  if (n > 1 && nRings == 1) std::printf("  hops: %s\n", hops[0].c_str());
   if (n > 1 && !allP2p)
     std::printf("  channels: 64 (a hop over shared memory: the topology does not set the count)\n");
-  else if (n > 1 && slowest > 0 && nvlinksKnown)
+  else if (n > 1 && slowest > 0 && nvlinksKnown && nRings == 1)
     std::printf("  channels: %d (slowest hop %s GB/s; at most 64, NCCL_MIN_NCHANNELS raises it)\n",
                 ringChannelsFor(slowest, 64), fmt(slowest).c_str());
-  const size_t nRings = rings.size();
-  if (nRings > static_cast<size_t>(kDeviceRingOrders) && ringOrder.empty())
-    std::printf("  the search's other %zu distinct ring%s not run: GPU kernels take one ring position per launch\n",
-                nRings - kDeviceRingOrders, nRings - kDeviceRingOrders == 1 ? " is" : "s are");
-  if (nRings < 2 || ringOrder.empty()) return true;
-  std::printf(
-      "\nHost communicators (BRAID_HOST_COMM=1) with BRAID_RING_ORDER=\"%s\" run channel c on ring c %% %zu; "
-      "GPU communicators ring 0 only:\n",
-      ringOrder.c_str(), nRings);
-  for (size_t k = 0; k < nRings; ++k) {
+  else if (n > 1 && slowest > 0 && nvlinksKnown)
+    std::printf(
+        "  channels: %d (%d per ring: the slowest hop of any ring %s GB/s; at most 64, NCCL_MIN_NCHANNELS "
+        "raises it)\n",
+        std::min(64, ringChannelsFor(slowest, 64) * static_cast<int>(nRings)), ringChannelsFor(slowest, 64),
+        fmt(slowest).c_str());
+  for (size_t k = 0; nRings > 1 && k < nRings; ++k) {
     const std::vector<int>& r = rings[k];
     std::string ranks, classes;
     for (size_t i = 0; i < r.size(); ++i) {
@@ -360,9 +363,12 @@ bool printRunning(const Topology& t, const TopoPaths& p, bool nvlinksKnown, cons
       classes +=
           std::string(i ? " " : "") + pathClassName(p.between(rankGpu[r[i]], rankGpu[r[(i + 1) % r.size()]]).cls);
     }
-    std::printf("  channels %zu, %zu, ...: ring %zu: %s   (hops %s)\n", k, k + nRings, k, ranks.c_str(),
-                classes.c_str());
+    std::printf("  channels %zu, %zu, ...: ring %zu: %s   (hops %s)\n    hops: %s\n", k, k + nRings, k, ranks.c_str(),
+                classes.c_str(), hops[k].c_str());
   }
+  if (rings.size() > nRings)
+    std::printf("  the last %zu ring%s not run: a communicator runs at most %d\n", rings.size() - nRings,
+                rings.size() - nRings == 1 ? " is" : "s are", kDeviceRingOrders);
   return true;
 }
 

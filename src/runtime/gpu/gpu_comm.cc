@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <system_error>
 #include <vector>
 
@@ -54,6 +55,7 @@ DeviceState::~DeviceState() {
   if (collPeerConns) cudaFree(collPeerConns);
   if (splitGuard) cudaFree(splitGuard);
   if (ringOrderDev) cudaFree(ringOrderDev);
+  if (ringTablesDev) cudaFree(ringTablesDev);
   if (p2pClaims) cudaFree(p2pClaims);
   if (statusHost) cudaFreeHost(statusHost);
   cudaGetLastError();
@@ -148,12 +150,33 @@ ncclResult_t DeviceState::upload(const ConnInfo& info, bool isSend, DevConn* dst
 // point-to-point ones, so sends and receives grouped differently on two ranks never share a FIFO with it, and their
 // FIFOs are minimal: the schedule runs on their LL slots.
 namespace {
-// The agreed ring order into the DeviceState (ring_order.h): this rank's position, rank -> position, and the
-// position -> rank table in device memory. Rank order keeps the table null, so the kernels read no table and run
-// exactly as before orders existed.
+// The agreed ring orders into the DeviceState (ring_order.h): ring 0's position of this rank, rank -> position,
+// and position -> rank table in device memory; with several rings, every ring's tables (ringTablesFor) for the
+// kernels to pick by channel; and, per peer, the channels whose ring connections reach it. One ring in rank order
+// keeps every table null, so the kernels read none.
 ncclResult_t uploadRingOrder(ncclComm* comm, DeviceState* st) {
   const int n = comm->nranks;
   st->ringPos = comm->rank;
+  for (int dir = 0; dir < 2; ++dir) {
+    st->ringChannelsOf[dir].assign(static_cast<size_t>(n), std::vector<int>());
+    for (int p = 0; p < n; ++p) {
+      std::vector<int>& chans = st->ringChannelsOf[dir][static_cast<size_t>(p)];
+      if (!comm->ringOrders.empty()) {
+        chans = ringChannelsWith(comm->ringOrders, comm->rank, p, dir == 0, st->nChannels);
+      } else if (p != comm->rank && p == (dir == 0 ? ringNextRank(comm) : ringPrevRank(comm))) {
+        for (int c = 0; c < st->nChannels; ++c) chans.push_back(c);
+      }
+    }
+  }
+  st->nRings = ringCount(comm);
+  if (st->nRings > 1) {
+    const std::vector<int32_t> tables = ringTablesFor(comm->ringOrders);
+    BRAID_CUDA_CHECK(cudaMalloc(&st->ringTablesDev, sizeof(int32_t) * tables.size()),
+                     "rank %d: cudaMalloc of the tables of %d rings", comm->rank, st->nRings);
+    BRAID_CUDA_CHECK(
+        cudaMemcpy(st->ringTablesDev, tables.data(), sizeof(int32_t) * tables.size(), cudaMemcpyHostToDevice),
+        "rank %d: uploading the tables of %d rings", comm->rank, st->nRings);
+  }
   if (static_cast<int>(comm->ringOrder.size()) != n) return ncclSuccess;
   bool identity = true;
   for (int p = 0; p < n; ++p) identity = identity && comm->ringOrder[static_cast<size_t>(p)] == p;
@@ -175,12 +198,23 @@ ncclResult_t uploadRingOrder(ncclComm* comm, DeviceState* st) {
 constexpr size_t kOneShotPeerFifoBytes = size_t(32) << 10;
 ncclResult_t connectOneShotPeers(ncclComm* comm, DeviceState* st) {
   if ((st->oneShotPeersBytes == 0 && st->twoShotPeersBytes == 0) || !comm->conns) return ncclSuccess;
-  const int n = st->nranks, me = st->rank, next = ringNextRank(comm), prev = ringPrevRank(comm);
+  const int n = st->nranks, me = st->rank;
   const int k = st->oneShotPeerChannels;
+  // Channel c's ring connection serves a peer where channel c's ring has it as neighbour (the same channel on both
+  // ends: ringChannelsWith); a peer that some channel of the k misses gets the collective's own connections.
   std::vector<int> sendPeers, recvPeers;
   for (int p = 0; p < n; ++p) {
-    if (p != me && p != next) sendPeers.push_back(p);
-    if (p != me && p != prev) recvPeers.push_back(p);
+    if (p == me) continue;
+    for (int c = 0; c < k; ++c)
+      if (ringNextRank(comm, c) != p) {
+        sendPeers.push_back(p);
+        break;
+      }
+    for (int c = 0; c < k; ++c)
+      if (ringPrevRank(comm, c) != p) {
+        recvPeers.push_back(p);
+        break;
+      }
   }
   BRAID_CHECK(comm->conns->connectCollPeers(sendPeers.data(), static_cast<int>(sendPeers.size()), recvPeers.data(),
                                             static_cast<int>(recvPeers.size()), k, kOneShotPeerFifoBytes));
@@ -190,6 +224,7 @@ ncclResult_t connectOneShotPeers(ncclComm* comm, DeviceState* st) {
   std::vector<DevConn*> table;
   size_t used = 0;
   for (int c = 0; c < k; ++c) {
+    const int next = ringNextRank(comm, c), prev = ringPrevRank(comm, c);
     for (int p = 0; p < n; ++p) {
       if (p == me) continue;
       for (bool send : {true, false}) {
@@ -534,6 +569,21 @@ ncclResult_t connectDeviceTrees(ncclComm* comm, DeviceState* st) {
   return ncclSuccess;
 }
 
+// INFO, with several rings: where each channel's ring connections go, as connected (what the kernels' DevConn
+// copies), so a log shows every ring in use.
+void logRingChannels(ncclComm* comm) {
+  std::string shown;
+  for (int c = 0; c < comm->nChannels; ++c) {
+    const ConnInfo* send = comm->conns->ringSend(c);
+    const ConnInfo* recv = comm->conns->ringRecv(c);
+    shown += (c ? " " : "") + std::to_string(send ? send->peer : -1) + "/" + std::to_string(recv ? recv->peer : -1);
+  }
+  BRAID_INFO(kSubInit,
+             "rank %d: %d rings on %d channels (channel c on ring c %% %d); each channel's next/previous "
+             "rank: %s",
+             comm->rank, ringCount(comm), comm->nChannels, ringCount(comm), shown.c_str());
+}
+
 int chooseThreads() {
   int64_t t = params::NThreads();
   if (t <= 0) return kDevThreads;
@@ -590,9 +640,13 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     BRAID_CHECK(ensureHostTopology(comm));
     comm->conns = std::make_unique<ConnectionManager>(&comm->wait, comm->bootstrap.get(), &comm->self, &comm->peers);
     comm->conns->setTransports(deviceTransports());
-    // A ring with a socket link runs at that link's pace: few channels (agreed as the minimum over ranks).
+    // A ring with a socket link runs at that link's pace: few channels (agreed as the minimum over ranks). Every
+    // ring's neighbours count: the channels are dealt over all of them.
     bool allP2p = true;
-    for (int peer : {ringNextRank(comm), ringPrevRank(comm)}) {
+    std::vector<int> neighbours, prevs;
+    ringNeighbours(comm, &neighbours, &prevs);
+    neighbours.insert(neighbours.end(), prevs.begin(), prevs.end());
+    for (int peer : neighbours) {
       TransportKind kind;
       BRAID_CHECK(comm->conns->kindFor(peer, &kind));
       if (kind == TransportKind::Net) preferredChannels = kNetDevChannels;
@@ -608,12 +662,15 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
       preferredChannels = std::min(preferredChannels, shmRingChannels(local));
     }
     // A P2P ring runs at its slowest hop's pace: as many channels as that hop's bandwidth feeds (ringChannelsFor).
+    // Channels are dealt to the rings in turn (channel c on ring c % nRings), so every ring gets as many, the count
+    // the slowest hop of any ring feeds: the least over the rings, once per ring.
     const double slowest = allP2p ? ringSlowestHopGBs(comm) : -1;
     if (slowest > 0) {
-      const int fed = ringChannelsFor(slowest, preferredChannels);
+      const int perRing = ringChannelsFor(slowest, preferredChannels);
+      const int fed = std::min(preferredChannels, perRing * ringCount(comm));
       if (fed < preferredChannels) {
-        BRAID_INFO(kSubInit, "rank %d: the ring's slowest hop moves %.1f GB/s (topology): %d channels", comm->rank,
-                   slowest, fed);
+        BRAID_INFO(kSubInit, "rank %d: the rings' slowest hop moves %.1f GB/s (topology): %d channels (%d ring(s))",
+                   comm->rank, slowest, fed, ringCount(comm));
         preferredChannels = fed;
       }
     }
@@ -648,8 +705,11 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     comm->conns->setNetProxy(2000, false, static_cast<size_t>(std::max<int64_t>(0, params::NetBulkBytes())));
     DeviceState* raw = st.get();
     comm->conns->setAbortHook([raw] { raw->raiseAbort(); });
-    BRAID_CHECK(comm->conns->connectRing(comm->nChannels, ringNextRank(comm), ringPrevRank(comm)));
+    std::vector<int> next, prev;
+    ringNeighbours(comm, &next, &prev);
+    BRAID_CHECK(comm->conns->connectRings(comm->nChannels, next, prev));
     BRAID_CHECK(reportRings(comm));
+    if (next.size() > 1) logRingChannels(comm);
     BRAID_CUDA_CHECK(cudaMalloc(&st->ringConns, sizeof(DevConn) * 2 * st->nChannels),
                      "rank %d: cudaMalloc of %d ring connection states", comm->rank, 2 * st->nChannels);
     BRAID_CUDA_CHECK(cudaMalloc(&st->splitGuard, sizeof(uint64_t) * st->nChannels),

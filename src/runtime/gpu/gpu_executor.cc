@@ -586,6 +586,8 @@ ncclResult_t GpuExecutor::launchColl(const OpDesc& op, cudaStream_t s) {
     a.ringConns = st_->ringSend(0);
     a.ringStride = static_cast<int32_t>(st_->ringRecv(0) - st_->ringSend(0));
   }
+  a.nRings = st_->nRings;
+  a.ringTables = st_->ringTablesDev;
   a.peerConns = peerConns;
   a.treeConns = st_->treeConns;
   a.pdlTrigger = launchAttrsFor(st_->pdl, capturing_).earlyTrigger ? 1 : 0;
@@ -693,14 +695,19 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
                               [](const P2pXfer& c) { return c.bytes == 0 || c.buf == c.src; }),
                copies.end());
 
-  // Ring neighbours go over the ring connections, all channels; other peers over their own p2p connections
-  // (p2pPeerChannels of them over P2P: ConnectionManager::setP2pChannels).
-  const int next = ringNextRank(comm_), prev = ringPrevRank(comm_);
+  // Ring neighbours go over the ring connections, on the channels whose ring has them as neighbour (all of them
+  // with one ring: DeviceState::ringChannelsOf); other peers over their own p2p connections (p2pPeerChannels of
+  // them over P2P: ConnectionManager::setP2pChannels).
+  auto ringChannels = [&](int dir, int p) -> const std::vector<int>* {
+    const std::vector<std::vector<int>>& of = st_->ringChannelsOf[dir];
+    return static_cast<size_t>(p) < of.size() && !of[static_cast<size_t>(p)].empty() ? &of[static_cast<size_t>(p)]
+                                                                                     : nullptr;
+  };
   w.sendPeers.clear();
   w.recvPeers.clear();
   for (int p = 0; p < n; ++p) {
-    if (!w.sends[p].empty() && p != next) w.sendPeers.push_back(p);
-    if (!w.recvs[p].empty() && p != prev) w.recvPeers.push_back(p);
+    if (!w.sends[p].empty() && !ringChannels(0, p)) w.sendPeers.push_back(p);
+    if (!w.recvs[p].empty() && !ringChannels(1, p)) w.recvPeers.push_back(p);
   }
   if ((!w.sendPeers.empty() || !w.recvPeers.empty()))
     BRAID_CHECK(comm_->conns->connectP2p(w.sendPeers.data(), static_cast<int>(w.sendPeers.size()),
@@ -734,7 +741,9 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
       if (nConns == in.conns.size()) in.conns.emplace_back();
       P2pPlanConn& c = in.conns[nConns++];
       c.isSend = isSend;
-      c.ring = isSend ? p == next : p == prev;
+      const std::vector<int>* ringChans = ringChannels(dir, p);
+      c.ring = ringChans != nullptr;
+      c.ringChannels.clear();
       if (c.ring) {
         // Filled on the first ring transfer only: a 1-rank comm has no connections at all (comm_->conns null).
         if (!w.ringLlKnown) {
@@ -749,6 +758,17 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
         c.channels = st_->nChannels;
         c.ll = w.ringLl[dir];
         c.bal = w.ringBal[dir];
+        if (static_cast<int>(ringChans->size()) != st_->nChannels) {
+          // Several rings: only the channels whose ring has p as neighbour, share v on channel (*ringChans)[v].
+          c.ringChannels = *ringChans;
+          c.channels = static_cast<int>(ringChans->size());
+          c.ll.clear();
+          c.bal.clear();
+          for (int ch : *ringChans) {
+            c.ll.push_back(w.ringLl[dir][static_cast<size_t>(ch)]);
+            c.bal.push_back(w.ringBal[dir][static_cast<size_t>(ch)]);
+          }
+        }
       } else {
         c.channels = std::max(1, comm_->conns->p2pChannels(p));
         c.ll.clear();
@@ -808,9 +828,12 @@ ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaS
           b.src = pb.balSlot >= 0 ? reinterpret_cast<const char*>(st_->p2pClaims + 2 * pb.balSlot)
                                   : reinterpret_cast<const char*>((static_cast<uintptr_t>(pb.channel) << 1) | 1u);
         b.nSeg = 0;
-        b.conn = pb.conn < 0                 ? nullptr
-                 : in.conns[pb.conn].ring ? (pb.isSend ? st_->ringSend(pb.channel) : st_->ringRecv(pb.channel))
-                                          : p2pConns[w.connFirst[pb.conn] + pb.channel];
+        if (pb.conn >= 0 && in.conns[pb.conn].ring) {
+          const int ch = p2pRingChannelOf(in.conns[pb.conn], pb.channel);
+          b.conn = pb.isSend ? st_->ringSend(ch) : st_->ringRecv(ch);
+        } else {
+          b.conn = pb.conn < 0 ? nullptr : p2pConns[w.connFirst[pb.conn] + pb.channel];
+        }
       }
       if (cta.split > 0) {
         blocks[first].nSeg = cta.split;

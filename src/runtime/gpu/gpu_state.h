@@ -83,6 +83,14 @@ class DeviceState {
   int ringPos = 0;
   std::vector<int> ringPosOf;
   int32_t* ringOrderDev = nullptr;
+  // Several distinct rings (channel c on ring c % nRings): their tables in device memory (CollLaunchArgs::ringTables;
+  // null with one ring, which the fields above describe).
+  int nRings = 1;
+  int32_t* ringTablesDev = nullptr;
+  // Per direction (0: send, 1: receive) and peer: the channels whose ring connection goes to (comes from) that peer
+  // (ringChannelsWith), which a point-to-point transfer with it runs on; empty for a peer that is no channel's ring
+  // neighbour (it gets connections of its own). With one ring: every channel for the two neighbours.
+  std::vector<std::vector<int>> ringChannelsOf[2];
   // Device memory, kP2pMaxBalanced zeroed pairs: a balanced send's claim counter and finished-CTA count (p2p_plan.h;
   // the last CTA of the transfer zeroes both again, so every launch and graph replay finds them zero).
   uint32_t* p2pClaims = nullptr;

@@ -193,20 +193,25 @@ double ringSlowestHopGBs(const ncclComm* comm) {
   const std::shared_ptr<const HostTopology> host = hostTopologyIfKnown();
   const int n = comm->nranks;
   // Without NVML a detected topology cannot tell NVLink from PCI: its bandwidths would starve an NVLink ring.
-  if (!host || !host->nvlinkKnown || n < 2 || static_cast<int>(comm->ringOrder.size()) != n) return -1;
+  if (!host || !host->nvlinkKnown || n < 2) return -1;
+  std::vector<std::vector<int>> orders = comm->ringOrders;
+  if (orders.empty()) orders.push_back(comm->ringOrder);
   double slowest = -1;
-  for (int p = 0; p < n; ++p) {
-    const PeerInfo& a = comm->peers[static_cast<size_t>(comm->ringOrder[static_cast<size_t>(p)])];
-    const PeerInfo& b = comm->peers[static_cast<size_t>(comm->ringOrder[static_cast<size_t>((p + 1) % n)])];
-    if (a.hostHash != comm->self.hostHash || b.hostHash != comm->self.hostHash || a.busId == b.busId) continue;
-    char busA[32], busB[32];
-    p2pBusIdToString(a.busId, busA, sizeof(busA));
-    p2pBusIdToString(b.busId, busB, sizeof(busB));
-    const int ga = host->topo.find(TopoKind::Gpu, busA), gb = host->topo.find(TopoKind::Gpu, busB);
-    if (ga < 0 || gb < 0) continue;
-    const TopoPath& hop = host->paths.between(ga, gb);
-    if (hop.cls == PathClass::Dis) continue;
-    slowest = slowest < 0 ? hop.bw : std::min(slowest, hop.bw);
+  for (const std::vector<int>& order : orders) {
+    if (static_cast<int>(order.size()) != n) return -1;
+    for (int p = 0; p < n; ++p) {
+      const PeerInfo& a = comm->peers[static_cast<size_t>(order[static_cast<size_t>(p)])];
+      const PeerInfo& b = comm->peers[static_cast<size_t>(order[static_cast<size_t>((p + 1) % n)])];
+      if (a.hostHash != comm->self.hostHash || b.hostHash != comm->self.hostHash || a.busId == b.busId) continue;
+      char busA[32], busB[32];
+      p2pBusIdToString(a.busId, busA, sizeof(busA));
+      p2pBusIdToString(b.busId, busB, sizeof(busB));
+      const int ga = host->topo.find(TopoKind::Gpu, busA), gb = host->topo.find(TopoKind::Gpu, busB);
+      if (ga < 0 || gb < 0) continue;
+      const TopoPath& hop = host->paths.between(ga, gb);
+      if (hop.cls == PathClass::Dis) continue;
+      slowest = slowest < 0 ? hop.bw : std::min(slowest, hop.bw);
+    }
   }
   return slowest;
 }

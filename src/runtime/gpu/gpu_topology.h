@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "runtime/ring_order.h"
 
 struct ncclComm;
 
@@ -22,11 +23,11 @@ ncclResult_t ensureHostTopology(ncclComm* comm);
 // a GPU. Every rank of a host searches the same topology and so finds the same rings. Needs the peers' PeerInfo
 // (after the bootstrap).
 ncclResult_t hostRingPositions(ncclComm* comm, int maxRings, std::vector<int>* pos);
-// The distinct rings a GPU communicator runs: one, since its kernels take one ring position and order per launch
-// (CollLaunchArgs::ringPos, ringOrder) for every channel.
-constexpr int kDeviceRingOrders = 1;
+// The distinct rings a GPU communicator runs at most, as many as a host communicator: channel c runs ring
+// c % nRings, each channel's kernel CTA reading its own ring's tables (CollLaunchArgs::ringTables).
+constexpr int kDeviceRingOrders = kMaxRingOrders;
 
-// The slowest hop, in GB/s, of the agreed ring between two GPUs of this host as the topology sees it, for the
+// The slowest hop, in GB/s, of any agreed ring between two GPUs of this host as the topology sees it, for the
 // channel count (-1 where no such hop is known).
 double ringSlowestHopGBs(const ncclComm* comm);
 
