@@ -491,7 +491,7 @@ void ConnectionManager::flush() {
   NetProxy* p = impl_->ctx.proxyRaw.load(std::memory_order_acquire);
   if (p == nullptr) return;
   bool pending = false;
-  p->driveInline(&pending);
+  p->driveInline(&pending, true);
   if (pending) p->wakeSleeping();
 }
 

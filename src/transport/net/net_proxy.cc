@@ -178,7 +178,7 @@ void NetProxy::remove(uint64_t id) {
   wake();
 }
 
-bool NetProxy::driveInline(bool* sendsPending) {
+bool NetProxy::driveInline(bool* sendsPending, bool sendsOnly) {
   // An executor's thread: a connection failing here takes the backend's message with it (markDead reads and clears
   // the pending message), and the message the executor already holds for its own failure must survive that (an
   // operation that failed and then flushes its sockets would otherwise report a bare error code).
@@ -188,7 +188,7 @@ bool NetProxy::driveInline(bool* sendsPending) {
   if (lk.owns_lock()) {  // else the thread is in a pass: it moves the steps
     for (auto& kv : conns_) {
       Conn* c = kv.second.get();
-      if (c->dead) continue;
+      if (c->dead || (sendsOnly && !c->send)) continue;
       moved |= progress(c);
       pending = pending || (c->send && !c->dead && c->done < loadAcquire(c->info.tail));
     }

@@ -55,8 +55,9 @@ class NetProxy {
   // One pass over the connections on the caller's thread unless the engine is in one right now (try-lock): an
   // executor waiting on a NET connection moves its steps itself instead of waiting for the thread to wake. True
   // when anything moved. *sendsPending (may be null): a send connection still has steps the backend has not
-  // finished (the thread must finish them).
-  bool driveInline(bool* sendsPending = nullptr);
+  // finished (the thread must finish them). sendsOnly: only the send connections (the flush at the end of a host
+  // operation: a receive has nothing to hand over, and looking for data that is not there costs a recv each).
+  bool driveInline(bool* sendsPending = nullptr, bool sendsOnly = false);
   // Work was posted (a GPU launch, whose kernels publish steps in mapped memory and wake no descriptor; an
   // executor leaving steps behind at the end of an operation): wakes the thread if it is blocked.
   void wakeSleeping();

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -480,13 +481,30 @@ class SocketRecvComm final : public NetRecvComm, SocketCommBase {
     return ncclSuccess;
   }
 
-  // recv() that maps EOF and errors onto the comm's failure; returns bytes read, 0 for "would block".
+  // recv() that maps EOF and errors onto the comm's failure; returns bytes read, 0 for "would block". Socket 0's
+  // reads of less than kStageBytes go through stage_: one recv takes a frame's header together with a small
+  // payload (and whatever follows it), where reading the header and then the payload would cost two system calls
+  // per message; what was read ahead is handed out before the socket is read again.
   ncclResult_t readSome(int i, void* dst, size_t len, bool midFrame, size_t* got) {
     *got = 0;
+    if (i == 0 && stageOff_ < stageLen_) {
+      const size_t n = std::min(len, stageLen_ - stageOff_);
+      std::memcpy(dst, stage_.get() + stageOff_, n);
+      stageOff_ += n;
+      *got = n;
+      return ncclSuccess;
+    }
+    const bool staged = i == 0 && len < kStageBytes && stage_;
     for (;;) {
-      ssize_t n = recv(socks_[i].fd(), dst, len, MSG_DONTWAIT);
+      ssize_t n = recv(socks_[i].fd(), staged ? stage_.get() : dst, staged ? kStageBytes : len, MSG_DONTWAIT);
       if (n > 0) {
         *got = static_cast<size_t>(n);
+        if (staged) {
+          stageLen_ = *got;
+          *got = std::min(len, stageLen_);
+          std::memcpy(dst, stage_.get(), *got);
+          stageOff_ = *got;
+        }
         return ncclSuccess;
       }
       if (n == 0) return failClosed(i, midFrame);
@@ -530,6 +548,10 @@ class SocketRecvComm final : public NetRecvComm, SocketCommBase {
           if (--r.partsLeft == 0) r.done.store(true, std::memory_order_release);
         }
         cur_[i]++;
+        // With nothing read ahead, the next header waits for the next pass (the waits and the proxy pass again after
+        // progress): probing for it now would mostly cost a recv that finds nothing. The bulk helper reads on, so a
+        // run of large messages stays with it rather than going back to the proxy after each.
+        if (i == 0 && !bulk && stageOff_ == stageLen_) return ncclSuccess;
         continue;
       }
       size_t got = 0;
@@ -542,6 +564,10 @@ class SocketRecvComm final : public NetRecvComm, SocketCommBase {
   }
 
   bool hup_[kNetMaxSocks];
+  // Socket 0's read-ahead (readSome), under ioMu_ like the rest of the receive state.
+  static constexpr size_t kStageBytes = 4096;
+  std::unique_ptr<char[]> stage_{new (std::nothrow) char[kStageBytes]};  // null: every read goes to its place
+  size_t stageOff_ = 0, stageLen_ = 0;
 };
 
 class SocketListenComm final : public NetListenComm {
