@@ -8,7 +8,7 @@
 // uncaptured batches through one event (NCCL_GRAPH_MIXING_SUPPORT, on by default, as NCCL): a capture's first batch
 // waits for it (an external wait node: at each replay, the event's last record before that launch), a record node
 // after the capture's last batch records it (capture_record.h) and, once the communicator has captured, every
-// uncaptured batch waits for it and records it.
+// uncaptured batch waits for it and records it. The p2p launch itself is in gpu_p2p_launch.cc.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -27,6 +27,7 @@
 #include "runtime/comm.h"
 #include "runtime/gpu/capture_record.h"
 #include "runtime/gpu/coll_plan.h"
+#include "runtime/gpu/gpu_executor.h"
 #include "runtime/gpu/gpu_state.h"
 #include "runtime/gpu/p2p_table.h"
 #include "runtime/ring_order.h"
@@ -68,126 +69,31 @@ CollPlanFacts planFacts(const DeviceState& st, ncclComm* comm) {
   return f;
 }
 
-class GpuExecutor final : public Executor {
- public:
-  GpuExecutor(ncclComm* comm, std::unique_ptr<DeviceState> st)
-      : comm_(comm),
-        st_(std::move(st)),
-        table_(std::make_unique<P2pTableStore>(st_->rank)),
-        planner_(planFacts(*st_, comm)) {
-    transport_ = st_->transport;
-    graphMixing_ = params::GraphMixingSupport() != 0;
-    // The batch-end events up front: a communicator's first batch may come inside a global-mode capture. On a
-    // failure here run() creates them again and reports it.
-    DeviceGuard g(st_->dev);
-    cudaEvent_t e = nullptr;
-    if (event(kCaptureTails, &e) != ncclSuccess) cudaGetLastError();
-    lastDone_ = events_.empty() ? nullptr : events_[0];
-    lastPeer_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(st_->nranks));
-    for (int r = 0; r < st_->nranks; ++r) lastPeer_[r].store(0, std::memory_order_relaxed);
-    // Made here, not in run(): asyncError reads the handle from another thread.
-    if (st_->watch && cudaEventCreateWithFlags(&lastStart_, cudaEventDisableTiming) != cudaSuccess) {
-      lastStart_ = nullptr;
-      cudaGetLastError();
-    }
-    if (comm_->conns && st_->nranks > 1) comm_->conns->setNetWorkProbe([this] { return netWork(); });
-  }
-  ~GpuExecutor() override;
-  ncclResult_t run(const std::vector<OpDesc>& ops) override;
-  ncclResult_t asyncError() override;
-  void noteBatchPeers(const std::vector<OpDesc>& ops);  // lastAll_, lastPeer_ for asyncError
-  double predictUs(const OpDesc& op) override;
-  void withPeerWatchPaused(const std::function<void()>& f) override {
-    if (st_->watch) {
-      st_->watch->exclusive(f);
-    } else {
-      f();
-    }
-  }
+}  // namespace
 
- private:
-  ncclResult_t checkStatus();
-  ncclResult_t launchColl(const OpDesc& op, cudaStream_t s);
-  // Every collective and p2p kernel launch, with the launch attributes BRAID_PDL asks for, in thread-block
-  // clusters of `cluster` CTAs where the caller asks (collCluster; nCta whole clusters) and the comm allows.
-  cudaError_t launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s, int cluster = 0);
-  ncclResult_t launchP2p(const std::vector<const OpDesc*>& ops, cudaStream_t s);
-  ncclResult_t p2pConn(int peer, int channel, bool send, DevConn** out);
-  ncclResult_t event(size_t i, cudaEvent_t* out);
-  uint32_t lowLatencyKernels(const OpDesc& op) const;
-  // For the NET proxy's thread (NetProxy::setWorkProbe): Busy while a batch launched so far may still run, so it
-  // polls the FIFOs the kernels publish NET steps in; Unknown once a capture exists (replays tell nobody).
-  NetWork netWork();
+GpuExecutor::GpuExecutor(ncclComm* comm, std::unique_ptr<DeviceState> st)
+    : comm_(comm),
+      st_(std::move(st)),
+      table_(std::make_unique<P2pTableStore>(st_->rank)),
+      planner_(planFacts(*st_, comm)) {
+  transport_ = st_->transport;
+  graphMixing_ = params::GraphMixingSupport() != 0;
+  // The batch-end events up front: a communicator's first batch may come inside a global-mode capture. On a
+  // failure here run() creates them again and reports it.
+  DeviceGuard g(st_->dev);
+  cudaEvent_t e = nullptr;
+  if (event(kCaptureTails, &e) != ncclSuccess) cudaGetLastError();
+  lastDone_ = events_.empty() ? nullptr : events_[0];
+  lastPeer_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(st_->nranks));
+  for (int r = 0; r < st_->nranks; ++r) lastPeer_[r].store(0, std::memory_order_relaxed);
+  // Made here, not in run(): asyncError reads the handle from another thread.
+  if (st_->watch && cudaEventCreateWithFlags(&lastStart_, cudaEventDisableTiming) != cudaSuccess) {
+    lastStart_ = nullptr;
+    cudaGetLastError();
+  }
+  if (comm_->conns && st_->nranks > 1) comm_->conns->setNetWorkProbe([this] { return netWork(); });
+}
 
-  ncclComm* comm_;
-  std::unique_ptr<DeviceState> st_;
-  std::unique_ptr<P2pTableStore> table_;  // lists of p2p launches past the parameter tiers; freed in ~ on st_->dev
-  // [0]: the last batch's completion: an uncaptured batch's, or, with graph mixing, a replayed graph's (recorded by
-  // its capture's record node, never as a capture dependency), so the destructor and the next uncaptured batch or
-  // replay can wait on it; [1..kCaptureTails]: captureTails_' end events, recorded inside their captures only for
-  // batches that span several streams; the rest: joins.
-  std::vector<cudaEvent_t> events_;
-  // events_[0], kept apart for asyncError, which a watchdog thread may call while run() grows events_.
-  cudaEvent_t lastDone_ = nullptr;
-  // Recorded where the last uncaptured batch begins, on communicators with a peer watch (asyncError): complete
-  // once everything the caller queued before that batch has run.
-  cudaEvent_t lastStart_ = nullptr;
-  // The ranks the last uncaptured batch exchanges data with (asyncError): every rank when it holds a collective,
-  // else its point-to-point peers. Written by run(), read by a watchdog thread: a hint, relaxed.
-  std::atomic<bool> lastAll_{true};
-  std::atomic<uint64_t> lastBatch_{0};                  // batches noted so far
-  std::unique_ptr<std::atomic<uint64_t>[]> lastPeer_;  // per rank: the last noted batch it took part in
-  // Kernels launched, and of them those whose batch has recorded its end event (run() returning), and whether a
-  // batch was ever captured: read by the NET proxy's thread (netWork).
-  std::atomic<uint64_t> launched_{0}, settled_{0};
-  std::atomic<bool> anyCapture_{false};
-  cudaStream_t lastStream_ = nullptr;
-  bool haveLast_ = false;
-  // The last batch captured into each of the kCaptureTails most recently used captures: its capture
-  // (cudaStreamGetCaptureInfo's id, unique in the process), stream and end event. A batch captured into the same
-  // graph on another stream (a fork of it) is ordered after it, as an uncaptured batch is after the last uncaptured
-  // one: a communicator's launches share its FIFOs, steps and p2p claim words, so two must never run at once (NCCL
-  // keeps a list per graph alike). Captures open at once on one communicator, interleaved, past kCaptureTails lose
-  // that order for the least recently used, and with graph mixing its graph gets a second wait and record node, so
-  // its replays are no longer ordered either: evicted_ remembers the last ids taken over, to warn when one comes
-  // back (a capture still open; an ended one never does).
-  static constexpr size_t kCaptureTails = 4;
-  static constexpr size_t kEvicted = 16;
-  struct CaptureTail {
-    unsigned long long id = 0;  // 0: unused
-    cudaStream_t stream = nullptr;
-    uint64_t used = 0;  // captureUses_ at its last batch
-    CaptureRecord record;  // graph mixing: records events_[0] after the capture's last batch
-    std::vector<cudaGraphNode_t> ends;  // the capture's end nodes after its last batch here
-  };
-  CaptureTail captureTails_[kCaptureTails];
-  uint64_t captureUses_ = 0;
-  unsigned long long evicted_[kEvicted] = {};
-  size_t nEvicted_ = 0;
-  bool evictWarned_ = false;
-  bool capturing_ = false;  // the batch being launched is captured into a graph
-  bool graphMixing_ = true;    // NCCL_GRAPH_MIXING_SUPPORT (this rank's)
-  bool everCaptured_ = false;  // a batch was captured: uncaptured ones then wait for events_[0] on any stream
-  TransportClass transport_;   // the ring's path (agreed): selects the tuner's cost rows
-  CollPlanner planner_;  // every collective's plan (coll_plan.h)
-  // launchP2p's working lists, kept across calls (cleared, capacity kept; only connection entries beyond the
-  // current call's count are freed): planned into fresh vectors, an 8-byte send/recv made ~40 allocations,
-  // ~0.8 us of host time on every small call.
-  struct P2pScratch {
-    std::vector<const OpDesc*> ops;
-    std::vector<std::vector<P2pXfer>> sends, recvs;  // per peer, in the plan's form (P2pPlanConn::xs)
-    std::vector<P2pXfer> selfSends, selfRecvs;        // local copies go straight into in.copies
-    std::vector<int> sendPeers, recvPeers, connPeer;
-    std::vector<DevConn*> conns;  // each p2p connection's channels, from connFirst[ci] (ring connections: none)
-    std::vector<int> connFirst;
-    P2pPlanInput in;
-    P2pPlanLaunch plan;
-    std::vector<unsigned char> table;  // a launch past the parameter tiers: its lists, as P2pTableStore takes them
-    std::vector<uint8_t> ringLl[2];  // [send, recv] per channel: p2p may run LL there (fixed after init)
-    std::vector<uint8_t> ringBal[2];  // ... the connection is GPU P2P: transfers may run balanced there
-    bool ringLlKnown = false;
-  } p2p_;
-};
 
 // Where this build has a low-latency kernel for the op (the planner offers only those protocols).
 uint32_t GpuExecutor::lowLatencyKernels(const OpDesc& op) const {
@@ -380,7 +286,7 @@ ncclResult_t GpuExecutor::run(const std::vector<OpDesc>& ops) {
             st_->rank, kCaptureTails, captureId,
             graphMixing_ ? " and its replays against other graphs' (NCCL_GRAPH_MIXING_SUPPORT)" : "");
       }
-      *tail = CaptureTail{captureId, nullptr, 0, {}};
+      *tail = CaptureTail{captureId, nullptr, 0, {}, {}};
     }
   }
   // Inside a capture the batch's end is an event only where other streams of the batch must wait for it: a record
@@ -598,309 +504,9 @@ ncclResult_t GpuExecutor::launchColl(const OpDesc& op, cudaStream_t s) {
   return ncclSuccess;
 }
 
-ncclResult_t GpuExecutor::p2pConn(int peer, int channel, bool send, DevConn** out) {
-  auto& map = send ? st_->p2pSend : st_->p2pRecv;
-  auto it = map.find({peer, channel});
-  if (it != map.end()) {
-    *out = it->second;
-    return ncclSuccess;
-  }
-  ConnInfo* info = send ? comm_->conns->p2pSend(peer, channel) : comm_->conns->p2pRecv(peer, channel);
-  if (!info) return recordError(ncclInternalError, "rank %d: p2p connection %s rank %d (channel %d) is missing",
-                                st_->rank, send ? "to" : "from", peer, channel);
-  DevConn* d = nullptr;
-  BRAID_CUDA_CHECK(cudaMalloc(&d, sizeof(DevConn)), "rank %d: cudaMalloc of a p2p connection state", st_->rank);
-  // Cached only once uploaded: a failed upload must not leave a state that was never filled.
-  const ncclResult_t r = st_->upload(*info, send, d);
-  if (r != ncclSuccess) {
-    cudaFree(d);
-    return r;
-  }
-  map[{peer, channel}] = d;
-  *out = d;
-  return ncclSuccess;
-}
-
-ncclResult_t GpuExecutor::launchP2p(const std::vector<const OpDesc*>& ops, cudaStream_t s) {
-  const int n = st_->nranks, me = st_->rank;
-  P2pScratch& w = p2p_;
-  w.sends.resize(n);
-  w.recvs.resize(n);
-  for (int p = 0; p < n; ++p) w.sends[p].clear(), w.recvs[p].clear();
-  w.selfSends.clear();
-  w.selfRecvs.clear();
-  std::vector<P2pXfer>& copies = w.in.copies;  // (buf: destination, src)
-  copies.clear();
-  for (const OpDesc* op : ops) {
-    const size_t bytes = op->count * dtypeSize(op->dtype);
-    const char* sb = static_cast<const char*>(op->sendbuff);
-    char* rb = static_cast<char*>(op->recvbuff);
-    const bool oneWay = isOneWayColl(op->coll);
-    // A collective's transfers at n > 2 share the peers' channels alike (p2pPeerChannels); both ends know.
-    const int cap = n > 2 && op->coll != CollType::Send && op->coll != CollType::Recv ? st_->p2pPeerChannels : 0;
-    auto snd = [&](int p, const char* b) {
-      (p == me ? w.selfSends : w.sends[p]).push_back(P2pXfer{const_cast<char*>(b), bytes, nullptr, oneWay, cap});
-    };
-    auto rcv = [&](int p, char* b) {
-      (p == me ? w.selfRecvs : w.recvs[p]).push_back(P2pXfer{b, bytes, nullptr, oneWay, cap});
-    };
-    switch (op->coll) {
-      case CollType::Send: snd(op->peer, sb); break;
-      case CollType::Recv: rcv(op->peer, rb); break;
-      case CollType::AllToAll:
-        for (int p = 0; p < n; ++p) {
-          const size_t off = static_cast<size_t>(p) * bytes;
-          if (p == me) {
-            copies.push_back(P2pXfer{rb + off, bytes, sb + off});
-          } else {
-            snd(p, sb + off);
-            rcv(p, rb + off);
-          }
-        }
-        break;
-      case CollType::Gather:
-        if (me == op->root) {
-          for (int p = 0; p < n; ++p) {
-            if (p == me) copies.push_back(P2pXfer{rb + static_cast<size_t>(p) * bytes, bytes, sb});
-            else rcv(p, rb + static_cast<size_t>(p) * bytes);
-          }
-        } else {
-          snd(op->root, sb);
-        }
-        break;
-      case CollType::Scatter:
-        if (me == op->root) {
-          for (int p = 0; p < n; ++p) {
-            if (p == me) copies.push_back(P2pXfer{rb, bytes, sb + static_cast<size_t>(p) * bytes});
-            else snd(p, sb + static_cast<size_t>(p) * bytes);
-          }
-        } else {
-          rcv(op->root, rb);
-        }
-        break;
-      default:
-        return recordError(ncclInternalError, "%s is not a point-to-point operation", collName(op->coll));
-    }
-  }
-  if (w.selfSends.size() != w.selfRecvs.size())
-    return recordError(ncclInvalidUsage, "rank %d posted %zu sends to itself but %zu receives from itself in one group",
-                       me, w.selfSends.size(), w.selfRecvs.size());
-  for (size_t i = 0; i < w.selfSends.size(); ++i) {
-    if (w.selfSends[i].bytes != w.selfRecvs[i].bytes)
-      return recordError(ncclInvalidUsage, "rank %d: send to itself of %zu bytes is matched by a receive of %zu bytes",
-                         me, w.selfSends[i].bytes, w.selfRecvs[i].bytes);
-    copies.push_back(P2pXfer{w.selfRecvs[i].buf, w.selfRecvs[i].bytes, w.selfSends[i].buf});
-  }
-  copies.erase(std::remove_if(copies.begin(), copies.end(),
-                              [](const P2pXfer& c) { return c.bytes == 0 || c.buf == c.src; }),
-               copies.end());
-
-  // Ring neighbours go over the ring connections, on the channels whose ring has them as neighbour (all of them
-  // with one ring: DeviceState::ringChannelsOf); other peers over their own p2p connections (p2pPeerChannels of
-  // them over P2P: ConnectionManager::setP2pChannels).
-  auto ringChannels = [&](int dir, int p) -> const std::vector<int>* {
-    const std::vector<std::vector<int>>& of = st_->ringChannelsOf[dir];
-    return static_cast<size_t>(p) < of.size() && !of[static_cast<size_t>(p)].empty() ? &of[static_cast<size_t>(p)]
-                                                                                     : nullptr;
-  };
-  w.sendPeers.clear();
-  w.recvPeers.clear();
-  for (int p = 0; p < n; ++p) {
-    if (!w.sends[p].empty() && !ringChannels(0, p)) w.sendPeers.push_back(p);
-    if (!w.recvs[p].empty() && !ringChannels(1, p)) w.recvPeers.push_back(p);
-  }
-  if ((!w.sendPeers.empty() || !w.recvPeers.empty()))
-    BRAID_CHECK(comm_->conns->connectP2p(w.sendPeers.data(), static_cast<int>(w.sendPeers.size()),
-                                         w.recvPeers.data(), static_cast<int>(w.recvPeers.size())));
-  // The cut into the CTAs of one launch (p2p_plan.h). Small transfers run LL where the connection has LL slots
-  // (P2P, SHM; NET only when NCCL_PROTO forces LL): one slot-sized step with no fence instead of SIMPLE's FIFO
-  // handshake (NCCL_P2P_LL_THRESHOLD, as in NCCL).
-  // LL over NET only when NCCL_PROTO forces LL: over sockets it measured no faster than SIMPLE for small
-  // shares, the socket round trip setting the time (docs/TUNING.md, "Small transfers").
-  auto llOn = [&](const ConnInfo* ci) {
-    return llSlotsOf(ci) != nullptr && (ci->kind != TransportKind::Net || st_->p2pLlOnNet);
-  };
-  auto gpuP2p = [](const ConnInfo* ci) { return ci != nullptr && ci->kind == TransportKind::P2p; };
-  P2pPlanInput& in = w.in;
-  // The cut and paired CTAs (p2p_plan.h) as the budget says: every rank's threads can pair (agreed at init).
-  applyBudget(p2pCtaBudget(st_->nChannels, st_->p2pCopyCtas, p2pMaxCtas(st_->tuning), st_->p2pPair), &in);
-  in.llThreshold = st_->p2pLlThreshold;
-  in.balanceMinShare = st_->p2pBalanceBytes;
-  in.channelBytes = st_->p2pChannelBytes;
-  in.maxCtas = kMaxP2pCtas;
-  static_assert(kMaxP2pCtas == kP2pLaunchCtas, "p2pPeerChannels sizes collectives to the launch");
-  in.maxBlocks = kMaxP2pTableBlocks;
-  w.connPeer.clear();
-  size_t nConns = 0, nTransfers = copies.size();
-  for (int p = 0; p < n; ++p) {
-    for (int dir = 0; dir < 2; ++dir) {
-      const bool isSend = dir == 0;
-      const std::vector<P2pXfer>& xs = isSend ? w.sends[p] : w.recvs[p];
-      if (xs.empty()) continue;
-      nTransfers += xs.size();
-      if (nConns == in.conns.size()) in.conns.emplace_back();
-      P2pPlanConn& c = in.conns[nConns++];
-      c.isSend = isSend;
-      const std::vector<int>* ringChans = ringChannels(dir, p);
-      c.ring = ringChans != nullptr;
-      c.ringChannels.clear();
-      if (c.ring) {
-        // Filled on the first ring transfer only: a 1-rank comm has no connections at all (comm_->conns null).
-        if (!w.ringLlKnown) {
-          for (int ch = 0; ch < st_->nChannels; ++ch) {
-            w.ringLl[0].push_back(llOn(comm_->conns->ringSend(ch)));
-            w.ringLl[1].push_back(llOn(comm_->conns->ringRecv(ch)));
-            w.ringBal[0].push_back(gpuP2p(comm_->conns->ringSend(ch)));
-            w.ringBal[1].push_back(gpuP2p(comm_->conns->ringRecv(ch)));
-          }
-          w.ringLlKnown = true;
-        }
-        c.channels = st_->nChannels;
-        c.ll = w.ringLl[dir];
-        c.bal = w.ringBal[dir];
-        if (static_cast<int>(ringChans->size()) != st_->nChannels) {
-          // Several rings: only the channels whose ring has p as neighbour, share v on channel (*ringChans)[v].
-          c.ringChannels = *ringChans;
-          c.channels = static_cast<int>(ringChans->size());
-          c.ll.clear();
-          c.bal.clear();
-          for (int ch : *ringChans) {
-            c.ll.push_back(w.ringLl[dir][static_cast<size_t>(ch)]);
-            c.bal.push_back(w.ringBal[dir][static_cast<size_t>(ch)]);
-          }
-        }
-      } else {
-        c.channels = std::max(1, comm_->conns->p2pChannels(p));
-        c.ll.clear();
-        c.bal.clear();
-        for (int ch = 0; ch < c.channels; ++ch) {
-          const ConnInfo* ci = isSend ? comm_->conns->p2pSend(p, ch) : comm_->conns->p2pRecv(p, ch);
-          c.ll.push_back(llOn(ci));
-          c.bal.push_back(gpuP2p(ci));
-        }
-      }
-      c.xs = xs;
-      w.connPeer.push_back(p);
-    }
-  }
-  in.conns.resize(nConns);
-  if (in.conns.empty()) {
-    // Nothing crosses a connection: the copy engine does the local copies.
-    for (auto& c : copies)
-      BRAID_CUDA_CHECK(cudaMemcpyAsync(c.buf, c.src, c.bytes, cudaMemcpyDeviceToDevice, s),
-                       "rank %d: local copy of %zu bytes", me, c.bytes);
-    return ncclSuccess;
-  }
-  P2pPlanLaunch& l = w.plan;
-  std::string why;
-  if (!planP2p(in, &l, &why))
-    return recordError(ncclInvalidUsage, "rank %d: one group holds %zu point-to-point transfers (sends, receives and "
-                       "local copies): %s; split the group", me, nTransfers, why.c_str());
-  // Every connection first, so a failure leaves nothing launched.
-  std::vector<DevConn*>& p2pConns = w.conns;
-  p2pConns.clear();
-  w.connFirst.assign(in.conns.size(), 0);
-  for (size_t ci = 0; ci < in.conns.size(); ++ci) {
-    w.connFirst[ci] = static_cast<int>(p2pConns.size());
-    if (in.conns[ci].ring) continue;
-    for (int ch = 0; ch < in.conns[ci].channels; ++ch) {
-      p2pConns.push_back(nullptr);
-      BRAID_CHECK(p2pConn(w.connPeer[ci], ch, in.conns[ci].isSend, &p2pConns.back()));
-    }
-  }
-  // The lists as the kernel reads them: CTA i runs blocks[ctaFirst[i]] .. + blocks[ctaFirst[i]].nSeg; a
-  // paired CTA's receive group starts right after, its first block's nSeg counting it (the kernel finds the
-  // CTA's end at the next CTA's first block).
-  auto fill = [&](auto* ctaFirst, P2pBlock* blocks) {
-    int nb = 0, nc = 0;
-    for (const P2pPlanCta& cta : l.ctas) {
-      ctaFirst[nc++] = static_cast<std::remove_pointer_t<decltype(ctaFirst)>>(nb);
-      const int first = nb;
-      for (const P2pPlanBlock& pb : l.blocksOf(cta)) {
-        P2pBlock& b = blocks[nb++];
-        b.buf = pb.buf;
-        b.bytes = pb.bytes;
-        b.src = pb.src;
-        b.isSend = pb.isSend;
-        b.ll = pb.balParts > 0 ? static_cast<int16_t>(-pb.balParts) : static_cast<int16_t>(pb.ll);
-        // A balanced send's claim pair, or (no slot; odd, so never a pair's address) its channel for a fixed deal.
-        if (pb.balParts > 0 && pb.isSend)
-          b.src = pb.balSlot >= 0 ? reinterpret_cast<const char*>(st_->p2pClaims + 2 * pb.balSlot)
-                                  : reinterpret_cast<const char*>((static_cast<uintptr_t>(pb.channel) << 1) | 1u);
-        b.nSeg = 0;
-        if (pb.conn >= 0 && in.conns[pb.conn].ring) {
-          const int ch = p2pRingChannelOf(in.conns[pb.conn], pb.channel);
-          b.conn = pb.isSend ? st_->ringSend(ch) : st_->ringRecv(ch);
-        } else {
-          b.conn = pb.conn < 0 ? nullptr : p2pConns[w.connFirst[pb.conn] + pb.channel];
-        }
-      }
-      if (cta.split > 0) {
-        blocks[first].nSeg = cta.split;
-        blocks[first + cta.split].nSeg = cta.count - cta.split;
-      } else {
-        blocks[first].nSeg = nb - first;
-      }
-    }
-  };
-  const int nCta = static_cast<int>(l.ctas.size());
-  if (l.blocks > kMaxP2pBlocks) {
-    // Past the largest parameter block: the lists go to device memory (p2p_table.h), still one launch.
-    const size_t firstBytes = (sizeof(int32_t) * nCta + 15) & ~size_t{15};
-    const size_t total = (firstBytes + sizeof(P2pBlock) * l.blocks + 15) & ~size_t{15};
-    w.table.assign(total, 0);
-    fill(reinterpret_cast<int32_t*>(w.table.data()), reinterpret_cast<P2pBlock*>(w.table.data() + firstBytes));
-    const void* dev = nullptr;
-    BRAID_CHECK(table_->put(w.table.data(), total, s, &dev));
-    P2pTableArgs t;
-    t.status = st_->statusDev;
-    t.nBlocks = l.blocks;
-    t.pieces = st_->p2pPieces;
-    t.balCapParts = p2pBalancedCapParts(w.in.pairRing);
-    t.ctaFirst = static_cast<const int32_t*>(dev);
-    t.blocks = reinterpret_cast<const P2pBlock*>(static_cast<const char*>(dev) + firstBytes);
-    void* targs[1] = {&t};
-    BRAID_CUDA_CHECK(launchKernel(devP2pKernel(kMaxP2pTableBlocks), nCta, targs, s),
-                     "rank %d: launching the p2p kernel (%d CTAs, %d blocks in device memory)", me, nCta, l.blocks);
-    return ncclSuccess;
-  }
-  // Filled up to nCta / nBlocks only: the kernel reads no further, and zeroing the 26 KB block would cost
-  // every small launch ~1 us.
-  P2pLaunchArgs a;
-  a.status = st_->statusDev;
-  a.nBlocks = l.blocks;
-  a.pieces = st_->p2pPieces;
-  a.balCapParts = p2pBalancedCapParts(w.in.pairRing);
-  fill(a.ctaFirst, a.blocks);
-  // The smallest parameter block that holds the launch (dev_work.h; each a prefix of the same fields).
-  P2pLaunchArgsTiny tiny;
-  P2pLaunchArgsSmall small;
-  P2pLaunchArgsMid mid;
-  void* args[1] = {&a};
-  int tier = kMaxP2pBlocks;
-  auto shrink = [&](auto& to, int maxBlocks) {
-    to = std::remove_reference_t<decltype(to)>{};
-    to.status = a.status;
-    to.nBlocks = a.nBlocks;
-    to.pieces = a.pieces;
-    to.balCapParts = a.balCapParts;
-    std::memcpy(to.ctaFirst, a.ctaFirst, sizeof(a.ctaFirst[0]) * nCta);
-    std::memcpy(to.blocks, a.blocks, sizeof(a.blocks[0]) * a.nBlocks);
-    args[0] = &to;
-    tier = maxBlocks;
-  };
-  if (a.nBlocks <= kTinyP2pBlocks) shrink(tiny, kTinyP2pBlocks);
-  else if (a.nBlocks <= kSmallP2pBlocks) shrink(small, kSmallP2pBlocks);
-  else if (a.nBlocks <= kMidP2pBlocks) shrink(mid, kMidP2pBlocks);
-  BRAID_CUDA_CHECK(launchKernel(devP2pKernel(tier), nCta, args, s),
-                   "rank %d: launching the p2p kernel (%d CTAs, %d blocks)", me, nCta, a.nBlocks);
-  return ncclSuccess;
-}
-
-}  // namespace
-
 std::unique_ptr<Executor> makeGpuExecutor(ncclComm* comm, std::unique_ptr<DeviceState> state) {
   return std::make_unique<GpuExecutor>(comm, std::move(state));
 }
 
 }  // namespace braid
+
