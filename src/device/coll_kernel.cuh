@@ -167,8 +167,10 @@ __device__ __noinline__ void treeCtaLL(const CollLaunchArgs args) {
       p.begin(dir == 0, dir == 1);
       __syncthreads();
       if (tid == 0) {
-        if (dir == 0) links[j].send.step = p.sendStep(), links[j].send.llLastClean = p.sendLastClean();
-        else links[j].recv.step = p.recvStep(), links[j].recv.llLastClean = p.recvLastClean();
+        if (dir == 0)
+          links[j].send.step = p.sendStep(), links[j].send.llLastClean = p.sendLastClean();
+        else
+          links[j].recv.step = p.recvStep(), links[j].recv.llLastClean = p.recvLastClean();
       }
       __syncthreads();
     }

@@ -226,10 +226,12 @@ void runRanks(int n, int nodes, const char* buffSize, const char* proto) {
                          << tail;
     if (std::string(proto) == "LL") {
       EXPECT_NE(c.err.find("channels, Simple or LL;"), std::string::npos)
-          << "rank " << r << ": a tree connection has no LL slots; its last lines:\n" << tail;
+          << "rank " << r << ": a tree connection has no LL slots; its last lines:\n"
+          << tail;
       EXPECT_NE(c.err.find("AllReduce"), std::string::npos) << "rank " << r << " logged no tuning decision";
       EXPECT_NE(c.err.find(": Tree/LL,"), std::string::npos)
-          << "rank " << r << " did not run the tree on LL; its last lines:\n" << tail;
+          << "rank " << r << " did not run the tree on LL; its last lines:\n"
+          << tail;
     }
   }
 }

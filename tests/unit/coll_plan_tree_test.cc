@@ -176,8 +176,7 @@ TEST(CollPlanTree, TunerPicksTheTreeAtTwoNodesOfTwoGpus) {
       EXPECT_EQ(p.devColl, kDevAllReduceTree) << count << " treeLl " << treeLl;
       if (!treeLl) EXPECT_EQ(p.proto, Proto::Simple) << count;
     }
-    EXPECT_EQ(planner.plan(op(CollType::AllReduce, size_t{512} << 10, buf.data()), kLowLatency).devColl,
-              kDevAllReduce)
+    EXPECT_EQ(planner.plan(op(CollType::AllReduce, size_t{512} << 10, buf.data()), kLowLatency).devColl, kDevAllReduce)
         << treeLl;
   }
   CollPlanFacts nvl = acrossNodes(4);

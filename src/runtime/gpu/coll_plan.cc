@@ -194,8 +194,10 @@ CollPlan CollPlanner::planTree(const OpDesc& op, const TuneRequest& req, const T
   if (d.proto != Proto::Simple && !ll && !(asked & bit(Proto::Simple))) {
     if (!treeProtoSaid_) {
       treeProtoSaid_ = true;
-      BRAID_INFO(kSubTuning, "rank %d: the tree all-reduce cannot run on %s here and NCCL_PROTO leaves Simple out: "
-                 "all-reduce runs on the ring", f_.rank, protoName(d.proto));
+      BRAID_INFO(kSubTuning,
+                 "rank %d: the tree all-reduce cannot run on %s here and NCCL_PROTO leaves Simple out: "
+                 "all-reduce runs on the ring",
+                 f_.rank, protoName(d.proto));
     }
     plan.devColl = kDevAllReduce;
     plan.proto = d.proto;

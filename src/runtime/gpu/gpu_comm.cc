@@ -554,10 +554,11 @@ ncclResult_t connectDeviceTrees(ncclComm* comm, DeviceState* st) {
     st->treeLlPath = st->treeLlPath && f.ll != 0;
     st->treeIntra = std::max(st->treeIntra, static_cast<TransportClass>(f.intra));
   }
-  BRAID_INFO(kSubInit, "rank %d: all-reduce may run on the double binary tree over %d nodes (%d channels, %s; tree 0 "
-             "up %d down %d,%d; tree 1 up %d down %d,%d)", comm->rank, nNodes, nch,
-             st->treeLlPath ? "Simple or LL" : "Simple: a tree connection has no LL slots", mine[0].up,
-             mine[0].down[0], mine[0].down[1], mine[1].up, mine[1].down[0], mine[1].down[1]);
+  BRAID_INFO(kSubInit,
+             "rank %d: all-reduce may run on the double binary tree over %d nodes (%d channels, %s; tree 0 "
+             "up %d down %d,%d; tree 1 up %d down %d,%d)",
+             comm->rank, nNodes, nch, st->treeLlPath ? "Simple or LL" : "Simple: a tree connection has no LL slots",
+             mine[0].up, mine[0].down[0], mine[0].down[1], mine[1].up, mine[1].down[0], mine[1].down[1]);
   return ncclSuccess;
 }
 
