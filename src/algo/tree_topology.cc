@@ -132,4 +132,10 @@ int treeDepthBound(int nNodes, int ranksPerNode) {
   return (ceilLog2(nNodes) + 1) * ranksPerNode - 1;
 }
 
+void treeHops(int nNodes, int ranksPerNode, int* netHops, int* chainHops) {
+  const int depth = treeDepthBound(nNodes, ranksPerNode);
+  *netHops = depth > 0 ? ceilLog2(nNodes) : 0;
+  *chainHops = depth - *netHops;
+}
+
 }  // namespace braid

@@ -42,5 +42,8 @@ void buildRankTrees(const std::vector<int>& order, const std::vector<int>& nodeO
 // The most rank-to-rank hops from a leaf to the root the trees can have with nNodes nodes of at most
 // ranksPerNode ranks: what the cost model counts per direction.
 int treeDepthBound(int nNodes, int ranksPerNode);
+// The same bound split by what each hop crosses: *netHops between nodes (one per node level) and *chainHops
+// inside the nodes; their sum is treeDepthBound.
+void treeHops(int nNodes, int ranksPerNode, int* netHops, int* chainHops);
 
 }  // namespace braid

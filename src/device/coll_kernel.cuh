@@ -17,6 +17,7 @@
 #include "device/prims_ll128.h"
 #include "device/prims_simple.h"
 #include "device/prims_tree.h"
+#include "device/prims_tree_ll.h"
 
 namespace braid {
 
@@ -136,6 +137,63 @@ __device__ __noinline__ void treeCta(const CollLaunchArgs args) {
       if (sh.conn[k].buff) conns[k].step = sh.conn[k].step;
 }
 
+// One CTA of the tree all-reduce on LL (kDevAllReduceTree in an LL kernel): as treeCta, over each link's LL slots
+// (prims_tree_ll.h), a step carrying one LL slot's data. Each link's clean steps run first where due, every send
+// direction before any receive direction (prims_ll.h), and each link's counters go back to device memory at the end.
+template <typename T, typename Fn>
+__device__ __noinline__ void treeCtaLL(const CollLaunchArgs args) {
+  __shared__ PrimsShared links[kTreeLinks];
+  if (static_cast<int>(blockIdx.x) >= 2 * args.nChannels || args.treeConns == nullptr) return;
+  const int ch = static_cast<int>(blockIdx.x) >> 1;
+  const int t = static_cast<int>(blockIdx.x) & 1;
+  DevConn* conns = args.treeConns + static_cast<size_t>(2 * ch + t) * kDevTreeConns;
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid < kTreeLinks) {
+    links[tid].reset();
+    links[tid].send = conns[2 * tid];
+    links[tid].recv = conns[2 * tid + 1];
+  }
+  __syncthreads();
+  TreeRole role;
+  role.hasParent = links[kTreeParentLink].send.buff != nullptr;
+  role.nChildren = (links[1].send.buff ? 1 : 0) + (links[2].send.buff ? 1 : 0);
+  const Fn fn = DevMakeFn<Fn>::make(args);
+  const T* in = static_cast<const T*>(args.sendbuff);
+  T* out = static_cast<T*>(args.recvbuff);
+  for (int dir = 0; dir < 2; ++dir) {
+    for (int j = 0; j < kTreeLinks; ++j) {
+      if (!links[j].send.buff) continue;
+      DevPrimsLL<T, Fn> p(&links[j], in, out, fn, args.status);
+      p.begin(dir == 0, dir == 1);
+      __syncthreads();
+      if (tid == 0) {
+        if (dir == 0)
+          links[j].send.step = p.sendStep(), links[j].send.llLastClean = p.sendLastClean();
+        else
+          links[j].recv.step = p.recvStep(), links[j].recv.llLastClean = p.recvLastClean();
+      }
+      __syncthreads();
+    }
+  }
+  const DevConn& any = role.hasParent ? links[kTreeParentLink].send : links[1].send;
+  const size_t chunk = chunkElemsFor(static_cast<uint32_t>(llSlotDataBytes(any.llSlotBytes)), sizeof(T));
+  const size_t align = alignElemsFor(chunk, sizeof(T));
+  ElemRange half[2];
+  treeHalves(channelRange(args.count, args.nChannels, ch, align), align, half);
+  if (half[t].count != 0) {
+    DevTreePrimsLL<T, Fn> prims(links, role.nChildren, in, out, fn, args.status);
+    treeAllReduceOne(prims, role, half[t], chunk, treeLagFor(any.nSteps));
+    prims.saveSteps();
+  }
+  __syncthreads();
+  if (tid < kTreeLinks && links[tid].send.buff) {
+    conns[2 * tid].step = links[tid].send.step;
+    conns[2 * tid].llLastClean = links[tid].send.llLastClean;
+    conns[2 * tid + 1].step = links[tid].recv.step;
+    conns[2 * tid + 1].llLastClean = links[tid].recv.llLastClean;
+  }
+}
+
 // IsCopy: all-gather/broadcast on bytes; otherwise all-reduce/reduce/reduce-scatter on T. Proto (DevProto):
 // SIMPLE, LL (prims_ll.h; P2P and SHM connections) or LL128 (prims_ll128.h; NVLink P2P), chosen by the executor.
 template <typename T, typename Fn, bool IsCopy, int Proto>
@@ -146,6 +204,12 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
   if constexpr (Proto == kDevProtoSimple && !IsCopy) {
     if (args.coll == kDevAllReduceTree) {
       treeCta<T, Fn>(args);
+      return;
+    }
+  }
+  if constexpr (Proto == kDevProtoLL && !IsCopy) {
+    if (args.coll == kDevAllReduceTree) {
+      treeCtaLL<T, Fn>(args);
       return;
     }
   }

@@ -128,8 +128,8 @@ enum DevColl : int32_t {
   // The two-shot all-reduce of the same ranks, on LL over the same connections (one_shot_peers.cuh): part p of
   // every rank's input goes to rank p, which reduces it and writes the result to every peer.
   kDevAllReduceTwoShotPeers = 8,
-  // The double binary tree all-reduce (algo/tree_schedules.h) on SIMPLE, across nodes: CTA 2c + t runs tree t's
-  // half of channel c's range over CollLaunchArgs::treeConns (2 x nChannels CTAs).
+  // The double binary tree all-reduce (algo/tree_schedules.h) on SIMPLE or LL, across nodes: CTA 2c + t runs tree
+  // t's half of channel c's range over CollLaunchArgs::treeConns (2 x nChannels CTAs).
   kDevAllReduceTree = 9
 };
 // Connections of one tree of one channel: parent send/receive, then each child's (prims_tree.h's layout).

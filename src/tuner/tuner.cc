@@ -195,9 +195,16 @@ struct TreeRow {
   bool measured = false;
 };
 
+// tuner_model.def's BRAID_TUNER_TREE_NET rows (GPU trees across nodes); fillGBs 0: no row for that protocol.
+struct TreeNetRow {
+  double netScale = 1.0, intraScale = 1.0, eff = 1.0, fillGBs = 0;
+  bool measured = false;
+};
+
 struct ModelTable {
   ModelRow rows[kNumTransportClasses][kNumProtos] = {};
   TreeRow tree[kNumTransportClasses] = {};
+  TreeNetRow treeNet[kNumProtos] = {};
   RecvTailRow recvTail[kNumTransportClasses][kNumProtos] = {};
   P2pBalancedRow balanced[kNumTransportClasses] = {};
   LocalCopyRow localCopy;
@@ -213,7 +220,10 @@ struct ModelTable {
   recvTail[static_cast<int>(TransportClass::T)][static_cast<int>(Proto::P)] = RecvTailRow{ctaGBs, capUs};
 #define BRAID_TUNER_TREE(T, eff, stepScale, meas) \
   tree[static_cast<int>(TransportClass::T)] = TreeRow{eff, stepScale, meas};
+#define BRAID_TUNER_TREE_NET(P, netScale, intraScale, eff, fill, meas) \
+  treeNet[static_cast<int>(Proto::P)] = TreeNetRow{netScale, intraScale, eff, fill, meas};
 #include "tuner/tuner_model.def"
+#undef BRAID_TUNER_TREE_NET
 #undef BRAID_TUNER_TREE
 #undef BRAID_TUNER_RECV_TAIL
 #undef BRAID_TUNER_LOCAL_COPY
@@ -242,8 +252,10 @@ constexpr ClusteredRingRange kClusteredRingRanges[] = {
 #define BRAID_TUNER_LOCAL_COPY(...)
 #define BRAID_TUNER_RECV_TAIL(...)
 #define BRAID_TUNER_TREE(...)
+#define BRAID_TUNER_TREE_NET(...)
 #define BRAID_TUNER_CLUSTERED_RING(minCh, three, from, to) ClusteredRingRange{minCh, three, from, to},
 #include "tuner/tuner_model.def"
+#undef BRAID_TUNER_TREE_NET
 #undef BRAID_TUNER_TREE
 #undef BRAID_TUNER_CLUSTERED_RING
 #undef BRAID_TUNER_RECV_TAIL
@@ -265,10 +277,17 @@ struct Shape {
   int steps = 0;
   double stepScale = 1.0;  // each step's latency in the row's stepUs
   double eff = 1.0;
+  // GPU trees across nodes (BRAID_TUNER_TREE_NET): the hops inside a node, each at intraStepUs, and the hops that
+  // pass a channel's first chunk on at fillGBs (0: no such term).
+  int intraSteps = 0;
+  double intraStepUs = 0;
+  int fillHops = 0;
+  double fillGBs = 0;
   bool ok = false;
 };
 
-Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p, int nNodes) {
+Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p, int nNodes,
+              TransportClass intra = TransportClass::P2pNvlink) {
   Shape s;
   double S = static_cast<double>(bytes);
   double frac = n > 1 ? static_cast<double>(n - 1) / n : 0.0;
@@ -302,8 +321,25 @@ Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p
       if (c != CollType::AllReduce || n < 2) return s;
       s.ok = true;
       const int nodes = std::max(1, std::min(nNodes, n));
+      const int perNode = (n + nodes - 1) / nodes;
+      const TreeNetRow& g = modelTable().treeNet[static_cast<int>(p)];
+      if (!isHost(t) && nodes >= 2 && g.fillGBs > 0) {
+        // A GPU communicator across nodes: `t` is the network's class (the ring's slowest hop), the chains inside
+        // the nodes run on `intra`; each hop priced by what it crosses (tuner_model.def, BRAID_TUNER_TREE_NET).
+        int net = 0, chain = 0;
+        treeHops(nodes, perNode, &net, &chain);
+        s.wireBytes = nodes >= 3 ? 2 * S : S;
+        s.steps = 2 * net;
+        s.stepScale = g.netScale;
+        s.eff = g.eff;
+        s.intraSteps = 2 * chain;
+        s.intraStepUs = row(intra, p).stepUs * g.intraScale;
+        s.fillHops = 2 * (net + chain);
+        s.fillGBs = g.fillGBs;
+        return s;
+      }
       s.wireBytes = S;
-      s.steps = 2 * treeDepthBound(nodes, (n + nodes - 1) / nodes);
+      s.steps = 2 * treeDepthBound(nodes, perNode);
       s.eff = modelTable().tree[static_cast<int>(t)].eff;
       s.stepScale = modelTable().tree[static_cast<int>(t)].stepScale;
       return s;
@@ -374,7 +410,7 @@ struct Best {
 // checked with the full formula at the bounds and the integers around n*.
 void searchPair(const TuneRequest& r, Algo a, Proto p, int lo, int hi, size_t chunk, Best* best) {
   const ModelRow& m = row(r.transport, p);
-  Shape s = shapeOf(a, r.coll, r.nranks, r.bytes, r.transport, p, r.nNodes);
+  Shape s = shapeOf(a, r.coll, r.nranks, r.bytes, r.transport, p, r.nNodes, r.intraTransport);
   if (!s.ok || m.bwPerChGBs <= 0) return;
   int cands[4] = {lo, hi, lo, hi};
   if (m.perChannelUs > 0 && s.wireBytes > 0) {
@@ -453,7 +489,7 @@ double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, si
   if (proto == Proto::LL128 && !ll128Safe(r)) return kInf;
   const ModelRow& m = row(r.transport, proto);
   if (m.bwPerChGBs <= 0) return kInf;
-  Shape s = shapeOf(algo, r.coll, r.nranks, r.bytes, r.transport, proto, r.nNodes);
+  Shape s = shapeOf(algo, r.coll, r.nranks, r.bytes, r.transport, proto, r.nNodes, r.intraTransport);
   if (!s.ok) return kInf;
   double n = nChannels;
   // GB/s = bytes per ns, so bytes / (GB/s) / 1e3 is microseconds.
@@ -465,7 +501,14 @@ double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, si
   // The last step's reduction or copy at the receiver after it lands (BRAID_TUNER_RECV_TAIL): the ring collectives.
   const RecvTailRow& rt = modelTable().recvTail[static_cast<int>(r.transport)][static_cast<int>(proto)];
   const double tail = !isP2pColl(r.coll) && rt.ctaGBs > 0 ? std::min(rt.capUs, perChannel / rt.ctaGBs / 1e3) : 0.0;
-  return m.baseUs + m.perChannelUs * (n - 1) + s.steps * m.stepUs * s.stepScale + chunks * m.chunkUs + bwUs + tail;
+  // A GPU tree's hops each pass a channel's first chunk (half its share: one per tree) on before the next starts.
+  double fill = 0;
+  if (s.fillGBs > 0) {
+    const double half = static_cast<double>(r.bytes) / (2 * n);
+    fill = s.fillHops * (chunkBytes ? std::min(half, static_cast<double>(chunkBytes)) : half) / s.fillGBs / 1e3;
+  }
+  return m.baseUs + m.perChannelUs * (n - 1) + s.steps * m.stepUs * s.stepScale + s.intraSteps * s.intraStepUs +
+         chunks * m.chunkUs + bwUs + tail + fill;
 }
 
 TuneDecision tune(const TuneRequest& r, const TunerConfig& cfg) {

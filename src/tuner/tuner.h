@@ -19,8 +19,8 @@ namespace braid {
 
 // NCCL's algorithm names are all known so that NCCL scripts (e.g. NCCL_ALGO=^NVLS) parse; Braid runs Ring, the
 // OneShot all-reduce, and the Tree all-reduce where trees are connected (host communicators; GPU communicators
-// across nodes, on Simple). Where an executor cannot run what NCCL_ALGO asks (TwoShot anywhere, Tree on one GPU
-// node), a request for it alone falls back to Ring (warned once).
+// across nodes, on Simple and LL). Where an executor cannot run what NCCL_ALGO asks (TwoShot anywhere, Tree on one
+// GPU node), a request for it alone falls back to Ring (warned once).
 enum class Algo : int { Ring, Tree, CollNetDirect, CollNetChain, Nvls, NvlsTree, Pat, OneShot, TwoShot, kCount };
 enum class Proto : int { LL, LL128, Simple, kCount };
 // Where the bytes of a call travel; selects the cost model's row.
@@ -99,6 +99,9 @@ struct TuneRequest {
   int connectedChannels = 0;  // channels the comm has set up; 0: no limit beyond the model
   int maxThreads = 512;       // the kernel's launch bound (kDevMaxThreads in src/device/dev_work.h)
   int nNodes = 1;             // nodes the ranks span (PeerInfo::hostHash): the tree's depth
+  // Across nodes on GPU communicators: the class of the tree's hops inside a node (P2pNvlink or Shm); `transport`
+  // is then the network's, which the ring's slowest hop sets (BRAID_TUNER_TREE_NET prices each hop by its own).
+  TransportClass intraTransport = TransportClass::P2pNvlink;
 };
 
 // Why a decision departs from what the user asked; also logged.

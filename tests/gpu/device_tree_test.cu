@@ -1,13 +1,16 @@
-// The device tree all-reduce across nodes (NCCL_ALGO=Tree; coll_kernel.cuh's treeCta, prims_tree.h): one process
+// The device tree all-reduce across nodes (NCCL_ALGO=Tree; coll_kernel.cuh's treeCta and treeCtaLL, prims_tree.h
+// and prims_tree_ll.h), on Simple and on LL (NCCL_PROTO forcing each): one process
 // per rank, rank r on GPU r % gpus, each rank's node named by NCCL_HOSTID, so one machine runs as several nodes
 // (between nodes the network, inside a node P2P or SHM). Every datatype x op of the harness, in and out of place,
 // at 1, 1031 and 262147 elements, then float/half at 2^22 + 5 / + 3 (several FIFO steps per tree and channel) and
 // the harness's unaligned user pointers; outputs poisoned first, every element checked (gpu_harness.h). Each rank
-// must log that its all-reduce may run on the trees (so a silent fall back to the ring fails the test).
+// must log that its all-reduce may run on the trees (so a silent fall back to the ring fails the test), and on LL
+// that every tree connection has LL slots and the tuner's decision was the tree on LL (a silent Simple fails it).
 //
 // Shapes: 2 ranks as 2 nodes; 4 ranks as 4 nodes; 4 ranks as 2 nodes of 2 (chains inside each node), the last
-// also with 64 KiB FIFOs (8 KiB steps), so the mid sizes cross many steps and the tree's lag. Ranks sharing a GPU
-// (4 ranks on 2 GPUs) time-slice it.
+// also with 64 KiB FIFOs (8 KiB steps), so the mid sizes cross many steps and the tree's lag (Simple only: NET FIFOs
+// of 8 KiB steps hold no LL slot; LL's 32 KiB steps cross many steps and the lag from 262147 elements). Ranks
+// sharing a GPU (4 ranks on 2 GPUs) time-slice it.
 // A datatype whose kernel this build lacks (-DBRAID_KERNELS=minimal has float only) is refused by the API with
 // ncclInvalidUsage, which leaves the communicator failed: each rank first asks a one-rank communicator of its own
 // which datatypes it refuses, and their cases are counted and printed as not built, not as passed.
@@ -68,13 +71,14 @@ bool refusedTypes(int dev, std::vector<ncclDataType_t>* refused) {
 }
 
 // One rank: init as node `node`, every case, a summary line on stdout. 0: passed, 1: failed.
-int rankMain(int rank, int n, int node, int gpus, const ncclUniqueId& id, const char* buffSize) {
+int rankMain(int rank, int n, int node, int gpus, const ncclUniqueId& id, const char* buffSize, const char* proto) {
   const std::string host = "tree-node-" + std::to_string(node);
   setenv("NCCL_HOSTID", host.c_str(), 1);
   setenv("NCCL_ALGO", "Tree", 1);
+  setenv("NCCL_PROTO", proto, 1);
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   setenv("NCCL_DEBUG", "INFO", 1);
-  setenv("NCCL_DEBUG_SUBSYS", "INIT", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,TUNING", 1);
   if (buffSize) setenv("NCCL_BUFFSIZE", buffSize, 1);
   ncclResetDebugInit();  // the logging settings were read in the parent, before these
   if (cudaSetDevice(rank % gpus) != cudaSuccess) {
@@ -131,9 +135,9 @@ int rankMain(int rank, int n, int node, int gpus, const ncclUniqueId& id, const 
       break;
     }
   }
-  printf("rank %d of %d (node %d, GPU %d%s%s): %d all-reduce cases passed, %d failed, %d not built, %.1f s\n", rank, n,
-         node, rank % gpus, buffSize ? ", NCCL_BUFFSIZE=" : "", buffSize ? buffSize : "", passed, failures, notBuilt,
-         secondsSince(t0));
+  printf("rank %d of %d (node %d, GPU %d, %s%s%s): %d all-reduce cases passed, %d failed, %d not built, %.1f s\n", rank,
+         n, node, rank % gpus, proto, buffSize ? ", NCCL_BUFFSIZE=" : "", buffSize ? buffSize : "", passed, failures,
+         notBuilt, secondsSince(t0));
   fflush(stdout);
   cudaStreamDestroy(s);
   ncclCommDestroy(comm);
@@ -148,12 +152,13 @@ struct Child {
 };
 
 // Forks one process per rank (this process makes no CUDA call), collects each one's stderr, kills all past `limit`.
-void runRanks(int n, int nodes, const char* buffSize) {
+// proto: NCCL_PROTO for every rank ("Simple" or "LL").
+void runRanks(int n, int nodes, const char* buffSize, const char* proto) {
   const int gpus = gpuCountForked();
   if (gpus < 1) GTEST_SKIP() << "needs a GPU; cudaGetDeviceCount (in a probe child) reports none";
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  printf("%d ranks as %d nodes on %d GPU(s)%s%s: %zu all-reduce cases each\n", n, nodes, gpus,
+  printf("%d ranks as %d nodes on %d GPU(s), NCCL_PROTO=%s%s%s: %zu all-reduce cases each\n", n, nodes, gpus, proto,
          buffSize ? ", NCCL_BUFFSIZE=" : "", buffSize ? buffSize : "", treeCases(n).size());
   fflush(stdout);
   std::vector<Child> ch(static_cast<size_t>(n));
@@ -166,7 +171,7 @@ void runRanks(int n, int nodes, const char* buffSize) {
       for (int j = 0; j < r; ++j) close(ch[static_cast<size_t>(j)].fd);
       dup2(p[1], 2);
       close(p[1]);
-      const int rc = rankMain(r, n, r / (n / nodes), gpus, id, buffSize);
+      const int rc = rankMain(r, n, r / (n / nodes), gpus, id, buffSize, proto);
       fflush(stdout);
       fflush(stderr);
       _exit(rc);
@@ -219,12 +224,24 @@ void runRanks(int n, int nodes, const char* buffSize) {
     EXPECT_TRUE(ok) << "rank " << r << " did not pass (status " << c.status << "); its last lines:\n" << tail;
     EXPECT_TRUE(onTrees) << "rank " << r << " did not connect the trees over " << nodes << " nodes; its last lines:\n"
                          << tail;
+    if (std::string(proto) == "LL") {
+      EXPECT_NE(c.err.find("channels, Simple or LL;"), std::string::npos)
+          << "rank " << r << ": a tree connection has no LL slots; its last lines:\n"
+          << tail;
+      EXPECT_NE(c.err.find("AllReduce"), std::string::npos) << "rank " << r << " logged no tuning decision";
+      EXPECT_NE(c.err.find(": Tree/LL,"), std::string::npos)
+          << "rank " << r << " did not run the tree on LL; its last lines:\n"
+          << tail;
+    }
   }
 }
 
 }  // namespace
 
-TEST(DeviceTree, TwoRanksAsTwoNodes) { runRanks(2, 2, nullptr); }
-TEST(DeviceTree, FourRanksAsFourNodes) { runRanks(4, 4, nullptr); }
-TEST(DeviceTree, FourRanksAsTwoNodes) { runRanks(4, 2, nullptr); }
-TEST(DeviceTree, FourRanksAsTwoNodesSmallSteps) { runRanks(4, 2, "65536"); }
+TEST(DeviceTree, TwoRanksAsTwoNodes) { runRanks(2, 2, nullptr, "Simple"); }
+TEST(DeviceTree, FourRanksAsFourNodes) { runRanks(4, 4, nullptr, "Simple"); }
+TEST(DeviceTree, FourRanksAsTwoNodes) { runRanks(4, 2, nullptr, "Simple"); }
+TEST(DeviceTree, FourRanksAsTwoNodesSmallSteps) { runRanks(4, 2, "65536", "Simple"); }
+TEST(DeviceTree, TwoRanksAsTwoNodesLL) { runRanks(2, 2, nullptr, "LL"); }
+TEST(DeviceTree, FourRanksAsFourNodesLL) { runRanks(4, 4, nullptr, "LL"); }
+TEST(DeviceTree, FourRanksAsTwoNodesLL) { runRanks(4, 2, nullptr, "LL"); }

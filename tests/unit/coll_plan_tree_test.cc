@@ -1,6 +1,7 @@
 // The plan of a GPU all-reduce where trees are connected (coll_plan.h's treeChannels): NCCL_ALGO=Tree runs the tree
-// kernel on Simple in two CTAs per channel, within the trees' channels; no trees, or NCCL_PROTO without Simple,
-// keeps the ring; other collectives never run on the trees; the tuner's unforced choice across many nodes.
+// kernel on Simple in two CTAs per channel, within the trees' channels, and on LL where every tree connection has
+// LL slots; no trees, or NCCL_PROTO without a protocol the tree can run, keeps the ring; other collectives never run
+// on the trees; the tuner's unforced choice across nodes.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -123,4 +124,68 @@ TEST(CollPlanTree, TunerPicksTheTreeForSmallSizesAcrossManyNodes) {
   CollPlanner two(acrossNodes(2));
   for (size_t count : {size_t{2}, size_t{1} << 20, size_t{64} << 20})
     EXPECT_NE(two.plan(op(CollType::AllReduce, count, buf.data()), kLowLatency).devColl, kDevAllReduceTree) << count;
+}
+
+// NCCL_PROTO=LL with NCCL_ALGO=Tree: the tree on LL where every tree connection has LL slots and the build has the
+// LL kernel; without the slots, the ring on LL (NCCL_PROTO leaves Simple out); with Simple also allowed, the tree
+// on Simple.
+TEST(CollPlanTree, TreeOnLlWhereTheTreeHasLlSlots) {
+  std::vector<float> buf(1);
+  for (bool tunerOn : {true, false}) {
+    CollPlanFacts f = acrossNodes(4);
+    f.nNodes = 2;
+    f.llPath = true;
+    f.treeLlPath = true;
+    f.tunerOn = tunerOn;
+    force(&f, "Tree", "LL");
+    CollPlanner planner(f);
+    for (size_t count : {size_t{1}, size_t{1031}, size_t{262147}}) {
+      const CollPlan p = planner.plan(op(CollType::AllReduce, count, buf.data()), kLowLatency);
+      EXPECT_EQ(p.devColl, kDevAllReduceTree) << count << " tuner " << tunerOn;
+      EXPECT_EQ(p.proto, Proto::LL) << count << " tuner " << tunerOn;
+      EXPECT_EQ(p.nCta, 2 * p.nChannels) << count;
+      EXPECT_LE(p.nChannels, f.treeChannels) << count;
+    }
+    // The build without the op's LL kernel: the ring cannot run LL either, so Simple's tree.
+    EXPECT_EQ(planner.plan(op(CollType::AllReduce, 1031, buf.data()), 0).proto, Proto::Simple) << tunerOn;
+    f.treeLlPath = false;
+    CollPlanner noSlots(f);
+    const CollPlan ring = noSlots.plan(op(CollType::AllReduce, 1031, buf.data()), kLowLatency);
+    EXPECT_EQ(ring.devColl, kDevAllReduce) << tunerOn;
+    EXPECT_EQ(ring.proto, Proto::LL) << tunerOn;
+    force(&f, "Tree", "LL,Simple");
+    CollPlanner simple(f);
+    const CollPlan s = simple.plan(op(CollType::AllReduce, 1031, buf.data()), kLowLatency);
+    EXPECT_EQ(s.devColl, kDevAllReduceTree) << tunerOn;
+    EXPECT_EQ(s.proto, Proto::Simple) << tunerOn;
+  }
+}
+
+// Unforced, 2 nodes of 2 GPUs over sockets with NVLink inside the nodes: the tree from 512 B to 256 KB (on LL where it
+// has the slots, the model's estimate), the ring at 2 MB; the tuner's chain hops follow treeIntra.
+TEST(CollPlanTree, TunerPicksTheTreeAtTwoNodesOfTwoGpus) {
+  std::vector<float> buf(1);
+  for (bool treeLl : {false, true}) {
+    CollPlanFacts f = acrossNodes(4);
+    f.nNodes = 2;
+    f.llPath = true;
+    f.treeLlPath = treeLl;
+    CollPlanner planner(f);
+    for (size_t count : {size_t{128}, size_t{1024}, size_t{8192}, size_t{65536}}) {
+      const CollPlan p = planner.plan(op(CollType::AllReduce, count, buf.data()), kLowLatency);
+      EXPECT_EQ(p.devColl, kDevAllReduceTree) << count << " treeLl " << treeLl;
+      if (!treeLl) EXPECT_EQ(p.proto, Proto::Simple) << count;
+    }
+    EXPECT_EQ(planner.plan(op(CollType::AllReduce, size_t{512} << 10, buf.data()), kLowLatency).devColl, kDevAllReduce)
+        << treeLl;
+  }
+  CollPlanFacts nvl = acrossNodes(4);
+  nvl.nNodes = 2;
+  CollPlanFacts shm = nvl;
+  shm.treeIntra = TransportClass::Shm;
+  force(&nvl, "Tree");
+  force(&shm, "Tree");
+  CollPlanner a(nvl), b(shm);
+  EXPECT_LT(a.plan(op(CollType::AllReduce, 2, buf.data()), kLowLatency).predictedUs,
+            b.plan(op(CollType::AllReduce, 2, buf.data()), kLowLatency).predictedUs);
 }

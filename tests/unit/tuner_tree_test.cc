@@ -83,6 +83,90 @@ TEST(TunerTree, OfferAndOverride) {
   EXPECT_LT(many, ring);
 }
 
+// A GPU communicator across nodes as the planner asks (coll_plan.cc): the ring's class is the network's, the tree's
+// chains run over NVLink, Ring and Tree on Simple and LL, the 4 channels a ring with a NET link connects.
+TuneRequest gpuRequest(size_t bytes, int nodes, int perNode, uint32_t protos = bit(Proto::Simple) | bit(Proto::LL)) {
+  TuneRequest r;
+  r.coll = CollType::AllReduce;
+  r.bytes = bytes;
+  r.nranks = nodes * perNode;
+  r.nNodes = nodes;
+  r.transport = TransportClass::NetSocket;
+  r.intraTransport = TransportClass::P2pNvlink;
+  r.algosAvailable = bit(Algo::Ring) | bit(Algo::Tree);
+  r.protosAvailable = protos;
+  r.connectedChannels = 4;
+  r.maxThreads = 512;
+  return r;
+}
+
+// 2 nodes of 2 GPUs (4xH200, sockets between the nodes; docs/TUNING.md): the tree measured faster than the ring from
+// 512 B to 256 KB on Simple, the ring at 2 MB. The ring crosses a socket on each of its 6 steps, the tree once each
+// way and walks the chains over NVLink.
+TEST(TunerTree, TwoNodesOfTwoGpusPickTheTreeWhereItWins) {
+  const TunerConfig cfg;
+  for (size_t b : {size_t{512}, size_t{4} << 10, size_t{32} << 10, size_t{256} << 10}) {
+    EXPECT_EQ(tune(gpuRequest(b, 2, 2, bit(Proto::Simple)), cfg).algo, Algo::Tree) << b;
+    EXPECT_EQ(tune(gpuRequest(b, 2, 2), cfg).algo, Algo::Tree) << b;
+  }
+  EXPECT_EQ(tune(gpuRequest(size_t{2} << 20, 2, 2, bit(Proto::Simple)), cfg).algo, Algo::Ring);
+  EXPECT_EQ(tune(gpuRequest(size_t{2} << 20, 2, 2), cfg).algo, Algo::Ring);
+  // Simple's tree against Simple's ring, predicted: the hops split makes the tree cheaper at 4 KB by more than
+  // a socket hop.
+  const TuneRequest r = gpuRequest(size_t{4} << 10, 2, 2, bit(Proto::Simple));
+  EXPECT_LT(predictUs(r, Algo::Tree, Proto::Simple, 1, 0) + 17.0, predictUs(r, Algo::Ring, Proto::Simple, 1, 0));
+}
+
+// 2 nodes of 1 GPU (2xH200): both cross the socket once each way; the ring measured faster at every size.
+TEST(TunerTree, TwoNodesOfOneGpuKeepTheRing) {
+  const TunerConfig cfg;
+  for (size_t b = 8; b <= (size_t{64} << 20); b *= 4) {
+    EXPECT_EQ(tune(gpuRequest(b, 2, 1, bit(Proto::Simple)), cfg).algo, Algo::Ring) << b;
+    EXPECT_EQ(tune(gpuRequest(b, 2, 1), cfg).algo, Algo::Ring) << b;
+  }
+}
+
+// Many GPUs a node, 4 and 8 nodes: the ring's 2(n - 1) steps each wait on a socket hop, so the tree takes the small
+// sizes; the ring takes the large ones, where the tree's busiest node carries twice the buffer each way.
+TEST(TunerTree, EightGpuNodesTreeSmallRingLarge) {
+  const TunerConfig cfg;
+  for (int nodes : {4, 8}) {
+    for (uint32_t protos : {bit(Proto::Simple), bit(Proto::Simple) | bit(Proto::LL)}) {
+      EXPECT_EQ(tune(gpuRequest(8, nodes, 8, protos), cfg).algo, Algo::Tree) << nodes;
+      EXPECT_EQ(tune(gpuRequest(size_t{64} << 10, nodes, 8, protos), cfg).algo, Algo::Tree) << nodes;
+      EXPECT_EQ(tune(gpuRequest(size_t{256} << 20, nodes, 8, protos), cfg).algo, Algo::Ring) << nodes;
+      // One crossover: once the ring wins, it keeps winning.
+      bool ring = false;
+      for (size_t b = 8; b <= (size_t{1} << 30); b *= 2) {
+        const Algo a = tune(gpuRequest(b, nodes, 8, protos), cfg).algo;
+        if (ring) EXPECT_EQ(a, Algo::Ring) << nodes << " nodes, " << b << " bytes";
+        ring = ring || a == Algo::Ring;
+      }
+      EXPECT_TRUE(ring) << nodes;
+    }
+  }
+}
+
+// The hops split: chain hops inside a node cost the intra-node row's step, so SHM chains make the tree dearer than
+// NVLink chains, and more GPUs a node lengthen the chains, not the network hops.
+TEST(TunerTree, ChainHopsPricedByTheirOwnTransport) {
+  TuneRequest nvl = gpuRequest(8, 4, 8, bit(Proto::Simple));
+  TuneRequest shm = nvl;
+  shm.intraTransport = TransportClass::Shm;
+  EXPECT_LT(predictUs(nvl, Algo::Tree, Proto::Simple, 1, 0), predictUs(shm, Algo::Tree, Proto::Simple, 1, 0));
+  int net = 0, chain = 0;
+  treeHops(4, 8, &net, &chain);
+  EXPECT_EQ(net, 2);
+  EXPECT_EQ(chain, 21);
+  EXPECT_EQ(net + chain, treeDepthBound(4, 8));
+  treeHops(2, 1, &net, &chain);
+  EXPECT_EQ(net, 1);
+  EXPECT_EQ(chain, 0);
+  treeHops(2, 2, &net, &chain);
+  EXPECT_EQ(net, 1);
+  EXPECT_EQ(chain, 2);
+}
+
 // The bound the model counts is what the topology builds (tree_topology_test checks the trees against it).
 TEST(TunerTree, DepthBound) {
   EXPECT_EQ(treeDepthBound(1, 4), 3);

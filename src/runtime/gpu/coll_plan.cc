@@ -56,8 +56,10 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
   // The one-shot schedule exists for 2 ranks (ring_schedules.h), where the ring's neighbour is the peer, and
   // runs only reductions that give both ranks the same bits in it (oneShotExact).
   const bool oneShot = op.coll == CollType::AllReduce && f_.nranks == 2 && oneShotExact(op.op.kind, op.dtype);
-  // The tree all-reduce runs where the trees are connected (across nodes, NCCL_ALGO allowing it), on SIMPLE.
+  // The tree all-reduce runs where the trees are connected (across nodes, NCCL_ALGO allowing it), on SIMPLE, and on
+  // LL where LL is offered, every tree connection has LL slots and this build has the op's LL kernel.
   const bool tree = op.coll == CollType::AllReduce && f_.treeChannels > 0;
+  const bool treeLl = tree && f_.treeLlPath && (protos & bit(Proto::LL));
   const uint32_t algos = bit(Algo::Ring) | (oneShot ? bit(Algo::OneShot) : 0u) | (tree ? bit(Algo::Tree) : 0u);
   if (ll128Forced && !ll128Offered && !ll128Warned_) {
     ll128Warned_ = true;
@@ -109,17 +111,19 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
     req.connectedChannels = f_.nChannels;
     req.maxThreads = kDevMaxThreads;
     req.nNodes = f_.nNodes;
+    req.intraTransport = f_.treeIntra;
     TuneDecision d = tune(req, cfg);
-    // The tree runs on Simple only: a tree on LL or LL128 the model preferred is weighed as Simple against the best
-    // of the rest (where NCCL_ALGO allows any).
+    // A tree on a protocol it cannot run here (LL128; LL without LL slots on every tree connection) the model
+    // preferred is weighed as Simple against the best of the rest (where NCCL_ALGO allows any).
     const uint32_t rest = algos & cfg.algos.mask[c] & ~bit(Algo::Tree);
-    if (d.algo == Algo::Tree && d.proto != Proto::Simple && rest != 0 && (asked & bit(Proto::Simple))) {
+    const bool treeRuns = d.proto == Proto::Simple || (d.proto == Proto::LL && treeLl);
+    if (d.algo == Algo::Tree && !treeRuns && rest != 0 && (asked & bit(Proto::Simple))) {
       TuneRequest noTree = req;
       noTree.algosAvailable = rest;
       const TuneDecision other = tune(noTree, cfg);
       if (other.predictedUs < predictUs(req, Algo::Tree, Proto::Simple, d.nChannels, 0)) d = other;
     }
-    if (d.algo == Algo::Tree) return planTree(op, req, d, asked);
+    if (d.algo == Algo::Tree) return planTree(op, req, d, asked, treeLl);
     plan.proto = (protos & bit(d.proto)) ? d.proto : Proto::Simple;
     if (d.algo == Algo::OneShot) plan.devColl = kDevAllReduceOneShot;
     if (modelRowMeasured(f_.transport, d.proto)) plan.nChannels = std::max(1, std::min(d.nChannels, f_.nChannels));
@@ -146,11 +150,12 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
     if ((algos & bit(Algo::Tree)) && (cfg.algos.mask[c] & bit(Algo::Tree)) && !(cfg.algos.mask[c] & bit(Algo::Ring))) {
       TuneRequest req = makeTuneRequest(op, f_.nranks, f_.transport);
       req.nNodes = f_.nNodes;
+      req.intraTransport = f_.treeIntra;
       TuneDecision d;
       d.algo = Algo::Tree;
       d.proto = plan.proto;
       d.nChannels = plan.nChannels;
-      return planTree(op, req, d, asked);
+      return planTree(op, req, d, asked, treeLl);
     }
     // OneShot runs on SIMPLE, LL or LL128 (the 2-rank schedule uses the ring's primitives).
     if ((algos & bit(Algo::OneShot)) && (cfg.algos.mask[c] & bit(Algo::OneShot)) &&
@@ -177,18 +182,22 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
   return plan;
 }
 
-CollPlan CollPlanner::planTree(const OpDesc& op, const TuneRequest& req, const TuneDecision& d, uint32_t asked) {
+CollPlan CollPlanner::planTree(const OpDesc& op, const TuneRequest& req, const TuneDecision& d, uint32_t asked,
+                               bool treeLl) {
   const size_t bytes = opBytes(op, f_.nranks);
   CollPlan plan;
   plan.devColl = kDevAllReduceTree;
-  plan.proto = Proto::Simple;
-  // The tree's kernels are SIMPLE's only: a decision on LL or LL128 runs the tree on SIMPLE where NCCL_PROTO allows
-  // it, and the ring on the decided protocol where it does not.
-  if (d.proto != Proto::Simple && !(asked & bit(Proto::Simple))) {
+  // The tree runs on SIMPLE, and on LL where treeLl says it can: a decision on another protocol runs the tree on
+  // SIMPLE where NCCL_PROTO allows it, and the ring on the decided protocol where it does not.
+  const bool ll = d.proto == Proto::LL && treeLl;
+  plan.proto = ll ? Proto::LL : Proto::Simple;
+  if (d.proto != Proto::Simple && !ll && !(asked & bit(Proto::Simple))) {
     if (!treeProtoSaid_) {
       treeProtoSaid_ = true;
-      BRAID_INFO(kSubTuning, "rank %d: the tree all-reduce runs on Simple only and NCCL_PROTO leaves Simple out: "
-                 "all-reduce runs on the ring", f_.rank);
+      BRAID_INFO(kSubTuning,
+                 "rank %d: the tree all-reduce cannot run on %s here and NCCL_PROTO leaves Simple out: "
+                 "all-reduce runs on the ring",
+                 f_.rank, protoName(d.proto));
     }
     plan.devColl = kDevAllReduce;
     plan.proto = d.proto;
@@ -196,16 +205,18 @@ CollPlan CollPlanner::planTree(const OpDesc& op, const TuneRequest& req, const T
     plan.predictedUs = predictUs(req, Algo::Ring, d.proto, plan.nChannels, 0);
     return plan;
   }
-  if (d.proto != Proto::Simple && !treeProtoSaid_) {
+  if (d.proto != plan.proto && !treeProtoSaid_) {
     treeProtoSaid_ = true;
-    BRAID_INFO(kSubTuning, "rank %d: the tree all-reduce runs on Simple only: %s asked for %s", f_.rank,
+    BRAID_INFO(kSubTuning, "rank %d: the tree all-reduce runs on Simple%s: %s asked for %s", f_.rank,
+               d.proto == Proto::LL ? " (a tree connection has no LL slots, or no LL kernel)" : " or LL",
                f_.tunerOn ? "the tuner" : "NCCL_PROTO", protoName(d.proto));
   }
   // Channels as the ring's (the model's where its row is measured, else 64 KiB per channel), within the trees'.
-  int nch = modelRowMeasured(f_.transport, Proto::Simple) ? d.nChannels : channelsForBytes(bytes, f_.nChannels);
+  const bool modelChannels = modelRowMeasured(f_.transport, plan.proto) && d.proto == plan.proto;
+  const int nch = modelChannels ? d.nChannels : channelsForBytes(bytes, f_.nChannels);
   plan.nChannels = std::max(1, std::min(nch, f_.treeChannels));
   plan.nCta = 2 * plan.nChannels;
-  plan.predictedUs = predictUs(req, Algo::Tree, Proto::Simple, plan.nChannels, 0);
+  plan.predictedUs = predictUs(req, Algo::Tree, plan.proto, plan.nChannels, d.proto == plan.proto ? d.chunkBytes : 0);
   return plan;
 }
 

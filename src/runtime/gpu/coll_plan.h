@@ -39,6 +39,8 @@ struct CollPlanFacts {
   // the ranks span; agreed.
   int treeChannels = 0;
   int nNodes = 1;
+  bool treeLlPath = false;  // every tree connection of every rank has LL slots: the tree may run on LL
+  TransportClass treeIntra = TransportClass::P2pNvlink;  // the class of the tree's hops inside a node
   // This rank's launch settings (launch_attrs.h): they shape the grid, not the FIFO steps.
   int cluster = 0;  // clusterSetting, 0: none
   bool clusterUserSet = false;
@@ -76,8 +78,8 @@ class CollPlanner {
   // The part of the plan that depends on the call's sizes only (memoised).
   CollPlan planSizes(const OpDesc& op, uint32_t lowLatency, bool* splitRuns);
   // The tree all-reduce's plan, where decision d (the tuner's, or NCCL_ALGO's with the tuner off) chose Tree; asked:
-  // the protocols NCCL_PROTO allows for all-reduce.
-  CollPlan planTree(const OpDesc& op, const TuneRequest& req, const TuneDecision& d, uint32_t asked);
+  // the protocols NCCL_PROTO allows for all-reduce; treeLl: the tree may run on LL.
+  CollPlan planTree(const OpDesc& op, const TuneRequest& req, const TuneDecision& d, uint32_t asked, bool treeLl);
 
   CollPlanFacts f_;
   bool llWarned_ = false;

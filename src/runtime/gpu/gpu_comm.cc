@@ -563,9 +563,37 @@ ncclResult_t connectDeviceTrees(ncclComm* comm, DeviceState* st) {
     }
   }
   st->treeChannels = nch;
-  BRAID_INFO(kSubInit, "rank %d: all-reduce may run on the double binary tree over %d nodes (%d channels; tree 0 up "
-             "%d down %d,%d; tree 1 up %d down %d,%d)", comm->rank, nNodes, nch, mine[0].up, mine[0].down[0],
-             mine[0].down[1], mine[1].up, mine[1].down[0], mine[1].down[1]);
+  // The tree runs on LL only where every tree connection of every rank has LL slots (NET FIFOs have them where
+  // their steps hold a slot: net_transport.cc), and the model prices its chain hops by the slowest class inside a
+  // node on any rank: both agreed, as every rank's planner must pick the same schedule.
+  struct TreeFacts {
+    int32_t ll;
+    int32_t intra;
+  };
+  TreeFacts local{1, static_cast<int32_t>(TransportClass::P2pNvlink)};
+  for (int c = 0; c < nch; ++c)
+    for (int t = 0; t < kNumTrees; ++t)
+      for (int p : {mine[t].up, mine[t].down[0], mine[t].down[1]}) {
+        if (p < 0) continue;
+        for (const ConnInfo* ci : {comm->conns->treeSend(t, c, p), comm->conns->treeRecv(t, c, p)}) {
+          if (!llSlotsOf(ci)) local.ll = 0;
+          const bool sameNode = nodeOf[static_cast<size_t>(p)] == nodeOf[static_cast<size_t>(comm->rank)];
+          if (sameNode && ci->kind != TransportKind::P2p) local.intra = static_cast<int32_t>(TransportClass::Shm);
+        }
+      }
+  std::vector<TreeFacts> all(static_cast<size_t>(n));
+  all[static_cast<size_t>(comm->rank)] = local;
+  BRAID_CHECK(comm->bootstrap->allGather(all.data(), sizeof(TreeFacts)));
+  st->treeLlPath = true;
+  for (const TreeFacts& f : all) {
+    st->treeLlPath = st->treeLlPath && f.ll != 0;
+    st->treeIntra = std::max(st->treeIntra, static_cast<TransportClass>(f.intra));
+  }
+  BRAID_INFO(kSubInit,
+             "rank %d: all-reduce may run on the double binary tree over %d nodes (%d channels, %s; tree 0 "
+             "up %d down %d,%d; tree 1 up %d down %d,%d)",
+             comm->rank, nNodes, nch, st->treeLlPath ? "Simple or LL" : "Simple: a tree connection has no LL slots",
+             mine[0].up, mine[0].down[0], mine[0].down[1], mine[1].up, mine[1].down[0], mine[1].down[1]);
   return ncclSuccess;
 }
 

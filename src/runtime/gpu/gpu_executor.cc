@@ -61,6 +61,8 @@ CollPlanFacts planFacts(const DeviceState& st, ncclComm* comm) {
   f.peersChannelBytes = st.peersChannelBytes;
   f.treeChannels = st.treeChannels;
   f.nNodes = st.nNodes;
+  f.treeLlPath = st.treeLlPath;
+  f.treeIntra = st.treeIntra;
   if (st.nranks > 1 && comm->conns) {
     const ConnInfo* c0 = comm->conns->ringSend(0);
     f.ringStepBytes = c0->stepBytes;
