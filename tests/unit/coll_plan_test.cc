@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "algo/ll_protocol.h"
 #include "runtime/gpu/coll_plan.h"
 #include "tuner/launch_attrs.h"
 
@@ -178,6 +179,47 @@ TEST(CollPlan, OneShotOfMoreRanksForSmallAllReduces) {
   CollPlanFacts simple = f;
   simple.tuning.protos.mask[static_cast<int>(CollType::AllReduce)] = 1u << static_cast<int>(Proto::Simple);
   EXPECT_EQ(CollPlanner(simple).plan(allReduce(1024, mem.data(), mem.data()), ll).devColl, kDevAllReduce);
+}
+
+// The one-shot over every peer runs on as few threads as still give each at most one LL line of its channel's
+// share (never under 128, never over the communicator's); NCCL_NTHREADS set keeps every launch on its count, and
+// the two-shot and the ring keep the communicator's.
+TEST(CollPlan, OneShotOfMoreRanksOnFewerThreadsForFewLines) {
+  EXPECT_EQ(oneShotPeersThreads(8, 1, 512), 128);
+  EXPECT_EQ(oneShotPeersThreads(512, 1, 512), 128);   // 64 lines
+  EXPECT_EQ(oneShotPeersThreads(1024, 1, 512), 128);  // 128 lines
+  EXPECT_EQ(oneShotPeersThreads(1032, 1, 512), 256);  // 129
+  EXPECT_EQ(oneShotPeersThreads(2048, 1, 512), 256);
+  EXPECT_EQ(oneShotPeersThreads(4096, 1, 512), 512);  // 512 lines
+  EXPECT_EQ(oneShotPeersThreads(65536, 10, 512), 512);
+  EXPECT_EQ(oneShotPeersThreads(8192, 4, 512), 256);  // 2 KiB a channel
+  EXPECT_EQ(oneShotPeersThreads(8, 1, 256), 128);
+  EXPECT_EQ(oneShotPeersThreads(8, 1, 128), 128);
+  EXPECT_EQ(oneShotPeersThreads(8, 1, 96), 96);  // never more than the communicator's
+  for (size_t bytes = 8; bytes <= 65536; bytes *= 2)
+    for (int ch = 1; ch <= 16; ++ch) {
+      const int t = oneShotPeersThreads(bytes, ch, 512);
+      const size_t lines = llLines((bytes + static_cast<size_t>(ch) - 1) / static_cast<size_t>(ch));
+      EXPECT_TRUE(t == 128 || t == 256 || t == 512) << bytes << " " << ch;
+      EXPECT_TRUE(lines <= static_cast<size_t>(t) || t == 512) << bytes << " " << ch;  // a line a thread at most
+      EXPECT_TRUE(t == 128 || lines > static_cast<size_t>(t / 2)) << bytes << " " << ch;  // and no fewer would do
+    }
+
+  CollPlanFacts f = nvlinkPair();
+  f.nranks = 4;
+  f.oneShotPeersBytes = 65536;
+  f.twoShotPeersBytes = 1 << 20;
+  f.oneShotPeerChannels = 10;
+  std::vector<char> mem(size_t(4) << 20);
+  const uint32_t ll = 1u << static_cast<int>(Proto::LL);
+  EXPECT_EQ(CollPlanner(f).plan(allReduce(2, mem.data(), mem.data()), ll).nThreads, 128);
+  EXPECT_EQ(CollPlanner(f).plan(allReduce(1024, mem.data(), mem.data()), ll).nThreads, 512);
+  EXPECT_EQ(CollPlanner(f).plan(allReduce(65536, mem.data(), mem.data()), ll).nThreads, 0) << "the two-shot";
+  CollPlanFacts set = f;
+  set.threadsAuto = false;
+  set.threads = 256;
+  EXPECT_EQ(CollPlanner(set).plan(allReduce(2, mem.data(), mem.data()), ll).nThreads, 0);
+  EXPECT_EQ(CollPlanner(nvlinkPair()).plan(allReduce(2, mem.data(), mem.data()), ll).nThreads, 0) << "2 ranks";
 }
 
 // Past BRAID_ONESHOT_PEERS_BYTES and up to BRAID_TWOSHOT_PEERS_BYTES, the two-shot over the same connections, on

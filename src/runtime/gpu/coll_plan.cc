@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "algo/ll_protocol.h"
 #include "algo/ring_split.h"
 #include "core/log.h"
 #include "tuner/launch_attrs.h"
@@ -100,6 +101,7 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
     plan.proto = Proto::LL;
     // One channel per BRAID_PEERS_CHANNEL_BYTES up to the peers' channels, so each CTA's threads hold a few lines.
     plan.nChannels = plan.nCta = channelsForBytes(bytes, f_.oneShotPeerChannels, f_.peersChannelBytes);
+    if (onePeers && f_.threadsAuto) plan.nThreads = oneShotPeersThreads(bytes, plan.nChannels, f_.threads);
     plan.predictedUs = predictUs(makeTuneRequest(op, f_.nranks, f_.transport), onePeers ? Algo::OneShot : Algo::TwoShot,
                                  Proto::LL, plan.nChannels, 0);
     return plan;
@@ -218,6 +220,14 @@ CollPlan CollPlanner::planTree(const OpDesc& op, const TuneRequest& req, const T
   plan.nCta = 2 * plan.nChannels;
   plan.predictedUs = predictUs(req, Algo::Tree, plan.proto, plan.nChannels, d.proto == plan.proto ? d.chunkBytes : 0);
   return plan;
+}
+
+int oneShotPeersThreads(size_t bytes, int nChannels, int maxThreads) {
+  const size_t ch = static_cast<size_t>(std::max(1, nChannels));
+  const size_t lines = llLines((bytes + ch - 1) / ch);
+  int nt = maxThreads;
+  while (nt / 2 >= kOneShotPeersMinThreads && lines <= static_cast<size_t>(nt / 2)) nt /= 2;
+  return nt;
 }
 
 CollPlan CollPlanner::plan(const OpDesc& op, uint32_t lowLatency) {

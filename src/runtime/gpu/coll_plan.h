@@ -45,6 +45,10 @@ struct CollPlanFacts {
   int cluster = 0;  // clusterSetting, 0: none
   bool clusterUserSet = false;
   bool clusterThreeFits = false;
+  // Threads a CTA: the communicator's (NCCL_NTHREADS or kDevThreads), and whether NCCL_NTHREADS left the planner
+  // free to launch small one-shots on fewer (oneShotPeersThreads).
+  int threads = kDevThreads;
+  bool threadsAuto = true;
   // Channel 0's send connection: the FIFO the split one-shot's steps are counted on.
   uint32_t ringStepBytes = 0;
   uint32_t ringSteps = 0;
@@ -59,7 +63,17 @@ struct CollPlan {
   uint32_t stepCap = 0;     // Simple: FIFO step bytes at most (0: the connection's)
   bool splitGuard = false;  // the split one-shot in place: the guard words order each read before its overwrite
   double predictedUs = 0;   // the cost model's time of the plan (ncclGroupSimulateEnd)
+  int nThreads = 0;         // threads a CTA; 0: the communicator's
 };
+
+// Threads a CTA of the one-shot over every peer: the fewest of maxThreads, maxThreads / 2, ... (not under
+// kOneShotPeersMinThreads) that still give each thread at most one LL line of the channel's share. Every thread
+// of a CTA meets at each of the kernel's barriers, so a few lines on 512 threads pay for 512: on 4xH200 an 8 B to
+// 512 B all-reduce took 9.8-9.9 us on 512 threads and 7.7-7.8 on 128 (stream and CUDA graph alike), while 4 KB
+// (512 lines) took 10.2-10.3 on 512 and 12.4-12.5 on 128 (docs/TUNING.md, "The one-shot and two-shot of more than
+// two ranks").
+constexpr int kOneShotPeersMinThreads = 128;
+int oneShotPeersThreads(size_t bytes, int nChannels, int maxThreads);
 
 class CollPlanner {
  public:

@@ -45,6 +45,8 @@ CollPlanFacts planFacts(const DeviceState& st, ncclComm* comm) {
   f.rank = st.rank;
   f.nranks = st.nranks;
   f.nChannels = st.nChannels;
+  f.threads = st.nThreads;
+  f.threadsAuto = params::NThreads() <= 0;
   f.tuning = st.tuning;
   f.transport = st.transport;
   f.tunerOn = st.tunerOn;
@@ -382,13 +384,14 @@ NetWork GpuExecutor::netWork() {
   return q == cudaErrorNotReady ? NetWork::Busy : NetWork::Idle;
 }
 
-cudaError_t GpuExecutor::launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s, int cluster) {
+cudaError_t GpuExecutor::launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s, int cluster,
+                                      int threads) {
   launched_.fetch_add(1, std::memory_order_seq_cst);  // before the wake: the proxy's probe sees it (netWork)
   if (comm_->conns) comm_->conns->wakeNet();  // kernels publish NET steps in mapped memory, which rings no bell
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attrs[2];
   cfg.gridDim = dim3(nCta);
-  cfg.blockDim = dim3(st_->nThreads);
+  cfg.blockDim = dim3(threads > 0 ? threads : st_->nThreads);
   cfg.stream = s;
   cfg.attrs = attrs;
   // On a stream (not in a capture, where graphs already launch back to back), a programmatic dependent: the
@@ -500,7 +503,7 @@ ncclResult_t GpuExecutor::launchColl(const OpDesc& op, cudaStream_t s) {
   a.treeConns = st_->treeConns;
   a.pdlTrigger = launchAttrsFor(st_->pdl, capturing_).earlyTrigger ? 1 : 0;
   void* args[] = {&a};
-  BRAID_CUDA_CHECK(launchKernel(kernel, plan.nCta, args, s, plan.cluster),
+  BRAID_CUDA_CHECK(launchKernel(kernel, plan.nCta, args, s, plan.cluster, plan.nThreads),
                    "rank %d: launching the %s kernel (%zu x %s, %d channels)", st_->rank, collName(op.coll), op.count,
                    dtypeName(op.dtype), a.nChannels);
   return ncclSuccess;

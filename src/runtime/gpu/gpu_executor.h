@@ -43,7 +43,9 @@ class GpuExecutor final : public Executor {
   ncclResult_t launchColl(const OpDesc& op, cudaStream_t s);
   // Every collective and p2p kernel launch, with the launch attributes BRAID_PDL asks for, in thread-block
   // clusters of `cluster` CTAs where the caller asks (collCluster; nCta whole clusters) and the comm allows.
-  cudaError_t launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s, int cluster = 0);
+  // `threads` a CTA where the plan sets them (0: st_->nThreads).
+  cudaError_t launchKernel(const void* kernel, int nCta, void** args, cudaStream_t s, int cluster = 0,
+                           int threads = 0);
   ncclResult_t launchP2p(const std::vector<const OpDesc*>& ops, cudaStream_t s);
   ncclResult_t p2pConn(int peer, int channel, bool send, DevConn** out);
   ncclResult_t event(size_t i, cudaEvent_t* out);
