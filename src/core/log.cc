@@ -3,6 +3,7 @@
 // are bare, as NCCL's are.
 #include "core/log.h"
 
+#include <pthread.h>
 #include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,11 +27,30 @@ struct LogState {
   std::atomic<int> level{static_cast<int>(LogLevel::Warn)};
   std::atomic<uint64_t> mask{kSubAll};
   FILE* out = stderr;
+  std::string outName;  // NCCL_DEBUG_FILE as opened (expanded); empty for stderr
   char host[64] = {};
 };
 
+LogState& state();
+
+// A forked child reads the environment again at its next log line: it may have set its own NCCL_DEBUG_FILE, and a
+// `%p` in it names the child's own file, not the parent's. A file of the same name stays open as inherited (never
+// reopened, which would truncate what the parent wrote). The mutex is held across fork, so the child never
+// inherits it locked by a thread that does not exist there.
+void forkPrepare() { state().mu.lock(); }
+void forkParent() { state().mu.unlock(); }
+void forkChild() {
+  LogState& s = state();
+  s.initialised.store(false, std::memory_order_release);
+  s.mu.unlock();
+}
+
 LogState& state() {
-  static LogState* s = new LogState();  // never destroyed: logging may happen during exit
+  static LogState* s = [] {
+    auto* st = new LogState();  // never destroyed: logging may happen during exit
+    pthread_atfork(forkPrepare, forkParent, forkChild);
+    return st;
+  }();
   return *s;
 }
 
@@ -75,14 +95,22 @@ void initLocked(LogState& s) {
   s.level.store(static_cast<int>(lvl ? parseLogLevel(lvl) : LogLevel::None));
   const char* sub = getenv("NCCL_DEBUG_SUBSYS");
   s.mask.store(sub ? parseSubsysMask(sub) : (kSubInit | kSubBootstrap | kSubEnv));
-  if (s.out != stderr && s.out != stdout && s.out != nullptr) fclose(s.out);
-  s.out = stderr;
   const char* file = getenv("NCCL_DEBUG_FILE");
-  if (file && *file && s.level.load() > static_cast<int>(LogLevel::None)) {
-    std::string name = expandFileName(file, s.host);
+  std::string name;
+  if (file && *file && s.level.load() > static_cast<int>(LogLevel::None)) name = expandFileName(file, s.host);
+  const bool isFile = s.out != stderr && s.out != stdout && s.out != nullptr;
+  if (isFile && !name.empty() && name == s.outName) {  // the same file (a forked child's, inherited): keep it
+    s.initialised.store(true, std::memory_order_release);
+    return;
+  }
+  if (isFile) fclose(s.out);
+  s.out = stderr;
+  s.outName.clear();
+  if (!name.empty()) {
     if (FILE* f = fopen(name.c_str(), "w")) {
       setvbuf(f, nullptr, _IOLBF, 0);
       s.out = f;
+      s.outName = name;
     } else {
       fprintf(stderr, "%s:%d BRAID WARN cannot open NCCL_DEBUG_FILE %s: %s\n", s.host, getpid(),
               name.c_str(), strerror(errno));

@@ -166,6 +166,57 @@ TEST(Log, LevelAndSubsysParsing) {
   EXPECT_EQ(parseSubsysMask("coll,tuning"), kSubColl | kSubTuning);
 }
 
+// A forked child reads NCCL_DEBUG_FILE again at its next line: one that set its own logs there (a test harness's
+// rank, a worker given its own file), one that did not keeps writing to the parent's file after the parent's lines,
+// which stay (the file is not reopened, so not truncated).
+TEST(Log, ForkedChildTakesItsOwnFileOrKeepsTheParents) {
+  char dir[] = "/tmp/braid_logfork_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string parentLog = std::string(dir) + "/parent", childLog = std::string(dir) + "/child";
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT", 1);
+  setenv("NCCL_DEBUG_FILE", parentLog.c_str(), 1);
+  resetLogging();
+  BRAID_INFO(kSubInit, "parent line before fork");
+  for (bool own : {true, false}) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (own) setenv("NCCL_DEBUG_FILE", childLog.c_str(), 1);
+      BRAID_INFO(kSubInit, "child line %s", own ? "own" : "shared");
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  BRAID_INFO(kSubInit, "parent line after fork");
+  unsetenv("NCCL_DEBUG");
+  unsetenv("NCCL_DEBUG_SUBSYS");
+  unsetenv("NCCL_DEBUG_FILE");
+  resetLogging();
+  auto read = [](const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  const std::string parent = read(parentLog), child = read(childLog);
+  unlink(parentLog.c_str());
+  unlink(childLog.c_str());
+  rmdir(dir);
+  EXPECT_NE(child.find("child line own"), std::string::npos) << child;
+  EXPECT_EQ(child.find("parent line"), std::string::npos) << child;
+  EXPECT_EQ(parent.find("child line own"), std::string::npos) << parent;
+  const size_t before = parent.find("parent line before fork"), shared = parent.find("child line shared"),
+               after = parent.find("parent line after fork");
+  EXPECT_NE(before, std::string::npos) << parent;
+  EXPECT_NE(shared, std::string::npos) << parent;
+  EXPECT_NE(after, std::string::npos) << parent;
+  EXPECT_LT(before, shared) << parent;
+  EXPECT_LT(shared, after) << parent;
+}
+
 TEST(Log, FileHasHostPidRankAndRespectsSubsys) {
   char path[] = "/tmp/braid_log_XXXXXX";
   int fd = mkstemp(path);
