@@ -12,6 +12,7 @@
 #include "algo/reduce_ops.h"
 #include "algo/ring_schedules.h"
 #include "algo/tree_schedules.h"
+#include "device/dev_probe.h"
 #include "device/dev_work.h"
 #include "device/prims_ll.h"
 #include "device/prims_ll128.h"
@@ -134,7 +135,7 @@ __device__ __noinline__ void treeCta(const CollLaunchArgs args) {
   __syncthreads();
   if (threadIdx.x == 0)
     for (int k = 0; k < kDevTreeConns; ++k)
-      if (sh.conn[k].buff) conns[k].step = sh.conn[k].step;
+      if (sh.conn[k].buff) conns[k].step = sh.conn[k].step, conns[k].headSeen = sh.conn[k].headSeen;
 }
 
 // One CTA of the tree all-reduce on LL (kDevAllReduceTree in an LL kernel): as treeCta, over each link's LL slots
@@ -160,21 +161,7 @@ __device__ __noinline__ void treeCtaLL(const CollLaunchArgs args) {
   const Fn fn = DevMakeFn<Fn>::make(args);
   const T* in = static_cast<const T*>(args.sendbuff);
   T* out = static_cast<T*>(args.recvbuff);
-  for (int dir = 0; dir < 2; ++dir) {
-    for (int j = 0; j < kTreeLinks; ++j) {
-      if (!links[j].send.buff) continue;
-      DevPrimsLL<T, Fn> p(&links[j], in, out, fn, args.status);
-      p.begin(dir == 0, dir == 1);
-      __syncthreads();
-      if (tid == 0) {
-        if (dir == 0)
-          links[j].send.step = p.sendStep(), links[j].send.llLastClean = p.sendLastClean();
-        else
-          links[j].recv.step = p.recvStep(), links[j].recv.llLastClean = p.recvLastClean();
-      }
-      __syncthreads();
-    }
-  }
+  devLlCleanLinks(links, kTreeLinks, in, out, fn, args.status);
   const DevConn& any = role.hasParent ? links[kTreeParentLink].send : links[1].send;
   const size_t chunk = chunkElemsFor(static_cast<uint32_t>(llSlotDataBytes(any.llSlotBytes)), sizeof(T));
   const size_t align = alignElemsFor(chunk, sizeof(T));
@@ -189,6 +176,7 @@ __device__ __noinline__ void treeCtaLL(const CollLaunchArgs args) {
   if (tid < kTreeLinks && links[tid].send.buff) {
     conns[2 * tid].step = links[tid].send.step;
     conns[2 * tid].llLastClean = links[tid].send.llLastClean;
+    conns[2 * tid].headSeen = links[tid].send.headSeen;
     conns[2 * tid + 1].step = links[tid].recv.step;
     conns[2 * tid + 1].llLastClean = links[tid].recv.llLastClean;
   }
@@ -199,6 +187,7 @@ __device__ __noinline__ void treeCtaLL(const CollLaunchArgs args) {
 template <typename T, typename Fn, bool IsCopy, int Proto>
 __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchArgs args) {
   __shared__ PrimsShared sh;
+  BRAID_PROBE(0);
   devAwaitPreviousKernel();
   if (args.pdlTrigger) devLetNextKernelLaunch();
   if constexpr (Proto == kDevProtoSimple && !IsCopy) {
@@ -237,6 +226,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
     }
   }
   __syncthreads();
+  BRAID_PROBE(1);
   RingArgs a;
   a.pos = args.ringPos;
   a.nranks = args.nranks;
@@ -262,7 +252,9 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
       DevPrimsLL<T, Fn> prims(&sh, static_cast<const T*>(args.sendbuff), static_cast<T*>(args.recvbuff),
                               DevMakeFn<Fn>::make(args), args.status);
       if (ring) prims.begin(llWillSend(args.coll, a), llWillRecv(args.coll, a));
+      BRAID_PROBE(2);
       runRing<IsCopy, kHasOneShot<T, Fn>>(prims, a, args.coll);
+      BRAID_PROBE(3);
       __syncthreads();
       if (threadIdx.x == 0) {
         sh.send.step = prims.sendStep();
@@ -292,6 +284,7 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
     if (doSend) {
       args.ringConns[ch].step = sh.send.step;
       args.ringConns[ch].llLastClean = sh.send.llLastClean;
+      args.ringConns[ch].headSeen = sh.send.headSeen;
     }
     if (doRecv) {
       args.ringConns[args.ringStride + ch].step = sh.recv.step;
@@ -301,6 +294,8 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) collKernel(const CollLaunchA
       if (split && args.splitGuard && !sh.stop) stReleaseGpu(args.splitGuard + ch, 0);
     }
   }
+  BRAID_PROBE(4);
+  BRAID_PROBE_REPORT(Proto == kDevProtoLL ? "ringLL" : Proto == kDevProtoLL128 ? "ringLL128" : "ringSimple", args.rank);
 }
 
 template <typename T, typename Fn>

@@ -14,6 +14,7 @@
 #include "algo/ll_protocol.h"
 #include "algo/ring_split.h"
 #include "device/coll_kernel.cuh"
+#include "device/dev_probe.h"
 #include "device/dev_work.h"
 #include "device/prims_ll.h"
 
@@ -52,23 +53,16 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
     // others wait at its barriers.
     for (size_t done = 0; done < count; done += stepElems) {
       const size_t n = minSize(stepElems, count - done);
-      if (tid_ == 0) {
-        for (int j = 0; j < nPeers_; ++j) {
-          DevConn& c = peers_[j].send;
-          if (!devWaitSend(st_, c, sStep[j])) {
-            peers_[j].stop = 1;
-            break;
-          }
-          // After the credit: the receiver reads this slot's size for this step only (kDevLlStepMark).
-          if (c.sizes) stVolatile32(c.sizes + sStep[j] % c.nSteps, static_cast<int32_t>(n * sizeof(T) | kDevLlStepMark));
-        }
-      }
+      takeCredits(sStep, 1, static_cast<int32_t>(n * sizeof(T)));
+      BRAID_PROBE(3);
       __syncthreads();
+      BRAID_PROBE(4);
       if (!stopped()) step(in_ + off + done, out_ + off + done, n, sStep, rStep);
       const bool stop = __syncthreads_or(stopped());
+      BRAID_PROBE(7);
       if (stop) break;
-      if (tid_ == 0)
-        for (int j = 0; j < nPeers_; ++j) stRelaxedSys(peers_[j].recv.head, rStep[j] + 1);
+      postHeads(rStep, 1);
+      BRAID_PROBE(8);
 #pragma unroll
       for (int j = 0; j < kDevMaxOneShotPeers; ++j) ++sStep[j], ++rStep[j];
     }
@@ -87,26 +81,12 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
       // Parts of whole 8-byte words, so no word straddles two owners (the last ones may be short or empty): cut
       // as the ring all-reduce cuts its segments.
       const size_t q = ringSegmentElems(m, nranks, Base::kPerLine);
-      if (tid_ == 0) {
-        for (int j = 0; j < nPeers_; ++j) {
-          DevConn& c = peers_[j].send;
-          if (!devWaitSend(st_, c, sStep[j] + 1)) {
-            peers_[j].stop = 1;
-            break;
-          }
-          if (c.sizes) {
-            const int32_t bytes = static_cast<int32_t>(q * sizeof(T) | kDevLlStepMark);
-            stVolatile32(c.sizes + sStep[j] % c.nSteps, bytes);
-            stVolatile32(c.sizes + (sStep[j] + 1) % c.nSteps, bytes);
-          }
-        }
-      }
+      takeCredits(sStep, 2, static_cast<int32_t>(q * sizeof(T)));
       __syncthreads();
       if (!stopped()) twoStep(in_ + off + done, out_ + off + done, m, q, sStep, rStep);
       const bool stop = __syncthreads_or(stopped());
       if (stop) break;
-      if (tid_ == 0)
-        for (int j = 0; j < nPeers_; ++j) stRelaxedSys(peers_[j].recv.head, rStep[j] + 2);
+      postHeads(rStep, 2);
 #pragma unroll
       for (int j = 0; j < kDevMaxOneShotPeers; ++j) sStep[j] += 2, rStep[j] += 2;
     }
@@ -121,8 +101,34 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
   }
 
  private:
+  // Thread j (below nPeers) takes the credits of the next `steps` steps of peer j's send connection and then marks
+  // them with their byte count (after the credit: the receiver reads a slot's size for its step only,
+  // kDevLlStepMark); a wait that fails stops the CTA. One thread per peer: a credit that needs a read of head (a
+  // system-scope acquire, ~0.75 us) costs one read's time, not one per peer.
+  __device__ __forceinline__ void takeCredits(const uint64_t* sStep, int steps, int32_t bytes) {
+    if (tid_ >= nPeers_) return;
+    const int j = tid_;
+    uint64_t step = 0;
+#pragma unroll
+    for (int k = 0; k < kDevMaxOneShotPeers; ++k)
+      if (k == j) step = sStep[k];  // a constant index: sStep stays in registers
+    DevConn& c = peers_[j].send;
+    if (!devWaitSend(st_, c, step + steps - 1)) {
+      peers_[j].stop = 1;
+      return;
+    }
+    if (c.sizes)
+      for (int k = 0; k < steps; ++k)
+        stVolatile32(c.sizes + fifoSlot(step + k, c.nSteps), static_cast<int32_t>(bytes | kDevLlStepMark));
+  }
+  // Thread j (below nPeers), after the CTA's reads of a region: peer j's receive slots handed back up to rStep + steps.
+  __device__ __forceinline__ void postHeads(const uint64_t* rStep, int steps) {
+#pragma unroll
+    for (int k = 0; k < kDevMaxOneShotPeers; ++k)
+      if (k == tid_ && k < nPeers_) stRelaxedSys(peers_[k].recv.head, rStep[k] + steps);
+  }
   __device__ __forceinline__ static char* slot(const DevConn& c, uint64_t step) {
-    return c.llBuff + (step % c.nSteps) * static_cast<size_t>(c.llSlotBytes);
+    return c.llBuff + fifoSlot(step, c.nSteps) * static_cast<size_t>(c.llSlotBytes);
   }
   __device__ __forceinline__ bool poll(int j, const char* line, uint32_t flag, uint64_t step, uint64_t* payload) {
     int spins = 0;
@@ -241,12 +247,14 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
       for (int j = 0; j < kDevMaxOneShotPeers; ++j)
         if (j < nPeers_) llStoreLine(slot(peers_[j].send, sStep[j]) + i * kLlLineBytes, own, llFlag(sStep[j]));
     }
+    BRAID_PROBE(5);
     for (size_t i = tid_; i < lines; i += nthreads_) {
       const uint64_t own = pre(load(src, n, i));
       uint64_t word[kDevMaxOneShotPeers];
       if (!awaitLines(rStep, 0, i, word)) return;
       store(dst, n, i, combine(own, word));
     }
+    BRAID_PROBE(6);
   }
 
   PrimsShared* peers_;
@@ -257,6 +265,7 @@ class DevOneShotPeersLL : public DevWordPrims<DevOneShotPeersLL<T, Fn>, T, Fn> {
 template <typename T, typename Fn>
 __global__ void __launch_bounds__(kDevLaunchMax, 1) oneShotPeersKernel(const CollLaunchArgs args) {
   __shared__ PrimsShared sh[kDevMaxOneShotPeers];
+  BRAID_PROBE(0);
   devAwaitPreviousKernel();
   if (args.pdlTrigger) devLetNextKernelLaunch();
   const int nPeers = args.nranks - 1;
@@ -270,22 +279,12 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) oneShotPeersKernel(const Col
     s.recv = *conns[2 * threadIdx.x + 1];
   }
   __syncthreads();
+  BRAID_PROBE(1);
   const Fn fn = DevMakeFn<Fn>::make(args);
   const T* in = static_cast<const T*>(args.sendbuff);
   T* out = static_cast<T*>(args.recvbuff);
-  // LL flag-wrap cleaning where due (prims_ll.h): every peer's send direction before any receive direction.
-  for (int dir = 0; dir < 2; ++dir) {
-    for (int j = 0; j < nPeers; ++j) {
-      DevPrimsLL<T, Fn> p(&sh[j], in, out, fn, args.status);
-      p.begin(dir == 0, dir == 1);
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        if (dir == 0) sh[j].send.step = p.sendStep(), sh[j].send.llLastClean = p.sendLastClean();
-        else sh[j].recv.step = p.recvStep(), sh[j].recv.llLastClean = p.recvLastClean();
-      }
-      __syncthreads();
-    }
-  }
+  devLlCleanLinks(sh, nPeers, in, out, fn, args.status);  // LL flag-wrap cleaning where due (prims_ll.h)
+  BRAID_PROBE(2);
   DevOneShotPeersLL<T, Fn> prims(sh, nPeers, args.rank, in, out, fn, args.status);
   const size_t stepElems = chunkElemsFor(static_cast<uint32_t>(llSlotDataBytes(sh[0].send.llSlotBytes)), sizeof(T));
   const bool two = args.coll == kDevAllReduceTwoShotPeers;
@@ -300,9 +299,12 @@ __global__ void __launch_bounds__(kDevLaunchMax, 1) oneShotPeersKernel(const Col
     const PrimsShared& s = sh[threadIdx.x];
     conns[2 * threadIdx.x]->step = s.send.step;
     conns[2 * threadIdx.x]->llLastClean = s.send.llLastClean;
+    conns[2 * threadIdx.x]->headSeen = s.send.headSeen;
     conns[2 * threadIdx.x + 1]->step = s.recv.step;
     conns[2 * threadIdx.x + 1]->llLastClean = s.recv.llLastClean;
   }
+  BRAID_PROBE(10);
+  BRAID_PROBE_REPORT("oneshot", args.rank);
 }
 
 }  // namespace braid

@@ -301,7 +301,7 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
 
  private:
   __device__ __forceinline__ char* slot(const DevConn& c, uint64_t step) const {
-    return c.llBuff + (step % c.nSteps) * static_cast<size_t>(c.llSlotBytes);
+    return c.llBuff + fifoSlot(step, c.nSteps) * static_cast<size_t>(c.llSlotBytes);
   }
   // Polls a line until it carries `flag`; on abort marks the CTA stopped and returns false.
   __device__ __forceinline__ bool poll(const char* line, uint32_t flag, int peer, uint64_t* payload) {
@@ -344,7 +344,7 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
           if (sh_->stop) continue;
           char* s = slot(sh_->send, sendStep_);
           if (net && tid_ == 0)  // the proxy ships the whole slot
-            stVolatile32(sh_->send.sizes + sendStep_ % sh_->send.nSteps,
+            stVolatile32(sh_->send.sizes + fifoSlot(sendStep_, sh_->send.nSteps),
                          static_cast<int32_t>(llSlotDataBytes(sh_->send.llSlotBytes) | kDevLlStepMark));
           for (size_t l = tid_; l < sh_->send.llSlotBytes / kLlLineBytes; l += nthreads_)
             llStoreLine(s + l * kLlLineBytes, 0, llFlag(sendStep_));
@@ -381,7 +381,8 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
     if (!sh_->stop) {
       // After the credit: the receiver no longer reads this slot's size for an older step (kDevLlStepMark).
       if (Send && tid_ == 0 && sh_->send.sizes)
-        stVolatile32(sh_->send.sizes + sendStep_ % sh_->send.nSteps, static_cast<int32_t>(n * sizeof(T) | kDevLlStepMark));
+        stVolatile32(sh_->send.sizes + fifoSlot(sendStep_, sh_->send.nSteps),
+                     static_cast<int32_t>(n * sizeof(T) | kDevLlStepMark));
       const size_t lines = llLines(n * sizeof(T));
       const char* rs = Recv ? slot(sh_->recv, recvStep_) : nullptr;
       char* ss = Send ? slot(sh_->send, sendStep_) : nullptr;
@@ -428,6 +429,36 @@ class DevPrimsLL : public DevWordPrims<DevPrimsLL<T, Fn>, T, Fn> {
   uint64_t sendClean_;  // last cleaning step per connection (written back with the steps)
   uint64_t recvClean_;
 };
+
+// All threads, before an operation over several links (the one-shot over peers, the LL tree), after the barrier
+// that loaded them: each link's clean steps where due (DevPrimsLL::begin), every link's send direction before any
+// receive direction, the counters back into the link. Links without a send FIFO (buff null: a tree's missing
+// child or parent) are skipped. Whether any is due is read from the shared links, so a launch with none due (all
+// but one in 2^28 steps) passes no barrier here; each clean costs two per link and direction.
+template <typename T, typename Fn>
+__device__ void devLlCleanLinks(PrimsShared* links, int n, const T* in, T* out, const Fn& fn, DevStatus* st) {
+  bool due = false;
+  for (int j = 0; j < n; ++j)
+    if (links[j].send.buff && (llNeedsClean(links[j].send.step, links[j].send.llLastClean) ||
+                               llNeedsClean(links[j].recv.step, links[j].recv.llLastClean)))
+      due = true;
+  if (!due) return;
+  for (int dir = 0; dir < 2; ++dir) {
+    for (int j = 0; j < n; ++j) {
+      if (!links[j].send.buff) continue;
+      DevPrimsLL<T, Fn> p(&links[j], in, out, fn, st);
+      p.begin(dir == 0, dir == 1);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        if (dir == 0)
+          links[j].send.step = p.sendStep(), links[j].send.llLastClean = p.sendLastClean();
+        else
+          links[j].recv.step = p.recvStep(), links[j].recv.llLastClean = p.recvLastClean();
+      }
+      __syncthreads();
+    }
+  }
+}
 
 }  // namespace braid
 

@@ -36,7 +36,7 @@ class DevPrimsLL128 : public DevWordPrims<DevPrimsLL128<T, Fn>, T, Fn> {
 
  private:
   __device__ __forceinline__ char* slot(const DevConn& c, uint64_t step) const {
-    return c.ll128Buff + (step % c.nSteps) * static_cast<size_t>(c.ll128SlotBytes);
+    return c.ll128Buff + fifoSlot(step, c.nSteps) * static_cast<size_t>(c.ll128SlotBytes);
   }
   // The whole warp: reloads the lane's 16 bytes of a group until every line's flag lane holds `flag`.
   // False (warp-uniform) when the CTA must stop; lane 0 runs the checks and broadcasts the verdict.

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algo/fifo_slot.h"
 #include "device/dev_work.h"
 #include "device/op128.h"
 #include "device/reduce_copy.h"
@@ -56,6 +57,7 @@ struct PrimsShared {
     const DevConn& mine = isSend ? send : recv;
     c->step = mine.step;
     c->llLastClean = mine.llLastClean;
+    c->headSeen = mine.headSeen;
   }
 };
 
@@ -153,8 +155,9 @@ __device__ __forceinline__ bool devClaimHostPoll(PrimsShared* sh, const DevWaitC
   return atomicCAS(&sh->hostPollAt, last, static_cast<unsigned long long>(clock.now)) == last;
 }
 
-// Thread 0 only: spins until ready(), checking the clock every few hundred polls and abort, a dead peer or
-// an earlier failure when DevWaitClock says the host words are due. False when stopped.
+// One thread per connection (thread 0; in the one-shot over peers, one per peer): spins until ready(), checking
+// the clock every few hundred polls and abort, a dead peer or an earlier failure when DevWaitClock says the host
+// words are due. False when stopped.
 template <typename Ready>
 __device__ __forceinline__ bool devSpin(DevStatus* st, const DevConn& c, Ready ready) {
   int spins = 0;
@@ -194,8 +197,9 @@ __device__ __forceinline__ bool devSpin(DevStatus* st, const DevConn& c, Ready r
 }
 
 // Thread 0: wait for a free send slot / a filled recv slot of `bytes` (step = the one waited for). A send
-// reads head only when the credits it saw last are used up (DevConn::headSeen): that read was an acquire of
-// this thread, which still orders the slot's reuse after the receiver's reads.
+// reads head only when the credits it saw last are used up (DevConn::headSeen, which the kernels store back with
+// step, so a launch whose steps the last read still covers reads nothing): that read was an acquire of this
+// thread, which still orders the slot's reuse after the receiver's reads.
 __device__ __forceinline__ bool devWaitSend(DevStatus* st, DevConn& c, uint64_t step) {
   if (step < c.headSeen + c.nSteps) return true;
   return devSpin(st, c, [&] {
@@ -205,7 +209,7 @@ __device__ __forceinline__ bool devWaitSend(DevStatus* st, DevConn& c, uint64_t 
 }
 __device__ __forceinline__ bool devWaitRecv(DevStatus* st, const DevConn& c, uint64_t step, uint32_t bytes) {
   if (!devSpin(st, c, [&] { return ldAcquireSys(c.tail) > step; })) return false;
-  const int32_t got = *reinterpret_cast<volatile int32_t*>(c.sizes + step % c.nSteps);
+  const int32_t got = *reinterpret_cast<volatile int32_t*>(c.sizes + fifoSlot(step, c.nSteps));
   if (static_cast<uint32_t>(got) != bytes) {
     devSetError(st, kDevSizeMismatch, c.peer, static_cast<uint32_t>(got), bytes);
     return false;
@@ -214,7 +218,7 @@ __device__ __forceinline__ bool devWaitRecv(DevStatus* st, const DevConn& c, uin
 }
 // Poster lane 0: publish one step (c.step is the poster's count of published steps).
 __device__ __forceinline__ void devPostSend(DevConn& c, uint32_t bytes) {
-  stVolatile32(c.sizes + c.step % c.nSteps, static_cast<int32_t>(bytes));
+  stVolatile32(c.sizes + fifoSlot(c.step, c.nSteps), static_cast<int32_t>(bytes));
   ++c.step;
   fenceSys();
   stRelaxedSys(c.tail, c.step);
@@ -230,7 +234,7 @@ __device__ __forceinline__ void devPostRecv(DevConn& c) {
   stRelaxedSys(c.head, c.step);
 }
 __device__ __forceinline__ char* devSlot(const DevConn& c, uint64_t step) {
-  return c.buff + (step % c.nSteps) * static_cast<size_t>(c.stepBytes);
+  return c.buff + fifoSlot(step, c.nSteps) * static_cast<size_t>(c.stepBytes);
 }
 
 template <typename T, typename Fn, int Bar = 1>
@@ -315,7 +319,7 @@ class DevPrims {
         bool ok = devSpin(st_, sh_->recv, [&] { return ldAcquireSys(sh_->recv.tail) > recvStep_; });
         if (ok) {
           w = static_cast<uint32_t>(
-              *reinterpret_cast<volatile int32_t*>(sh_->recv.sizes + recvStep_ % sh_->recv.nSteps));
+              *reinterpret_cast<volatile int32_t*>(sh_->recv.sizes + fifoSlot(recvStep_, sh_->recv.nSteps)));
           const bool close = (w & kDevStepLastMark) != 0;
           const uint32_t want = close ? endWord : (kDevStepBalMark | nChunks);
           if ((w & (kDevStepBalMark | kDevLlStepMark)) != kDevStepBalMark ||

@@ -89,7 +89,7 @@ class DevTreePrimsLL : public DevWordPrims<DevTreePrimsLL<T, Fn>, T, Fn> {
   __device__ __forceinline__ uint32_t children() const { return nDown_ == 2 ? 6u : 2u; }
 
   __device__ __forceinline__ static char* slot(const DevConn& c, uint64_t step) {
-    return c.llBuff + (step % c.nSteps) * static_cast<size_t>(c.llSlotBytes);
+    return c.llBuff + fifoSlot(step, c.nSteps) * static_cast<size_t>(c.llSlotBytes);
   }
   __device__ __forceinline__ bool stopped() const {
     for (int j = 0; j < kTreeLinks; ++j)
@@ -124,7 +124,8 @@ class DevTreePrimsLL : public DevWordPrims<DevTreePrimsLL<T, Fn>, T, Fn> {
           break;
         }
         // After the credit: the receiver reads this slot's size for this step only (kDevLlStepMark).
-        if (c.sizes) stVolatile32(c.sizes + sStep_[j] % c.nSteps, static_cast<int32_t>(n * sizeof(T) | kDevLlStepMark));
+        if (c.sizes)
+          stVolatile32(c.sizes + fifoSlot(sStep_[j], c.nSteps), static_cast<int32_t>(n * sizeof(T) | kDevLlStepMark));
       }
     }
     __syncthreads();

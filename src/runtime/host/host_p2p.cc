@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "algo/fifo_slot.h"
 #include "core/log.h"
 #include "core/result.h"
 #include "transport/conn_failure.h"
@@ -182,7 +183,7 @@ ncclResult_t P2pBatch::advanceSend(Queue& q, int peer, bool* progressed) {
     Xfer& x = q.xfers[q.head];
     while (x.stepsLeft > 0 && c->step < loadAcquire(c->head) + c->nSteps) {
       const size_t chunk = std::min<size_t>(c->stepBytes, x.bytes - x.done);
-      const size_t slot = c->step % c->nSteps;
+      const size_t slot = fifoSlot(c->step, c->nSteps);
       if (chunk) memcpy(c->buff + slot * static_cast<size_t>(c->stepBytes), x.buf + x.done, chunk);
       c->sizes[slot] = static_cast<int32_t>(chunk) | (x.stepsLeft == 1 ? kStepLastOfMessage : 0);
       ++c->step;
@@ -203,7 +204,7 @@ ncclResult_t P2pBatch::advanceRecv(Queue& q, int peer, bool* progressed) {
     Xfer& x = q.xfers[q.head];
     while (x.stepsLeft > 0 && loadAcquire(c->tail) > c->step) {
       const size_t expect = std::min<size_t>(c->stepBytes, x.bytes - x.done);
-      const size_t slot = c->step % c->nSteps;
+      const size_t slot = fifoSlot(c->step, c->nSteps);
       const int32_t word = c->sizes[slot];
       const int32_t got = stepSizeOf(word);
       const bool senderLast = stepIsLastOf(word);

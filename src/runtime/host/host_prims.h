@@ -11,6 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "algo/fifo_slot.h"
 #include "algo/reduce_ops.h"
 #include "core/log.h"
 #include "core/result.h"
@@ -202,7 +203,7 @@ class HostPrims {
     if (res_ != ncclSuccess) return nullptr;
     if (!waitUntil(c, what, [c] { return c->step < loadAcquire(c->head) + c->nSteps; }))
       return nullptr;
-    return reinterpret_cast<T*>(c->buff + (c->step % c->nSteps) * static_cast<size_t>(c->stepBytes));
+    return reinterpret_cast<T*>(c->buff + fifoSlot(c->step, c->nSteps) * static_cast<size_t>(c->stepBytes));
   }
 
   const T* waitRecvSlot(size_t n) { return waitRecvSlot(recv_, n, "ring data from the previous rank"); }
@@ -210,7 +211,7 @@ class HostPrims {
     if (res_ != ncclSuccess) return nullptr;
     if (!waitUntil(c, what, [c] { return loadAcquire(c->tail) > c->step; }))
       return nullptr;
-    const size_t slot = c->step % c->nSteps;
+    const size_t slot = fifoSlot(c->step, c->nSteps);
     // The tag first: a step of another collective says more than its size would.
     if (c->tags && c->tags[slot] != tag_) {
       res_ = recordError(ncclInvalidUsage,
@@ -233,8 +234,8 @@ class HostPrims {
 
   void postSend(size_t n) { postSend(send_, n); }
   void postSend(ConnInfo* c, size_t n) {
-    c->sizes[c->step % c->nSteps] = static_cast<int32_t>(n * sizeof(T));
-    if (c->tags) c->tags[c->step % c->nSteps] = tag_;
+    c->sizes[fifoSlot(c->step, c->nSteps)] = static_cast<int32_t>(n * sizeof(T));
+    if (c->tags) c->tags[fifoSlot(c->step, c->nSteps)] = tag_;
     ++c->step;
     storeRelease(c->tail, c->step);
   }
