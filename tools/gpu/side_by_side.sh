@@ -101,10 +101,13 @@ if ! gpu_use_build "$B" "${tools[@]}"; then
   gpu_use_build "$B"
 fi
 if [[ -n $base ]]; then
-  new=$B
+  # gpu_use_build puts a build's lib/ first on LD_LIBRARY_PATH: this build's runs keep the path they had, or they
+  # would load the base's library (libnccl.so.2 resolves through LD_LIBRARY_PATH before the binaries' RUNPATH).
+  new=$B keep_path=${LD_LIBRARY_PATH:-}
   gpu_use_build "$base" "${tools[@]}" || die "--base $base: its bin/ lacks some of ${tools[*]}"
   base_lib=$(cd "$base/lib" && pwd)
-  B=$new
+  B=$new LD_LIBRARY_PATH=$keep_path
+  export LD_LIBRARY_PATH
 fi
 
 # The libraries of one collective: nccl (or openmpi on host buffers) and braid, then braid_<PROTO> for each
