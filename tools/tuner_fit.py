@@ -2,24 +2,40 @@
 """Fits the tuner's P2pNvlink rows (src/tuner/tuner_model.def) to a calibration grid measured by
 tools/gpu/calibrate.sh and shows what the fitted model would choose against the measured best.
 
-usage: tools/tuner_fit.py DIR [--fix NAME=VALUE ...] [--model FILE]
+usage: tools/tuner_fit.py DIR [DIR ...] [--fix NAME=VALUE ...] [--model FILE] [--no-anchors]
 
-DIR holds {coll}_{LL|LL128|Simple}_{channels}.txt perf outputs (tools/gpu/calibrate.sh's calibrate.tgz,
-unpacked); coll all_reduce_oneshot is all-reduce with NCCL_ALGO=allreduce:OneShot. --fix holds a parameter
-of NAMES at VALUE, e.g. --fix perCh=0.01 where two ranks cannot separate it from the rest (a grid of a few
-channel counts). --model reads the receive-tail rows from FILE instead of src/tuner/tuner_model.def.
+Each DIR holds {coll}_{LL|LL128|Simple}_{channels}.txt perf outputs (tools/gpu/calibrate.sh's calibrate.tgz,
+unpacked), of any rank count: a file's ranks come from its header ("... = N ranks"; 2 where it has none), so grids
+taken at 2, 3 and 4 ranks (calibrate.sh -n 2, -n 3, -n 4, one DIR each) fit one row together. Coll
+all_reduce_oneshot is all-reduce with NCCL_ALGO=allreduce:OneShot, which the row prices at 2 ranks only (more
+ranks run the one-shot over peers by a size rule: its points are left out). --fix holds a parameter of NAMES at
+VALUE, e.g. --fix perCh=0.01 where two ranks cannot separate it from the rest (a grid of a few channel counts).
+--model reads the receive-tail rows from FILE instead of src/tuner/tuner_model.def. --no-anchors leaves out the
+large-size points measured on 2xH200 that a Simple fit otherwise counts (a grid from another machine).
 
-The model is the one in the tuner's predictUs for 2 ranks: base + perChannel*(n-1) + steps*step +
-chunks*chunkUs + W/(n*bwPerCh) + W/cap (+ the receive tail on Simple), W the bytes on the busiest link,
-chunks = ceil(W/n / chunkBytes).
+The model is the one in the tuner's predictUs (shapeOf's ring shapes, r ranks): base + perChannel*(n-1) +
+steps*step + chunks*chunkUs + W/(n*bwPerCh) + W/cap (+ the receive tail), W the bytes on the busiest link, n the
+channels, chunks = ceil(W/n / chunkBytes); all-reduce W = 2(r-1)/r of the buffer in 2(r-1) steps, all-gather and
+reduce-scatter (r-1)/r in r-1, broadcast and reduce the buffer in r-1.
 Pure Python (no numpy): Nelder-Mead on log-parameters, least squares of log(predicted/measured)."""
 import glob, math, os, re, sys
 
 CHUNK = {"LL": 32768, "LL128": 122880, "Simple": 512 * 1024}
-SHAPE = {  # coll: (wire bytes factor for 2 ranks, steps)
-    "all_reduce": (1.0, 2), "all_gather": (0.5, 1), "reduce_scatter": (0.5, 1),
-    "broadcast": (1.0, 1), "reduce": (1.0, 1),
-    "all_reduce_oneshot": (1.0, 1)}  # the 2-rank one-shot: the whole buffer to the peer in one hop
+COLLS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_reduce_oneshot")
+
+
+def shape(coll, r):
+    """(wire bytes factor, steps) of a ring collective on r ranks, as the tuner's shapeOf; None where not modelled."""
+    frac = (r - 1) / r
+    if coll == "all_reduce":
+        return 2 * frac, 2 * (r - 1)
+    if coll in ("all_gather", "reduce_scatter"):
+        return frac, r - 1
+    if coll in ("broadcast", "reduce"):
+        return 1.0, r - 1
+    if coll == "all_reduce_oneshot" and r == 2:  # the 2-rank one-shot: the whole buffer to the peer in one hop
+        return 1.0, 1
+    return None
 NAMES = ["base", "step", "chunkUs", "perCh", "bwPerCh", "cap"]
 FIX = {}  # NAMES index -> value held fixed (--fix)
 
@@ -29,26 +45,35 @@ def params(logp):
 
 
 def load(d):
-    data = []  # (coll, proto, ch, bytes, us)
+    data = []  # (coll, proto, ch, bytes, us, ranks)
     for f in glob.glob(os.path.join(d, "*_*_*.txt")):
         m = re.match(r"(.+)_(LL128|LL|Simple)_(\d+)\.txt$", os.path.basename(f))
-        if not m:
+        if not m or m.group(1) not in COLLS:
             continue
         coll, proto, ch = m.group(1), m.group(2), int(m.group(3))
-        for line in open(f):
+        lines = open(f).read().splitlines()
+        ranks = 2
+        for line in lines:
+            h = re.match(r"#.*= (\d+) ranks\s*$", line)
+            if h:
+                ranks = int(h.group(1))
+        if shape(coll, ranks) is None:
+            continue
+        for line in lines:
             t = line.split()
             if line.startswith("#") or len(t) < 9 or not t[0].isdigit() or int(t[0]) == 0:
                 continue
-            data.append((coll, proto, ch, int(t[0]), float(t[5])))
+            data.append((coll, proto, ch, int(t[0]), float(t[5]), ranks))
     return data
 
 
 # Large-size anchors measured on 2xH200 (NV18) beside the grid, which stops at 32 MB: ring all-reduce busbw
 # 313.0 / 351.8 GB/s at 2 GB and 312.7 / 349.1 at 512 MB on 32 / 64 channels.
 # Weighted so the few large points count as much as the grid's many small ones.
-ANCHORS = [("all_reduce", "Simple", ch, size, size / bw / 1e3)
+ANCHORS = [("all_reduce", "Simple", ch, size, size / bw / 1e3, 2)
            for ch, size, bw in ((32, 1 << 31, 313.0), (64, 1 << 31, 351.8), (32, 1 << 29, 312.7), (64, 1 << 29, 349.1))]
 ANCHOR_WEIGHT = 20
+ANCHORED = [True]  # --no-anchors: a grid measured elsewhere than 2xH200
 
 
 # tuner_model.def's BRAID_TUNER_RECV_TAIL rows on NVLink (ctaGBs, capUs), read from it and held fixed: a fit of the
@@ -65,16 +90,14 @@ def read_recv_tail(path):
         r"^BRAID_TUNER_RECV_TAIL\(P2pNvlink, (\w+), ([\d.]+), ([\d.]+)\)", open(path).read(), re.M)}
 
 
-TAILED = set(SHAPE)  # every collective here is a ring one (or the one-shot): predictUs adds the tail to all
-
-
-def predict(p, proto, coll, size, ch):
+def predict(p, proto, coll, size, ch, ranks=2):
+    # every collective here is a ring one (or the one-shot): predictUs adds the receive tail to all
     base, step, chunk_us, per_ch, bw, cap = p
-    factor, steps = SHAPE[coll]
+    factor, steps = shape(coll, ranks)
     w = factor * size
     chunks = max(1, math.ceil(w / ch / CHUNK[proto]))
     tail = 0.0
-    if coll in TAILED and proto in RECV_TAIL:
+    if proto in RECV_TAIL:
         cta_gbs, cap_us = RECV_TAIL[proto]
         tail = min(cap_us, w / ch / cta_gbs / 1e3)
     return base + per_ch * (ch - 1) + steps * step + chunks * chunk_us + w / (ch * bw) / 1e3 + w / cap / 1e3 + tail
@@ -82,9 +105,9 @@ def predict(p, proto, coll, size, ch):
 
 def loss(logp, pts, proto, anchors=True):
     p = params(logp)
-    err = sum(math.log(predict(p, proto, c, s, ch) / us) ** 2 for c, _, ch, s, us in pts)
-    if anchors and proto == "Simple":
-        err += ANCHOR_WEIGHT * sum(math.log(predict(p, proto, c, s, ch) / us) ** 2 for c, _, ch, s, us in ANCHORS)
+    err = sum(math.log(predict(p, proto, c, s, ch, r) / us) ** 2 for c, _, ch, s, us, r in pts)
+    if anchors and proto == "Simple" and ANCHORED[0]:
+        err += ANCHOR_WEIGHT * sum(math.log(predict(p, proto, c, s, ch, r) / us) ** 2 for c, _, ch, s, us, r in ANCHORS)
     return err
 
 
@@ -117,24 +140,36 @@ def nelder_mead(f, x0, iters=4000):
 
 
 def main():
-    usage = "usage: tuner_fit.py DIR [--fix NAME=VALUE ...] [--model FILE], NAME one of " + " ".join(NAMES)
+    usage = ("usage: tuner_fit.py DIR [DIR ...] [--fix NAME=VALUE ...] [--model FILE] [--no-anchors], NAME one of " +
+             " ".join(NAMES))
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__)
         sys.exit(0 if len(sys.argv) >= 2 else 2)
-    data = load(sys.argv[1])
-    if not data:
-        sys.exit("tuner_fit.py: no {coll}_{proto}_{channels}.txt perf outputs in %s" % sys.argv[1])
     model = DEF
-    args = sys.argv[2:]
+    dirs = []
+    args = sys.argv[1:]
     while args:
         if args[0] == "--model" and len(args) >= 2:
             model = args[1]
-        elif args[0] != "--fix" or len(args) < 2 or "=" not in args[1] or args[1].split("=")[0] not in NAMES:
-            sys.exit(usage)
-        else:
+        elif args[0] == "--no-anchors":
+            ANCHORED[0] = False
+            args = args[1:]
+            continue
+        elif args[0] == "--fix":
+            if len(args) < 2 or "=" not in args[1] or args[1].split("=")[0] not in NAMES:
+                sys.exit(usage)
             name, value = args[1].split("=")
             FIX[NAMES.index(name)] = float(value)
+        elif args[0].startswith("-"):
+            sys.exit(usage)
+        else:
+            dirs.append(args[0])
+            args = args[1:]
+            continue
         args = args[2:]
+    data = [d for path in dirs for d in load(path)]
+    if not data:
+        sys.exit("tuner_fit.py: no {coll}_{proto}_{channels}.txt perf outputs in %s" % " ".join(dirs))
     RECV_TAIL.update(read_recv_tail(model))
     fitted = {}
     for proto, x0 in (("LL", [5.0, 0.5, 0.2, 0.02, 5.0, 400.0]), ("LL128", [5.0, 1.5, 0.3, 0.02, 15.0, 400.0]),
@@ -150,23 +185,25 @@ def main():
         print("%-6s %s  (%d points, rms error %.0f%%)" % (
             proto, " ".join("%s=%.3g" % kv for kv in zip(NAMES, fitted[proto])), len(pts), 100 * rms))
     # What the model would pick among the measured (protocol, channels), against the measured best.
-    print("\ncoll           bytes     best(meas)          model's pick        regret")
+    print("\ncoll           ranks     bytes     best(meas)          model's pick        regret")
     worst = 1.0
-    for coll in SHAPE:
-        for size in sorted({d[3] for d in data if d[0] == coll}):
-            opts = {(d[1], d[2]): d[4] for d in data if d[0] == coll and d[3] == size and d[1] in fitted}
-            if not opts:
-                continue
-            best = min(opts, key=opts.get)
-            pick = min(opts, key=lambda k: predict(fitted[k[0]], k[0], coll, size, k[1]))
-            r = opts[pick] / opts[best]
-            worst = max(worst, r)
-            print("%-14s %9d %-7s %2d %7.2f  %-7s %2d %7.2f  %.2f" % (
-                coll, size, best[0], best[1], opts[best], pick[0], pick[1], opts[pick], r))
+    for coll in COLLS:
+        for ranks in sorted({d[5] for d in data if d[0] == coll}):
+            for size in sorted({d[3] for d in data if d[0] == coll and d[5] == ranks}):
+                opts = {(d[1], d[2]): d[4] for d in data
+                        if d[0] == coll and d[5] == ranks and d[3] == size and d[1] in fitted}
+                if not opts:
+                    continue
+                best = min(opts, key=opts.get)
+                pick = min(opts, key=lambda k: predict(fitted[k[0]], k[0], coll, size, k[1], ranks))
+                r = opts[pick] / opts[best]
+                worst = max(worst, r)
+                print("%-14s %5d %9d %-7s %2d %7.2f  %-7s %2d %7.2f  %.2f" % (
+                    coll, ranks, size, best[0], best[1], opts[best], pick[0], pick[1], opts[pick], r))
     print("worst regret %.2f" % worst)
-    for c, proto, ch, size, us in ANCHORS if "Simple" in fitted else []:
+    for c, proto, ch, size, us, r in ANCHORS if "Simple" in fitted and ANCHORED[0] else []:
         print("anchor %s %s %d ch %d B: measured %.0f us, model %.0f us" % (
-            c, proto, ch, size, us, predict(fitted[proto], proto, c, size, ch)))
+            c, proto, ch, size, us, predict(fitted[proto], proto, c, size, ch, r)))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
 #   tools/gpu/calibrate.sh [-n NP] [-C COLLS] [-p PROTOS] [-k CHANNELS] [-x VAR=V]... [-b BUILD_DIR] [-g GUARD]
 #                          [-- PERF_FLAGS...]
 #
-#   -n NP        ranks, one per GPU (default: every visible GPU; tools/tuner_fit.py models 2 ranks)
+#   -n NP        ranks, one per GPU (default: every visible GPU; tools/tuner_fit.py fits grids of several rank
+#                counts together: one calibrate.sh run and DIR per count)
 #   -C COLLS     comma- or space-separated (default all_reduce,all_gather,reduce_scatter,broadcast,reduce);
 #                all_reduce_oneshot is all_reduce with NCCL_ALGO=allreduce:OneShot
 #   -p PROTOS    protocols (default LL,Simple; LL128 fits in a run of its own: -p LL128)
