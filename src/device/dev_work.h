@@ -45,10 +45,10 @@ struct DevConn {
   uint64_t llLastClean;  // step of the last LL cleaning on this side (ll_protocol.h); persists like step
   uint64_t timeoutNs;    // BRAID_TIMEOUT: one wait on this connection longer than this fails (0: none)
   char* ll128Buff;       // LL128 slots (nSteps x ll128SlotBytes; NVLink P2P only) or null
-  // Send side, thread 0's cache of the last head it read (devWaitSend): credits up to headSeen + nSteps need no
-  // new read. Over SHM and NET head lives in host memory, a PCIe round trip per read; over P2P a system-scope
-  // acquire, ~0.75 us on H200. Zero at upload; kept across launches like step (head only grows, so an old value
-  // only costs a read, never a credit the receiver did not give).
+  // Send side, the waiting thread's cache of the last head it read (devWaitSend; thread 0, or in the one-shot over
+  // peers the peer's own thread): credits up to headSeen + nSteps need no new read. Over SHM and NET head lives in host
+  // memory, a PCIe round trip per read; over P2P a system-scope acquire, ~0.75 us on H200. Zero at upload; kept across
+  // launches like step (head only grows, so an old value only costs a read, never a credit the receiver did not give).
   uint64_t headSeen;
 };
 static_assert(std::is_trivially_copyable<DevConn>::value, "DevConn is copied as bytes");

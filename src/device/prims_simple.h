@@ -196,10 +196,11 @@ __device__ __forceinline__ bool devSpin(DevStatus* st, const DevConn& c, Ready r
   return true;
 }
 
-// Thread 0: wait for a free send slot / a filled recv slot of `bytes` (step = the one waited for). A send
-// reads head only when the credits it saw last are used up (DevConn::headSeen, which the kernels store back with
-// step, so a launch whose steps the last read still covers reads nothing): that read was an acquire of this
-// thread, which still orders the slot's reuse after the receiver's reads.
+// The connection's waiting thread (thread 0; in the one-shot over peers, the peer's own): wait for a free send slot / a
+// filled recv slot of `bytes` (step = the one waited for). A send reads head only when the credits it saw last are used
+// up (DevConn::headSeen, which the kernels store back with step, so a launch whose steps the last read still covers
+// reads nothing): that read was an acquire of this thread, which still orders the slot's reuse after the receiver's
+// reads.
 __device__ __forceinline__ bool devWaitSend(DevStatus* st, DevConn& c, uint64_t step) {
   if (step < c.headSeen + c.nSteps) return true;
   return devSpin(st, c, [&] {
