@@ -19,7 +19,8 @@
 #                              TOOL); GPU_HOST=1 runs on host buffers (BRAID_HOST_COMM=1). Output in $L/FILE.txt,
 #                              -J JSON in $L/FILE.json; prints one line; returns the run's status. PERF_TIMEOUT
 #                              (default 150 s) bounds it, MPIRUN_OPTS adds mpirun options (e.g. "--bind-to none"),
-#                              GPU_PRELOAD libraries every run preloads (colon-separated)
+#                              GPU_PRELOAD libraries every run preloads (colon-separated). A run that loaded a library
+#                              from another folder than LIB's ($B/lib, or $NCCL_LIB's) fails, saying which it loaded
 #   gpu_tests TEST...          runs each test binary of $B/bin (TEST_TIMEOUT s each, default 200), output in
 #                              $L/TEST.txt, one verdict line each (PASS, FAIL, SKIPPED: every case skipped itself,
 #                              MISSING: not built, SKIP: over GUARD) and the first failures; returns how many did
@@ -170,6 +171,18 @@ gpu_perf() {
   timeout "$limit" "${cmd[@]}" "$@" -J "$L/$file.json" >> "$L/$file.txt" 2>&1
   rc=$?
   [[ $rc -eq 124 ]] && echo "timed out after $limit s" >> "$L/$file.txt"
+  # The library the run loaded, as the perf tool prints it: one from another folder (a library path left first by
+  # another build's setup) would make a comparison of two libraries or builds measure one of them twice.
+  local loaded want=""
+  loaded=$(sed -n 's/^# Library: .*(\(\/.*\))$/\1/p' "$L/$file.txt" | head -1)
+  case $lib in
+    braid) [[ -d $B/lib ]] && want=$(readlink -f "$B/lib") ;;
+    nccl) want=$(dirname "$(readlink -f "$NCCL_LIB")") ;;
+  esac
+  if [[ -n $loaded && -n $want && $(dirname "$(readlink -f "$loaded")") != "$want" ]]; then
+    echo "the run loaded $loaded, not the library in $want" >> "$L/$file.txt"
+    [[ $rc -eq 0 ]] && rc=1
+  fi
   printf '%-34s rc=%-3d %4d s\n' "$file" "$rc" $(( SECONDS - s ))
   [[ $rc -ne 0 ]] && grep -v '^#' "$L/$file.txt" | tail -5 | sed 's/^/    | /'
   return $rc
