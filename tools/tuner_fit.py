@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Fits the tuner's P2pNvlink rows (src/tuner/tuner_model.def) to a calibration grid measured by
-tools/gpu/calibrate.sh and shows what the fitted model would choose against the measured best.
+"""Fits the tuner's P2pNvlink rows (src/tuner/tuner_model.def), or with --nodes its NetSocket rows, to a
+calibration grid measured by tools/gpu/calibrate.sh and shows what the fitted model would choose against the
+measured best.
 
-usage: tools/tuner_fit.py DIR [DIR ...] [--fix NAME=VALUE ...] [--model FILE] [--no-anchors]
+usage: tools/tuner_fit.py [--nodes K] DIR [DIR ...] [--fix NAME=VALUE ...] [--model FILE] [--no-anchors]
 
 Each DIR holds {coll}_{LL|LL128|Simple}_{channels}.txt perf outputs (tools/gpu/calibrate.sh's calibrate.tgz,
 unpacked), of any rank count: a file's ranks come from its header ("... = N ranks"; 2 where it has none), so grids
@@ -17,6 +18,13 @@ The model is the one in the tuner's predictUs (shapeOf's ring shapes, r ranks): 
 steps*step + chunks*chunkUs + W/(n*bwPerCh) + W/cap (+ the receive tail), W the bytes on the busiest link, n the
 channels, chunks = ceil(W/n / chunkBytes); all-reduce W = 2(r-1)/r of the buffer in 2(r-1) steps, all-gather and
 reduce-scatter (r-1)/r in r-1, broadcast and reduce the buffer in r-1.
+
+--nodes K: the DIRs after it were measured as K simulated nodes (GPU_NODES=K calibrate.sh: NCCL_HOSTID per node),
+and the fit is of the NetSocket rows, as shapeOf's netRingShape prices a ring on the network: of its steps, those
+that cross a node boundary on the slowest rank's way (K per lap of up to r steps) at step, each channel beyond the
+first that carries data (64-byte shares of the op) adding perCh at each; the others at P2pNvlink's stepUs; one GPU
+per node (r <= K) doubles the proxy's bytes and channel costs and lengthens a step by NET_LATENCY_LOAD; broadcast
+and reduce, which pipeline from call to call, one network step. No receive tail, no anchors.
 Pure Python (no numpy): Nelder-Mead on log-parameters, least squares of log(predicted/measured)."""
 import glob, math, os, re, sys
 
@@ -36,16 +44,38 @@ def shape(coll, r):
     if coll == "all_reduce_oneshot" and r == 2:  # the 2-rank one-shot: the whole buffer to the peer in one hop
         return 1.0, 1
     return None
+
+
+def net_active_channels(coll, size, r, ch):
+    """Channels that carry data, as the tuner's: channelRange cuts an op's elements into 64-byte aligned shares, so
+    a small op leaves the last channels empty (an all-gather's or reduce-scatter's op is one rank's part)."""
+    part = size / r if coll in ("all_gather", "reduce_scatter") else size
+    return max(1, min(ch, math.ceil(part / 64)))
+
+
+def net_shape(coll, r, nodes, steps):
+    """(steps across nodes, steps inside them, proxy load) of a ring on the network, as the tuner's shapeOf. The
+    ring crosses each node's boundary once, so the slowest rank's data crosses the network nodes times in each
+    lap of up to r steps it makes. Broadcast and reduce pipeline from one call to the next, so a call costs what
+    one rank's busiest link does: one network step. With one GPU per node each rank's proxy carries both ring
+    directions (load 2)."""
+    load = 2 if r <= nodes else 1
+    if coll in ("broadcast", "reduce"):
+        return 1, 0, 1
+    net = min(steps, nodes * math.ceil(steps / r))
+    return net, steps - net, load
+
+
 NAMES = ["base", "step", "chunkUs", "perCh", "bwPerCh", "cap"]
 FIX = {}  # NAMES index -> value held fixed (--fix)
 
 
 def params(logp):
-    return [FIX.get(i, math.exp(x)) for i, x in enumerate(logp)]
+    return [FIX.get(i, math.exp(min(max(x, -40.0), 40.0))) for i, x in enumerate(logp)]
 
 
 def load(d):
-    data = []  # (coll, proto, ch, bytes, us, ranks)
+    data = []  # (coll, proto, ch, bytes, us, ranks, nodes)
     for f in glob.glob(os.path.join(d, "*_*_*.txt")):
         m = re.match(r"(.+)_(LL128|LL|Simple)_(\d+)\.txt$", os.path.basename(f))
         if not m or m.group(1) not in COLLS:
@@ -63,17 +93,18 @@ def load(d):
             t = line.split()
             if line.startswith("#") or len(t) < 9 or not t[0].isdigit() or int(t[0]) == 0:
                 continue
-            data.append((coll, proto, ch, int(t[0]), float(t[5]), ranks))
+            data.append((coll, proto, ch, int(t[0]), float(t[5]), ranks, NODES[0]))
     return data
 
 
 # Large-size anchors measured on 2xH200 (NV18) beside the grid, which stops at 32 MB: ring all-reduce busbw
 # 313.0 / 351.8 GB/s at 2 GB and 312.7 / 349.1 at 512 MB on 32 / 64 channels.
 # Weighted so the few large points count as much as the grid's many small ones.
-ANCHORS = [("all_reduce", "Simple", ch, size, size / bw / 1e3, 2)
+ANCHORS = [("all_reduce", "Simple", ch, size, size / bw / 1e3, 2, 1)
            for ch, size, bw in ((32, 1 << 31, 313.0), (64, 1 << 31, 351.8), (32, 1 << 29, 312.7), (64, 1 << 29, 349.1))]
 ANCHOR_WEIGHT = 20
 ANCHORED = [True]  # --no-anchors: a grid measured elsewhere than 2xH200
+NODES = [1]  # --nodes K: the DIRs after it were measured as K simulated nodes (GPU_NODES=K): the NetSocket row
 
 
 # tuner_model.def's BRAID_TUNER_RECV_TAIL rows on NVLink (ctaGBs, capUs), read from it and held fixed: a fit of the
@@ -81,6 +112,15 @@ ANCHORED = [True]  # --no-anchors: a grid measured elsewhere than 2xH200
 DEF = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "tuner",
                                    "tuner_model.def"))
 RECV_TAIL = {}
+NET_LATENCY_LOAD = 1.25  # one GPU per node: a network step's latency, the tuner's kNetSoloLatencyLoad
+INTRA_STEP = {}  # P2pNvlink's stepUs per protocol: a ring step inside a node (--nodes)
+
+
+def read_intra_step(path):
+    if not os.path.exists(path):
+        sys.exit("tuner_fit.py: no tuner model at %s (--model FILE)" % path)
+    return {m.group(1): float(m.group(2)) for m in re.finditer(
+        r"^BRAID_TUNER_ROW\(P2pNvlink, (\w+), [\d.]+, ([\d.]+),", open(path).read(), re.M)}
 
 
 def read_recv_tail(path):
@@ -90,12 +130,20 @@ def read_recv_tail(path):
         r"^BRAID_TUNER_RECV_TAIL\(P2pNvlink, (\w+), ([\d.]+), ([\d.]+)\)", open(path).read(), re.M)}
 
 
-def predict(p, proto, coll, size, ch, ranks=2):
-    # every collective here is a ring one (or the one-shot): predictUs adds the receive tail to all
+def predict(p, proto, coll, size, ch, ranks=2, nodes=1):
+    # one node: every collective here is a ring one (or the one-shot), and predictUs adds the receive tail to all;
+    # several nodes: the NetSocket row, whose ring steps that cross a node boundary cost step and each channel
+    # beyond the first per_ch, the others an NVLink step (INTRA_STEP)
     base, step, chunk_us, per_ch, bw, cap = p
     factor, steps = shape(coll, ranks)
     w = factor * size
     chunks = max(1, math.ceil(w / ch / CHUNK[proto]))
+    if nodes > 1:
+        net, intra, load = net_shape(coll, ranks, nodes, steps)
+        act = net_active_channels(coll, size, ranks, ch)
+        lat = NET_LATENCY_LOAD if load > 1 else 1.0
+        return (base + lat * net * step + load * net * per_ch * (act - 1) + intra * INTRA_STEP[proto] +
+                chunks * chunk_us + load * (w / (act * bw) / 1e3 + w / cap / 1e3))
     tail = 0.0
     if proto in RECV_TAIL:
         cta_gbs, cap_us = RECV_TAIL[proto]
@@ -105,9 +153,10 @@ def predict(p, proto, coll, size, ch, ranks=2):
 
 def loss(logp, pts, proto, anchors=True):
     p = params(logp)
-    err = sum(math.log(predict(p, proto, c, s, ch, r) / us) ** 2 for c, _, ch, s, us, r in pts)
+    err = sum(math.log(predict(p, proto, c, s, ch, r, k) / us) ** 2 for c, _, ch, s, us, r, k in pts)
     if anchors and proto == "Simple" and ANCHORED[0]:
-        err += ANCHOR_WEIGHT * sum(math.log(predict(p, proto, c, s, ch, r) / us) ** 2 for c, _, ch, s, us, r in ANCHORS)
+        err += ANCHOR_WEIGHT * sum(math.log(predict(p, proto, c, s, ch, r, k) / us) ** 2
+                                   for c, _, ch, s, us, r, k in ANCHORS)
     return err
 
 
@@ -155,6 +204,10 @@ def main():
             ANCHORED[0] = False
             args = args[1:]
             continue
+        elif args[0] == "--nodes":
+            if len(args) < 2 or not args[1].isdigit() or int(args[1]) < 1:
+                sys.exit(usage)
+            NODES[0] = int(args[1])
         elif args[0] == "--fix":
             if len(args) < 2 or "=" not in args[1] or args[1].split("=")[0] not in NAMES:
                 sys.exit(usage)
@@ -170,7 +223,14 @@ def main():
     data = [d for path in dirs for d in load(path)]
     if not data:
         sys.exit("tuner_fit.py: no {coll}_{proto}_{channels}.txt perf outputs in %s" % " ".join(dirs))
+    if len({d[6] > 1 for d in data}) > 1:
+        sys.exit("tuner_fit.py: grids of one node and of several (--nodes) fit different rows: fit them apart")
+    if data[0][6] > 1:
+        ANCHORED[0] = False  # the anchors are NVLink's
+        print("NetSocket rows: steps across nodes at step + perCh per channel beyond the first, the rest at "
+              "P2pNvlink's stepUs")
     RECV_TAIL.update(read_recv_tail(model))
+    INTRA_STEP.update(read_intra_step(model))
     fitted = {}
     for proto, x0 in (("LL", [5.0, 0.5, 0.2, 0.02, 5.0, 400.0]), ("LL128", [5.0, 1.5, 0.3, 0.02, 15.0, 400.0]),
                       ("Simple", [5.0, 3.0, 0.3, 0.02, 20.0, 400.0])):
@@ -185,25 +245,23 @@ def main():
         print("%-6s %s  (%d points, rms error %.0f%%)" % (
             proto, " ".join("%s=%.3g" % kv for kv in zip(NAMES, fitted[proto])), len(pts), 100 * rms))
     # What the model would pick among the measured (protocol, channels), against the measured best.
-    print("\ncoll           ranks     bytes     best(meas)          model's pick        regret")
+    print("\ncoll           ranks nodes     bytes     best(meas)          model's pick        regret")
     worst = 1.0
     for coll in COLLS:
-        for ranks in sorted({d[5] for d in data if d[0] == coll}):
-            for size in sorted({d[3] for d in data if d[0] == coll and d[5] == ranks}):
-                opts = {(d[1], d[2]): d[4] for d in data
-                        if d[0] == coll and d[5] == ranks and d[3] == size and d[1] in fitted}
-                if not opts:
-                    continue
+        for ranks, nodes in sorted({(d[5], d[6]) for d in data if d[0] == coll}):
+            here = [d for d in data if d[0] == coll and d[5] == ranks and d[6] == nodes and d[1] in fitted]
+            for size in sorted({d[3] for d in here}):
+                opts = {(d[1], d[2]): d[4] for d in here if d[3] == size}
                 best = min(opts, key=opts.get)
-                pick = min(opts, key=lambda k: predict(fitted[k[0]], k[0], coll, size, k[1], ranks))
+                pick = min(opts, key=lambda k: (predict(fitted[k[0]], k[0], coll, size, k[1], ranks, nodes), k[1]))
                 r = opts[pick] / opts[best]
                 worst = max(worst, r)
-                print("%-14s %5d %9d %-7s %2d %7.2f  %-7s %2d %7.2f  %.2f" % (
-                    coll, ranks, size, best[0], best[1], opts[best], pick[0], pick[1], opts[pick], r))
+                print("%-14s %5d %5d %9d %-7s %2d %7.2f  %-7s %2d %7.2f  %.2f" % (
+                    coll, ranks, nodes, size, best[0], best[1], opts[best], pick[0], pick[1], opts[pick], r))
     print("worst regret %.2f" % worst)
-    for c, proto, ch, size, us, r in ANCHORS if "Simple" in fitted and ANCHORED[0] else []:
+    for c, proto, ch, size, us, r, k in ANCHORS if "Simple" in fitted and ANCHORED[0] else []:
         print("anchor %s %s %d ch %d B: measured %.0f us, model %.0f us" % (
-            c, proto, ch, size, us, predict(fitted[proto], proto, c, size, ch, r)))
+            c, proto, ch, size, us, predict(fitted[proto], proto, c, size, ch, r, k)))
 
 
 if __name__ == "__main__":

@@ -283,8 +283,40 @@ struct Shape {
   double intraStepUs = 0;
   int fillHops = 0;
   double fillGBs = 0;
+  // GPU paths over the network: each channel beyond the first that carries data (at most maxActive: a small op
+  // leaves the last channels empty) costs perChannelUs at each of channelSteps steps, not once per call.
+  int channelSteps = 1;
+  int maxActive = 1 << 30;
   bool ok = false;
 };
+
+// Channels that carry data of an op whose per-channel part is cut from `partBytes` (channelRange: 64-byte
+// aligned shares; an all-gather's or reduce-scatter's op is one rank's part).
+int activeChannelsFor(double partBytes) { return std::max(1, static_cast<int>(std::ceil(partBytes / 64.0))); }
+
+// One GPU per node: a network step's latency over what it is with several (fitted with the NetSocket rows).
+constexpr double kNetSoloLatencyLoad = 1.25;
+
+// A GPU ring over the network (tuner_model.def, NetSocket): the ring crosses each node's boundary once, so the
+// slowest rank's data crosses the network `nodes` times in each lap of up to n steps it makes, and its other steps
+// run inside a node at the intra row's stepUs. One GPU per node: each rank's proxy carries both ring directions,
+// which doubles its bytes and its channels' costs and lengthens a step. Broadcast and reduce pipeline from one call
+// to the next: a call costs one rank's busiest link, one network step. Each channel that carries data adds
+// perChannelUs at every network step (one progress thread serves a rank's channels in turn).
+void netRingShape(CollType c, int n, int nNodes, double S, Proto p, TransportClass intra, Shape* s) {
+  const int nodes = nNodes >= 2 ? std::min(nNodes, n) : n;  // NET inside one node: every hop crosses
+  const bool chain = c == CollType::Broadcast || c == CollType::Reduce;
+  const bool solo = n <= nodes && !chain;
+  const int net = chain ? 1 : std::min(s->steps, nodes * ((s->steps + n - 1) / n));
+  s->intraSteps = chain ? 0 : s->steps - net;
+  s->intraStepUs = s->intraSteps > 0 ? row(intra, p).stepUs : 0.0;
+  s->steps = net;
+  s->stepScale = solo ? kNetSoloLatencyLoad : 1.0;
+  s->eff = solo ? 0.5 : 1.0;
+  s->channelSteps = (solo ? 2 : 1) * net;
+  const bool perRank = c == CollType::AllGather || c == CollType::ReduceScatter;
+  s->maxActive = activeChannelsFor(perRank ? S / n : S);
+}
 
 Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p, int nNodes,
               TransportClass intra = TransportClass::P2pNvlink) {
@@ -312,6 +344,7 @@ Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p
         s.wireBytes = n > 1 ? S : 0;
         s.steps = n - 1;
       }
+      if (t == TransportClass::NetSocket && n > 1) netRingShape(c, n, nNodes, S, p, intra, &s);
       return s;
     case Algo::Tree: {
       // Reduce up and broadcast down the double binary tree (tree_topology.h): a binary tree over the nodes, a
@@ -336,6 +369,12 @@ Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p
         s.intraStepUs = row(intra, p).stepUs * g.intraScale;
         s.fillHops = 2 * (net + chain);
         s.fillGBs = g.fillGBs;
+        if (perNode == 1) {  // each rank's proxy carries both directions, as on the ring (netRingShape)
+          s.stepScale *= kNetSoloLatencyLoad;
+          s.eff /= 2;
+        }
+        s.channelSteps = s.steps * (perNode == 1 ? 2 : 1);
+        s.maxActive = activeChannelsFor(S);
         return s;
       }
       s.wireBytes = S;
@@ -414,14 +453,16 @@ void searchPair(const TuneRequest& r, Algo a, Proto p, int lo, int hi, size_t ch
   if (!s.ok || m.bwPerChGBs <= 0) return;
   int cands[4] = {lo, hi, lo, hi};
   if (m.perChannelUs > 0 && s.wireBytes > 0) {
-    double nStar = std::sqrt(s.wireBytes / 1e3 / (m.bwPerChGBs * s.eff * m.perChannelUs));
+    double nStar = std::sqrt(s.wireBytes / 1e3 / (m.bwPerChGBs * s.eff * m.perChannelUs * s.channelSteps));
     double f = std::floor(std::min(nStar, static_cast<double>(hi)));
     cands[2] = std::max(lo, std::min(hi, static_cast<int>(f)));
     cands[3] = std::max(lo, std::min(hi, static_cast<int>(f) + 1));
   }
   for (int n : cands) {
     double us = predictUs(r, a, p, n, chunk);
-    if (us < best->us) *best = Best{us, a, p, n, chunk};
+    // A tie (channels that would carry no data) goes to fewer channels.
+    const bool fewer = us == best->us && a == best->algo && p == best->proto && n < best->nChannels;
+    if (us < best->us || fewer) *best = Best{us, a, p, n, chunk};
   }
 }
 
@@ -492,8 +533,10 @@ double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, si
   Shape s = shapeOf(algo, r.coll, r.nranks, r.bytes, r.transport, proto, r.nNodes, r.intraTransport);
   if (!s.ok) return kInf;
   double n = nChannels;
+  // Channels that carry data (all, but on the network's shapes; Shape::maxActive).
+  const double active = std::min(n, static_cast<double>(s.maxActive));
   // GB/s = bytes per ns, so bytes / (GB/s) / 1e3 is microseconds.
-  double bwUs = s.wireBytes / (n * m.bwPerChGBs * s.eff) / 1e3 + s.wireBytes / (m.capGBs * s.eff) / 1e3;
+  double bwUs = s.wireBytes / (active * m.bwPerChGBs * s.eff) / 1e3 + s.wireBytes / (m.capGBs * s.eff) / 1e3;
   double perChannel = s.wireBytes / n;
   double chunks = chunkBytes ? std::ceil(perChannel / static_cast<double>(chunkBytes)) : 1.0;
   chunks = std::max(1.0, chunks);
@@ -504,10 +547,11 @@ double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, si
   // A GPU tree's hops each pass a channel's first chunk (half its share: one per tree) on before the next starts.
   double fill = 0;
   if (s.fillGBs > 0) {
-    const double half = static_cast<double>(r.bytes) / (2 * n);
+    const double half = static_cast<double>(r.bytes) / (2 * active);
     fill = s.fillHops * (chunkBytes ? std::min(half, static_cast<double>(chunkBytes)) : half) / s.fillGBs / 1e3;
   }
-  return m.baseUs + m.perChannelUs * (n - 1) + s.steps * m.stepUs * s.stepScale + s.intraSteps * s.intraStepUs +
+  return m.baseUs + m.perChannelUs * (active - 1) * s.channelSteps + s.steps * m.stepUs * s.stepScale +
+         s.intraSteps * s.intraStepUs +
          chunks * m.chunkUs + bwUs + tail + fill;
 }
 
