@@ -1,11 +1,17 @@
-// The device tree all-reduce across nodes (NCCL_ALGO=Tree; coll_kernel.cuh's treeCta and treeCtaLL, prims_tree.h
-// and prims_tree_ll.h), on Simple and on LL (NCCL_PROTO forcing each): one process
-// per rank, rank r on GPU r % gpus, each rank's node named by NCCL_HOSTID, so one machine runs as several nodes
-// (between nodes the network, inside a node P2P or SHM). Every datatype x op of the harness, in and out of place,
-// at 1, 1031 and 262147 elements, then float/half at 2^22 + 5 / + 3 (several FIFO steps per tree and channel) and
-// the harness's unaligned user pointers; outputs poisoned first, every element checked (gpu_harness.h). Each rank
+// GPU communicators across nodes: one process per rank, rank r on GPU r % gpus, each rank's node named by
+// NCCL_HOSTID, so one machine runs as several nodes (between nodes the network, inside a node P2P or SHM).
+//
+// DeviceTree: the tree all-reduce (NCCL_ALGO=Tree; coll_kernel.cuh's treeCta and treeCtaLL, prims_tree.h and
+// prims_tree_ll.h), on Simple and on LL (NCCL_PROTO forcing each). Every datatype x op of the harness, in and out of
+// place, at 1, 1031 and 262147 elements, then float/half at 2^22 + 5 / + 3 (several FIFO steps per tree and channel)
+// and the harness's unaligned user pointers; outputs poisoned first, every element checked (gpu_harness.h). Each rank
 // must log that its all-reduce may run on the trees (so a silent fall back to the ring fails the test), and on LL
 // that every tree connection has LL slots and the tuner's decision was the tree on LL (a silent Simple fails it).
+//
+// DeviceNodes: every collective of the harness (gpu_harness.h's quick set: every datatype x op at 0 and 1031
+// elements, then 2^22 + 5 elements and the mid all-reduce sums) over rings that cross the nodes: as the tuner
+// chooses (which prices a socket ring's channels per network step, so small ops run LL on one channel), and with
+// the ring, LL and four channels forced, so an LL step of every channel crosses the network.
 //
 // Shapes: 2 ranks as 2 nodes; 4 ranks as 4 nodes; 4 ranks as 2 nodes of 2 (chains inside each node), the last
 // also with 64 KiB FIFOs (8 KiB steps), so the mid sizes cross many steps and the tree's lag (Simple only: NET FIFOs
@@ -44,14 +50,35 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::vector<Case> treeCases(int nranks) {
+// What one run covers: the tree's all-reduce cases, or every collective's quick set.
+std::vector<Case> casesFor(int nranks, bool allColls) {
+  if (allColls) return allCases(nranks, true);
   std::vector<Case> v;
   for (const Case& c : allCases(nranks, false))
     if (c.coll == kAllReduce) v.push_back(c);
   return v;
 }
 
-// The datatypes whose all-reduce (sum) this build refuses as not built, asked of a one-rank communicator on `dev`.
+bool reduces(const Case& c) { return c.coll == kAllReduce || c.coll == kReduce || c.coll == kReduceScatter; }
+
+// The settings of one run: NCCL_ALGO, NCCL_PROTO and NCCL_MIN/MAX_NCHANNELS (null: as chosen), NCCL_BUFFSIZE.
+struct RunSpec {
+  const char* algo = nullptr;
+  const char* proto = nullptr;
+  const char* channels = nullptr;
+  const char* buffSize = nullptr;
+  bool allColls = false;
+  std::string describe() const {
+    std::string d =
+        std::string("NCCL_ALGO=") + (algo ? algo : "(chosen)") + ", NCCL_PROTO=" + (proto ? proto : "(chosen)");
+    if (channels) d += std::string(", channels=") + channels;
+    if (buffSize) d += std::string(", NCCL_BUFFSIZE=") + buffSize;
+    return d;
+  }
+};
+
+// The datatypes whose all-reduce (sum) this build refuses as not built, asked of a one-rank communicator on `dev`
+// (the copies of every datatype run on the byte kernels, which every build has).
 bool refusedTypes(int dev, std::vector<ncclDataType_t>* refused) {
   ncclComm_t one;
   GT_NCCL(ncclCommInitAll(&one, 1, &dev));
@@ -71,15 +98,19 @@ bool refusedTypes(int dev, std::vector<ncclDataType_t>* refused) {
 }
 
 // One rank: init as node `node`, every case, a summary line on stdout. 0: passed, 1: failed.
-int rankMain(int rank, int n, int node, int gpus, const ncclUniqueId& id, const char* buffSize, const char* proto) {
-  const std::string host = "tree-node-" + std::to_string(node);
+int rankMain(int rank, int n, int node, int gpus, const ncclUniqueId& id, const RunSpec& spec) {
+  const std::string host = "sim-node-" + std::to_string(node);
   setenv("NCCL_HOSTID", host.c_str(), 1);
-  setenv("NCCL_ALGO", "Tree", 1);
-  setenv("NCCL_PROTO", proto, 1);
+  if (spec.algo) setenv("NCCL_ALGO", spec.algo, 1);
+  if (spec.proto) setenv("NCCL_PROTO", spec.proto, 1);
+  if (spec.channels) {
+    setenv("NCCL_MIN_NCHANNELS", spec.channels, 1);
+    setenv("NCCL_MAX_NCHANNELS", spec.channels, 1);
+  }
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,TUNING", 1);
-  if (buffSize) setenv("NCCL_BUFFSIZE", buffSize, 1);
+  if (spec.buffSize) setenv("NCCL_BUFFSIZE", spec.buffSize, 1);
   ncclResetDebugInit();  // the logging settings were read in the parent, before these
   if (cudaSetDevice(rank % gpus) != cudaSuccess) {
     fprintf(stderr, "rank %d: cudaSetDevice(%d) failed\n", rank, rank % gpus);
@@ -100,8 +131,8 @@ int rankMain(int rank, int n, int node, int gpus, const ncclUniqueId& id, const 
   const double limit = envSeconds("BRAID_CASE_TIMEOUT", 60);
   int failures = 0, passed = 0, notBuilt = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  for (const Case& c : treeCases(n)) {
-    if (std::find(refused.begin(), refused.end(), c.dtype) != refused.end()) {
+  for (const Case& c : casesFor(n, spec.allColls)) {
+    if (reduces(c) && std::find(refused.begin(), refused.end(), c.dtype) != refused.end()) {
       ++notBuilt;
       continue;
     }
@@ -110,9 +141,8 @@ int rankMain(int rank, int n, int node, int gpus, const ncclUniqueId& id, const 
       fprintf(stderr, "rank %d: %s: preparing the buffers failed\n", rank, c.name().c_str());
       return 1;
     }
-    const ncclResult_t r = ncclAllReduce(b.sendArg, b.recvArg, c.count, c.dtype, c.op, comm, s);
-    if (r != ncclSuccess) {
-      fprintf(stderr, "rank %d: %s: ncclAllReduce failed: %s\n", rank, c.name().c_str(), ncclGetLastError(comm));
+    if (!enqueue(c, rank, n, comm, s, b)) {
+      fprintf(stderr, "rank %d: %s: enqueueing failed: %s\n", rank, c.name().c_str(), ncclGetLastError(comm));
       return 1;
     }
     const auto c0 = std::chrono::steady_clock::now();
@@ -135,9 +165,8 @@ int rankMain(int rank, int n, int node, int gpus, const ncclUniqueId& id, const 
       break;
     }
   }
-  printf("rank %d of %d (node %d, GPU %d, %s%s%s): %d all-reduce cases passed, %d failed, %d not built, %.1f s\n", rank,
-         n, node, rank % gpus, proto, buffSize ? ", NCCL_BUFFSIZE=" : "", buffSize ? buffSize : "", passed, failures,
-         notBuilt, secondsSince(t0));
+  printf("rank %d of %d (node %d, GPU %d, %s): %d cases passed, %d failed, %d not built, %.1f s\n", rank, n, node,
+         rank % gpus, spec.describe().c_str(), passed, failures, notBuilt, secondsSince(t0));
   fflush(stdout);
   cudaStreamDestroy(s);
   ncclCommDestroy(comm);
@@ -152,14 +181,13 @@ struct Child {
 };
 
 // Forks one process per rank (this process makes no CUDA call), collects each one's stderr, kills all past `limit`.
-// proto: NCCL_PROTO for every rank ("Simple" or "LL").
-void runRanks(int n, int nodes, const char* buffSize, const char* proto) {
+void runRanks(int n, int nodes, const RunSpec& spec) {
   const int gpus = gpuCountForked();
   if (gpus < 1) GTEST_SKIP() << "needs a GPU; cudaGetDeviceCount (in a probe child) reports none";
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  printf("%d ranks as %d nodes on %d GPU(s), NCCL_PROTO=%s%s%s: %zu all-reduce cases each\n", n, nodes, gpus, proto,
-         buffSize ? ", NCCL_BUFFSIZE=" : "", buffSize ? buffSize : "", treeCases(n).size());
+  printf("%d ranks as %d nodes on %d GPU(s), %s: %zu cases each\n", n, nodes, gpus, spec.describe().c_str(),
+         casesFor(n, spec.allColls).size());
   fflush(stdout);
   std::vector<Child> ch(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
@@ -171,7 +199,7 @@ void runRanks(int n, int nodes, const char* buffSize, const char* proto) {
       for (int j = 0; j < r; ++j) close(ch[static_cast<size_t>(j)].fd);
       dup2(p[1], 2);
       close(p[1]);
-      const int rc = rankMain(r, n, r / (n / nodes), gpus, id, buffSize, proto);
+      const int rc = rankMain(r, n, r / (n / nodes), gpus, id, spec);
       fflush(stdout);
       fflush(stderr);
       _exit(rc);
@@ -222,9 +250,12 @@ void runRanks(int n, int nodes, const char* buffSize, const char* proto) {
         c.err.find("may run on the double binary tree over " + std::to_string(nodes) + " nodes") != std::string::npos;
     std::string tail = c.err.size() > 3000 ? c.err.substr(c.err.size() - 3000) : c.err;
     EXPECT_TRUE(ok) << "rank " << r << " did not pass (status " << c.status << "); its last lines:\n" << tail;
-    EXPECT_TRUE(onTrees) << "rank " << r << " did not connect the trees over " << nodes << " nodes; its last lines:\n"
-                         << tail;
-    if (std::string(proto) == "LL") {
+    const bool treeAllowed = spec.algo == nullptr || std::string(spec.algo) == "Tree";
+    if (treeAllowed)
+      EXPECT_TRUE(onTrees) << "rank " << r << " did not connect the trees over " << nodes << " nodes; its last lines:\n"
+                           << tail;
+    const bool tree = spec.algo && std::string(spec.algo) == "Tree";
+    if (tree && spec.proto && std::string(spec.proto) == "LL") {
       EXPECT_NE(c.err.find("channels, Simple or LL;"), std::string::npos)
           << "rank " << r << ": a tree connection has no LL slots; its last lines:\n"
           << tail;
@@ -238,10 +269,32 @@ void runRanks(int n, int nodes, const char* buffSize, const char* proto) {
 
 }  // namespace
 
-TEST(DeviceTree, TwoRanksAsTwoNodes) { runRanks(2, 2, nullptr, "Simple"); }
-TEST(DeviceTree, FourRanksAsFourNodes) { runRanks(4, 4, nullptr, "Simple"); }
-TEST(DeviceTree, FourRanksAsTwoNodes) { runRanks(4, 2, nullptr, "Simple"); }
-TEST(DeviceTree, FourRanksAsTwoNodesSmallSteps) { runRanks(4, 2, "65536", "Simple"); }
-TEST(DeviceTree, TwoRanksAsTwoNodesLL) { runRanks(2, 2, nullptr, "LL"); }
-TEST(DeviceTree, FourRanksAsFourNodesLL) { runRanks(4, 4, nullptr, "LL"); }
-TEST(DeviceTree, FourRanksAsTwoNodesLL) { runRanks(4, 2, nullptr, "LL"); }
+RunSpec tree(const char* proto, const char* buffSize = nullptr) {
+  RunSpec s;
+  s.algo = "Tree";
+  s.proto = proto;
+  s.buffSize = buffSize;
+  return s;
+}
+
+RunSpec everyColl(const char* algo, const char* proto, const char* channels) {
+  RunSpec s;
+  s.algo = algo;
+  s.proto = proto;
+  s.channels = channels;
+  s.allColls = true;
+  return s;
+}
+
+TEST(DeviceTree, TwoRanksAsTwoNodes) { runRanks(2, 2, tree("Simple")); }
+TEST(DeviceTree, FourRanksAsFourNodes) { runRanks(4, 4, tree("Simple")); }
+TEST(DeviceTree, FourRanksAsTwoNodes) { runRanks(4, 2, tree("Simple")); }
+TEST(DeviceTree, FourRanksAsTwoNodesSmallSteps) { runRanks(4, 2, tree("Simple", "65536")); }
+TEST(DeviceTree, TwoRanksAsTwoNodesLL) { runRanks(2, 2, tree("LL")); }
+TEST(DeviceTree, FourRanksAsFourNodesLL) { runRanks(4, 4, tree("LL")); }
+TEST(DeviceTree, FourRanksAsTwoNodesLL) { runRanks(4, 2, tree("LL")); }
+
+TEST(DeviceNodes, TwoRanksAsTwoNodesAsChosen) { runRanks(2, 2, everyColl(nullptr, nullptr, nullptr)); }
+TEST(DeviceNodes, FourRanksAsTwoNodesAsChosen) { runRanks(4, 2, everyColl(nullptr, nullptr, nullptr)); }
+TEST(DeviceNodes, FourRanksAsTwoNodesRingLLFourChannels) { runRanks(4, 2, everyColl("Ring", "LL", "4")); }
+TEST(DeviceNodes, FourRanksAsTwoNodesRingSimpleOneChannel) { runRanks(4, 2, everyColl("Ring", "Simple", "1")); }
