@@ -47,10 +47,12 @@ def shape(coll, r):
 
 
 def net_active_channels(coll, size, r, ch):
-    """Channels that carry data, as the tuner's: channelRange cuts an op's elements into 64-byte aligned shares, so
-    a small op leaves the last channels empty (an all-gather's or reduce-scatter's op is one rank's part)."""
+    """Channels that carry data, as the tuner's activeChannels: channelRange cuts an op into shares of
+    ceil(bytes / ch) rounded up to 64 bytes, so a small op leaves the last channels empty (an all-gather's or
+    reduce-scatter's op is one rank's part)."""
     part = size / r if coll in ("all_gather", "reduce_scatter") else size
-    return max(1, min(ch, math.ceil(part / 64)))
+    share = math.ceil(math.ceil(part / ch) / 64.0) * 64.0
+    return max(1, min(ch, math.ceil(part / share))) if share > 0 else 1
 
 
 def net_shape(coll, r, nodes, steps):
@@ -74,7 +76,7 @@ def params(logp):
     return [FIX.get(i, math.exp(min(max(x, -40.0), 40.0))) for i, x in enumerate(logp)]
 
 
-def load(d):
+def load(d, nodes=1):
     data = []  # (coll, proto, ch, bytes, us, ranks, nodes)
     for f in glob.glob(os.path.join(d, "*_*_*.txt")):
         m = re.match(r"(.+)_(LL128|LL|Simple)_(\d+)\.txt$", os.path.basename(f))
@@ -93,7 +95,7 @@ def load(d):
             t = line.split()
             if line.startswith("#") or len(t) < 9 or not t[0].isdigit() or int(t[0]) == 0:
                 continue
-            data.append((coll, proto, ch, int(t[0]), float(t[5]), ranks, NODES[0]))
+            data.append((coll, proto, ch, int(t[0]), float(t[5]), ranks, nodes))
     return data
 
 
@@ -189,7 +191,8 @@ def nelder_mead(f, x0, iters=4000):
 
 
 def main():
-    usage = ("usage: tuner_fit.py DIR [DIR ...] [--fix NAME=VALUE ...] [--model FILE] [--no-anchors], NAME one of " +
+    usage = ("usage: tuner_fit.py [--nodes K] DIR [DIR ...] [--fix NAME=VALUE ...] [--model FILE] [--no-anchors], "
+             "NAME one of " +
              " ".join(NAMES))
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__)
@@ -216,13 +219,13 @@ def main():
         elif args[0].startswith("-"):
             sys.exit(usage)
         else:
-            dirs.append(args[0])
+            dirs.append((args[0], NODES[0]))
             args = args[1:]
             continue
         args = args[2:]
-    data = [d for path in dirs for d in load(path)]
+    data = [d for path, nodes in dirs for d in load(path, nodes)]
     if not data:
-        sys.exit("tuner_fit.py: no {coll}_{proto}_{channels}.txt perf outputs in %s" % " ".join(dirs))
+        sys.exit("tuner_fit.py: no {coll}_{proto}_{channels}.txt perf outputs in %s" % " ".join(p for p, _ in dirs))
     if len({d[6] > 1 for d in data}) > 1:
         sys.exit("tuner_fit.py: grids of one node and of several (--nodes) fit different rows: fit them apart")
     if data[0][6] > 1:

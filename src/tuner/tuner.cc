@@ -277,22 +277,26 @@ struct Shape {
   int steps = 0;
   double stepScale = 1.0;  // each step's latency in the row's stepUs
   double eff = 1.0;
-  // GPU trees across nodes (BRAID_TUNER_TREE_NET): the hops inside a node, each at intraStepUs, and the hops that
-  // pass a channel's first chunk on at fillGBs (0: no such term).
+  // GPU trees and rings across nodes: the hops inside a node, each at intraStepUs; the tree's hops that pass a
+  // channel's first chunk on at fillGBs (BRAID_TUNER_TREE_NET; 0: no such term).
   int intraSteps = 0;
   double intraStepUs = 0;
   int fillHops = 0;
   double fillGBs = 0;
-  // GPU paths over the network: each channel beyond the first that carries data (at most maxActive: a small op
-  // leaves the last channels empty) costs perChannelUs at each of channelSteps steps, not once per call.
+  // GPU paths over the network: each channel beyond the first that carries data (activeChannels of cutBytes: a
+  // small op leaves the last channels empty) costs perChannelUs at each of channelSteps steps, not once per call.
   int channelSteps = 1;
-  int maxActive = 1 << 30;
+  double cutBytes = -1;  // the bytes channelRange cuts; < 0: every channel counts
   bool ok = false;
 };
 
-// Channels that carry data of an op whose per-channel part is cut from `partBytes` (channelRange: 64-byte
-// aligned shares; an all-gather's or reduce-scatter's op is one rank's part).
-int activeChannelsFor(double partBytes) { return std::max(1, static_cast<int>(std::ceil(partBytes / 64.0))); }
+// Channels of n that carry data of `cutBytes` (an all-gather's or reduce-scatter's op is one rank's part), cut as
+// channelRange cuts: shares of ceil(bytes / n) rounded up to 64 bytes, the last ones short or empty.
+double activeChannels(double cutBytes, double n) {
+  if (cutBytes < 0) return n;
+  const double share = std::ceil(std::ceil(cutBytes / n) / 64.0) * 64.0;
+  return share > 0 ? std::max(1.0, std::min(n, std::ceil(cutBytes / share))) : 1.0;
+}
 
 // One GPU per node: a network step's latency over what it is with several (fitted with the NetSocket rows).
 constexpr double kNetSoloLatencyLoad = 1.25;
@@ -315,7 +319,7 @@ void netRingShape(CollType c, int n, int nNodes, double S, Proto p, TransportCla
   s->eff = solo ? 0.5 : 1.0;
   s->channelSteps = (solo ? 2 : 1) * net;
   const bool perRank = c == CollType::AllGather || c == CollType::ReduceScatter;
-  s->maxActive = activeChannelsFor(perRank ? S / n : S);
+  s->cutBytes = perRank ? S / n : S;
 }
 
 Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p, int nNodes,
@@ -374,7 +378,7 @@ Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p
           s.eff /= 2;
         }
         s.channelSteps = s.steps * (perNode == 1 ? 2 : 1);
-        s.maxActive = activeChannelsFor(S);
+        s.cutBytes = S;
         return s;
       }
       s.wireBytes = S;
@@ -445,7 +449,8 @@ struct Best {
   size_t chunk = 0;
 };
 
-// The channel count minimising perChannelUs*n + W/(n*bwPerCh*eff): n* = sqrt(W / (bwPerCh*eff*perChannelUs)),
+// The channel count minimising perChannelUs*channelSteps*n + W/(n*bwPerCh*eff):
+// n* = sqrt(W / (bwPerCh*eff*perChannelUs*channelSteps)),
 // checked with the full formula at the bounds and the integers around n*.
 void searchPair(const TuneRequest& r, Algo a, Proto p, int lo, int hi, size_t chunk, Best* best) {
   const ModelRow& m = row(r.transport, p);
@@ -533,14 +538,15 @@ double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, si
   Shape s = shapeOf(algo, r.coll, r.nranks, r.bytes, r.transport, proto, r.nNodes, r.intraTransport);
   if (!s.ok) return kInf;
   double n = nChannels;
-  // Channels that carry data (all, but on the network's shapes; Shape::maxActive).
-  const double active = std::min(n, static_cast<double>(s.maxActive));
+  // Channels that carry data (all, but on the network's shapes; Shape::cutBytes).
+  const double active = activeChannels(s.cutBytes, n);
   // GB/s = bytes per ns, so bytes / (GB/s) / 1e3 is microseconds.
   double bwUs = s.wireBytes / (active * m.bwPerChGBs * s.eff) / 1e3 + s.wireBytes / (m.capGBs * s.eff) / 1e3;
   double perChannel = s.wireBytes / n;
   double chunks = chunkBytes ? std::ceil(perChannel / static_cast<double>(chunkBytes)) : 1.0;
   chunks = std::max(1.0, chunks);
-  // baseUs covers the first channel; each further one adds its launch/scheduling cost.
+  // baseUs covers the first channel; each further one adds its launch/scheduling cost, on the network's shapes at
+  // each network step (Shape::channelSteps).
   // The last step's reduction or copy at the receiver after it lands (BRAID_TUNER_RECV_TAIL): the ring collectives.
   const RecvTailRow& rt = modelTable().recvTail[static_cast<int>(r.transport)][static_cast<int>(proto)];
   const double tail = !isP2pColl(r.coll) && rt.ctaGBs > 0 ? std::min(rt.capUs, perChannel / rt.ctaGBs / 1e3) : 0.0;
