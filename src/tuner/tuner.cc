@@ -301,10 +301,17 @@ double activeChannels(double cutBytes, double n) {
 // One GPU per node: a network step's latency over what it is with several (fitted with the NetSocket rows).
 constexpr double kNetSoloLatencyLoad = 1.25;
 
+// One GPU per node, ring or tree: each rank's proxy carries both directions, which doubles its bytes and its
+// channels' costs and lengthens a step.
+void netSoloLoad(Shape* s) {
+  s->stepScale *= kNetSoloLatencyLoad;
+  s->eff /= 2;
+  s->channelSteps *= 2;
+}
+
 // A GPU ring over the network (tuner_model.def, NetSocket): the ring crosses each node's boundary once, so the
 // slowest rank's data crosses the network `nodes` times in each lap of up to n steps it makes, and its other steps
-// run inside a node at the intra row's stepUs. One GPU per node: each rank's proxy carries both ring directions,
-// which doubles its bytes and its channels' costs and lengthens a step. Broadcast and reduce pipeline from one call
+// run inside a node at the intra row's stepUs. One GPU per node: netSoloLoad. Broadcast and reduce pipeline from one call
 // to the next: a call costs one rank's busiest link, one network step. Each channel that carries data adds
 // perChannelUs at every network step (one progress thread serves a rank's channels in turn).
 void netRingShape(CollType c, int n, int nNodes, double S, Proto p, TransportClass intra, Shape* s) {
@@ -315,9 +322,8 @@ void netRingShape(CollType c, int n, int nNodes, double S, Proto p, TransportCla
   s->intraSteps = chain ? 0 : s->steps - net;
   s->intraStepUs = s->intraSteps > 0 ? row(intra, p).stepUs : 0.0;
   s->steps = net;
-  s->stepScale = solo ? kNetSoloLatencyLoad : 1.0;
-  s->eff = solo ? 0.5 : 1.0;
-  s->channelSteps = (solo ? 2 : 1) * net;
+  s->channelSteps = net;
+  if (solo) netSoloLoad(s);
   const bool perRank = c == CollType::AllGather || c == CollType::ReduceScatter;
   s->cutBytes = perRank ? S / n : S;
 }
@@ -373,12 +379,9 @@ Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p
         s.intraStepUs = row(intra, p).stepUs * g.intraScale;
         s.fillHops = 2 * (net + chain);
         s.fillGBs = g.fillGBs;
-        if (perNode == 1) {  // each rank's proxy carries both directions, as on the ring (netRingShape)
-          s.stepScale *= kNetSoloLatencyLoad;
-          s.eff /= 2;
-        }
-        s.channelSteps = s.steps * (perNode == 1 ? 2 : 1);
+        s.channelSteps = s.steps;
         s.cutBytes = S;
+        if (perNode == 1) netSoloLoad(&s);
         return s;
       }
       s.wireBytes = S;
