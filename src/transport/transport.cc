@@ -466,8 +466,9 @@ ncclResult_t ConnectionManager::kindFor(int peer, TransportKind* kind) {
 void ConnectionManager::setLlSlots(bool on) { impl_->ctx.llSlots = on; }
 void ConnectionManager::setBuffBytes(int64_t bytes) { impl_->ctx.buffBytes = bytes; }
 
-void ConnectionManager::setNetProxy(int spinUs, bool executorDriven, size_t bulkBytes) {
+void ConnectionManager::setNetProxy(int spinUs, bool executorDriven, size_t bulkBytes, int threads) {
   impl_->ctx.proxyBulkBytes = bulkBytes;
+  impl_->ctx.proxyThreads = threads;
   impl_->ctx.proxySpinUs = spinUs;
   impl_->ctx.proxyExecutorDriven = executorDriven;
 }

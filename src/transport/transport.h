@@ -103,6 +103,7 @@ struct TransportContext {
   std::function<NetWork()> proxyWorkProbe;  // NetProxy::setWorkProbe, kept for a proxy created later (proxyMu)
   bool proxyExecutorDriven = false;  // NetProxy's executorDriven (host communicators)
   size_t proxyBulkBytes = 0;  // NetSetupParams::bulkHelperBytes of the connections (0: no bulk helpers)
+  int proxyThreads = 1;  // NetProxy's progress threads
 };
 
 // Connections of one communicator: ring connections per channel and point-to-point connections per peer.
@@ -169,10 +170,11 @@ class ConnectionManager final : public ConnProvider {
   // FIFO bytes of connections made from now on: the value agreed over the ranks (agreeOnChannels), since a
   // ring whose ranks cut steps from different NCCL_BUFFSIZE values would mismatch every step.
   void setBuffBytes(int64_t bytes);
-  // How long the NET proxy's thread polls after activity before it may block, whether the executors drive
-  // the connections themselves (NetProxy's executorDriven), and from what message size socket connections move
-  // bytes on a helper thread (NetSetupParams::bulkHelperBytes; 0: never); before connecting.
-  void setNetProxy(int spinUs, bool executorDriven = false, size_t bulkBytes = 0);
+  // How long the NET proxy's threads poll after activity before they may block, whether the executors drive
+  // the connections themselves (NetProxy's executorDriven), from what message size socket connections move
+  // bytes on a helper thread (NetSetupParams::bulkHelperBytes; 0: never), and over how many progress threads the
+  // connections are dealt by channel; before connecting.
+  void setNetProxy(int spinUs, bool executorDriven = false, size_t bulkBytes = 0, int threads = 1);
   // Who tells the NET proxy whether posted GPU work is still in flight (NetProxy::setWorkProbe); null clears it,
   // waiting for a call in progress (before what the probe reads is freed).
   void setNetWorkProbe(std::function<NetWork()> probe);

@@ -236,5 +236,57 @@ TEST(NetEngine, BulkHelperSeesThePeerGo) {
   EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
 }
 
+// Several progress threads (BRAID_NET_PROXY_THREADS of GPU communicators): connections are dealt over them by
+// channel (a send on thread channel % 3, a receive on (channel + 1) % 3), and every byte of every connection
+// arrives as sent.
+TEST(NetEngine, ChannelsDealtOverThreadsEveryByteChecked) {
+  TestRank a(0), b(1);
+  a.ctx.proxyThreads = b.ctx.proxyThreads = 3;
+  constexpr int kChannels = 5;  // more channels than threads: some threads carry several
+  Connector s[2 * kChannels], r[2 * kChannels];
+  for (int ch = 0; ch < kChannels; ++ch) {
+    connectPair(netTransport(), a, b, ch, 256 << 10, &s[2 * ch], &r[2 * ch]);
+    connectPair(netTransport(), b, a, ch, 256 << 10, &s[2 * ch + 1], &r[2 * ch + 1]);
+  }
+  ASSERT_EQ(a.ctx.proxy->threads(), 3);
+  EXPECT_EQ(a.ctx.proxy->connections(), 2 * kChannels);
+  EXPECT_TRUE(eventually([] { return engineThreads().size() == 6u; })) << "three threads per rank";
+  std::string err[2 * kChannels];
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 2 * kChannels; ++i)
+    ts.emplace_back([&, i] { err[i] = pump(s[i].info, r[i].info, 60 + i, 300); });
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < 2 * kChannels; ++i) EXPECT_EQ(err[i], "") << "connection " << i;
+  // A removed connection leaves the others on its threads running: channel 3's a->b connection has the threads of
+  // channel 0's (a's thread 0, b's thread 1).
+  s[0].res.reset();
+  r[0].res.reset();
+  EXPECT_EQ(a.ctx.proxy->connections(), 2 * kChannels - 1);
+  ConnInfo sn = s[6].info, rn = r[6].info;
+  sn.step = rn.step = 300;
+  EXPECT_EQ(pump(sn, rn, 99, 50), "");
+}
+
+// A connection failing on one progress thread fails the communicator's connections on the others, naming the
+// peer, as one thread's failure always did: no executor waits on a healthy-looking connection until its timeout.
+TEST(NetEngine, FailureOnOneThreadFailsConnectionsOnTheOthers) {
+  TestRank a(0), b(1);
+  a.ctx.proxyThreads = b.ctx.proxyThreads = 2;
+  Connector s0, r0, s1, r1;
+  connectPair(netTransport(), a, b, 0, 4 << 20, &s0, &r0);  // thread 0 of each rank
+  connectPair(netTransport(), a, b, 1, 4 << 20, &s1, &r1);  // thread 1
+  EXPECT_EQ(pump(s1.info, r1.info, 7, 20), "");
+  // Channel 0's receiver never consumes: steps back up unread in its socket, and closing it then resets the
+  // connection (a failure, not a clean end).
+  EXPECT_NE(testutil::sendSteps(s0.info, 5, 400, 1), "") << "the sender backs up";
+  r0.res.reset();
+  ASSERT_TRUE(testutil::waitFlag(s0.info.errorFlag, 20));
+  ASSERT_TRUE(testutil::waitFlag(s1.info.errorFlag, 20)) << "channel 1's sender, on the other thread, fails too";
+  ncclResult_t code = ncclSuccess;
+  const std::string why = connFailure(s1.info.errorFlag, &code);
+  EXPECT_EQ(code, ncclRemoteError);
+  EXPECT_NE(why.find("connection with rank 1 failed"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace braid

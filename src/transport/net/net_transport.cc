@@ -72,7 +72,7 @@ ncclResult_t allocFifo(NetResources* res, uint32_t nSteps, uint32_t stepBytes, u
   return ncclSuccess;
 }
 
-// The communicator's proxy, created on first use with its thread placed near the backend's NIC (proxy_affinity.h).
+// The communicator's proxy, created on first use with its threads placed near the backend's NIC (proxy_affinity.h).
 ncclResult_t proxyOf(TransportContext* ctx, NetBackend* backend, int me, std::shared_ptr<NetProxy>* out) {
   std::lock_guard<std::mutex> lock(ctx->proxyMu);
   if (!ctx->proxy) {
@@ -82,13 +82,15 @@ ncclResult_t proxyOf(TransportContext* ctx, NetBackend* backend, int me, std::sh
     if (!backend->nicPlace(busId, &nic)) nic = NetNicPlace{};
     ProxyPlacement place;
     BRAID_CHECK(proxyPlacementFor(busId, nic.name, nic.sysfsDevice, &place));
-    ctx->proxy = std::make_shared<NetProxy>(rank, ctx->proxySpinUs, place, ctx->proxyExecutorDriven);
+    ctx->proxy = std::make_shared<NetProxy>(rank, ctx->proxySpinUs, place, ctx->proxyExecutorDriven, ctx->proxyThreads);
     if (ctx->proxyWorkProbe) ctx->proxy->setWorkProbe(ctx->proxyWorkProbe);
     ctx->proxyRaw.store(ctx->proxy.get(), std::memory_order_release);
+    const int n = ctx->proxy->threads();
     if (place.warn) {
-      BRAID_WARN("NET proxy of rank %d: one progress thread; CPUs: %s", rank, place.why.c_str());
+      BRAID_WARN("NET proxy of rank %d: up to %d progress threads; CPUs: %s", rank, n, place.why.c_str());
     } else {
-      BRAID_INFO(kSubNet | kSubInit, "NET proxy of rank %d: one progress thread; CPUs: %s", rank, place.why.c_str());
+      BRAID_INFO(kSubNet | kSubInit, "NET proxy of rank %d: up to %d progress threads; CPUs: %s", rank, n,
+                 place.why.c_str());
     }
   }
   *out = ctx->proxy;
@@ -172,14 +174,14 @@ ncclResult_t NetTransport::connect(Direction dir, const ConnectHandle& peerHandl
     NetConnIdent ident{res->me, res->peer, res->tag, 0};
     BRAID_CHECK(res->backend->connect(h.net, ident, p, &comm));
     BRAID_CHECK(registerFifo(comm.get(), conn->info));
-    BRAID_CHECK(res->proxy->addSend(std::move(comm), conn->info, &res->proxyId));
+    BRAID_CHECK(res->proxy->addSend(std::move(comm), conn->info, res->tag, &res->proxyId));
   } else {
     std::unique_ptr<NetRecvComm> comm;
     NetConnIdent expect{res->peer, res->me, res->tag, 0};
     BRAID_CHECK(res->listen->accept(expect, p, &comm));
     res->listen.reset();
     BRAID_CHECK(registerFifo(comm.get(), conn->info));
-    BRAID_CHECK(res->proxy->addRecv(std::move(comm), conn->info, &res->proxyId));
+    BRAID_CHECK(res->proxy->addRecv(std::move(comm), conn->info, res->tag, &res->proxyId));
   }
   BRAID_INFO(kSubNet, "NET/%s: %s rank %d tag %u connected, %u x %u bytes", res->backend->name(),
              dir == Direction::Send ? "send to" : "recv from", res->peer, res->tag, conn->info.nSteps,
