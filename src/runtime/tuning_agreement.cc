@@ -40,6 +40,7 @@ struct Offer {
   uint32_t oneShotPeersBytes;
   uint32_t twoShotPeersBytes;
   uint32_t peersChannelBytes;
+  int32_t ringIntra;
 };
 }  // namespace
 
@@ -62,6 +63,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.oneShotPeersBytes = facts.oneShotPeersBytes;
   mine.twoShotPeersBytes = facts.twoShotPeersBytes;
   mine.peersChannelBytes = facts.peersChannelBytes;
+  mine.ringIntra = facts.ringIntra;
   mine.clusterRing = facts.clusterRing;
   mine.clusterThree = facts.clusterThree;
   mine.p2pPair = facts.p2pPair;
@@ -86,6 +88,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.clusterThree = 1;
   f.p2pPair = 1;
   f.transport = 0;
+  f.ringIntra = 0;
   f.tunerOn = all[0].tunerOn;
   f.p2pLlThreshold = all[0].p2pLlThreshold;
   f.p2pChannelBytes = all[0].p2pChannelBytes;
@@ -113,6 +116,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     f.peersReachable &= o.peersReachable;
     f.peersShm |= o.peersShm;
     f.transport = std::max(f.transport, o.transport);
+    f.ringIntra = std::max(f.ringIntra, o.ringIntra);
     out.minChannels = std::max(out.minChannels, o.minChannels);
     out.maxCtas = static_cast<int>(foldBounds(out.maxCtas, o.maxCtas));
     out.maxP2pCtas = static_cast<int>(foldBounds(out.maxP2pCtas, o.maxP2pCtas));

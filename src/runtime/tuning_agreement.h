@@ -17,6 +17,9 @@ struct TuningFacts {
   uint32_t llPath = 0;    // every ring connection of the rank has LL slots (AND over ranks)
   uint32_t ll128Path = 0; // every ring connection is NVLink P2P with LL128 slots, on sm_90+ (AND over ranks)
   int32_t transport = 0;  // TransportClass of the rank's ring, the slowest of its connections (max over ranks)
+  // TransportClass of the rank's ring hops to a peer on its own node, the slowest (max over ranks; P2pNvlink where
+  // it has none): across nodes the tuner prices a ring's steps inside a node by it.
+  int32_t ringIntra = 0;
   int32_t tunerOn = 1;    // BRAID_DEVICE_TUNER (rank 0's)
   uint32_t p2pLlThreshold = 0;  // NCCL_P2P_LL_THRESHOLD (rank 0's): both sides of a transfer pick its protocol
   uint32_t p2pChannelBytes = 65536;  // BRAID_P2P_CHANNEL_BYTES (rank 0's): both sides cut a transfer alike

@@ -328,8 +328,9 @@ void netRingShape(CollType c, int n, int nNodes, double S, Proto p, TransportCla
   s->cutBytes = perRank ? S / n : S;
 }
 
+// intra, ringIntra: the classes of the tree's and of the ring's hops inside a node (across nodes).
 Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p, int nNodes,
-              TransportClass intra = TransportClass::P2pNvlink) {
+              TransportClass intra = TransportClass::P2pNvlink, TransportClass ringIntra = TransportClass::P2pNvlink) {
   Shape s;
   double S = static_cast<double>(bytes);
   double frac = n > 1 ? static_cast<double>(n - 1) / n : 0.0;
@@ -354,7 +355,7 @@ Shape shapeOf(Algo a, CollType c, int n, size_t bytes, TransportClass t, Proto p
         s.wireBytes = n > 1 ? S : 0;
         s.steps = n - 1;
       }
-      if (t == TransportClass::NetSocket && n > 1) netRingShape(c, n, nNodes, S, p, intra, &s);
+      if (t == TransportClass::NetSocket && n > 1) netRingShape(c, n, nNodes, S, p, ringIntra, &s);
       return s;
     case Algo::Tree: {
       // Reduce up and broadcast down the double binary tree (tree_topology.h): a binary tree over the nodes, a
@@ -457,7 +458,7 @@ struct Best {
 // checked with the full formula at the bounds and the integers around n*.
 void searchPair(const TuneRequest& r, Algo a, Proto p, int lo, int hi, size_t chunk, Best* best) {
   const ModelRow& m = row(r.transport, p);
-  Shape s = shapeOf(a, r.coll, r.nranks, r.bytes, r.transport, p, r.nNodes, r.intraTransport);
+  Shape s = shapeOf(a, r.coll, r.nranks, r.bytes, r.transport, p, r.nNodes, r.intraTransport, r.ringIntraTransport);
   if (!s.ok || m.bwPerChGBs <= 0) return;
   int cands[4] = {lo, hi, lo, hi};
   if (m.perChannelUs > 0 && s.wireBytes > 0) {
@@ -538,7 +539,8 @@ double predictUs(const TuneRequest& r, Algo algo, Proto proto, int nChannels, si
   if (proto == Proto::LL128 && !ll128Safe(r)) return kInf;
   const ModelRow& m = row(r.transport, proto);
   if (m.bwPerChGBs <= 0) return kInf;
-  Shape s = shapeOf(algo, r.coll, r.nranks, r.bytes, r.transport, proto, r.nNodes, r.intraTransport);
+  Shape s = shapeOf(algo, r.coll, r.nranks, r.bytes, r.transport, proto, r.nNodes, r.intraTransport,
+                    r.ringIntraTransport);
   if (!s.ok) return kInf;
   double n = nChannels;
   // Channels that carry data (all, but on the network's shapes; Shape::cutBytes).

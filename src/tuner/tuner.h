@@ -99,9 +99,10 @@ struct TuneRequest {
   int connectedChannels = 0;  // channels the comm has set up; 0: no limit beyond the model
   int maxThreads = 512;       // the kernel's launch bound (kDevMaxThreads in src/device/dev_work.h)
   int nNodes = 1;             // nodes the ranks span (PeerInfo::hostHash): the tree's depth
-  // Across nodes on GPU communicators: the class of the tree's hops inside a node (P2pNvlink or Shm); `transport`
-  // is then the network's, which the ring's slowest hop sets (BRAID_TUNER_TREE_NET prices each hop by its own).
+  // Across nodes on GPU communicators: the class of the tree's hops inside a node (P2pNvlink or Shm), and of the
+  // ring's; `transport` is then the network's, which the ring's slowest hop sets (each hop is priced by its own).
   TransportClass intraTransport = TransportClass::P2pNvlink;
+  TransportClass ringIntraTransport = TransportClass::P2pNvlink;
 };
 
 // Why a decision departs from what the user asked; also logged.

@@ -163,6 +163,22 @@ TEST(CollPlanTree, TreeOnLlWhereTheTreeHasLlSlots) {
 
 // Unforced, 2 nodes of 2 GPUs over sockets with NVLink inside the nodes: the tree from 512 B to 256 KB (on LL where it
 // has the slots, the model's estimate), the ring at 2 MB; the tuner's chain hops follow treeIntra.
+// The planner hands the tuner the ring's own intra-node class (agreed: CollPlanFacts::ringIntra), so a ring over
+// SHM inside its nodes is priced as such even where no tree is connected (NCCL_ALGO=Ring).
+TEST(CollPlanTree, RingPricedByItsOwnIntraNodeClass) {
+  std::vector<float> buf(1);
+  CollPlanFacts f = acrossNodes(4);
+  f.nNodes = 2;
+  force(&f, "Ring", "Simple");
+  CollPlanFacts shm = f;
+  shm.ringIntra = TransportClass::Shm;
+  for (CollType c : {CollType::AllGather, CollType::AllReduce}) {
+    const CollPlan nvl = CollPlanner(f).plan(op(c, 4096, buf.data()), kLowLatency);
+    const CollPlan viaShm = CollPlanner(shm).plan(op(c, 4096, buf.data()), kLowLatency);
+    EXPECT_LT(nvl.predictedUs, viaShm.predictedUs) << static_cast<int>(c);
+  }
+}
+
 TEST(CollPlanTree, TunerPicksTheTreeAtTwoNodesOfTwoGpus) {
   std::vector<float> buf(1);
   for (bool treeLl : {false, true}) {

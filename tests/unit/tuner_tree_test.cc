@@ -168,6 +168,24 @@ TEST(TunerTree, ChainHopsPricedByTheirOwnTransport) {
   EXPECT_EQ(chain, 2);
 }
 
+// The ring's steps inside a node cost its own intra-node class (ringIntraTransport), not the tree's: a ring over
+// SHM inside the nodes (NCCL_ALGO=Ring, no trees connected) is dearer than one over NVLink, and the tree's class
+// leaves the ring's price alone.
+TEST(TunerTree, RingStepsInsideANodePricedByTheRingsClass) {
+  for (CollType c : {CollType::AllReduce, CollType::AllGather}) {
+    TuneRequest nvl = gpuRequest(4096, 2, 4);
+    nvl.coll = c;
+    TuneRequest shm = nvl;
+    shm.ringIntraTransport = TransportClass::Shm;
+    EXPECT_LT(predictUs(nvl, Algo::Ring, Proto::Simple, 1, 0), predictUs(shm, Algo::Ring, Proto::Simple, 1, 0))
+        << static_cast<int>(c);
+    TuneRequest treeShm = nvl;
+    treeShm.intraTransport = TransportClass::Shm;
+    EXPECT_EQ(predictUs(nvl, Algo::Ring, Proto::Simple, 1, 0), predictUs(treeShm, Algo::Ring, Proto::Simple, 1, 0))
+        << static_cast<int>(c);
+  }
+}
+
 // The bound the model counts is what the topology builds (tree_topology_test checks the trees against it).
 TEST(TunerTree, DepthBound) {
   EXPECT_EQ(treeDepthBound(1, 4), 3);

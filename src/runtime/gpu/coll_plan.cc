@@ -114,6 +114,7 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
     req.maxThreads = kDevMaxThreads;
     req.nNodes = f_.nNodes;
     req.intraTransport = f_.treeIntra;
+    req.ringIntraTransport = f_.ringIntra;
     TuneDecision d = tune(req, cfg);
     // A tree on a protocol it cannot run here (LL128; LL without LL slots on every tree connection) the model
     // preferred is weighed as Simple against the best of the rest (where NCCL_ALGO allows any).
@@ -153,6 +154,7 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
       TuneRequest req = makeTuneRequest(op, f_.nranks, f_.transport);
       req.nNodes = f_.nNodes;
       req.intraTransport = f_.treeIntra;
+    req.ringIntraTransport = f_.ringIntra;
       TuneDecision d;
       d.algo = Algo::Tree;
       d.proto = plan.proto;

@@ -41,6 +41,7 @@ struct CollPlanFacts {
   int nNodes = 1;
   bool treeLlPath = false;  // every tree connection of every rank has LL slots: the tree may run on LL
   TransportClass treeIntra = TransportClass::P2pNvlink;  // the class of the tree's hops inside a node
+  TransportClass ringIntra = TransportClass::P2pNvlink;  // the class of the ring's hops inside a node
   // This rank's launch settings (launch_attrs.h): they shape the grid, not the FIFO steps.
   int cluster = 0;  // clusterSetting, 0: none
   bool clusterUserSet = false;

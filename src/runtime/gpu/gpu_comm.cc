@@ -362,7 +362,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
     major = 0;
   }
   facts.ll128Path = facts.llPath && major >= 9 ? 1u : 0u;
-  facts.transport = static_cast<int32_t>(TransportClass::P2pNvlink);
+  facts.transport = facts.ringIntra = static_cast<int32_t>(TransportClass::P2pNvlink);
   for (int c = 0; comm->nranks > 1 && comm->conns && c < st->nChannels; ++c) {
     for (const ConnInfo* ci : {comm->conns->ringSend(c), comm->conns->ringRecv(c)}) {
       if (!llSlotsOf(ci)) facts.llPath = 0;
@@ -371,6 +371,9 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
       if (ci && ci->kind == TransportKind::Shm) t = TransportClass::Shm;
       if (!ci || ci->kind == TransportKind::Net) t = TransportClass::NetSocket;
       facts.transport = std::max(facts.transport, static_cast<int32_t>(t));
+      const size_t peer = ci ? static_cast<size_t>(ci->peer) : comm->peers.size();
+      if (peer < comm->peers.size() && comm->peers[peer].hostHash == comm->self.hostHash)
+        facts.ringIntra = std::max(facts.ringIntra, static_cast<int32_t>(t));
     }
   }
   facts.tunerOn = params::DeviceTuner() != 0 ? 1 : 0;
@@ -459,6 +462,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->llPath = agreed.llPath != 0;
   st->ll128Path = agreed.ll128Path != 0;
   st->transport = static_cast<TransportClass>(agreed.transport);
+  st->ringIntra = static_cast<TransportClass>(agreed.ringIntra);
   st->tunerOn = agreed.tunerOn != 0;
   st->p2pLlThreshold = agreed.p2pLlThreshold;
   st->p2pChannelBytes = agreed.p2pChannelBytes;

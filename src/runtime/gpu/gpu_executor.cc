@@ -65,6 +65,7 @@ CollPlanFacts planFacts(const DeviceState& st, ncclComm* comm) {
   f.nNodes = st.nNodes;
   f.treeLlPath = st.treeLlPath;
   f.treeIntra = st.treeIntra;
+  f.ringIntra = st.ringIntra;
   if (st.nranks > 1 && comm->conns) {
     const ConnInfo* c0 = comm->conns->ringSend(0);
     f.ringStepBytes = c0->stepBytes;

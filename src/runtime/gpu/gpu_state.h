@@ -134,6 +134,7 @@ class DeviceState {
   int nNodes = 1;  // nodes the ranks span (PeerInfo::hostHash, NCCL_HOSTID)
   bool treeLlPath = false;  // every tree connection of every rank has LL slots (agreed): the tree may run on LL
   TransportClass treeIntra = TransportClass::P2pNvlink;  // the slowest tree hop inside a node on any rank (agreed)
+  TransportClass ringIntra = TransportClass::P2pNvlink;  // the slowest ring hop inside a node on any rank (agreed)
   int p2pCopyCtas = 32;              // BRAID_P2P_COPY_CTAS, this rank's (read at init: getenv is no per-call cost)
 
 
