@@ -3,6 +3,7 @@
 // while the thread is blocked, and a peer that dies while it is idle. Real sockets over loopback.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -12,6 +13,7 @@
 #include "transport/conn_failure.h"
 #include "transport/net/net_internal.h"
 #include "transport/net/net_proxy.h"
+#include "transport/net/proxy_affinity.h"
 #include "transport_test_util.h"
 
 namespace braid {
@@ -237,8 +239,8 @@ TEST(NetEngine, BulkHelperSeesThePeerGo) {
 }
 
 // Several progress threads (BRAID_NET_PROXY_THREADS of GPU communicators): connections are dealt over them by
-// channel (a send on thread channel % 3, a receive on (channel + 1) % 3), and every byte of every connection
-// arrives as sent.
+// channel (with 3 threads a send on thread channel % 3, a receive on (channel + 1) % 3; with 2, where only 2 CPUs
+// are there, channel % 2 and (channel + 1) % 2), and every byte of every connection arrives as sent.
 TEST(NetEngine, ChannelsDealtOverThreadsEveryByteChecked) {
   TestRank a(0), b(1);
   a.ctx.proxyThreads = b.ctx.proxyThreads = 3;
@@ -248,23 +250,40 @@ TEST(NetEngine, ChannelsDealtOverThreadsEveryByteChecked) {
     connectPair(netTransport(), a, b, ch, 256 << 10, &s[2 * ch], &r[2 * ch]);
     connectPair(netTransport(), b, a, ch, 256 << 10, &s[2 * ch + 1], &r[2 * ch + 1]);
   }
-  ASSERT_EQ(a.ctx.proxy->threads(), 3);
+  const size_t threads = std::min<size_t>(3, threadCpus().size());
+  ASSERT_GE(threads, 2u) << "one CPU: nothing to deal";
+  ASSERT_EQ(a.ctx.proxy->threads(), static_cast<int>(threads));
   EXPECT_EQ(a.ctx.proxy->connections(), 2 * kChannels);
-  EXPECT_TRUE(eventually([] { return engineThreads().size() == 6u; })) << "three threads per rank";
+  EXPECT_TRUE(eventually([&] { return engineThreads().size() == 2 * threads; })) << threads << " threads per rank";
   std::string err[2 * kChannels];
   std::vector<std::thread> ts;
   for (int i = 0; i < 2 * kChannels; ++i)
     ts.emplace_back([&, i] { err[i] = pump(s[i].info, r[i].info, 60 + i, 300); });
   for (auto& t : ts) t.join();
   for (int i = 0; i < 2 * kChannels; ++i) EXPECT_EQ(err[i], "") << "connection " << i;
-  // A removed connection leaves the others on its threads running: channel 3's a->b connection has the threads of
-  // channel 0's (a's thread 0, b's thread 1).
+  // A removed connection leaves the others on its threads running: the a->b connection of channel `same` has the
+  // threads of channel 0's (a's thread 0 and b's thread 1).
+  const int same = static_cast<int>(threads);
   s[0].res.reset();
   r[0].res.reset();
   EXPECT_EQ(a.ctx.proxy->connections(), 2 * kChannels - 1);
-  ConnInfo sn = s[6].info, rn = r[6].info;
+  ConnInfo sn = s[2 * same].info, rn = r[2 * same].info;
   sn.step = rn.step = 300;
   EXPECT_EQ(pump(sn, rn, 99, 50), "");
+}
+
+// No more progress threads than CPUs they may run on (BRAID_PROXY_CPUS naming one): polling threads beyond that
+// would only take turns on it.
+TEST(NetEngine, NoMoreThreadsThanCpus) {
+  const CpuList mine = threadCpus();
+  ASSERT_FALSE(mine.empty());
+  EnvVar cpus("BRAID_PROXY_CPUS", std::to_string(mine.front()).c_str());
+  TestRank a(0), b(1);
+  a.ctx.proxyThreads = b.ctx.proxyThreads = 4;
+  Connector s, r;
+  connectPair(netTransport(), a, b, 0, 64 << 10, &s, &r);
+  EXPECT_EQ(a.ctx.proxy->threads(), 1);
+  EXPECT_EQ(pump(s.info, r.info, 3, 50), "");
 }
 
 // A connection failing on one progress thread fails the communicator's connections on the others, naming the

@@ -4,6 +4,7 @@
 // GPU communicators' FIFOs carry LL slots on both sides (the proxies forward LL steps, conn_info.h).
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -82,7 +83,10 @@ ncclResult_t proxyOf(TransportContext* ctx, NetBackend* backend, int me, std::sh
     if (!backend->nicPlace(busId, &nic)) nic = NetNicPlace{};
     ProxyPlacement place;
     BRAID_CHECK(proxyPlacementFor(busId, nic.name, nic.sysfsDevice, &place));
-    ctx->proxy = std::make_shared<NetProxy>(rank, ctx->proxySpinUs, place, ctx->proxyExecutorDriven, ctx->proxyThreads);
+    // At most one thread per CPU they may run on: polling threads beyond that only take turns.
+    const size_t cpus = place.cpus.empty() ? threadCpus().size() : place.cpus.size();
+    const int threads = std::max(1, std::min(ctx->proxyThreads, static_cast<int>(std::max<size_t>(1, cpus))));
+    ctx->proxy = std::make_shared<NetProxy>(rank, ctx->proxySpinUs, place, ctx->proxyExecutorDriven, threads);
     if (ctx->proxyWorkProbe) ctx->proxy->setWorkProbe(ctx->proxyWorkProbe);
     ctx->proxyRaw.store(ctx->proxy.get(), std::memory_order_release);
     const int n = ctx->proxy->threads();
