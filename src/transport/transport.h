@@ -62,7 +62,7 @@ inline bool isP2pConnChannel(int channel) {
 // The point-to-point connections a peer gets on a path of `kind` where GPU P2P peers get `peerChannels`: a
 // pure function of the two PeerInfo values (through the kind) and the agreed count, so both sides connect alike.
 // SHM segments are pinned host memory (4 MiB a connection by default), so at most kMaxShmP2pChannels; a socket
-// carries one (its proxy thread, not the CTAs, sets the pace).
+// carries one (the proxy's threads, not the CTAs, set the pace).
 constexpr int kMaxShmP2pChannels = 4;
 inline int p2pChannelsOn(TransportKind kind, int peerChannels) {
   const int p = peerChannels < 1 ? 1 : (peerChannels > kMaxP2pPeerChannels ? kMaxP2pPeerChannels : peerChannels);
@@ -88,7 +88,7 @@ class Transport {
 class NetProxy;  // the NET transport's progress engine (transport/net)
 enum class NetWork;
 
-// Per-communicator shared state for transports (e.g., the proxy thread of the socket transport).
+// Per-communicator shared state for transports (e.g., the NET transport's progress engine).
 struct TransportContext {
   const WaitContext* wait = nullptr;
   Bootstrap* bootstrap = nullptr;

@@ -238,46 +238,80 @@ TEST(NetEngine, BulkHelperSeesThePeerGo) {
   EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
 }
 
+// BRAID_PROXY_CPUS naming the first n CPUs this thread may use (the engine runs at most one thread per CPU of its
+// placement); "" where it may use fewer.
+std::string firstCpus(size_t n) {
+  const CpuList mine = threadCpus();
+  if (mine.size() < n) return "";
+  return formatCpuList(CpuList(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(n)));
+}
+
 // Several progress threads (BRAID_NET_PROXY_THREADS of GPU communicators): connections are dealt over them by
-// channel (with 3 threads a send on thread channel % 3, a receive on (channel + 1) % 3; with 2, where only 2 CPUs
-// are there, channel % 2 and (channel + 1) % 2), and every byte of every connection arrives as sent.
+// channel, with T threads a send on thread channel % T and a receive on (channel + T/2) % T, and every byte of
+// every connection arrives as sent. T is 3, or 2 where this process may use only 2 CPUs.
 TEST(NetEngine, ChannelsDealtOverThreadsEveryByteChecked) {
+  const int threads = !firstCpus(3).empty() ? 3 : 2;
+  const std::string cpus = firstCpus(static_cast<size_t>(threads));
+  if (cpus.empty()) GTEST_SKIP() << "one CPU: the engine would run one thread";
+  EnvVar place("BRAID_PROXY_CPUS", cpus.c_str());
   TestRank a(0), b(1);
-  a.ctx.proxyThreads = b.ctx.proxyThreads = 3;
+  a.ctx.proxyThreads = b.ctx.proxyThreads = threads;
   constexpr int kChannels = 5;  // more channels than threads: some threads carry several
   Connector s[2 * kChannels], r[2 * kChannels];
   for (int ch = 0; ch < kChannels; ++ch) {
     connectPair(netTransport(), a, b, ch, 256 << 10, &s[2 * ch], &r[2 * ch]);
     connectPair(netTransport(), b, a, ch, 256 << 10, &s[2 * ch + 1], &r[2 * ch + 1]);
   }
-  const size_t threads = std::min<size_t>(3, threadCpus().size());
-  ASSERT_GE(threads, 2u) << "one CPU: nothing to deal";
-  ASSERT_EQ(a.ctx.proxy->threads(), static_cast<int>(threads));
-  EXPECT_EQ(a.ctx.proxy->connections(), 2 * kChannels);
-  EXPECT_TRUE(eventually([&] { return engineThreads().size() == 2 * threads; })) << threads << " threads per rank";
+  ASSERT_EQ(a.ctx.proxy->threads(), threads);
+  std::vector<int> want(static_cast<size_t>(threads), 0);
+  for (int ch = 0; ch < kChannels; ++ch) {
+    want[static_cast<size_t>(ch % threads)]++;                  // the rank's send
+    want[static_cast<size_t>((ch + threads / 2) % threads)]++;  // its receive
+  }
+  for (int t = 0; t < threads; ++t) {
+    EXPECT_EQ(a.ctx.proxy->connectionsOn(t), want[static_cast<size_t>(t)]) << "thread " << t;
+    EXPECT_EQ(b.ctx.proxy->connectionsOn(t), want[static_cast<size_t>(t)]) << "thread " << t;
+  }
+  EXPECT_TRUE(eventually([&] { return engineThreads().size() == 2u * threads; })) << threads << " threads per rank";
   std::string err[2 * kChannels];
   std::vector<std::thread> ts;
   for (int i = 0; i < 2 * kChannels; ++i)
     ts.emplace_back([&, i] { err[i] = pump(s[i].info, r[i].info, 60 + i, 300); });
   for (auto& t : ts) t.join();
   for (int i = 0; i < 2 * kChannels; ++i) EXPECT_EQ(err[i], "") << "connection " << i;
-  // A removed connection leaves the others on its threads running: the a->b connection of channel `same` has the
-  // threads of channel 0's (a's thread 0 and b's thread 1).
-  const int same = static_cast<int>(threads);
+  // A removed connection leaves the others on its threads running: channel T's a->b connection has the threads of
+  // channel 0's (a's thread 0, b's thread T/2).
   s[0].res.reset();
   r[0].res.reset();
-  EXPECT_EQ(a.ctx.proxy->connections(), 2 * kChannels - 1);
-  ConnInfo sn = s[2 * same].info, rn = r[2 * same].info;
+  EXPECT_EQ(a.ctx.proxy->connectionsOn(0), want[0] - 1);
+  EXPECT_EQ(b.ctx.proxy->connectionsOn(threads / 2), want[static_cast<size_t>(threads / 2)] - 1);
+  ConnInfo sn = s[2 * threads].info, rn = r[2 * threads].info;
   sn.step = rn.step = 300;
   EXPECT_EQ(pump(sn, rn, 99, 50), "");
+}
+
+// Point-to-point connections share one tag whatever the peer: the engine deals them by tag and peer, so the
+// connections to different peers run on different threads.
+TEST(NetEngine, PeerConnectionsDealtByPeer) {
+  const std::string cpus = firstCpus(2);
+  if (cpus.empty()) GTEST_SKIP() << "one CPU: the engine would run one thread";
+  EnvVar place("BRAID_PROXY_CPUS", cpus.c_str());
+  TestRank a(0), b(1), c(2);
+  a.ctx.proxyThreads = 2;
+  Connector s1, r1, s2, r2;
+  connectPair(netTransport(), a, b, p2pConnChannel(0), 64 << 10, &s1, &r1);
+  connectPair(netTransport(), a, c, p2pConnChannel(0), 64 << 10, &s2, &r2);
+  ASSERT_EQ(a.ctx.proxy->threads(), 2);
+  EXPECT_EQ(a.ctx.proxy->connectionsOn(0), 1);
+  EXPECT_EQ(a.ctx.proxy->connectionsOn(1), 1);
+  EXPECT_EQ(pump(s1.info, r1.info, 21, 40), "");
+  EXPECT_EQ(pump(s2.info, r2.info, 22, 40), "");
 }
 
 // No more progress threads than CPUs they may run on (BRAID_PROXY_CPUS naming one): polling threads beyond that
 // would only take turns on it.
 TEST(NetEngine, NoMoreThreadsThanCpus) {
-  const CpuList mine = threadCpus();
-  ASSERT_FALSE(mine.empty());
-  EnvVar cpus("BRAID_PROXY_CPUS", std::to_string(mine.front()).c_str());
+  EnvVar place("BRAID_PROXY_CPUS", firstCpus(1).c_str());
   TestRank a(0), b(1);
   a.ctx.proxyThreads = b.ctx.proxyThreads = 4;
   Connector s, r;
@@ -288,23 +322,41 @@ TEST(NetEngine, NoMoreThreadsThanCpus) {
 
 // A connection failing on one progress thread fails the communicator's connections on the others, naming the
 // peer, as one thread's failure always did: no executor waits on a healthy-looking connection until its timeout.
+// The other thread is blocked in epoll without a timeout (its probe says nothing is in flight), so only the
+// failing thread's wake reaches it.
 TEST(NetEngine, FailureOnOneThreadFailsConnectionsOnTheOthers) {
+  const std::string cpus = firstCpus(2);
+  if (cpus.empty()) GTEST_SKIP() << "one CPU: the engine would run one thread";
+  EnvVar place("BRAID_PROXY_CPUS", cpus.c_str());
   TestRank a(0), b(1);
   a.ctx.proxyThreads = b.ctx.proxyThreads = 2;
+  FakePoster pa;
+  pa.busy = true;
   Connector s0, r0, s1, r1;
-  connectPair(netTransport(), a, b, 0, 4 << 20, &s0, &r0);  // thread 0 of each rank
-  connectPair(netTransport(), a, b, 1, 4 << 20, &s1, &r1);  // thread 1
+  connectPair(netTransport(), a, b, 0, 4 << 20, &s0, &r0);  // a's thread 0
+  connectPair(netTransport(), a, b, 1, 4 << 20, &s1, &r1);  // a's thread 1
+  ASSERT_EQ(a.ctx.proxy->threads(), 2);
+  a.ctx.proxy->setWorkProbe(pa.probe());
   EXPECT_EQ(pump(s1.info, r1.info, 7, 20), "");
   // Channel 0's receiver never consumes: steps back up unread in its socket, and closing it then resets the
   // connection (a failure, not a clean end).
   EXPECT_NE(testutil::sendSteps(s0.info, 5, 400, 1), "") << "the sender backs up";
+  pa.busy = false;  // both of a's threads block
+  uint64_t waits = 0;
+  ASSERT_TRUE(eventually([&] {
+    const uint64_t before = a.ctx.proxy->blockedWaits();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    waits = a.ctx.proxy->blockedWaits();
+    return waits >= 2 && waits == before;
+  })) << "a's threads blocked";
   r0.res.reset();
   ASSERT_TRUE(testutil::waitFlag(s0.info.errorFlag, 20));
-  ASSERT_TRUE(testutil::waitFlag(s1.info.errorFlag, 20)) << "channel 1's sender, on the other thread, fails too";
+  ASSERT_TRUE(testutil::waitFlag(s1.info.errorFlag, 20)) << "channel 1's sender, on the blocked thread, fails too";
   ncclResult_t code = ncclSuccess;
   const std::string why = connFailure(s1.info.errorFlag, &code);
   EXPECT_EQ(code, ncclRemoteError);
   EXPECT_NE(why.find("connection with rank 1 failed"), std::string::npos) << why;
+  a.ctx.proxy->setWorkProbe(nullptr);
 }
 
 }  // namespace

@@ -730,7 +730,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
 
   if (comm->nranks > 1) {
     comm->conns->setLlSlots(true);
-    // The kernels publish NET steps in mapped host memory, which wakes no descriptor: the proxy's thread polls
+    // The kernels publish NET steps in mapped host memory, which wakes no descriptor: the proxy's threads poll
     // while the executor's probe says a batch is in flight (GpuExecutor::netWork) and 2 ms after activity, so
     // back-to-back operations find it polling rather than blocked (docs/TUNING.md, "Socket path"). Channels are
     // dealt over BRAID_NET_PROXY_THREADS threads and the bytes of large steps move on each socket connection's

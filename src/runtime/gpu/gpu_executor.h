@@ -50,8 +50,9 @@ class GpuExecutor final : public Executor {
   ncclResult_t p2pConn(int peer, int channel, bool send, DevConn** out);
   ncclResult_t event(size_t i, cudaEvent_t* out);
   uint32_t lowLatencyKernels(const OpDesc& op) const;
-  // For the NET proxy's thread (NetProxy::setWorkProbe): Busy while a batch launched so far may still run, so it
-  // polls the FIFOs the kernels publish NET steps in; Unknown once a capture exists (replays tell nobody).
+  // For the NET proxy's threads (NetProxy::setWorkProbe; several may call at once): Busy while a batch launched so
+  // far may still run, so they poll the FIFOs the kernels publish NET steps in; Unknown once a capture exists
+  // (replays tell nobody).
   NetWork netWork();
 
   ncclComm* comm_;
@@ -73,7 +74,7 @@ class GpuExecutor final : public Executor {
   std::atomic<uint64_t> lastBatch_{0};                  // batches noted so far
   std::unique_ptr<std::atomic<uint64_t>[]> lastPeer_;  // per rank: the last noted batch it took part in
   // Kernels launched, and of them those whose batch has recorded its end event (run() returning), and whether a
-  // batch was ever captured: read by the NET proxy's thread (netWork).
+  // batch was ever captured: read by the NET proxy's threads (netWork).
   std::atomic<uint64_t> launched_{0}, settled_{0};
   std::atomic<bool> anyCapture_{false};
   cudaStream_t lastStream_ = nullptr;

@@ -1,7 +1,7 @@
 // The network backend interface under the NET transport (docs/DESIGN.md §2): listen / connect / accept set a
 // connection up; isend / irecv post a message (one FIFO slot) and test completes it; close (or the
 // destructor) releases it. Messages on one comm complete in posting order. Nothing here blocks after setup,
-// so one proxy thread drives every connection of a communicator. Backends: socket (net_socket.cc) and IB verbs
+// so a few proxy threads drive every connection of a communicator. Backends: socket (net_socket.cc) and IB verbs
 // (ib/ib_backend.cc).
 #pragma once
 
@@ -42,8 +42,8 @@ struct NetSetupParams {
   int peer = -1;
   const WaitContext* wait = nullptr;
   int64_t gpuBusId = -1;  // this rank's GPU (PeerInfo::busId; -1: host): IB and socket backends use the NIC nearest it
-  // Socket backend: messages of at least this many bytes are moved by a helper thread of the connection, so the
-  // one proxy thread of a communicator is not the bottleneck of its copies (0: the proxy moves every byte).
+  // Socket backend: messages of at least this many bytes are moved by a helper thread of the connection, the proxy's
+  // threads only posting and completing them (0: the proxy's threads move every byte).
   size_t bulkHelperBytes = 0;
 };
 

@@ -62,7 +62,31 @@ void NetProxy::wakeSleeping() {
 }
 
 void NetProxy::setWorkProbe(const std::function<NetWork()>& probe) {
-  for (auto& t : threads_) t->setWorkProbe(probe);
+  if (!probe || threads_.size() == 1) {
+    for (auto& t : threads_) t->setWorkProbe(probe);
+    return;
+  }
+  // While a batch is in flight every polling thread asks every kProbeEvery (a cudaEventQuery each): a Busy answer
+  // is shared for kProbeEvery, so the threads together ask about as often as one. Only Busy: a thread about to block
+  // must see Idle fresh, after its sleeping flag (NetProxyThread::run), or a launch in between could go unnoticed.
+  struct Shared {
+    std::function<NetWork()> probe;
+    std::atomic<int64_t> busyUntilNs{0};
+  };
+  auto shared = std::make_shared<Shared>();
+  shared->probe = probe;
+  auto asked = [shared]() {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    if (now < shared->busyUntilNs.load(std::memory_order_relaxed)) return NetWork::Busy;
+    const NetWork w = shared->probe();
+    if (w == NetWork::Busy) shared->busyUntilNs.store(
+          now + std::chrono::duration_cast<std::chrono::nanoseconds>(NetProxyThread::kProbeEvery).count(),
+          std::memory_order_relaxed);
+    return w;
+  };
+  for (auto& t : threads_) t->setWorkProbe(asked);
 }
 
 bool NetProxy::drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag) {

@@ -49,6 +49,7 @@ class NetProxy {
   // Stops and joins every thread; idempotent.
   void stop();
   int connections() const;
+  int connectionsOn(int thread) const { return threads_[static_cast<size_t>(thread)]->connections(); }
   int threads() const { return static_cast<int>(threads_.size()); }
   // Blocking waits without a timeout, summed over the threads (for the tests).
   uint64_t blockedWaits() const;

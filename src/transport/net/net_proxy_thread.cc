@@ -38,9 +38,8 @@ constexpr int kMaxNapUs = 250;
 constexpr auto kLongIdle = std::chrono::milliseconds(20);
 constexpr int kLongNapUs = 1000;
 // While polling, the descriptors are looked at this often (a send connection's peer closing shows only there),
-// and a busy probe is asked again after this long (a cudaEventQuery each).
+// and a busy probe is asked again after kProbeEvery (a cudaEventQuery each).
 constexpr auto kPollCheck = std::chrono::milliseconds(1);
-constexpr auto kProbeEvery = std::chrono::microseconds(20);
 constexpr int kMaxEvents = 64;
 constexpr uint64_t kEventFdTag = ~0ull;
 }  // namespace

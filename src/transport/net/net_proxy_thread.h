@@ -46,6 +46,9 @@ struct NetFailure {
 
 class NetProxyThread {
  public:
+  // While the probe says Busy, it is asked again after this long.
+  static constexpr std::chrono::microseconds kProbeEvery{20};
+
   // spinUs: after anything moved, the thread keeps polling this long before it considers blocking.
   // executorDriven: the executors drive the connections while they wait (driveInline) and flush at the end of an
   // operation (host communicators), so the thread watches only what they leave: send connections' sockets (room

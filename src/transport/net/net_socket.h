@@ -13,7 +13,7 @@ constexpr size_t kNetMinPart = 64 << 10;  // smaller messages stay on socket 0
 void netSocketPartition(size_t size, int nSocks, size_t* off, size_t* len);
 
 // Sockets per connection: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD when either is set (NCCL's knobs;
-// one proxy thread drives them all here, so only the product matters), else BRAID_NSOCKS_PERPEER; clamped
+// one proxy thread drives a connection's sockets here, so only the product matters), else BRAID_NSOCKS_PERPEER; clamped
 // to [1, kNetMaxSocks]. Read by the listening side; the connecting side follows its handle.
 int netSocketsPerConnection();
 

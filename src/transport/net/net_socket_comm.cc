@@ -86,10 +86,10 @@ bool wouldBlock(int e) { return e == EAGAIN || e == EWOULDBLOCK; }
 
 // State shared by both directions: the sockets, the request ring, the sticky failure, and the bulk helper.
 // The bulk helper (bulkBytes > 0; GPU communicators): a thread of the connection that moves the bytes of messages
-// of at least bulkBytes, so the one proxy thread only decides (posts, completes, publishes) while the copies of
-// several connections run at once. Whoever moves bytes holds ioMu_; the proxy never waits for it (try-lock), and
-// while the helper has the connection (helperBusy_) the proxy leaves the sockets alone and watches notifyFd_,
-// which the helper writes when it hands the connection back.
+// of at least bulkBytes, so the connection's proxy thread only decides (posts, completes, publishes) while the
+// copies of several connections run at once. Whoever moves bytes holds ioMu_; the proxy never waits for it
+// (try-lock), and while the helper has the connection (helperBusy_) the proxy leaves the sockets alone and watches
+// notifyFd_, which the helper writes when it hands the connection back.
 class SocketCommBase {
  protected:
   SocketCommBase(std::vector<Socket> socks, int peer, size_t bulkBytes)

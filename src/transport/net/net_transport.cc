@@ -61,6 +61,15 @@ NetSetupParams setupParams(const NetResources& res) {
   return p;
 }
 
+// The engine's lane of a connection (NetProxy deals threads by it): a ring's channel; for connections of one tag to
+// many peers (point-to-point, a schedule's peers, the trees' links) the tag plus the peer, so each peer's traffic
+// gets its own thread instead of every peer's sharing one.
+uint32_t laneOf(const NetResources& res) {
+  const int tag = static_cast<int>(res.tag);
+  const bool peerTagged = tag > kP2pConnChannel - 2 * kMaxP2pPeerChannels - 2 * kMaxTreeChannels;
+  return res.tag + (peerTagged ? static_cast<uint32_t>(res.peer) : 0u);
+}
+
 ncclResult_t allocFifo(NetResources* res, uint32_t nSteps, uint32_t stepBytes, uint32_t llSlotBytes, Connector* conn) {
   if (!res->fifo.allocate(nSteps, stepBytes, llSlotBytes)) {
     return recordError(ncclSystemError, "NET: cannot allocate %zu bytes of FIFO for the connection with rank %d",
@@ -178,14 +187,14 @@ ncclResult_t NetTransport::connect(Direction dir, const ConnectHandle& peerHandl
     NetConnIdent ident{res->me, res->peer, res->tag, 0};
     BRAID_CHECK(res->backend->connect(h.net, ident, p, &comm));
     BRAID_CHECK(registerFifo(comm.get(), conn->info));
-    BRAID_CHECK(res->proxy->addSend(std::move(comm), conn->info, res->tag, &res->proxyId));
+    BRAID_CHECK(res->proxy->addSend(std::move(comm), conn->info, laneOf(*res), &res->proxyId));
   } else {
     std::unique_ptr<NetRecvComm> comm;
     NetConnIdent expect{res->peer, res->me, res->tag, 0};
     BRAID_CHECK(res->listen->accept(expect, p, &comm));
     res->listen.reset();
     BRAID_CHECK(registerFifo(comm.get(), conn->info));
-    BRAID_CHECK(res->proxy->addRecv(std::move(comm), conn->info, res->tag, &res->proxyId));
+    BRAID_CHECK(res->proxy->addRecv(std::move(comm), conn->info, laneOf(*res), &res->proxyId));
   }
   BRAID_INFO(kSubNet, "NET/%s: %s rank %d tag %u connected, %u x %u bytes", res->backend->name(),
              dir == Direction::Send ? "send to" : "recv from", res->peer, res->tag, conn->info.nSteps,

@@ -1,4 +1,4 @@
-// Where the NET proxy's thread runs (BRAID_PROXY_CPUS): on the CPUs of the NUMA node the traffic crosses, the
+// Where the NET proxy's threads run (BRAID_PROXY_CPUS): on the CPUs of the NUMA node the traffic crosses, the
 // NIC's where the backend names one, else the GPU's. Launchers bind ranks tightly (Open MPI binds each of 2 ranks
 // to one core by default); a proxy thread that inherits the binding shares that core with the rank's main thread,
 // which spins in cudaStreamSynchronize, so a binding of 1-2 CPUs is widened to the local CPUs (or every CPU the
