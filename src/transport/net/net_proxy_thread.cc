@@ -103,26 +103,22 @@ void NetProxyThread::wake() {
 }
 
 ncclResult_t NetProxyThread::addSend(std::unique_ptr<NetSendComm> comm, const ConnInfo& info, uint64_t* id) {
-  auto c = std::make_unique<Conn>();
-  c->send = true;
-  c->comm = comm.get();
-  c->sendComm = std::move(comm);
-  c->info = info;
-  c->peer = info.peer;
-  return add(std::move(c), id);
+  return add(std::move(comm), nullptr, info, id);
 }
 
 ncclResult_t NetProxyThread::addRecv(std::unique_ptr<NetRecvComm> comm, const ConnInfo& info, uint64_t* id) {
-  auto c = std::make_unique<Conn>();
-  c->send = false;
-  c->comm = comm.get();
-  c->recvComm = std::move(comm);
-  c->info = info;
-  c->peer = info.peer;
-  return add(std::move(c), id);
+  return add(nullptr, std::move(comm), info, id);
 }
 
-ncclResult_t NetProxyThread::add(std::unique_ptr<Conn> c, uint64_t* id) {
+ncclResult_t NetProxyThread::add(std::unique_ptr<NetSendComm> sendComm, std::unique_ptr<NetRecvComm> recvComm,
+                                 const ConnInfo& info, uint64_t* id) {
+  auto c = std::make_unique<Conn>();
+  c->send = sendComm != nullptr;
+  c->comm = c->send ? static_cast<NetComm*>(sendComm.get()) : static_cast<NetComm*>(recvComm.get());
+  c->sendComm = std::move(sendComm);
+  c->recvComm = std::move(recvComm);
+  c->info = info;
+  c->peer = info.peer;
   if (c->info.nSteps == 0 || c->info.nSteps > kHostFifoMaxSteps) {
     return recordError(ncclInternalError, "NET proxy: connection with rank %d has %u steps", c->peer, c->info.nSteps);
   }
@@ -314,6 +310,17 @@ bool NetProxyThread::completeInOrder(Conn* c, Comm* comm, Published published, b
   return true;
 }
 
+int NetProxyThread::recordPost(Conn* c, ncclResult_t r, NetRequest* const* req, uint32_t slot) {
+  if (r != ncclSuccess) {
+    markDead(c, r);
+    return -1;
+  }
+  if (*req == nullptr) return 0;
+  c->reqs[slot] = *req;
+  c->posted++;
+  return 1;
+}
+
 // One pass over one connection; true when anything moved.
 bool NetProxyThread::progress(Conn* c) {
   ConnInfo& in = c->info;
@@ -359,14 +366,9 @@ bool NetProxyThread::progress(Conn* c) {
         return true;
       }
       NetRequest* req = nullptr;
-      ncclResult_t r = c->sendComm->isend(data, size, flags, &req);
-      if (r != ncclSuccess) {
-        markDead(c, r);
-        return true;
-      }
-      if (!req) break;
-      c->reqs[slot] = req;
-      c->posted++;
+      const int got = recordPost(c, c->sendComm->isend(data, size, flags, &req), &req, slot);
+      if (got < 0) return true;
+      if (got == 0) break;
       c->bytes += static_cast<uint32_t>(size);
       moved = true;
     }
@@ -383,14 +385,11 @@ bool NetProxyThread::progress(Conn* c) {
     while (c->posted < head + n && c->posted < c->done + n) {
       uint32_t slot = static_cast<uint32_t>(c->posted % n);
       NetRequest* req = nullptr;
-      ncclResult_t r = c->recvComm->irecv(in.buff + static_cast<size_t>(slot) * in.stepBytes, in.stepBytes, &req);
-      if (r != ncclSuccess) {
-        markDead(c, r);
-        return true;
-      }
-      if (!req) break;
-      c->reqs[slot] = req;
-      c->posted++;
+      const int got =
+          recordPost(c, c->recvComm->irecv(in.buff + static_cast<size_t>(slot) * in.stepBytes, in.stepBytes, &req),
+                     &req, slot);
+      if (got < 0) return true;
+      if (got == 0) break;
       moved = true;
     }
     bool bad = false;  // an LL step this side cannot take: nothing after it is published

@@ -92,10 +92,15 @@ class NetProxyThread {
 
  private:
   struct Conn;
-  ncclResult_t add(std::unique_ptr<Conn> c, uint64_t* id);
+  // One of sendComm, recvComm (the other null).
+  ncclResult_t add(std::unique_ptr<NetSendComm> sendComm, std::unique_ptr<NetRecvComm> recvComm, const ConnInfo& info,
+                   uint64_t* id);
   void run();
   bool passAll();
   bool progress(Conn* c);
+  // After a post into `slot`: records the request (1), or says the backend had no room (0), or that the post failed
+  // and the connection is marked dead (-1).
+  int recordPost(Conn* c, ncclResult_t r, NetRequest* const* req, uint32_t slot);
   void markDead(Conn* c, ncclResult_t res);
   // Retires c's posted requests in step order while they test complete (done++, then published(size));
   // false when the connection failed and was marked dead. Defined in net_proxy.cc, its only user.
