@@ -4,8 +4,9 @@
 // loopback. Per channel and rank a thread plays the GPU's part of a ring step: it publishes a step into its send
 // FIFO, waits for the peer's step in its receive FIFO, checks every byte, frees the slot, and goes on; `steps`
 // such exchanges make one operation (a 2-rank ring all-reduce is 2 steps per chunk). Prints the median, p10 and
-// p90 of an operation's time per step size.
-//   net_engine_bench [--channels C] [--steps K] [--iters N] [--warmup W] [--bytes S1,S2,...]
+// p90 of an operation's time per step size. --active A: only the first A channels carry steps (an op too small
+// for every connected channel).
+//   net_engine_bench [--channels C] [--active A] [--steps K] [--iters N] [--warmup W] [--bytes S1,S2,...]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -29,6 +30,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   int channels = 4;
+  int active = 0;  // channels that carry steps (0: all); the others stay connected and idle
   int steps = 2;
   int iters = 200;
   int warmup = 20;
@@ -42,6 +44,8 @@ bool parse(int argc, char** argv, Options* o) {
     if (!v) return false;
     if (a == "--channels") {
       o->channels = atoi(v);
+    } else if (a == "--active") {
+      o->active = atoi(v);
     } else if (a == "--steps") {
       o->steps = atoi(v);
     } else if (a == "--iters") {
@@ -61,6 +65,7 @@ bool parse(int argc, char** argv, Options* o) {
     }
     ++i;
   }
+  if (o->active <= 0 || o->active > o->channels) o->active = o->channels;
   return o->channels > 0 && o->steps > 0 && o->iters > 0 && o->warmup >= 0 && !o->bytes.empty();
 }
 
@@ -164,9 +169,9 @@ int run(const Options& o) {
   }
   for (int l = 0; l < 2 * c; ++l) lanes[l].expect = lanes[(l + c) % (2 * c)].out;  // the peer's same channel
 
-  printf("# net_engine_bench: 2 ranks, %d channels each way, %d exchanges per operation, %d progress threads per rank, "
-         "BRAID_NET_BULK_BYTES=%lld\n",
-         c, o.steps, a.ctx.proxy->threads(), static_cast<long long>(params::NetBulkBytes()));
+  printf("# net_engine_bench: 2 ranks, %d channels each way (%d carrying steps), %d exchanges per operation, %d "
+         "progress threads per rank, BRAID_NET_BULK_BYTES=%lld\n",
+         c, o.active, o.steps, a.ctx.proxy->threads(), static_cast<long long>(params::NetBulkBytes()));
   printf("# %10s %10s %10s %10s %12s\n", "bytes/step", "median_us", "p10_us", "p90_us", "GB/s/dir");
   SpinBarrier bar(2 * c + 1);
   size_t cur = 0;
@@ -178,7 +183,7 @@ int run(const Options& o) {
         bar.arrive();  // start
         if (quit) return;
         bool good = true;
-        for (int s = 0; s < o.steps && good; ++s) good = lanes[l].exchange(cur);
+        for (int s = 0; s < o.steps && good && l % c < o.active; ++s) good = lanes[l].exchange(cur);
         if (!good) ok = false;
         bar.arrive();  // done
       }
@@ -198,7 +203,7 @@ int run(const Options& o) {
     if (!ok) break;
     const double med = percentile(us, 0.5);
     printf("  %10zu %10.1f %10.1f %10.1f %12.2f\n", bytes, med, percentile(us, 0.1), percentile(us, 0.9),
-           static_cast<double>(bytes) * c * o.steps / med / 1e3);
+           static_cast<double>(bytes) * o.active * o.steps / med / 1e3);
     fflush(stdout);
   }
   quit = true;
@@ -216,7 +221,7 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   braid::Options o;
   if (!braid::parse(argc, argv, &o)) {
-    fprintf(stderr, "usage: net_engine_bench [--channels C] [--steps K] [--iters N] [--warmup W] "
+    fprintf(stderr, "usage: net_engine_bench [--channels C] [--active A] [--steps K] [--iters N] [--warmup W] "
                     "[--bytes S1,S2,...]\n");
     return 2;
   }
