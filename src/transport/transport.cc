@@ -50,6 +50,11 @@ ncclResult_t checkTransportParams() {
   PathClass level;
   std::string why;
   if (!p2pLevelLimit(nullptr, &level, &why)) return recordError(ncclInvalidArgument, "%s", why.c_str());
+  const int64_t threads = params::NetProxyThreads();
+  if (threads < 1 || threads > NetProxy::kMaxThreads) {
+    return recordError(ncclInvalidArgument, "BRAID_NET_PROXY_THREADS=%lld: the network proxy runs 1 to %d threads",
+                       static_cast<long long>(threads), NetProxy::kMaxThreads);
+  }
   return checkProxyCpusSyntax(params::ProxyCpus());
 }
 

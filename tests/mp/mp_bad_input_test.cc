@@ -251,6 +251,11 @@ TEST(BadInput, MalformedAlgoOverrideRejected) {
   expectOverrideRejected("NCCL_ALGO", "allreduce:ring;nosuchcoll:tree", "nosuchcoll");
 }
 
+TEST(BadInput, NetProxyThreadsOutOfRangeRejected) {
+  expectOverrideRejected("BRAID_NET_PROXY_THREADS", "0", "1 to 16");
+  expectOverrideRejected("BRAID_NET_PROXY_THREADS", "17", "=17");
+}
+
 TEST(BadInput, ValidOverridesInitialise) {
   mp::Options o;
   o.env = {{"NCCL_PROTO", "^LL128"}, {"NCCL_ALGO", "allreduce:ring;broadcast:ring"}};
