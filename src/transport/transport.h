@@ -54,11 +54,19 @@ inline int p2pConnChannel(int c) { return kP2pConnChannel - c; }
 inline int collPeerConnChannel(int c) { return kP2pConnChannel - kMaxP2pPeerChannels - c; }
 // The tree all-reduce's connections (ConnectionManager::connectTrees) present the range below: tree t's channel c.
 constexpr int kMaxTreeChannels = 64;
-inline int treeConnChannel(int tree, int c) { return kP2pConnChannel - 2 * kMaxP2pPeerChannels - (2 * c + tree); }
+constexpr int treeConnChannel(int tree, int c) { return kP2pConnChannel - 2 * kMaxP2pPeerChannels - (2 * c + tree); }
 // Either kind of peer connection (neither gets LL128 slots).
 inline bool isP2pConnChannel(int channel) {
   return channel <= kP2pConnChannel && channel > kP2pConnChannel - 2 * kMaxP2pPeerChannels;
 }
+// A channel that connections to several peers share (point-to-point, a schedule's peers, the trees' links), where
+// a ring channel has one peer each way.
+constexpr bool isPeerSharedConnChannel(int channel) {
+  return channel <= kP2pConnChannel && channel > kP2pConnChannel - 2 * kMaxP2pPeerChannels - 2 * kMaxTreeChannels;
+}
+static_assert(isPeerSharedConnChannel(treeConnChannel(1, kMaxTreeChannels - 1)) &&
+                  isPeerSharedConnChannel(kP2pConnChannel) && !isPeerSharedConnChannel(63),
+              "every peer connection's channel, and no ring channel, is peer-shared");
 // The point-to-point connections a peer gets on a path of `kind` where GPU P2P peers get `peerChannels`: a
 // pure function of the two PeerInfo values (through the kind) and the agreed count, so both sides connect alike.
 // SHM segments are pinned host memory (4 MiB a connection by default), so at most kMaxShmP2pChannels; a socket

@@ -161,8 +161,6 @@ TEST(CollPlanTree, TreeOnLlWhereTheTreeHasLlSlots) {
   }
 }
 
-// Unforced, 2 nodes of 2 GPUs over sockets with NVLink inside the nodes: the tree from 512 B to 256 KB (on LL where it
-// has the slots, the model's estimate), the ring at 2 MB; the tuner's chain hops follow treeIntra.
 // The planner hands the tuner the ring's own intra-node class (agreed: CollPlanFacts::ringIntra), so a ring over
 // SHM inside its nodes is priced as such even where no tree is connected (NCCL_ALGO=Ring).
 TEST(CollPlanTree, RingPricedByItsOwnIntraNodeClass) {
@@ -179,6 +177,8 @@ TEST(CollPlanTree, RingPricedByItsOwnIntraNodeClass) {
   }
 }
 
+// Unforced, 2 nodes of 2 GPUs over sockets with NVLink inside the nodes: the tree from 512 B to 256 KB (on LL where it
+// has the slots, the model's estimate), the ring at 2 MB; the tuner's chain hops follow treeIntra.
 TEST(CollPlanTree, TunerPicksTheTreeAtTwoNodesOfTwoGpus) {
   std::vector<float> buf(1);
   for (bool treeLl : {false, true}) {

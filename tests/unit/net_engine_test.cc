@@ -291,21 +291,24 @@ TEST(NetEngine, ChannelsDealtOverThreadsEveryByteChecked) {
 }
 
 // Point-to-point connections share one tag whatever the peer: the engine deals them by tag and peer, so the
-// connections to different peers run on different threads.
+// connections to (and from) different peers run on different threads.
 TEST(NetEngine, PeerConnectionsDealtByPeer) {
   const std::string cpus = firstCpus(2);
   if (cpus.empty()) GTEST_SKIP() << "one CPU: the engine would run one thread";
   EnvVar place("BRAID_PROXY_CPUS", cpus.c_str());
-  TestRank a(0), b(1), c(2);
-  a.ctx.proxyThreads = 2;
-  Connector s1, r1, s2, r2;
-  connectPair(netTransport(), a, b, p2pConnChannel(0), 64 << 10, &s1, &r1);
-  connectPair(netTransport(), a, c, p2pConnChannel(0), 64 << 10, &s2, &r2);
-  ASSERT_EQ(a.ctx.proxy->threads(), 2);
-  EXPECT_EQ(a.ctx.proxy->connectionsOn(0), 1);
-  EXPECT_EQ(a.ctx.proxy->connectionsOn(1), 1);
-  EXPECT_EQ(pump(s1.info, r1.info, 21, 40), "");
-  EXPECT_EQ(pump(s2.info, r2.info, 22, 40), "");
+  TestRank sender(0), receiver(0), b(1), c(2);  // rank 0 twice: one engine that only sends, one that only receives
+  sender.ctx.proxyThreads = receiver.ctx.proxyThreads = 2;
+  Connector s[4], r[4];
+  connectPair(netTransport(), sender, b, p2pConnChannel(0), 64 << 10, &s[0], &r[0]);
+  connectPair(netTransport(), sender, c, p2pConnChannel(0), 64 << 10, &s[1], &r[1]);
+  connectPair(netTransport(), b, receiver, p2pConnChannel(0), 64 << 10, &s[2], &r[2]);
+  connectPair(netTransport(), c, receiver, p2pConnChannel(0), 64 << 10, &s[3], &r[3]);
+  for (TestRank* t : {&sender, &receiver}) {
+    ASSERT_EQ(t->ctx.proxy->threads(), 2);
+    EXPECT_EQ(t->ctx.proxy->connectionsOn(0), 1) << (t == &sender ? "sends" : "receives");
+    EXPECT_EQ(t->ctx.proxy->connectionsOn(1), 1) << (t == &sender ? "sends" : "receives");
+  }
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(pump(s[i].info, r[i].info, 21 + i, 40), "") << "connection " << i;
 }
 
 // No more progress threads than CPUs they may run on (BRAID_PROXY_CPUS naming one): polling threads beyond that
@@ -320,8 +323,23 @@ TEST(NetEngine, NoMoreThreadsThanCpus) {
   EXPECT_EQ(pump(s.info, r.info, 3, 50), "");
 }
 
+// With BRAID_PROXY_CPUS=inherit the threads keep the rank's binding: a rank bound to one CPU gets one thread.
+TEST(NetEngine, InheritedBindingOfOneCpuGivesOneThread) {
+  const CpuList mine = threadCpus();
+  ASSERT_FALSE(mine.empty());
+  EnvVar place("BRAID_PROXY_CPUS", "inherit");
+  ASSERT_TRUE(pinThisThread({mine.front()}));
+  TestRank a(0), b(1);
+  a.ctx.proxyThreads = b.ctx.proxyThreads = 4;
+  Connector s, r;
+  connectPair(netTransport(), a, b, 0, 64 << 10, &s, &r);
+  EXPECT_EQ(a.ctx.proxy->threads(), 1);
+  ASSERT_TRUE(pinThisThread(mine));  // the suite's other tests run on every CPU again
+  EXPECT_EQ(pump(s.info, r.info, 4, 50), "");
+}
+
 // A connection failing on one progress thread fails the communicator's connections on the others, naming the
-// peer, as one thread's failure always did: no executor waits on a healthy-looking connection until its timeout.
+// peer: no executor waits on a healthy-looking connection until its timeout.
 // The other thread is blocked in epoll without a timeout (its probe says nothing is in flight), so only the
 // failing thread's wake reaches it.
 TEST(NetEngine, FailureOnOneThreadFailsConnectionsOnTheOthers) {
@@ -342,13 +360,13 @@ TEST(NetEngine, FailureOnOneThreadFailsConnectionsOnTheOthers) {
   // connection (a failure, not a clean end).
   EXPECT_NE(testutil::sendSteps(s0.info, 5, 400, 1), "") << "the sender backs up";
   pa.busy = false;  // both of a's threads block
-  uint64_t waits = 0;
   ASSERT_TRUE(eventually([&] {
-    const uint64_t before = a.ctx.proxy->blockedWaits();
+    const uint64_t before[2] = {a.ctx.proxy->blockedWaitsOn(0), a.ctx.proxy->blockedWaitsOn(1)};
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    waits = a.ctx.proxy->blockedWaits();
-    return waits >= 2 && waits == before;
-  })) << "a's threads blocked";
+    for (int t = 0; t < 2; ++t)
+      if (before[t] == 0 || a.ctx.proxy->blockedWaitsOn(t) != before[t]) return false;
+    return true;
+  })) << "each of a's threads blocked";
   r0.res.reset();
   ASSERT_TRUE(testutil::waitFlag(s0.info.errorFlag, 20));
   ASSERT_TRUE(testutil::waitFlag(s1.info.errorFlag, 20)) << "channel 1's sender, on the blocked thread, fails too";

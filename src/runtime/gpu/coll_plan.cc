@@ -154,7 +154,7 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
       TuneRequest req = makeTuneRequest(op, f_.nranks, f_.transport);
       req.nNodes = f_.nNodes;
       req.intraTransport = f_.treeIntra;
-    req.ringIntraTransport = f_.ringIntra;
+      req.ringIntraTransport = f_.ringIntra;
       TuneDecision d;
       d.algo = Algo::Tree;
       d.proto = plan.proto;

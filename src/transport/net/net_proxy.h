@@ -51,8 +51,9 @@ class NetProxy {
   int connections() const;
   int connectionsOn(int thread) const { return threads_[static_cast<size_t>(thread)]->connections(); }
   int threads() const { return static_cast<int>(threads_.size()); }
-  // Blocking waits without a timeout, summed over the threads (for the tests).
+  // Blocking waits without a timeout, summed over the threads, and of one thread (for the tests).
   uint64_t blockedWaits() const;
+  uint64_t blockedWaitsOn(int thread) const { return threads_[static_cast<size_t>(thread)]->blockedWaits(); }
 
  private:
   uint64_t globalId(size_t thread, uint64_t local) const { return local * kMaxThreads + thread; }

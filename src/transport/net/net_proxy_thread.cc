@@ -349,8 +349,9 @@ bool NetProxyThread::progress(Conn* c) {
       int32_t size = stepSizeOf(word);
       const char* data = in.buff + static_cast<size_t>(slot) * in.stepBytes;
       if (stepIsLl(word) && !in.llBuff) {
-        markDead(c, recordError(ncclInternalError, "slot %u for rank %d holds an LL step, but this connection has no LL "
-                                "slots", slot, c->peer));
+        markDead(c, recordError(ncclInternalError,
+                                "slot %u for rank %d holds an LL step, but this connection has no LL slots", slot,
+                                c->peer));
         return true;
       }
       if (stepIsLl(word)) {
@@ -552,7 +553,7 @@ void NetProxyThread::run() {
   using Clock = std::chrono::steady_clock;
   RankTag tag(rank_);
   if (!pinThisThread(placement_.cpus)) {
-    BRAID_WARN("NET proxy of rank %d: cannot pin its thread to CPUs %s; it keeps the rank's binding", rank_,
+    BRAID_WARN("NET proxy of rank %d: cannot pin a progress thread to CPUs %s; it shares the rank's binding", rank_,
                formatCpuList(placement_.cpus).c_str());
   }
   pthread_setname_np(pthread_self(), "braid-netproxy");  // after pinning: for top -H / ps -L and the tests

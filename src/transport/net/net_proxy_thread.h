@@ -103,7 +103,7 @@ class NetProxyThread {
   int recordPost(Conn* c, ncclResult_t r, NetRequest* const* req, uint32_t slot);
   void markDead(Conn* c, ncclResult_t res);
   // Retires c's posted requests in step order while they test complete (done++, then published(size));
-  // false when the connection failed and was marked dead. Defined in net_proxy.cc, its only user.
+  // false when the connection failed and was marked dead. Defined in net_proxy_thread.cc, its only user.
   template <typename Comm, typename Published>
   bool completeInOrder(Conn* c, Comm* comm, Published published, bool* moved);
   // Brings the epoll set in line with what the connections want watched, waits up to timeoutMs (-1: no limit)

@@ -65,9 +65,7 @@ NetSetupParams setupParams(const NetResources& res) {
 // many peers (point-to-point, a schedule's peers, the trees' links) the tag plus the peer, so each peer's traffic
 // gets its own thread instead of every peer's sharing one.
 uint32_t laneOf(const NetResources& res) {
-  const int tag = static_cast<int>(res.tag);
-  const bool peerTagged = tag > kP2pConnChannel - 2 * kMaxP2pPeerChannels - 2 * kMaxTreeChannels;
-  return res.tag + (peerTagged ? static_cast<uint32_t>(res.peer) : 0u);
+  return res.tag + (isPeerSharedConnChannel(static_cast<int>(res.tag)) ? static_cast<uint32_t>(res.peer) : 0u);
 }
 
 ncclResult_t allocFifo(NetResources* res, uint32_t nSteps, uint32_t stepBytes, uint32_t llSlotBytes, Connector* conn) {
