@@ -381,6 +381,30 @@ std::string llStepsOverIb() {
   return err.empty() ? sendErr : err;
 }
 
+// GPU communicators' engines deal their connections over several progress threads, which then post and poll
+// connections of one device (its registration cache, its protection domain) at once: 4 channels each way over 2
+// threads a rank, every byte checked.
+std::string channelsOverIbOnThreads() {
+  testutil::TestRank a(0), b(1);
+  a.ctx.proxyThreads = b.ctx.proxyThreads = 2;
+  constexpr int kChannels = 4;
+  Connector s[2 * kChannels], r[2 * kChannels];
+  for (int ch = 0; ch < kChannels; ++ch) {
+    testutil::connectPair(netTransport(), a, b, ch, 256 << 10, &s[2 * ch], &r[2 * ch]);
+    testutil::connectPair(netTransport(), b, a, ch, 256 << 10, &s[2 * ch + 1], &r[2 * ch + 1]);
+  }
+  for (int i = 0; i < 2 * kChannels; ++i)
+    if (!s[i].connected || !r[i].connected) return "connect failed: " + pendingError();
+  std::string err[2 * kChannels];
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 2 * kChannels; ++i)
+    ts.emplace_back([&, i] { err[i] = testutil::pump(s[i].info, r[i].info, 40 + i, 300); });
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < 2 * kChannels; ++i)
+    if (!err[i].empty()) return "connection " + std::to_string(i) + ": " + err[i];
+  return "";
+}
+
 TEST(IbTransport, SimpleAndLlStepsOverEmulatedVerbs) {
   inEmulator("emu_0:ib", "", [] {
     setenv("NCCL_NET", "IB", 1);
@@ -389,8 +413,10 @@ TEST(IbTransport, SimpleAndLlStepsOverEmulatedVerbs) {
     const std::string one = pumpOverIb(1, 64 << 10, 1, 3000);
     const std::string three = pumpOverIb(3, 4 << 20, 2, 200);
     const std::string ll = llStepsOverIb();
-    fprintf(stderr, "1 QP: %s\n3 QPs: %s\nLL: %s\n", one.c_str(), three.c_str(), ll.c_str());
-    return one.empty() && three.empty() && ll.empty();
+    const std::string threads = channelsOverIbOnThreads();
+    fprintf(stderr, "1 QP: %s\n3 QPs: %s\nLL: %s\nthreads: %s\n", one.c_str(), three.c_str(), ll.c_str(),
+            threads.c_str());
+    return one.empty() && three.empty() && ll.empty() && threads.empty();
   });
 }
 
