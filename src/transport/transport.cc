@@ -55,6 +55,12 @@ ncclResult_t checkTransportParams() {
     return recordError(ncclInvalidArgument, "BRAID_NET_PROXY_THREADS=%lld: the network proxy runs 1 to %d threads",
                        static_cast<long long>(threads), NetProxy::kMaxThreads);
   }
+  if (params::IbSl() < 0 || params::IbSl() > 15)
+    return recordError(ncclInvalidArgument, "NCCL_IB_SL=%lld: a service level is 0 to 15",
+                       static_cast<long long>(params::IbSl()));
+  if (params::IbTc() < 0 || params::IbTc() > 255)
+    return recordError(ncclInvalidArgument, "NCCL_IB_TC=%lld: a traffic class is 0 to 255",
+                       static_cast<long long>(params::IbTc()));
   return checkProxyCpusSyntax(params::ProxyCpus());
 }
 

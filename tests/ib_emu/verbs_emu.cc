@@ -22,6 +22,8 @@
 //                            drop (lost: the sender's retries run out), rkey (a wrong rkey: remote access error),
 //                            port (port 1 of the device goes down: IBV_EVENT_PORT_ERR), kill (SIGKILL: the peer
 //                            vanishes mid-transfer).
+//   BRAID_VERBS_EMU_EXPECT_AV sl:tc: a queue pair moved to RTR with another service level, or (on a RoCE port)
+//                            another traffic class, fails with EINVAL.
 //   A dead process leaves no segment behind: each queue pair unlinks its segment's name once its peer has mapped it.
 #include <fcntl.h>
 #include <signal.h>
@@ -57,6 +59,7 @@ using braid::VerbsApi;
 
 uint32_t gNextKey = 0;
 long gWrites = 0;
+int gExpectSl = -1, gExpectTc = -1;  // BRAID_VERBS_EMU_EXPECT_AV; -1: any
 
 // ---- the table ----
 
@@ -308,6 +311,9 @@ int emuModifyQp(ibv_qp* q, ibv_qp_attr* a, int mask) {
   if (to == IBV_QPS_INIT && (mask & IBV_QP_PORT)) qp->port = a->port_num;
   if (to == IBV_QPS_RTR) {
     if (!(mask & IBV_QP_DEST_QPN) || !(mask & IBV_QP_AV)) return EINVAL;
+    // A service level above 15 is refused as hardware does; the expected address vector, where the test names one.
+    if (a->ah_attr.sl > 15 || (gExpectSl >= 0 && a->ah_attr.sl != gExpectSl)) return EINVAL;
+    if (gExpectTc >= 0 && a->ah_attr.is_global && a->ah_attr.grh.traffic_class != gExpectTc) return EINVAL;
     qp->remote = mapSeg(segName(a->dest_qp_num), false);
     if (qp->remote && qp->remote->magic.load() == kSegMagic) qp->remote->peerAttached.store(1);
   }
@@ -519,6 +525,9 @@ void configure() {
     d->base.node_type = IBV_NODE_CA;
     d->base.transport_type = IBV_TRANSPORT_IB;
     gDevices.push_back(d);
+  }
+  if (const char* av = getenv("BRAID_VERBS_EMU_EXPECT_AV")) {
+    if (sscanf(av, "%d:%d", &gExpectSl, &gExpectTc) != 2) gExpectSl = gExpectTc = -1;
   }
   const char* f = getenv("BRAID_VERBS_EMU_FAULT");
   if (f && *f) {

@@ -256,6 +256,11 @@ TEST(BadInput, NetProxyThreadsOutOfRangeRejected) {
   expectOverrideRejected("BRAID_NET_PROXY_THREADS", "17", "=17");
 }
 
+TEST(BadInput, IbServiceLevelAndTrafficClassOutOfRangeRejected) {
+  expectOverrideRejected("NCCL_IB_SL", "16", "0 to 15");
+  expectOverrideRejected("NCCL_IB_TC", "256", "0 to 255");
+}
+
 TEST(BadInput, ValidOverridesInitialise) {
   mp::Options o;
   o.env = {{"NCCL_PROTO", "^LL128"}, {"NCCL_ALGO", "allreduce:ring;broadcast:ring"}};

@@ -420,6 +420,47 @@ TEST(IbTransport, SimpleAndLlStepsOverEmulatedVerbs) {
   });
 }
 
+// NCCL_IB_SL and NCCL_IB_TC reach every queue pair's address vector: with the emulator expecting service level 3
+// and traffic class 106 (BRAID_VERBS_EMU_EXPECT_AV), a RoCE connection set to them carries steps, and one left at
+// the defaults is refused at RTR, so the check is live.
+bool connectsOverRoce(bool setAv, std::string* err) {
+  setenv("NCCL_NET", "IB", 1);
+  setenv("BRAID_VERBS_EMU_EXPECT_AV", "3:106", 1);
+  if (setAv) {
+    setenv("NCCL_IB_SL", "3", 1);
+    setenv("NCCL_IB_TC", "106", 1);
+  }
+  testutil::TestRank a(0), b(1);
+  Connector s, r;
+  ConnectHandle hs, hr;
+  s.ctx = &a.ctx;
+  r.ctx = &b.ctx;
+  if (netTransport()->setup(Direction::Recv, b.info, a.info, 0, 64 << 10, &r, &hr) != ncclSuccess ||
+      netTransport()->setup(Direction::Send, a.info, b.info, 0, 64 << 10, &s, &hs) != ncclSuccess ||
+      netTransport()->connect(Direction::Send, hr, &s) != ncclSuccess ||
+      netTransport()->connect(Direction::Recv, hs, &r) != ncclSuccess) {
+    *err = pendingError();
+    return false;
+  }
+  *err = testutil::pump(s.info, r.info, 5, 100);
+  return err->empty();
+}
+
+TEST(IbTransport, ServiceLevelAndTrafficClassReachTheQueuePairs) {
+  inEmulator("emu_0:roce", "", [] {
+    std::string err;
+    const bool ok = connectsOverRoce(true, &err);
+    fprintf(stderr, "set: %s\n", err.c_str());
+    return ok;
+  });
+  inEmulator("emu_0:roce", "", [] {
+    std::string err;
+    const bool ok = connectsOverRoce(false, &err);
+    fprintf(stderr, "defaults: %s\n", err.c_str());
+    return !ok && err.find("RTR") != std::string::npos;
+  });
+}
+
 #endif  // BRAID_VERBS_EMU_PATH
 #endif  // BRAID_HAVE_IBVERBS
 

@@ -213,11 +213,13 @@ class IbCommBase {
       a.max_dest_rd_atomic = 1;
       a.min_rnr_timer = 12;
       a.ah_attr.port_num = static_cast<uint8_t>(port_->port);
+      a.ah_attr.sl = static_cast<uint8_t>(params::IbSl());  // 0-15, checked at init (checkTransportParams)
       if (port_->roce) {
         a.ah_attr.is_global = 1;
         std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
         a.ah_attr.grh.sgid_index = static_cast<uint8_t>(port_->gidIndex);
         a.ah_attr.grh.hop_limit = 255;
+        a.ah_attr.grh.traffic_class = static_cast<uint8_t>(params::IbTc());  // 0-255, checked at init
       } else {
         a.ah_attr.dlid = remote.lid;
       }
