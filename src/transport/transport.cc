@@ -58,6 +58,9 @@ ncclResult_t checkTransportParams() {
   if (params::IbSl() < 0 || params::IbSl() > 15)
     return recordError(ncclInvalidArgument, "NCCL_IB_SL=%lld: a service level is 0 to 15",
                        static_cast<long long>(params::IbSl()));
+  if (params::IbPkey() < 0 || params::IbPkey() > 65535)
+    return recordError(ncclInvalidArgument, "NCCL_IB_PKEY=%lld: a partition key index is 0 to 65535",
+                       static_cast<long long>(params::IbPkey()));
   if (params::IbTc() < 0 || params::IbTc() > 255)
     return recordError(ncclInvalidArgument, "NCCL_IB_TC=%lld: a traffic class is 0 to 255",
                        static_cast<long long>(params::IbTc()));

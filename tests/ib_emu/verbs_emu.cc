@@ -22,8 +22,9 @@
 //                            drop (lost: the sender's retries run out), rkey (a wrong rkey: remote access error),
 //                            port (port 1 of the device goes down: IBV_EVENT_PORT_ERR), kill (SIGKILL: the peer
 //                            vanishes mid-transfer).
-//   BRAID_VERBS_EMU_EXPECT_AV sl:tc: a queue pair moved to RTR with another service level, or (on a RoCE port)
-//                            another traffic class, fails with EINVAL.
+//   BRAID_VERBS_EMU_EXPECT_AV sl:tc[:pkey]: a queue pair moved to RTR with another service level, or (on a RoCE
+//                            port) another traffic class, or to INIT with another partition key index, fails with
+//                            EINVAL.
 //   A dead process leaves no segment behind: each queue pair unlinks its segment's name once its peer has mapped it.
 #include <fcntl.h>
 #include <signal.h>
@@ -59,7 +60,7 @@ using braid::VerbsApi;
 
 uint32_t gNextKey = 0;
 long gWrites = 0;
-int gExpectSl = -1, gExpectTc = -1;  // BRAID_VERBS_EMU_EXPECT_AV; -1: any
+int gExpectSl = -1, gExpectTc = -1, gExpectPkey = -1;  // BRAID_VERBS_EMU_EXPECT_AV; -1: any
 
 // ---- the table ----
 
@@ -309,6 +310,8 @@ int emuModifyQp(ibv_qp* q, ibv_qp_attr* a, int mask) {
                   (from == IBV_QPS_RTR && to == IBV_QPS_RTS) || to == IBV_QPS_ERR || to == IBV_QPS_RESET;
   if (!ok) return EINVAL;
   if (to == IBV_QPS_INIT && (mask & IBV_QP_PORT)) qp->port = a->port_num;
+  if (to == IBV_QPS_INIT && gExpectPkey >= 0 && (!(mask & IBV_QP_PKEY_INDEX) || a->pkey_index != gExpectPkey))
+    return EINVAL;
   if (to == IBV_QPS_RTR) {
     if (!(mask & IBV_QP_DEST_QPN) || !(mask & IBV_QP_AV)) return EINVAL;
     // A service level above 15 is refused as hardware does; the expected address vector, where the test names one.
@@ -527,7 +530,7 @@ void configure() {
     gDevices.push_back(d);
   }
   if (const char* av = getenv("BRAID_VERBS_EMU_EXPECT_AV")) {
-    if (sscanf(av, "%d:%d", &gExpectSl, &gExpectTc) != 2) gExpectSl = gExpectTc = -1;
+    if (sscanf(av, "%d:%d:%d", &gExpectSl, &gExpectTc, &gExpectPkey) < 2) gExpectSl = gExpectTc = gExpectPkey = -1;
   }
   const char* f = getenv("BRAID_VERBS_EMU_FAULT");
   if (f && *f) {

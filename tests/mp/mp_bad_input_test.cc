@@ -256,9 +256,10 @@ TEST(BadInput, NetProxyThreadsOutOfRangeRejected) {
   expectOverrideRejected("BRAID_NET_PROXY_THREADS", "17", "=17");
 }
 
-TEST(BadInput, IbServiceLevelAndTrafficClassOutOfRangeRejected) {
+TEST(BadInput, IbQosAndPartitionOutOfRangeRejected) {
   expectOverrideRejected("NCCL_IB_SL", "16", "0 to 15");
   expectOverrideRejected("NCCL_IB_TC", "256", "0 to 255");
+  expectOverrideRejected("NCCL_IB_PKEY", "-1", "0 to 65535");
 }
 
 TEST(BadInput, ValidOverridesInitialise) {

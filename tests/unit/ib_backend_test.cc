@@ -420,15 +420,16 @@ TEST(IbTransport, SimpleAndLlStepsOverEmulatedVerbs) {
   });
 }
 
-// NCCL_IB_SL and NCCL_IB_TC reach every queue pair's address vector: with the emulator expecting service level 3
-// and traffic class 106 (BRAID_VERBS_EMU_EXPECT_AV), a RoCE connection set to them carries steps, and one left at
-// the defaults is refused at RTR, so the check is live.
+// NCCL_IB_SL, NCCL_IB_TC and NCCL_IB_PKEY reach every queue pair: with the emulator expecting service level 3,
+// traffic class 106 and partition key index 2 (BRAID_VERBS_EMU_EXPECT_AV), a RoCE connection set to them carries
+// steps, and one left at the defaults is refused, so the check is live.
 bool connectsOverRoce(bool setAv, std::string* err) {
   setenv("NCCL_NET", "IB", 1);
-  setenv("BRAID_VERBS_EMU_EXPECT_AV", "3:106", 1);
+  setenv("BRAID_VERBS_EMU_EXPECT_AV", "3:106:2", 1);
   if (setAv) {
     setenv("NCCL_IB_SL", "3", 1);
     setenv("NCCL_IB_TC", "106", 1);
+    setenv("NCCL_IB_PKEY", "2", 1);
   }
   testutil::TestRank a(0), b(1);
   Connector s, r;
@@ -446,7 +447,7 @@ bool connectsOverRoce(bool setAv, std::string* err) {
   return err->empty();
 }
 
-TEST(IbTransport, ServiceLevelAndTrafficClassReachTheQueuePairs) {
+TEST(IbTransport, QosAndPartitionReachTheQueuePairs) {
   inEmulator("emu_0:roce", "", [] {
     std::string err;
     const bool ok = connectsOverRoce(true, &err);
@@ -457,7 +458,7 @@ TEST(IbTransport, ServiceLevelAndTrafficClassReachTheQueuePairs) {
     std::string err;
     const bool ok = connectsOverRoce(false, &err);
     fprintf(stderr, "defaults: %s\n", err.c_str());
-    return !ok && err.find("RTR") != std::string::npos;
+    return !ok && err.find("queue pair 0 to INIT") != std::string::npos;
   });
 }
 

@@ -180,7 +180,7 @@ class IbCommBase {
       qps_.push_back(qp);
       ibv_qp_attr m{};
       m.qp_state = IBV_QPS_INIT;
-      m.pkey_index = 0;
+      m.pkey_index = static_cast<uint16_t>(params::IbPkey());  // 0-65535, checked at init
       m.port_num = static_cast<uint8_t>(port_->port);
       m.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
       const int r = v.modifyQp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
