@@ -14,6 +14,7 @@
 #include "core/param.h"
 #include "core/result.h"
 #include "transport/host_fifo.h"
+#include "transport/net/ib/ib_devices.h"
 #include "transport/net/net_internal.h"
 #include "transport/net/net_proxy.h"
 #include "transport/net/proxy_affinity.h"
@@ -58,6 +59,8 @@ ncclResult_t checkTransportParams() {
   if (params::IbSl() < 0 || params::IbSl() > 15)
     return recordError(ncclInvalidArgument, "NCCL_IB_SL=%lld: a service level is 0 to 15",
                        static_cast<long long>(params::IbSl()));
+  IbGidPrefs gidPrefs;
+  BRAID_CHECK(ibGidPrefsFromParams(&gidPrefs));
   if (params::IbPkey() < 0 || params::IbPkey() > 65535)
     return recordError(ncclInvalidArgument, "NCCL_IB_PKEY=%lld: a partition key index is 0 to 65535",
                        static_cast<long long>(params::IbPkey()));

@@ -256,10 +256,12 @@ TEST(BadInput, NetProxyThreadsOutOfRangeRejected) {
   expectOverrideRejected("BRAID_NET_PROXY_THREADS", "17", "=17");
 }
 
-TEST(BadInput, IbQosAndPartitionOutOfRangeRejected) {
+TEST(BadInput, IbSettingsOutOfRangeRejected) {
   expectOverrideRejected("NCCL_IB_SL", "16", "0 to 15");
   expectOverrideRejected("NCCL_IB_TC", "256", "0 to 255");
   expectOverrideRejected("NCCL_IB_PKEY", "-1", "0 to 65535");
+  expectOverrideRejected("NCCL_IB_ADDR_RANGE", "10.0.0.0/40", "10.0.0.0/40");
+  expectOverrideRejected("NCCL_IB_ROCE_VERSION_NUM", "3", "=3");
 }
 
 TEST(BadInput, ValidOverridesInitialise) {

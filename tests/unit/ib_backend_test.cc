@@ -128,6 +128,59 @@ TEST(IbGid, PrefersRoceV2WithIpv4ThenV2ThenV1) {
   EXPECT_EQ(ibPickGid({}, -1), -1);
 }
 
+// A GID holding IPv4 address a.b.c.d (IPv4-mapped).
+IbGidCandidate gidV4(int index, IbGidType type, uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+  IbGidCandidate g;
+  g.index = index;
+  g.type = type;
+  g.gid.raw[10] = g.gid.raw[11] = 0xff;
+  g.gid.raw[12] = a;
+  g.gid.raw[13] = b;
+  g.gid.raw[14] = c;
+  g.gid.raw[15] = d;
+  return g;
+}
+
+// The preferences from NCCL_IB_ROCE_VERSION_NUM, NCCL_IB_ADDR_FAMILY and NCCL_IB_ADDR_RANGE, as a comm reads them.
+IbGidPrefs prefsFrom(const char* version, const char* family, const char* range) {
+  testutil::EnvVar v("NCCL_IB_ROCE_VERSION_NUM", version), f("NCCL_IB_ADDR_FAMILY", family),
+      r("NCCL_IB_ADDR_RANGE", range);
+  IbGidPrefs p;
+  EXPECT_EQ(ibGidPrefsFromParams(&p), ncclSuccess) << pendingError();
+  return p;
+}
+
+// NCCL's GID knobs on a table of RoCE v1 and v2 GIDs, IPv4 and IPv6: the preferred version and family come first,
+// and a range leaves out every GID outside it (none left: no GID, so the port is not used).
+TEST(IbGid, VersionFamilyAndRangeAsNcclNamesThem) {
+  using T = IbGidType;
+  const std::vector<IbGidCandidate> t = {gidV4(0, T::RoceV2, 192, 168, 1, 5), gidV4(1, T::RoceV1, 192, 168, 1, 5),
+                                         gid(2, T::RoceV2, false, false), gid(3, T::RoceV1, false, false),
+                                         gidV4(4, T::RoceV2, 10, 1, 2, 3)};
+  EXPECT_EQ(ibPickGid(t, -1, prefsFrom(nullptr, nullptr, nullptr)), 0);
+  EXPECT_EQ(ibPickGid(t, -1, prefsFrom("1", nullptr, nullptr)), 1);
+  EXPECT_EQ(ibPickGid(t, -1, prefsFrom(nullptr, "AF_INET6", nullptr)), 2);
+  EXPECT_EQ(ibPickGid(t, -1, prefsFrom("1", "AF_INET6", nullptr)), 3);
+  EXPECT_EQ(ibPickGid(t, -1, prefsFrom(nullptr, nullptr, "10.0.0.0/8")), 4);
+  EXPECT_EQ(ibPickGid(t, -1, prefsFrom("1", nullptr, "10.0.0.0/8")), 4);  // the range first, then the version
+  EXPECT_EQ(ibPickGid(t, -1, prefsFrom(nullptr, nullptr, "192.168.1.5/32")), 0);
+  EXPECT_EQ(ibPickGid(t, -1, prefsFrom(nullptr, nullptr, "2001::/16")), 2);
+  EXPECT_EQ(ibPickGid(t, -1, prefsFrom(nullptr, nullptr, "172.16.0.0/12")), -1);
+  EXPECT_EQ(ibPickGid(t, 1, prefsFrom(nullptr, nullptr, "10.0.0.0/8")), 1);  // NCCL_IB_GID_INDEX still wins
+  // Malformed values are refused, naming the variable.
+  for (const auto& bad : std::vector<std::pair<const char*, const char*>>{{"NCCL_IB_ROCE_VERSION_NUM", "3"},
+                                                                           {"NCCL_IB_ADDR_FAMILY", "AF_UNIX"},
+                                                                           {"NCCL_IB_ADDR_RANGE", "10.0.0.0"},
+                                                                           {"NCCL_IB_ADDR_RANGE", "10.0.0.0/33"},
+                                                                           {"NCCL_IB_ADDR_RANGE", "fd00::/8x"}}) {
+    testutil::EnvVar e(bad.first, bad.second);
+    IbGidPrefs p;
+    EXPECT_EQ(ibGidPrefsFromParams(&p), ncclInvalidArgument) << bad.first << "=" << bad.second;
+    EXPECT_NE(pendingError().find(bad.first), std::string::npos) << pendingError();
+    clearPendingError();
+  }
+}
+
 // In a child: loads libibverbs.so.1 through the loader, checks the table, exits 0 when all is well.
 [[noreturn]] void realLibibverbsChild() {
   unsetenv("BRAID_TEST_VERBS_PROVIDER");

@@ -1,6 +1,7 @@
 // IB device discovery and NCCL_IB_HCA, GID choice, the registration cache and async events (ib_devices.h).
 #include "transport/net/ib/ib_devices.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -135,6 +136,48 @@ double ibPortGbps(int speedCode, int widthCode) {
   return lane * lanes;
 }
 
+ncclResult_t ibGidPrefsFromParams(IbGidPrefs* out) {
+  IbGidPrefs p;
+  const int64_t version = params::IbRoceVersionNum();
+  if (version != 1 && version != 2) {
+    return recordError(ncclInvalidArgument, "NCCL_IB_ROCE_VERSION_NUM=%lld: RoCE versions are 1 and 2",
+                       static_cast<long long>(version));
+  }
+  p.version = static_cast<int>(version);
+  const std::string family = params::IbAddrFamily();
+  if (family == "AF_INET6") {
+    p.ipv6 = true;
+  } else if (!family.empty() && family != "AF_INET") {
+    return recordError(ncclInvalidArgument, "NCCL_IB_ADDR_FAMILY=%s: AF_INET or AF_INET6", family.c_str());
+  }
+  const std::string range = params::IbAddrRange();
+  if (!range.empty()) {
+    const size_t slash = range.find('/');
+    const std::string addr = range.substr(0, slash);
+    char* end = nullptr;
+    const long bits = slash == std::string::npos ? -1 : strtol(range.c_str() + slash + 1, &end, 10);
+    in_addr v4{};
+    in6_addr v6{};
+    const bool isV4 = inet_pton(AF_INET, addr.c_str(), &v4) == 1;
+    const bool isV6 = !isV4 && inet_pton(AF_INET6, addr.c_str(), &v6) == 1;
+    if ((!isV4 && !isV6) || bits < 0 || (end && *end) || bits > (isV4 ? 32 : 128)) {
+      return recordError(ncclInvalidArgument, "NCCL_IB_ADDR_RANGE=%s: an address and a prefix length, e.g. "
+                         "10.0.0.0/8 or fd00::/8", range.c_str());
+    }
+    p.ranged = true;
+    if (isV4) {
+      p.prefix[10] = p.prefix[11] = 0xff;
+      std::memcpy(p.prefix + 12, &v4, 4);
+      p.prefixBits = 96 + static_cast<int>(bits);
+    } else {
+      std::memcpy(p.prefix, &v6, 16);
+      p.prefixBits = static_cast<int>(bits);
+    }
+  }
+  *out = p;
+  return ncclSuccess;
+}
+
 #if BRAID_HAVE_IBVERBS
 
 namespace {
@@ -152,6 +195,13 @@ bool gidIsV4Mapped(const ibv_gid& g) {
   return g.raw[10] == 0xff && g.raw[11] == 0xff;
 }
 bool gidIsLinkLocal(const ibv_gid& g) { return g.raw[0] == 0xfe && (g.raw[1] & 0xc0) == 0x80; }
+bool gidInRange(const ibv_gid& g, const IbGidPrefs& p) {
+  for (int bit = 0; bit < p.prefixBits; ++bit) {
+    const int byte = bit / 8, mask = 0x80 >> (bit % 8);
+    if ((g.raw[byte] & mask) != (p.prefix[byte] & mask)) return false;
+  }
+  return true;
+}
 
 std::string gidString(const ibv_gid& g) {
   char b[64];
@@ -176,7 +226,7 @@ const char* gidTypeName(IbGidType t) {
 
 }  // namespace
 
-int ibPickGid(const std::vector<IbGidCandidate>& table, int forced) {
+int ibPickGid(const std::vector<IbGidCandidate>& table, int forced, const IbGidPrefs& prefs) {
   if (forced >= 0) {
     for (const auto& c : table) {
       if (c.index == forced && !gidIsZero(c.gid)) return forced;
@@ -184,14 +234,17 @@ int ibPickGid(const std::vector<IbGidCandidate>& table, int forced) {
     return -1;
   }
   // Lower score is better.
-  auto score = [](const IbGidCandidate& c) {
-    const int type = c.type == IbGidType::RoceV2 ? 0 : c.type == IbGidType::RoceV1 ? 3 : 6;
-    const int addr = gidIsV4Mapped(c.gid) ? 0 : !gidIsLinkLocal(c.gid) ? 1 : 2;
+  const IbGidType first = prefs.version == 1 ? IbGidType::RoceV1 : IbGidType::RoceV2;
+  const IbGidType second = prefs.version == 1 ? IbGidType::RoceV2 : IbGidType::RoceV1;
+  auto score = [&](const IbGidCandidate& c) {
+    const int type = c.type == first ? 0 : c.type == second ? 3 : 6;
+    const bool v4 = gidIsV4Mapped(c.gid), linkLocal = gidIsLinkLocal(c.gid);
+    const int addr = linkLocal ? 2 : v4 != prefs.ipv6 ? 0 : 1;
     return type + addr;
   };
   int best = -1, bestScore = 1 << 30;
   for (const auto& c : table) {
-    if (gidIsZero(c.gid)) continue;
+    if (gidIsZero(c.gid) || (prefs.ranged && !gidInRange(c.gid, prefs))) continue;
     const int s = score(c);
     if (s < bestScore) {
       best = c.index;
@@ -342,10 +395,12 @@ void addPorts(const VerbsApi& v, ibv_device* d, const IbHcaFilter& filter, Disco
         table.push_back(c);
       }
       const int forced = static_cast<int>(params::IbGidIndex());
-      port.gidIndex = ibPickGid(table, forced);
+      IbGidPrefs prefs;
+      if (ibGidPrefsFromParams(&prefs) != ncclSuccess) clearPendingError();  // refused at init; defaults here
+      port.gidIndex = ibPickGid(table, forced, prefs);
       if (port.gidIndex < 0) {
         BRAID_INFO(kSubNet | kSubInit, "NET/IB: %s:%d has no usable GID%s", name.c_str(), p,
-                   forced >= 0 ? " at NCCL_IB_GID_INDEX" : "");
+                   forced >= 0 ? " at NCCL_IB_GID_INDEX" : prefs.ranged ? " in NCCL_IB_ADDR_RANGE" : "");
         continue;
       }
       for (const auto& c : table) {

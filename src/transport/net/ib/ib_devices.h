@@ -34,6 +34,18 @@ bool ibHcaAllows(const IbHcaFilter& f, const std::string& dev, int port);
 // Gb/s of a port from ibv_port_attr's active_speed and active_width codes (0 when a code is unknown).
 double ibPortGbps(int speedCode, int widthCode);
 
+// What NCCL_IB_ROCE_VERSION_NUM, NCCL_IB_ADDR_FAMILY and NCCL_IB_ADDR_RANGE ask of a RoCE port's GID: a RoCE
+// version and an address family to prefer, and a range outside which no GID is used.
+struct IbGidPrefs {
+  int version = 2;          // 1 or 2
+  bool ipv6 = false;        // AF_INET6: IPv6 addresses before IPv4-mapped ones
+  bool ranged = false;      // only GIDs in prefix/prefixBits
+  uint8_t prefix[16] = {};  // an IPv4 range as its IPv4-mapped GID (::ffff:a.b.c.d)
+  int prefixBits = 0;       // of the 128
+};
+// From the three variables; ncclInvalidArgument naming the one that is malformed (checked at comm init).
+ncclResult_t ibGidPrefsFromParams(IbGidPrefs* out);
+
 #if BRAID_HAVE_IBVERBS
 
 // One entry of a RoCE port's GID table, as GID selection sees it.
@@ -43,9 +55,10 @@ struct IbGidCandidate {
   IbGidType type = IbGidType::Unknown;
 };
 // The GID a RoCE port uses: `forced` >= 0 (NCCL_IB_GID_INDEX) takes that index when the table holds a non-zero GID
-// there; otherwise RoCE v2 with an IPv4-mapped address first, then any RoCE v2 that is not link-local, then any
-// RoCE v2, then RoCE v1 in the same order, then a GID of unknown type. -1 when none is usable.
-int ibPickGid(const std::vector<IbGidCandidate>& table, int forced);
+// there; otherwise, among the GIDs in prefs' range (all where it names none), the preferred RoCE version (v2 by
+// default) first, then the other, then a GID of unknown type; within each, the preferred family (IPv4-mapped by
+// default, else IPv6 that is not link-local), then the other, link-local last. -1 when none is usable.
+int ibPickGid(const std::vector<IbGidCandidate>& table, int forced, const IbGidPrefs& prefs = IbGidPrefs{});
 
 class IbDevice;
 
