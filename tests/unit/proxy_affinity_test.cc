@@ -70,7 +70,7 @@ TEST(ProxyAffinity, RoomyOrOneCpuRanksKeepTheirBinding) {
   // Two CPUs still count as a launcher's tight binding.
   ASSERT_EQ(planProxyPlacement("", {2, 3}, range(0, 15), range(0, 31), &p), ncclSuccess);
   EXPECT_EQ(p.cpus, range(0, 15));
-  // A one-CPU container: nowhere to go; still 2 threads (measured better than one on a shared core).
+  // A one-CPU container: nowhere to go.
   ASSERT_EQ(planProxyPlacement("", {0}, {}, {0}, &p), ncclSuccess);
   EXPECT_TRUE(p.cpus.empty());
   // The affinity could not be read: keep whatever it is.
@@ -81,6 +81,23 @@ TEST(ProxyAffinity, RoomyOrOneCpuRanksKeepTheirBinding) {
   EXPECT_TRUE(p.cpus.empty());
   EXPECT_NE(p.why.find("BRAID_PROXY_CPUS=inherit"), std::string::npos) << p.why;
   EXPECT_FALSE(p.warn);
+}
+
+// NCCL_IGNORE_CPU_AFFINITY=1: the local CPUs whatever the binding, roomy or tight; inherit and lists still win.
+TEST(ProxyAffinity, IgnoringTheBindingTakesTheLocalCpus) {
+  ProxyPlacement p;
+  ASSERT_EQ(planProxyPlacement("", range(16, 23), range(0, 15), range(0, 31), &p, {}, "", true), ncclSuccess);
+  EXPECT_EQ(p.cpus, range(0, 15));
+  EXPECT_NE(p.why.find("NCCL_IGNORE_CPU_AFFINITY=1"), std::string::npos) << p.why;
+  ASSERT_EQ(planProxyPlacement("auto", {1}, range(0, 15), range(0, 31), &p, range(16, 31), "mlx5_0", true),
+            ncclSuccess);
+  EXPECT_EQ(p.cpus, range(16, 31));  // the NIC's
+  ASSERT_EQ(planProxyPlacement("", range(16, 23), range(0, 15), range(0, 31), &p), ncclSuccess);
+  EXPECT_TRUE(p.cpus.empty()) << "without it the roomy binding is kept";
+  ASSERT_EQ(planProxyPlacement("inherit", range(16, 23), range(0, 15), range(0, 31), &p, {}, "", true), ncclSuccess);
+  EXPECT_TRUE(p.cpus.empty());
+  ASSERT_EQ(planProxyPlacement("4-5", range(16, 23), range(0, 15), range(0, 31), &p, {}, "", true), ncclSuccess);
+  EXPECT_EQ(p.cpus, range(4, 5));
 }
 
 TEST(ProxyAffinity, ExplicitListsAndTheirErrors) {

@@ -126,7 +126,7 @@ ncclResult_t checkProxyCpusSyntax(const std::string& envRaw) {
 
 ncclResult_t planProxyPlacement(const std::string& envRaw, const CpuList& inherited, const CpuList& gpuLocal,
                                 const CpuList& allowed, ProxyPlacement* out, const CpuList& nicLocal,
-                                const std::string& nicName) {
+                                const std::string& nicName, bool ignoreBinding) {
   const std::string env = trim(envRaw);
   BRAID_CHECK(checkProxyCpusSyntax(env));
   ProxyPlacement p;
@@ -152,6 +152,10 @@ ncclResult_t planProxyPlacement(const std::string& envRaw, const CpuList& inheri
     }
   } else if (inherited.empty() || allowed.empty()) {
     p.why = "the rank's own (" + formatCpuList(inherited) + ")";  // nothing known: keep whatever it is
+  } else if (ignoreBinding && !intersectCpus(local, allowed).empty()) {
+    p.cpus = intersectCpus(local, allowed);
+    p.why = localWhat + formatCpuList(p.cpus) + ", whatever the rank's binding to CPUs " + formatCpuList(inherited) +
+            " (NCCL_IGNORE_CPU_AFFINITY=1)";
   } else if (inherited.size() > kTightBinding) {
     // A roomy binding is the user's: the thread stays inside it, on its part local to the NIC (or GPU).
     const CpuList near = intersectCpus(local, inherited);
@@ -189,7 +193,8 @@ ncclResult_t proxyPlacementFor(int64_t busId, const std::string& nicName, const 
     p2pBusIdToString(busId, bus, sizeof(bus));
     gpuLocal = readCpuListFile((std::string("/sys/bus/pci/devices/") + bus + "/local_cpulist").c_str());
   }
-  return planProxyPlacement(params::ProxyCpus(), inherited, gpuLocal, allowedCpus(), out, nicLocalCpus(nicDevice), nicName);
+  return planProxyPlacement(params::ProxyCpus(), inherited, gpuLocal, allowedCpus(), out, nicLocalCpus(nicDevice), nicName,
+                            params::IgnoreCpuAffinity() == 1);
 }
 
 CpuList nicLocalCpus(const std::string& sysfsDevice) {

@@ -36,10 +36,11 @@ ncclResult_t checkProxyCpusSyntax(const std::string& env);
 // loopback). "auto" takes the NIC's CPUs where known (some of them allowed), else the GPU's: a binding of at
 // most 2 CPUs is widened to them (or to every allowed CPU), a roomier one is narrowed to its part among them.
 // A list naming no allowed CPU keeps the binding with out->warn set (CPU counts may differ between hosts); a
-// malformed one is ncclInvalidArgument.
+// malformed one is ncclInvalidArgument. ignoreBinding (NCCL_IGNORE_CPU_AFFINITY=1): "auto" takes the local CPUs
+// whatever the binding.
 ncclResult_t planProxyPlacement(const std::string& env, const CpuList& inherited, const CpuList& gpuLocal,
                                 const CpuList& allowed, ProxyPlacement* out, const CpuList& nicLocal = {},
-                                const std::string& nicName = "");
+                                const std::string& nicName = "", bool ignoreBinding = false);
 // Reads those facts from this machine (sched_getaffinity, sysfs, what the kernel grants a scratch thread) and
 // plans. busId: the GPU's PeerInfo::busId, or -1; nicDevice: the NIC's sysfs device directory (NetNicPlace), or
 // empty.
