@@ -193,8 +193,8 @@ ncclResult_t proxyPlacementFor(int64_t busId, const std::string& nicName, const 
     p2pBusIdToString(busId, bus, sizeof(bus));
     gpuLocal = readCpuListFile((std::string("/sys/bus/pci/devices/") + bus + "/local_cpulist").c_str());
   }
-  return planProxyPlacement(params::ProxyCpus(), inherited, gpuLocal, allowedCpus(), out, nicLocalCpus(nicDevice), nicName,
-                            params::IgnoreCpuAffinity() == 1);
+  return planProxyPlacement(params::ProxyCpus(), inherited, gpuLocal, allowedCpus(), out, nicLocalCpus(nicDevice),
+                            nicName, params::IgnoreCpuAffinity() == 1);
 }
 
 CpuList nicLocalCpus(const std::string& sysfsDevice) {
