@@ -41,6 +41,13 @@ int tagFor(bool p2p, int channel, Direction dir) {
 
 const char* dirName(Direction d) { return d == Direction::Send ? "send to" : "recv from"; }
 
+// ncclInvalidArgument naming the variable where its value lies outside [lo, hi].
+ncclResult_t checkRange(const char* name, int64_t value, int64_t lo, int64_t hi, const char* what) {
+  if (value >= lo && value <= hi) return ncclSuccess;
+  return recordError(ncclInvalidArgument, "%s=%lld: %s is %lld to %lld", name, static_cast<long long>(value), what,
+                     static_cast<long long>(lo), static_cast<long long>(hi));
+}
+
 }  // namespace
 
 // A ring may mix P2P and SHM links: LL's step size (the send side's LL slot) must be the same on both, or
@@ -51,22 +58,13 @@ ncclResult_t checkTransportParams() {
   PathClass level;
   std::string why;
   if (!p2pLevelLimit(nullptr, &level, &why)) return recordError(ncclInvalidArgument, "%s", why.c_str());
-  const int64_t threads = params::NetProxyThreads();
-  if (threads < 1 || threads > NetProxy::kMaxThreads) {
-    return recordError(ncclInvalidArgument, "BRAID_NET_PROXY_THREADS=%lld: the network proxy runs 1 to %d threads",
-                       static_cast<long long>(threads), NetProxy::kMaxThreads);
-  }
-  if (params::IbSl() < 0 || params::IbSl() > 15)
-    return recordError(ncclInvalidArgument, "NCCL_IB_SL=%lld: a service level is 0 to 15",
-                       static_cast<long long>(params::IbSl()));
+  BRAID_CHECK(checkRange("BRAID_NET_PROXY_THREADS", params::NetProxyThreads(), 1, NetProxy::kMaxThreads,
+                         "the network proxy's thread count"));
+  BRAID_CHECK(checkRange("NCCL_IB_SL", params::IbSl(), 0, 15, "a service level"));
+  BRAID_CHECK(checkRange("NCCL_IB_TC", params::IbTc(), 0, 255, "a traffic class"));
+  BRAID_CHECK(checkRange("NCCL_IB_PKEY", params::IbPkey(), 0, 65535, "a partition key index"));
   IbGidPrefs gidPrefs;
   BRAID_CHECK(ibGidPrefsFromParams(&gidPrefs));
-  if (params::IbPkey() < 0 || params::IbPkey() > 65535)
-    return recordError(ncclInvalidArgument, "NCCL_IB_PKEY=%lld: a partition key index is 0 to 65535",
-                       static_cast<long long>(params::IbPkey()));
-  if (params::IbTc() < 0 || params::IbTc() > 255)
-    return recordError(ncclInvalidArgument, "NCCL_IB_TC=%lld: a traffic class is 0 to 255",
-                       static_cast<long long>(params::IbTc()));
   return checkProxyCpusSyntax(params::ProxyCpus());
 }
 

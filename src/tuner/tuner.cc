@@ -311,9 +311,9 @@ void netSoloLoad(Shape* s) {
 
 // A GPU ring over the network (tuner_model.def, NetSocket): the ring crosses each node's boundary once, so the
 // slowest rank's data crosses the network `nodes` times in each lap of up to n steps it makes, and its other steps
-// run inside a node at the intra row's stepUs. One GPU per node: netSoloLoad. Broadcast and reduce pipeline from one call
-// to the next: a call costs one rank's busiest link, one network step. Each channel that carries data adds
-// perChannelUs at every network step (one progress thread serves a rank's channels in turn).
+// run inside a node at the intra row's stepUs. One GPU per node: netSoloLoad. Broadcast and reduce pipeline from one
+// call to the next: a call costs one rank's busiest link, one network step. Each channel that carries data adds
+// perChannelUs at every network step (the proxy's socket calls for it: tuner_model.def).
 void netRingShape(CollType c, int n, int nNodes, double S, Proto p, TransportClass intra, Shape* s) {
   const int nodes = nNodes >= 2 ? std::min(nNodes, n) : n;  // NET inside one node: every hop crosses
   const bool chain = c == CollType::Broadcast || c == CollType::Reduce;

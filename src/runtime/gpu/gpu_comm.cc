@@ -732,9 +732,8 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
     comm->conns->setLlSlots(true);
     // The kernels publish NET steps in mapped host memory, which wakes no descriptor: the proxy's threads poll
     // while the executor's probe says a batch is in flight (GpuExecutor::netWork) and 2 ms after activity, so
-    // back-to-back operations find it polling rather than blocked (docs/TUNING.md, "Socket path"). Channels are
-    // dealt over BRAID_NET_PROXY_THREADS threads and the bytes of large steps move on each socket connection's
-    // helper thread, so one thread's system calls do not set the pace.
+    // back-to-back operations find them polling rather than blocked (docs/TUNING.md, "Socket path"). Channels are
+    // dealt over BRAID_NET_PROXY_THREADS threads, so one thread's system calls do not set the pace.
     comm->conns->setNetProxy(2000, false, static_cast<size_t>(std::max<int64_t>(0, params::NetBulkBytes())),
                              static_cast<int>(std::max<int64_t>(1, params::NetProxyThreads())));
     DeviceState* raw = st.get();

@@ -92,7 +92,7 @@ ncclResult_t proxyOf(TransportContext* ctx, NetBackend* backend, int me, std::sh
     BRAID_CHECK(proxyPlacementFor(busId, nic.name, nic.sysfsDevice, &place));
     // At most one thread per CPU they may run on: polling threads beyond that only take turns.
     const size_t cpus = place.cpus.empty() ? threadCpus().size() : place.cpus.size();
-    const int threads = std::max(1, std::min(ctx->proxyThreads, static_cast<int>(std::max<size_t>(1, cpus))));
+    const int threads = std::max(1, std::min<int>(ctx->proxyThreads, static_cast<int>(cpus)));
     ctx->proxy = std::make_shared<NetProxy>(rank, ctx->proxySpinUs, place, ctx->proxyExecutorDriven, threads);
     if (ctx->proxyWorkProbe) ctx->proxy->setWorkProbe(ctx->proxyWorkProbe);
     ctx->proxyRaw.store(ctx->proxy.get(), std::memory_order_release);
