@@ -6,7 +6,17 @@
 // such exchanges make one operation (a 2-rank ring all-reduce is 2 steps per chunk). Prints the median, p10 and
 // p90 of an operation's time per step size. --active A: only the first A channels carry steps (an op too small
 // for every connected channel).
+// --hops: a ping-pong on channel 0 instead, timing a hop's stages (runHops); --sockets: the same ping-pong on bare
+// sockets, without the engine (runSockets).
 //   net_engine_bench [--channels C] [--active A] [--steps K] [--iters N] [--warmup W] [--bytes S1,S2,...]
+//                    [--hops | --sockets]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -35,12 +45,18 @@ struct Options {
   int iters = 200;
   int warmup = 20;
   std::vector<size_t> bytes{4096, 16384, 32768, 65536, 131072, 262144};
+  bool hops = false;     // ping-pong on channel 0, timing each hop's stages
+  bool sockets = false;  // ping-pong on bare sockets: the bound under the engine
 };
 
 bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (a == "--hops" || a == "--sockets") {
+      (a == "--hops" ? o->hops : o->sockets) = true;
+      continue;
+    }
     if (!v) return false;
     if (a == "--channels") {
       o->channels = atoi(v);
@@ -108,8 +124,8 @@ struct Lane {
   std::vector<char> out, expect;
   std::string err;
 
-  // One exchange: publish a step, wait for the peer's, check it, free its slot.
-  bool exchange(size_t bytes) {
+  // Publishes the next step once its slot is free.
+  bool publish(size_t bytes) {
     std::string why;
     const uint64_t s = sendStep++;
     if (!testutil::spinUntil(send, [&] { return loadAcquire(send.head) + send.nSteps > s; }, 20, &why)) {
@@ -120,8 +136,15 @@ struct Lane {
     memcpy(send.buff + static_cast<size_t>(slot) * send.stepBytes, out.data(), bytes);
     send.sizes[slot] = static_cast<int32_t>(bytes);
     storeRelease(send.tail, s + 1);
+    return true;
+  }
+
+  // Waits for the peer's next step (calling `meanwhile` as it polls), checks it and frees its slot.
+  template <class F>
+  bool receive(size_t bytes, F meanwhile) {
+    std::string why;
     const uint64_t r = recvStep++;
-    if (!testutil::spinUntil(recv, [&] { return loadAcquire(recv.tail) > r; }, 20, &why)) {
+    if (!testutil::spinUntil(recv, [&] { meanwhile(); return loadAcquire(recv.tail) > r; }, 20, &why)) {
       err = "recv: " + why;
       return false;
     }
@@ -134,6 +157,12 @@ struct Lane {
     storeRelease(recv.head, r + 1);
     return true;
   }
+  bool receive(size_t bytes) {
+    return receive(bytes, [] {});
+  }
+
+  // One exchange: publish a step, wait for the peer's, check it, free its slot.
+  bool exchange(size_t bytes) { return publish(bytes) && receive(bytes); }
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -141,33 +170,197 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
-int run(const Options& o) {
-  const size_t maxBytes = *std::max_element(o.bytes.begin(), o.bytes.end());
+// Two ranks joined by `channels` connections each way, and a Lane per channel and rank: lanes 0..c-1 are rank 0's
+// channels, c..2c-1 rank 1's.
+struct Pair {
   std::atomic<bool> busy{true};
-  BenchRank a(0, &busy), b(1, &busy);
+  BenchRank a{0, &busy}, b{1, &busy};
+  std::vector<Connector> ab, ba, abR, baR;
+  std::vector<Lane> lanes;
+
+  bool connect(int c, size_t maxBytes) {
+    ab.resize(c), ba.resize(c), abR.resize(c), baR.resize(c);
+    for (int ch = 0; ch < c; ++ch) {
+      testutil::connectPair(netTransport(), a, b, ch, 8 * maxBytes, &ab[ch], &abR[ch]);
+      testutil::connectPair(netTransport(), b, a, ch, 8 * maxBytes, &ba[ch], &baR[ch]);
+    }
+    if (::testing::Test::HasFailure() || ab[0].info.stepBytes < maxBytes) {
+      fprintf(stderr, "net_engine_bench: setup failed (%s)\n", pendingError().c_str());
+      return false;
+    }
+    lanes.resize(2 * c);
+    for (int ch = 0; ch < c; ++ch) {
+      lanes[ch].send = ab[ch].info;
+      lanes[ch].recv = baR[ch].info;
+      lanes[c + ch].send = ba[ch].info;
+      lanes[c + ch].recv = abR[ch].info;
+    }
+    for (int l = 0; l < 2 * c; ++l) {
+      lanes[l].out.resize(maxBytes);
+      for (size_t i = 0; i < maxBytes; ++i) lanes[l].out[i] = static_cast<char>(l * 31 + i * 7 + (i >> 9));
+    }
+    for (int l = 0; l < 2 * c; ++l) lanes[l].expect = lanes[(l + c) % (2 * c)].out;  // the peer's same channel
+    return true;
+  }
+};
+
+double usSince(Clock::time_point t0, Clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(t - t0).count();
+}
+
+// --hops: rank 0 sends a step on channel 0 and rank 1 answers it, one at a time. Both ranks live in this process,
+// so one clock times every stage of a hop: from publishing the step to its send slot coming back (the proxy saw
+// it and the socket took it), to the peer seeing it, and the round trip.
+int runHops(const Options& o) {
+  Pair p;
+  if (!p.connect(o.channels, *std::max_element(o.bytes.begin(), o.bytes.end()))) return 1;
+  printf("# net_engine_bench --hops: 2 ranks, %d channels each way (channel 0 carries steps), %d progress threads "
+         "per rank; medians (p90) in us\n",
+         o.channels, p.a.ctx.proxy->threads());
+  printf("# %10s %16s %16s %16s\n", "bytes/step", "sent", "one_hop", "round_trip");
+  Lane& ping = p.lanes[0];
+  Lane& pong = p.lanes[o.channels];
+  std::atomic<bool> ok{true};
+  for (size_t bytes : o.bytes) {
+    const int n = o.warmup + o.iters;
+    std::vector<Clock::time_point> t0(n), arrived(n);
+    std::vector<double> sent, hop, rtt;
+    std::thread answer([&] {
+      for (int it = 0; it < n && ok; ++it) {
+        if (!pong.receive(bytes)) {
+          ok = false;
+          return;
+        }
+        arrived[it] = Clock::now();
+        ok = pong.publish(bytes);
+      }
+    });
+    for (int it = 0; it < n && ok; ++it) {
+      t0[it] = Clock::now();
+      const uint64_t s = ping.sendStep;
+      if (!ping.publish(bytes)) {
+        ok = false;
+        break;
+      }
+      Clock::time_point out{};
+      if (!ping.receive(bytes, [&] {
+            if (out == Clock::time_point{} && loadAcquire(ping.send.head) > s) out = Clock::now();
+          })) {
+        ok = false;
+        break;
+      }
+      const auto back = Clock::now();
+      if (out == Clock::time_point{}) out = back;
+      if (it < o.warmup) continue;
+      sent.push_back(usSince(t0[it], out));
+      rtt.push_back(usSince(t0[it], back));
+    }
+    answer.join();
+    if (!ok) break;
+    for (int it = o.warmup; it < n; ++it) hop.push_back(usSince(t0[it], arrived[it]));
+    printf("  %10zu %8.2f (%5.1f) %8.2f (%5.1f) %8.2f (%5.1f)\n", bytes, percentile(sent, 0.5), percentile(sent, 0.9),
+           percentile(hop, 0.5), percentile(hop, 0.9), percentile(rtt, 0.5), percentile(rtt, 0.9));
+    fflush(stdout);
+  }
+  p.busy = false;
+  for (const Lane& l : p.lanes)
+    if (!l.err.empty()) fprintf(stderr, "net_engine_bench: %s\n", l.err.c_str());
+  return ok ? 0 : 1;
+}
+
+// A connected pair of TCP sockets over loopback, as the socket backend sets them (TCP_NODELAY).
+bool loopbackPair(int* a, int* b) {
+  const int l = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in ad{};
+  ad.sin_family = AF_INET;
+  ad.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(ad);
+  bool ok = l >= 0 && bind(l, reinterpret_cast<sockaddr*>(&ad), sizeof(ad)) == 0 && listen(l, 1) == 0 &&
+            getsockname(l, reinterpret_cast<sockaddr*>(&ad), &len) == 0;
+  *a = ok ? socket(AF_INET, SOCK_STREAM, 0) : -1;
+  ok = ok && *a >= 0 && connect(*a, reinterpret_cast<sockaddr*>(&ad), sizeof(ad)) == 0;
+  *b = ok ? accept(l, nullptr, nullptr) : -1;
+  if (l >= 0) close(l);
+  const int one = 1;
+  return ok && *b >= 0 && setsockopt(*a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0 &&
+         setsockopt(*b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0;
+}
+
+// Reads exactly n bytes, polling as the engine does (non-blocking reads, yielding between them).
+bool readAll(int fd, char* p, size_t n) {
+  for (size_t got = 0; got < n;) {
+    const ssize_t r = recv(fd, p + got, n - got, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
+    if (r > 0) got += static_cast<size_t>(r);
+    if (r <= 0) sched_yield();
+  }
+  return true;
+}
+
+bool writeAll(int fd, const char* p, size_t n) {
+  for (size_t put = 0; put < n;) {
+    const ssize_t w = send(fd, p + put, n - put, MSG_NOSIGNAL);
+    if (w < 0 && errno != EAGAIN && errno != EINTR) return false;
+    if (w > 0) put += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// --sockets: the round trip of a message and its answer on bare sockets, one thread a side, without the engine:
+// over one two-way connection (the answer carries the ACK of the message) and over a connection each way (the
+// layout of the NET transport: every message is answered by a bare ACK of its own).
+int runSockets(const Options& o) {
+  printf("# net_engine_bench --sockets: round trip on bare TCP sockets over loopback; medians (p90) in us\n");
+  printf("# %10s %16s %16s\n", "bytes", "two_way_conn", "conn_each_way");
+  const size_t maxBytes = *std::max_element(o.bytes.begin(), o.bytes.end());
+  for (size_t bytes : o.bytes) {
+    printf("  %10zu", bytes);
+    for (int eachWay = 0; eachWay < 2; ++eachWay) {
+      int a1 = -1, b1 = -1, a2 = -1, b2 = -1;  // a1 -> b1 carries the messages, b2 -> a2 the answers
+      if (!loopbackPair(&a1, &b1) || (eachWay && !loopbackPair(&a2, &b2))) {
+        fprintf(stderr, "net_engine_bench: cannot connect over loopback: %s\n", strerror(errno));
+        return 1;
+      }
+      if (!eachWay) a2 = a1, b2 = b1;
+      const int n = o.warmup + o.iters;
+      std::atomic<bool> ok{true};
+      std::thread answer([&] {
+        std::vector<char> buf(maxBytes);
+        for (int it = 0; it < n && ok; ++it)
+          if (!readAll(b1, buf.data(), bytes) || !writeAll(b2, buf.data(), bytes)) ok = false;
+      });
+      std::vector<char> buf(maxBytes, 1);
+      std::vector<double> rtt;
+      for (int it = 0; it < n && ok; ++it) {
+        const auto t0 = Clock::now();
+        if (!writeAll(a1, buf.data(), bytes) || !readAll(a2, buf.data(), bytes)) ok = false;
+        if (it >= o.warmup) rtt.push_back(usSince(t0, Clock::now()));
+      }
+      shutdown(a1, SHUT_RDWR);  // an answering thread still reading sees the end
+      answer.join();
+      for (int fd : {a1, b1, eachWay ? a2 : -1, eachWay ? b2 : -1})
+        if (fd >= 0) close(fd);
+      if (!ok || rtt.empty()) {
+        fprintf(stderr, "net_engine_bench: a bare socket failed: %s\n", strerror(errno));
+        return 1;
+      }
+      printf(" %8.2f (%5.1f)", percentile(rtt, 0.5), percentile(rtt, 0.9));
+    }
+    printf("\n");
+    fflush(stdout);
+  }
+  return 0;
+}
+
+int run(const Options& o) {
+  if (o.hops) return runHops(o);
+  if (o.sockets) return runSockets(o);
+  Pair p;
   const int c = o.channels;
-  std::vector<Connector> ab(c), ba(c), abR(c), baR(c);
-  for (int ch = 0; ch < c; ++ch) {
-    testutil::connectPair(netTransport(), a, b, ch, 8 * maxBytes, &ab[ch], &abR[ch]);
-    testutil::connectPair(netTransport(), b, a, ch, 8 * maxBytes, &ba[ch], &baR[ch]);
-  }
-  if (::testing::Test::HasFailure() || ab[0].info.stepBytes < maxBytes) {
-    fprintf(stderr, "net_engine_bench: setup failed (%s)\n", pendingError().c_str());
-    return 1;
-  }
-  // Lanes 0..c-1: rank 0's channels; c..2c-1: rank 1's.
-  std::vector<Lane> lanes(2 * c);
-  for (int ch = 0; ch < c; ++ch) {
-    lanes[ch].send = ab[ch].info;
-    lanes[ch].recv = baR[ch].info;
-    lanes[c + ch].send = ba[ch].info;
-    lanes[c + ch].recv = abR[ch].info;
-  }
-  for (int l = 0; l < 2 * c; ++l) {
-    lanes[l].out.resize(maxBytes);
-    for (size_t i = 0; i < maxBytes; ++i) lanes[l].out[i] = static_cast<char>(l * 31 + i * 7 + (i >> 9));
-  }
-  for (int l = 0; l < 2 * c; ++l) lanes[l].expect = lanes[(l + c) % (2 * c)].out;  // the peer's same channel
+  if (!p.connect(c, *std::max_element(o.bytes.begin(), o.bytes.end()))) return 1;
+  BenchRank& a = p.a;
+  BenchRank& b = p.b;
+  std::vector<Lane>& lanes = p.lanes;
 
   printf("# net_engine_bench: 2 ranks, %d channels each way (%d carrying steps), %d exchanges per operation, %d "
          "progress threads per rank, BRAID_NET_BULK_BYTES=%lld\n",
@@ -209,7 +402,7 @@ int run(const Options& o) {
   quit = true;
   bar.arrive();
   for (auto& t : ts) t.join();
-  busy = false;
+  p.busy = false;
   for (const Lane& l : lanes)
     if (!l.err.empty()) fprintf(stderr, "net_engine_bench: %s\n", l.err.c_str());
   return ok ? 0 : 1;
@@ -222,7 +415,7 @@ int main(int argc, char** argv) {
   braid::Options o;
   if (!braid::parse(argc, argv, &o)) {
     fprintf(stderr, "usage: net_engine_bench [--channels C] [--active A] [--steps K] [--iters N] [--warmup W] "
-                    "[--bytes S1,S2,...]\n");
+                    "[--bytes S1,S2,...] [--hops | --sockets]\n");
     return 2;
   }
   return braid::run(o);
