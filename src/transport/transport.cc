@@ -60,6 +60,8 @@ ncclResult_t checkTransportParams() {
   if (!p2pLevelLimit(nullptr, &level, &why)) return recordError(ncclInvalidArgument, "%s", why.c_str());
   BRAID_CHECK(checkRange("BRAID_NET_PROXY_THREADS", params::NetProxyThreads(), 1, NetProxy::kMaxThreads,
                          "the network proxy's thread count"));
+  BRAID_CHECK(checkRange("BRAID_NET_SOCKET_TWO_WAY", params::NetSocketTwoWay(), 0, 2,
+                         "the setting (0 never, 1 host communicators, 2 every communicator)"));
   BRAID_CHECK(checkRange("NCCL_IB_SL", params::IbSl(), 0, 15, "a service level"));
   BRAID_CHECK(checkRange("NCCL_IB_TC", params::IbTc(), 0, 255, "a traffic class"));
   BRAID_CHECK(checkRange("NCCL_IB_PKEY", params::IbPkey(), 0, 65535, "a partition key index"));

@@ -94,6 +94,7 @@ class Transport {
 };
 
 class NetProxy;  // the NET transport's progress engine (transport/net)
+class NetLinks;  // its connections' registry (transport/net/net_backend.h)
 enum class NetWork;
 
 // Per-communicator shared state for transports (e.g., the NET transport's progress engine).
@@ -112,6 +113,7 @@ struct TransportContext {
   bool proxyExecutorDriven = false;  // NetProxy's executorDriven (host communicators)
   size_t proxyBulkBytes = 0;  // NetSetupParams::bulkHelperBytes of the connections (0: no bulk helpers)
   int proxyThreads = 1;  // NetProxy's progress threads
+  std::shared_ptr<NetLinks> netLinks;  // NetSetupParams::links of the NET connections (made with the first, proxyMu)
 };
 
 // Connections of one communicator: ring connections per channel and point-to-point connections per peer.

@@ -251,9 +251,10 @@ TEST(BadInput, MalformedAlgoOverrideRejected) {
   expectOverrideRejected("NCCL_ALGO", "allreduce:ring;nosuchcoll:tree", "nosuchcoll");
 }
 
-TEST(BadInput, NetProxyThreadsOutOfRangeRejected) {
+TEST(BadInput, NetSettingsOutOfRangeRejected) {
   expectOverrideRejected("BRAID_NET_PROXY_THREADS", "0", "1 to 16");
   expectOverrideRejected("BRAID_NET_PROXY_THREADS", "17", "=17");
+  expectOverrideRejected("BRAID_NET_SOCKET_TWO_WAY", "3", "0 to 2");
 }
 
 TEST(BadInput, IbSettingsOutOfRangeRejected) {

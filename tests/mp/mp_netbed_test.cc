@@ -127,28 +127,32 @@ struct BedJob {
   const char* algo;
   bool shaped;     // tc netem delay and rate on every link
   bool fullCases;  // buildCases (thousands of cases) rather than buildShortCases
+  bool twoWay;     // BRAID_NET_SOCKET_TWO_WAY=1: a pair's connections on a tag share one TCP connection
 };
 
 void PrintTo(const BedJob& j, std::ostream* os) {
   *os << j.nodes << " nodes x " << j.perNode << " ranks, algorithm " << (*j.algo ? j.algo : "as chosen")
-      << (j.shaped ? ", netem" : "") << (j.fullCases ? ", full case list" : "");
+      << (j.shaped ? ", netem" : "") << (j.fullCases ? ", full case list" : "") << (j.twoWay ? ", two-way" : "");
 }
 
 std::string jobName(const testing::TestParamInfo<BedJob>& info) {
   const BedJob& j = info.param;
   return std::to_string(j.nodes) + "x" + std::to_string(j.perNode) + "_" + (*j.algo ? j.algo : "Chosen") +
-         (j.shaped ? "_netem" : "") + (j.fullCases ? "_full" : "");
+         (j.shaped ? "_netem" : "") + (j.fullCases ? "_full" : "") + (j.twoWay ? "_twoway" : "");
 }
 
 std::vector<BedJob> bedJobs() {
   std::vector<BedJob> jobs;
   for (const char* algo : kAlgos) {
-    jobs.push_back({2, 1, algo, false, true});
-    jobs.push_back({2, 2, algo, false, true});
-    jobs.push_back({3, 1, algo, false, true});
+    jobs.push_back({2, 1, algo, false, true, false});
+    jobs.push_back({2, 2, algo, false, true, false});
+    jobs.push_back({3, 1, algo, false, true, false});
   }
-  jobs.push_back({4, 1, "", false, false});
-  jobs.push_back({4, 1, "", true, false});
+  jobs.push_back({4, 1, "", false, false, false});
+  jobs.push_back({4, 1, "", true, false, false});
+  // Two-way connections: rings of two ranks, the tree's links and point-to-point pairs share theirs.
+  jobs.push_back({2, 2, "", false, true, true});
+  jobs.push_back({3, 1, "Tree", false, false, true});
   return jobs;
 }
 
@@ -168,6 +172,7 @@ TEST_P(NetBedCollectives, EveryCollectiveAndTypeAcrossNodes) {
            {"NCCL_DEBUG", "INFO"},       {"NCCL_DEBUG_SUBSYS", "INIT"}, {"NCCL_BUFFSIZE", "65536"},
            {"BRAID_HOST_NCHANNELS", "2"}};
   if (*job.algo) o.env.push_back({"NCCL_ALGO", job.algo});
+  if (job.twoWay) o.env.push_back({"BRAID_NET_SOCKET_TWO_WAY", "1"});
   const int nodes = job.nodes;
   o.childSetup = [&bed, &logs, nodes](int rank) {
     setenv("NCCL_DEBUG_FILE", logs.path(rank).c_str(), 1);
@@ -220,7 +225,7 @@ std::set<int> peersNamed(const std::string& msg, int self, int nranks) {
 // Node `down`'s link is taken down at the bridge once every rank has finished a few all-reduces. Packets are
 // then lost without any reset, so only the library's own timeout (BRAID_TIMEOUT) or a peer's broken
 // connection can end the waits: every rank must return ncclRemoteError naming a peer, and abort promptly.
-void linkDownInsideAllReduce(int nodes, int perNode, int down) {
+void linkDownInsideAllReduce(int nodes, int perNode, int down, bool twoWay = false) {
   const int nranks = nodes * perNode;
   const int timeoutSec = 10;
   ASSERT_LE(nranks, 8);
@@ -235,6 +240,7 @@ void linkDownInsideAllReduce(int nodes, int perNode, int down) {
   o.idSource = mp::IdSource::kRank0;
   o.timeoutSec = 120;
   o.env = {{"BRAID_HOST_COMM", "1"}, {"BRAID_TIMEOUT", std::to_string(timeoutSec)}, {"BRAID_BOOTSTRAP_TIMEOUT", "30"}};
+  if (twoWay) o.env.push_back({"BRAID_NET_SOCKET_TWO_WAY", "1"});
   o.childSetup = [&bed, nodes](int rank) {
     std::string why;
     ASSERT_TRUE(bed.enter(nodeOf(rank, nodes), &why)) << why;
@@ -296,6 +302,7 @@ void linkDownInsideAllReduce(int nodes, int perNode, int down) {
 
 TEST(NetBedFault, LinkDownInsideAllReduce_3x1) { linkDownInsideAllReduce(3, 1, 1); }
 TEST(NetBedFault, LinkDownInsideAllReduce_2x2) { linkDownInsideAllReduce(2, 2, 1); }
+TEST(NetBedFault, LinkDownInsideAllReduce_2x2_TwoWay) { linkDownInsideAllReduce(2, 2, 1, true); }
 
 // ---- the bed itself ----
 

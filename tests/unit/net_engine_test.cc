@@ -296,7 +296,10 @@ TEST(NetEngine, PeerConnectionsDealtByPeer) {
   const std::string cpus = firstCpus(2);
   if (cpus.empty()) GTEST_SKIP() << "one CPU: the engine would run one thread";
   EnvVar place("BRAID_PROXY_CPUS", cpus.c_str());
-  TestRank sender(0), receiver(0), b(1), c(2);  // rank 0 twice: one engine that only sends, one that only receives
+  // Rank 0 twice: one engine that only sends, one that only receives. b and c could not tell the two apart, so each
+  // direction keeps its own connection.
+  EnvVar oneWay("BRAID_NET_SOCKET_TWO_WAY", "0");
+  TestRank sender(0), receiver(0), b(1), c(2);
   sender.ctx.proxyThreads = receiver.ctx.proxyThreads = 2;
   Connector s[4], r[4];
   connectPair(netTransport(), sender, b, p2pConnChannel(0), 64 << 10, &s[0], &r[0]);

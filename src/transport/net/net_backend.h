@@ -10,8 +10,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/wait.h"
@@ -34,6 +37,33 @@ struct NetConnIdent {
   uint32_t reserved;
 };
 
+// What a backend keeps of a connection where the connection of the other direction with the same peer and tag can
+// find it (NetLinks).
+struct NetLink {
+  virtual ~NetLink() = default;
+};
+
+// One communicator rank's registry of NetLinks by peer, tag and kind (TransportContext::netLinks). The socket backend
+// finds there the other direction's connection to a peer on a tag and runs both over one two-way TCP connection
+// (net_socket.cc). Entries are weak: the connections own what they register.
+class NetLinks {
+ public:
+  enum class Kind { Listen, Send, Recv };
+  void put(int peer, uint32_t tag, Kind kind, const std::shared_ptr<NetLink>& link) {
+    std::lock_guard<std::mutex> lk(mu_);
+    links_[std::make_tuple(peer, tag, static_cast<int>(kind))] = link;
+  }
+  std::shared_ptr<NetLink> find(int peer, uint32_t tag, Kind kind) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = links_.find(std::make_tuple(peer, tag, static_cast<int>(kind)));
+    return it == links_.end() ? nullptr : it->second.lock();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::tuple<int, uint32_t, int>, std::weak_ptr<NetLink>> links_;
+};
+
 // How long setup may block, and the abort flag it watches; `peer` names the other side in messages.
 // `wait` (may be null) lets a blocked connect/accept see that a rank died: a dead peer never connects.
 struct NetSetupParams {
@@ -45,6 +75,11 @@ struct NetSetupParams {
   // Socket backend: messages of at least this many bytes are moved by a helper thread of the connection, the proxy's
   // threads only posting and completing them (0: the proxy's threads move every byte).
   size_t bulkHelperBytes = 0;
+  uint32_t tag = 0;           // the connection's tag (NetConnIdent::tag)
+  NetLinks* links = nullptr;  // this rank's registry (null: every connection stands alone)
+  // Socket backend: a send comm may run over this rank's connection from the peer on the tag (a two-way connection)
+  // rather than open its own (BRAID_NET_SOCKET_TWO_WAY). Either way the receiving side follows.
+  bool twoWay = false;
 };
 
 // Base of a backend's request type: owned by its comm, valid until test() reports it done.

@@ -94,17 +94,25 @@ class SocketBackend final : public NetBackend {
   ncclResult_t listen(NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
     SockIf one;
     BRAID_CHECK(findInterfaceAddr(&one.addr, &one.name));
-    return listenOn(one, handle, out);
+    std::shared_ptr<SockListen> l;
+    BRAID_CHECK(listenOn(one, handle, &l));
+    *out = newSocketListenComm(std::move(l));
+    return ncclSuccess;
   }
 
   // Where several interfaces match, the one nearest the rank's GPU (socket_nic.h); else the first.
+  // The listener is kept in p.links, where this rank's send comm to the peer on the tag may take the connection.
   ncclResult_t listenFor(const NetSetupParams& p, NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
     std::vector<SockIf> ifs;
     BRAID_CHECK(findInterfaces(&ifs));
     std::string why;
     const size_t pick = pickInterface(p.gpuBusId, ifs, &why);
     sayChoice(p.gpuBusId, ifs, pick, why);
-    return listenOn(ifs[pick], handle, out);
+    std::shared_ptr<SockListen> l;
+    BRAID_CHECK(listenOn(ifs[pick], handle, &l));
+    if (p.links) p.links->put(p.peer, p.tag, NetLinks::Kind::Listen, l);
+    *out = newSocketListenComm(std::move(l));
+    return ncclSuccess;
   }
 
   ncclResult_t connect(const NetHandle& handle, const NetConnIdent& ident, const NetSetupParams& p,
@@ -114,6 +122,16 @@ class SocketBackend final : public NetBackend {
     if (h.magic != kSockHandleMagic || h.nSocks < 1 || h.nSocks > static_cast<uint32_t>(kNetMaxSocks)) {
       return recordError(ncclInternalError, "NET/Socket: bad connection handle from rank %d (magic %#x)", p.peer,
                          h.magic);
+    }
+    if (p.links && p.twoWay) {
+      std::shared_ptr<SockSet> set;
+      BRAID_CHECK(otherWaySockets(h, ident, p, &set));
+      if (set) {
+        BRAID_CHECK(writeOtherWayPreamble(set.get(), h.nonce, ident, p));
+        BRAID_TRACE(kSubNet, "NET/Socket: send to rank %d tag %u over the connection from it", p.peer, ident.tag);
+        *out = newSocketSendComm(std::move(set), p.peer, p.bulkHelperBytes);
+        return ncclSuccess;
+      }
     }
     std::vector<Socket> socks(h.nSocks);
     using Clock = std::chrono::steady_clock;
@@ -146,24 +164,52 @@ class SocketBackend final : public NetBackend {
       BRAID_CHECK(socks[i].setNonBlocking(true));
       BRAID_CHECK(socks[i].setNoDelay());
     }
-    *out = newSocketSendComm(std::move(socks), p.peer, p.bulkHelperBytes);
+    auto set = std::make_shared<SockSet>(std::move(socks));
+    if (p.links) p.links->put(p.peer, ident.tag, NetLinks::Kind::Send, set);
+    *out = newSocketSendComm(std::move(set), p.peer, p.bulkHelperBytes);
     return ncclSuccess;
   }
 
  private:
-  ncclResult_t listenOn(const SockIf& where, NetHandle* handle, std::unique_ptr<NetListenComm>* out) {
+  ncclResult_t listenOn(const SockIf& where, NetHandle* handle, std::shared_ptr<SockListen>* out) {
     SocketHandle h{};
     h.magic = kSockHandleMagic;
     h.nSocks = static_cast<uint32_t>(netSocketsPerConnection());
     h.nonce = randomNonce();
     h.addr = where.addr;
-    Socket listener;
-    BRAID_CHECK(listener.listen(&h.addr));
+    auto l = std::make_shared<SockListen>();
+    BRAID_CHECK(l->listener.listen(&h.addr));
+    l->nonce = h.nonce;
+    l->nSocks = static_cast<int>(h.nSocks);
     BRAID_TRACE(kSubNet, "NET/Socket: listening on %s (%s), %u socket(s)", sockAddrToString(h.addr).c_str(),
                 where.name.c_str(), h.nSocks);
     std::memset(handle, 0, sizeof(*handle));
     std::memcpy(handle->data, &h, sizeof(h));
-    *out = newSocketListenComm(std::move(listener), h.nonce, static_cast<int>(h.nSocks));
+    *out = std::move(l);
+    return ncclSuccess;
+  }
+
+  // The sockets a send comm to the peer on ident.tag may share with this rank's connection from the peer on the tag
+  // (null: none; it connects its own): a receive comm's, running already, or the connection the peer makes in this
+  // batch, which the higher rank takes here, before its accept(). The lower rank connects its sends before it
+  // accepts anything (ConnectionManager), so a rank waits here only for lower ones, and never in a cycle.
+  ncclResult_t otherWaySockets(const SocketHandle& h, const NetConnIdent& ident, const NetSetupParams& p,
+                               std::shared_ptr<SockSet>* out) {
+    out->reset();
+    auto recv = std::dynamic_pointer_cast<SockSet>(p.links->find(p.peer, ident.tag, NetLinks::Kind::Recv));
+    if (recv && recv->socks.size() == h.nSocks && !recv->otherWay.exchange(true)) {
+      *out = std::move(recv);
+      return ncclSuccess;
+    }
+    if (ident.sendRank <= p.peer) return ncclSuccess;
+    auto l = std::dynamic_pointer_cast<SockListen>(p.links->find(p.peer, ident.tag, NetLinks::Kind::Listen));
+    if (!l || l->early || !l->listener.valid() || l->nSocks != static_cast<int>(h.nSocks)) return ncclSuccess;
+    std::shared_ptr<SockSet> set;
+    BRAID_CHECK(acceptSockets(l.get(), NetConnIdent{p.peer, ident.sendRank, ident.tag, 0}, p, nullptr, &set));
+    set->otherWay.store(true);
+    l->early = set;
+    l->listener.close();
+    *out = std::move(set);
     return ncclSuccess;
   }
 

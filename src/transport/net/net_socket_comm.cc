@@ -92,8 +92,8 @@ bool wouldBlock(int e) { return e == EAGAIN || e == EWOULDBLOCK; }
 // notifyFd_, which the helper writes when it hands the connection back.
 class SocketCommBase {
  protected:
-  SocketCommBase(std::vector<Socket> socks, int peer, size_t bulkBytes)
-      : socks_(std::move(socks)), peer_(peer), bulkBytes_(bulkBytes) {
+  SocketCommBase(std::shared_ptr<SockSet> set, int peer, size_t bulkBytes)
+      : set_(std::move(set)), socks_(set_->socks), peer_(peer), bulkBytes_(bulkBytes) {
     nSocks_ = static_cast<int>(socks_.size());
     for (int i = 0; i < kNetMaxSocks; i++) cur_[i] = 0;
     if (bulkBytes_ > 0) {
@@ -196,7 +196,9 @@ class SocketCommBase {
 
   void closeAll() {
     stopHelper();
-    for (auto& s : socks_) s.close();
+    // Sockets that a comm of the other direction also runs over close with the last of the two (~SockSet).
+    if (set_.use_count() == 1)
+      for (auto& s : socks_) s.close();
   }
 
   // Moves bytes (caller holds ioMu_). bulk: everything posted; else it stops at a message of at least bulkBytes_
@@ -210,7 +212,8 @@ class SocketCommBase {
 
   std::mutex ioMu_;
 
-  std::vector<Socket> socks_;
+  std::shared_ptr<SockSet> set_;
+  std::vector<Socket>& socks_;  // set_->socks
   int nSocks_ = 1;
   int peer_ = -1;
   SockRequest reqs_[kMaxSockRequests];
@@ -283,8 +286,8 @@ class SocketCommBase {
 
 class SocketSendComm final : public NetSendComm, SocketCommBase {
  public:
-  SocketSendComm(std::vector<Socket> socks, int peer, size_t bulkBytes)
-      : SocketCommBase(std::move(socks), peer, bulkBytes) {
+  SocketSendComm(std::shared_ptr<SockSet> set, int peer, size_t bulkBytes)
+      : SocketCommBase(std::move(set), peer, bulkBytes) {
     for (bool& w : wantOut_) w = false;
   }
   ~SocketSendComm() override { closeAll(); }
@@ -321,16 +324,7 @@ class SocketSendComm final : public NetSendComm, SocketCommBase {
     if (!pollNotify(fds, n)) return ncclSuccess;
     for (size_t i = 0; i < n && i < static_cast<size_t>(nSocks_); i++) {
       if (fds[i].revents & POLLERR) return failSoError(static_cast<int>(i));
-      if (fds[i].revents & (POLLIN | POLLHUP)) {
-        char b;
-        ssize_t r = recv(socks_[i].fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (r == 0) return failClosed(static_cast<int>(i), false);
-        if (r < 0 && !wouldBlock(errno) && errno != EINTR) return failErrno("recv", static_cast<int>(i), errno);
-        if (r > 0) {
-          return fail(ncclRemoteError, "NET/Socket: rank " + std::to_string(peer_) +
-                                           " sent data on a send-only connection (protocol error)");
-        }
-      }
+      if (fds[i].revents & (POLLRDHUP | POLLHUP)) return failClosed(static_cast<int>(i), false);
     }
     return ncclSuccess;
   }
@@ -345,9 +339,10 @@ class SocketSendComm final : public NetSendComm, SocketCommBase {
   }
 
   void socketFds(std::vector<pollfd>* fds) override {
-    // POLLIN on a send socket means EOF or reset: the receiver never writes.
+    // The peer's end of the stream (POLLRDHUP) is the sign of its closing: data coming the other way on a two-way
+    // connection is its receive comm's.
     for (int i = 0; i < nSocks_; i++) {
-      fds->push_back(pollfd{socks_[i].fd(), static_cast<short>(POLLIN | (wantOut_[i] ? POLLOUT : 0)), 0});
+      fds->push_back(pollfd{socks_[i].fd(), static_cast<short>(POLLRDHUP | (wantOut_[i] ? POLLOUT : 0)), 0});
     }
   }
 
@@ -410,8 +405,8 @@ class SocketSendComm final : public NetSendComm, SocketCommBase {
 
 class SocketRecvComm final : public NetRecvComm, SocketCommBase {
  public:
-  SocketRecvComm(std::vector<Socket> socks, int peer, size_t bulkBytes)
-      : SocketCommBase(std::move(socks), peer, bulkBytes) {
+  SocketRecvComm(std::shared_ptr<SockSet> set, int peer, size_t bulkBytes)
+      : SocketCommBase(std::move(set), peer, bulkBytes) {
     for (bool& h : hup_) h = false;
   }
   ~SocketRecvComm() override { closeAll(); }
@@ -572,83 +567,144 @@ class SocketRecvComm final : public NetRecvComm, SocketCommBase {
 
 class SocketListenComm final : public NetListenComm {
  public:
-  SocketListenComm(Socket listener, uint64_t nonce, int nSocks)
-      : listener_(std::move(listener)), nonce_(nonce), nSocks_(nSocks) {}
+  explicit SocketListenComm(std::shared_ptr<SockListen> l) : l_(std::move(l)) {}
 
   ncclResult_t accept(const NetConnIdent& expect, const NetSetupParams& p, std::unique_ptr<NetRecvComm>* out) override {
-    using Clock = std::chrono::steady_clock;
-    auto deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(p.timeoutSec));
-    std::vector<Socket> socks(nSocks_);
-    int got = 0;
-    while (got < nSocks_) {
-      double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-      if (left <= 0) {
-        return recordError(ncclRemoteError,
-                           "NET/Socket: rank %d did not connect within %.0f s (%d of %d sockets arrived)", p.peer,
-                           p.timeoutSec, got, nSocks_);
+    std::shared_ptr<SockSet> set = l_->early;
+    if (!set) {
+      // This rank's connection to the peer on the tag, which the peer may answer over (whatever this rank's
+      // BRAID_NET_SOCKET_TWO_WAY: the connecting side decides).
+      std::shared_ptr<SockSet> otherWay;
+      if (p.links) {
+        otherWay = std::dynamic_pointer_cast<SockSet>(p.links->find(p.peer, expect.tag, NetLinks::Kind::Send));
       }
-      Socket s;
-      const double slice = p.wait == nullptr ? left : livenessSlice(left);
-      ncclResult_t r = listener_.accept(&s, slice, p.abortFlag);
-      if (r == ncclRemoteError) {  // nobody connected within the slice (the deadline is checked above)
-        clearPendingError();
-        BRAID_CHECK(checkSetupPeers(p, "waiting for"));
-        continue;
-      }
-      if (r != ncclSuccess) return rewrapError(r, "NET/Socket: waiting for rank %d to connect: %s", p.peer);
-      Preamble pre{};
-      // A stray client that never speaks must not hold us past a short grace period: connections are read one
-      // at a time. The peer writes its preamble right after connecting; 5 s leaves room for a peer descheduled
-      // on a loaded machine (dropping a real peer would fail the whole setup).
-      if (s.recvAll(&pre, sizeof(pre), std::min(left, 5.0), p.abortFlag, "the connecting side") != ncclSuccess) {
-        if (p.abortFlag && p.abortFlag->load()) {
-          return rewrapError(ncclInvalidUsage, "NET/Socket: setup with rank %d aborted: %s", p.peer);
-        }
-        BRAID_WARN("NET/Socket: dropped a connection that sent no valid preamble while waiting for rank %d: %s", p.peer,
-                   pendingError().c_str());
-        clearPendingError();
-        continue;
-      }
-      bool ok = pre.magic == kPreambleMagic && pre.nonce == nonce_ && pre.nSocks == static_cast<uint32_t>(nSocks_) &&
-                pre.sockIndex < static_cast<uint32_t>(nSocks_) && pre.ident.sendRank == expect.sendRank &&
-                pre.ident.recvRank == expect.recvRank && pre.ident.tag == expect.tag && !socks[pre.sockIndex].valid();
-      if (!ok) {
-        BRAID_WARN(
-            "NET/Socket: dropped a connection presenting rank %d -> %d tag %u socket %u (expected rank %d -> %d "
-            "tag %u, nonce %s)",
-            pre.ident.sendRank, pre.ident.recvRank, pre.ident.tag, pre.sockIndex, expect.sendRank, expect.recvRank,
-            expect.tag, pre.nonce == nonce_ ? "ok" : "wrong");
-        continue;
-      }
-      socks[pre.sockIndex] = std::move(s);
-      got++;
+      if (otherWay && (otherWay->socks.size() != static_cast<size_t>(l_->nSocks) || otherWay->otherWay.load()))
+        otherWay.reset();
+      BRAID_CHECK(acceptSockets(l_.get(), expect, p, otherWay, &set));
     }
-    for (auto& s : socks) {
-      BRAID_CHECK(s.setNonBlocking(true));
-      BRAID_CHECK(s.setNoDelay());
-    }
-    out->reset(new SocketRecvComm(std::move(socks), p.peer, p.bulkHelperBytes));
-    listener_.close();  // one connection per listener
+    out->reset(new SocketRecvComm(set, p.peer, p.bulkHelperBytes));
+    if (p.links) p.links->put(p.peer, expect.tag, NetLinks::Kind::Recv, set);
+    l_->listener.close();  // one connection per listener
     return ncclSuccess;
   }
 
-  void close() override { listener_.close(); }
+  void close() override { l_->listener.close(); }
 
  private:
-  Socket listener_;
-  uint64_t nonce_;
-  int nSocks_;
+  std::shared_ptr<SockListen> l_;
 };
+
+// The preamble the peer wrote on socket 0 of `set` to say it sends over it: it must present this listener's nonce
+// and the connection expected.
+ncclResult_t takeOtherWayPreamble(SockListen* l, const NetConnIdent& expect, const NetSetupParams& p, double left,
+                                  SockSet* set) {
+  Preamble pre{};
+  ncclResult_t r = set->socks[0].recvAll(&pre, sizeof(pre), std::min(left, 5.0), p.abortFlag, "the connected side");
+  if (r != ncclSuccess) {
+    return rewrapError(r, "NET/Socket: waiting for rank %d on the connection both ways: %s", p.peer);
+  }
+  if (pre.magic != kPreambleMagic || pre.nonce != l->nonce || pre.nSocks != static_cast<uint32_t>(l->nSocks) ||
+      pre.sockIndex != 0 || pre.ident.sendRank != expect.sendRank || pre.ident.recvRank != expect.recvRank ||
+      pre.ident.tag != expect.tag) {
+    return recordError(ncclRemoteError,
+                       "NET/Socket: rank %d presented rank %d -> %d tag %u on the connection both ways (expected rank "
+                       "%d -> %d tag %u, nonce %s; protocol error)",
+                       p.peer, pre.ident.sendRank, pre.ident.recvRank, pre.ident.tag, expect.sendRank, expect.recvRank,
+                       expect.tag, pre.nonce == l->nonce ? "ok" : "wrong");
+  }
+  set->otherWay.store(true);
+  return ncclSuccess;
+}
 
 }  // namespace
 
-std::unique_ptr<NetSendComm> newSocketSendComm(std::vector<Socket> socks, int peer, size_t bulkBytes) {
-  return std::unique_ptr<NetSendComm>(new SocketSendComm(std::move(socks), peer, bulkBytes));
+ncclResult_t acceptSockets(SockListen* l, const NetConnIdent& expect, const NetSetupParams& p,
+                           const std::shared_ptr<SockSet>& otherWay, std::shared_ptr<SockSet>* out) {
+  using Clock = std::chrono::steady_clock;
+  auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(p.timeoutSec));
+  std::vector<Socket> socks(l->nSocks);
+  int got = 0;
+  while (got < l->nSocks) {
+    double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      return recordError(ncclRemoteError,
+                         "NET/Socket: rank %d did not connect within %.0f s (%d of %d sockets arrived)", p.peer,
+                         p.timeoutSec, got, l->nSocks);
+    }
+    const double slice = p.wait == nullptr ? left : livenessSlice(left);
+    if (otherWay && got == 0) {  // until the peer's first socket arrives, it may answer over ours instead
+      pollfd fds[2] = {{l->listener.fd(), POLLIN, 0}, {otherWay->socks[0].fd(), POLLIN, 0}};
+      const int n = poll(fds, 2, static_cast<int>(std::min(slice, 0.1) * 1000) + 1);
+      if (n > 0 && fds[1].revents) {
+        BRAID_CHECK(takeOtherWayPreamble(l, expect, p, left, otherWay.get()));
+        *out = otherWay;
+        return ncclSuccess;
+      }
+      if (n <= 0) {
+        if (p.abortFlag && p.abortFlag->load()) {
+          return recordError(ncclInvalidUsage, "NET/Socket: setup with rank %d aborted", p.peer);
+        }
+        BRAID_CHECK(checkSetupPeers(p, "waiting for"));
+        continue;
+      }
+    }
+    Socket s;
+    ncclResult_t r = l->listener.accept(&s, slice, p.abortFlag);
+    if (r == ncclRemoteError) {  // nobody connected within the slice (the deadline is checked above)
+      clearPendingError();
+      BRAID_CHECK(checkSetupPeers(p, "waiting for"));
+      continue;
+    }
+    if (r != ncclSuccess) return rewrapError(r, "NET/Socket: waiting for rank %d to connect: %s", p.peer);
+    Preamble pre{};
+    // A stray client that never speaks must not hold us past a short grace period: connections are read one
+    // at a time. The peer writes its preamble right after connecting; 5 s leaves room for a peer descheduled
+    // on a loaded machine (dropping a real peer would fail the whole setup).
+    if (s.recvAll(&pre, sizeof(pre), std::min(left, 5.0), p.abortFlag, "the connecting side") != ncclSuccess) {
+      if (p.abortFlag && p.abortFlag->load()) {
+        return rewrapError(ncclInvalidUsage, "NET/Socket: setup with rank %d aborted: %s", p.peer);
+      }
+      BRAID_WARN("NET/Socket: dropped a connection that sent no valid preamble while waiting for rank %d: %s", p.peer,
+                 pendingError().c_str());
+      clearPendingError();
+      continue;
+    }
+    bool ok = pre.magic == kPreambleMagic && pre.nonce == l->nonce && pre.nSocks == static_cast<uint32_t>(l->nSocks) &&
+              pre.sockIndex < static_cast<uint32_t>(l->nSocks) && pre.ident.sendRank == expect.sendRank &&
+              pre.ident.recvRank == expect.recvRank && pre.ident.tag == expect.tag && !socks[pre.sockIndex].valid();
+    if (!ok) {
+      BRAID_WARN(
+          "NET/Socket: dropped a connection presenting rank %d -> %d tag %u socket %u (expected rank %d -> %d "
+          "tag %u, nonce %s)",
+          pre.ident.sendRank, pre.ident.recvRank, pre.ident.tag, pre.sockIndex, expect.sendRank, expect.recvRank,
+          expect.tag, pre.nonce == l->nonce ? "ok" : "wrong");
+      continue;
+    }
+    socks[pre.sockIndex] = std::move(s);
+    got++;
+  }
+  for (auto& s : socks) {
+    BRAID_CHECK(s.setNonBlocking(true));
+    BRAID_CHECK(s.setNoDelay());
+  }
+  *out = std::make_shared<SockSet>(std::move(socks));
+  return ncclSuccess;
 }
 
-std::unique_ptr<NetListenComm> newSocketListenComm(Socket listener, uint64_t nonce, int nSocks) {
-  return std::unique_ptr<NetListenComm>(new SocketListenComm(std::move(listener), nonce, nSocks));
+ncclResult_t writeOtherWayPreamble(SockSet* set, uint64_t nonce, const NetConnIdent& ident, const NetSetupParams& p) {
+  Preamble pre{kPreambleMagic, nonce, ident, 0, static_cast<uint32_t>(set->socks.size())};
+  ncclResult_t r = set->socks[0].sendAll(&pre, sizeof(pre), p.timeoutSec, p.abortFlag, "the receiving rank");
+  if (r != ncclSuccess) return rewrapError(r, "NET/Socket: sending the preamble to rank %d failed: %s", p.peer);
+  return ncclSuccess;
+}
+
+std::unique_ptr<NetSendComm> newSocketSendComm(std::shared_ptr<SockSet> set, int peer, size_t bulkBytes) {
+  return std::unique_ptr<NetSendComm>(new SocketSendComm(std::move(set), peer, bulkBytes));
+}
+
+std::unique_ptr<NetListenComm> newSocketListenComm(std::shared_ptr<SockListen> l) {
+  return std::unique_ptr<NetListenComm>(new SocketListenComm(std::move(l)));
 }
 
 }  // namespace braid

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -48,9 +49,35 @@ ncclResult_t checkSetupPeers(const NetSetupParams& p, const char* doing);
 // Replaces the pending message with one that says which step failed and with whom.
 ncclResult_t rewrapError(ncclResult_t code, const char* fmt, int peer);
 
-// A connected sender over `socks` (nonblocking, in socket-index order); bulkBytes > 0 gives it a bulk helper.
-std::unique_ptr<NetSendComm> newSocketSendComm(std::vector<Socket> socks, int peer, size_t bulkBytes);
-// A listener whose accept() takes the nSocks sockets presenting `nonce` and makes the receive comm.
-std::unique_ptr<NetListenComm> newSocketListenComm(Socket listener, uint64_t nonce, int nSocks);
+// The sockets of a connection (nonblocking, in socket-index order). A two-way connection carries a peer and tag's
+// messages both ways: its send and receive comm share the set, and the last of them to go closes the sockets.
+struct SockSet final : NetLink {
+  explicit SockSet(std::vector<Socket> s) : socks(std::move(s)) {}
+  std::vector<Socket> socks;
+  std::atomic<bool> otherWay{false};  // a comm of the other direction runs over these sockets too
+};
+
+// A listener of one connection (NetLinks::Kind::Listen): where the peer connects, or, where this rank has a
+// connection to the peer on the tag already, where the peer says on it that it sends the other way there.
+struct SockListen final : NetLink {
+  Socket listener;
+  uint64_t nonce = 0;
+  int nSocks = 1;
+  std::shared_ptr<SockSet> early;  // taken before accept() by this rank's send comm to the peer (net_socket.cc)
+};
+
+// The nSocks sockets that connect to `l` presenting `expect`, waiting (bounded by `p`) and dropping strays. Where
+// `otherWay` is given, the peer may instead say on its socket 0 that it sends over those sockets (the preamble
+// writeOtherWayPreamble writes): *out is then `otherWay`.
+ncclResult_t acceptSockets(SockListen* l, const NetConnIdent& expect, const NetSetupParams& p,
+                           const std::shared_ptr<SockSet>& otherWay, std::shared_ptr<SockSet>* out);
+// Says on `set` (the sockets of this rank's connection from or to the peer) that `ident`'s messages go over it
+// from now on; nonce is the peer's listener's.
+ncclResult_t writeOtherWayPreamble(SockSet* set, uint64_t nonce, const NetConnIdent& ident, const NetSetupParams& p);
+
+// A connected sender over `set`; bulkBytes > 0 gives it a bulk helper.
+std::unique_ptr<NetSendComm> newSocketSendComm(std::shared_ptr<SockSet> set, int peer, size_t bulkBytes);
+// A listener whose accept() takes the connection `l` listens for and makes the receive comm.
+std::unique_ptr<NetListenComm> newSocketListenComm(std::shared_ptr<SockListen> l);
 
 }  // namespace braid

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 #include "core/log.h"
 #include "core/param.h"
@@ -58,6 +59,17 @@ NetSetupParams setupParams(const NetResources& res) {
   p.wait = res.ctx->wait;
   p.gpuBusId = res.ctx->self ? res.ctx->self->busId : -1;
   p.bulkHelperBytes = res.ctx->proxyBulkBytes;
+  p.tag = res.tag;
+  {
+    std::lock_guard<std::mutex> lock(res.ctx->proxyMu);
+    if (!res.ctx->netLinks) res.ctx->netLinks = std::make_shared<NetLinks>();
+    p.links = res.ctx->netLinks.get();
+  }
+  // Where one thread drives both directions (host communicators' executors) a two-way connection saves each small
+  // message its bare ACK; where a send and a receive thread share the socket, or large messages stream both ways,
+  // they contend for it (docs/TUNING.md, "A socket hop"): so only on request.
+  const int64_t twoWay = params::NetSocketTwoWay();
+  p.twoWay = twoWay >= 2 || (twoWay == 1 && res.ctx->proxyExecutorDriven);
   return p;
 }
 

@@ -1,0 +1,181 @@
+// Two-way socket connections (BRAID_NET_SOCKET_TWO_WAY): where a rank has connections to a peer on one tag in both
+// directions, they share one TCP connection, whichever way round and in whichever order they were made, with every
+// byte checked both ways at once; at 1 only host communicators' (executor-driven) engines share, at 0 (the default)
+// none does; a peer that goes away fails both directions.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/result.h"
+#include "transport/conn_failure.h"
+#include "transport/net/net_internal.h"
+#include "transport/net/net_proxy.h"
+#include "transport_test_util.h"
+
+namespace braid {
+namespace {
+
+using testutil::connectPair;
+using testutil::EnvVar;
+using testutil::TestRank;
+
+// This process's open sockets (both ends of a loopback connection count).
+int openSockets() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) {
+      char target[64] = {};
+      const std::string link = std::string("/proc/self/fd/") + e->d_name;
+      if (readlink(link.c_str(), target, sizeof(target) - 1) > 0 && std::strncmp(target, "socket:", 7) == 0) ++n;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+// Rank 0's connections to and from rank 1: `first` connects first (0: rank 0's send, 1: rank 1's), each direction
+// on its tag; `made` is how many sockets that opened.
+struct BothWays {
+  TestRank a{0}, b{1};
+  Connector abS, abR, baS, baR;
+  int made = 0;
+
+  explicit BothWays(int first = 0, int abTag = 0, int baTag = 0, bool host = false) {
+    a.ctx.proxyExecutorDriven = b.ctx.proxyExecutorDriven = host;
+    const int before = openSockets();
+    for (int i = 0; i < 2; ++i) {
+      if ((i == 0) == (first == 0)) {
+        connectPair(netTransport(), a, b, abTag, 64 << 10, &abS, &abR);
+      } else {
+        connectPair(netTransport(), b, a, baTag, 64 << 10, &baS, &baR);
+      }
+    }
+    made = openSockets() - before;
+  }
+
+  // Steps both ways at once, every byte checked: "" or what went wrong.
+  std::string pump() {
+    std::string other;
+    std::thread t([&] { other = testutil::pump(baS.info, baR.info, 71, 300); });
+    std::string mine = testutil::pump(abS.info, abR.info, 70, 300);
+    t.join();
+    return mine.empty() ? other : "0 to 1: " + mine;
+  }
+};
+
+// Rank 0 connects to rank 1 first, then rank 1 to rank 0: rank 1 sends over its receive connection.
+TEST(NetTwoWay, TheSecondDirectionRidesTheFirstConnection) {
+  EnvVar every("BRAID_NET_SOCKET_TWO_WAY", "2");
+  BothWays c(0, 3, 3);
+  EXPECT_EQ(c.made, 2) << "one connection: one socket at each end";
+  EXPECT_EQ(c.pump(), "");
+}
+
+// The other order: the lower rank sends over the connection the higher one made.
+TEST(NetTwoWay, TheLowerRankAnswersOverTheHigherOnesConnection) {
+  EnvVar every("BRAID_NET_SOCKET_TWO_WAY", "2");
+  BothWays c(1);
+  EXPECT_EQ(c.made, 2);
+  EXPECT_EQ(c.pump(), "");
+}
+
+// Both directions in one batch, each rank on its own thread in ConnectionManager's order (set up, exchange handles,
+// connect the sends, then accept): the higher rank takes the lower one's connection before its accept.
+TEST(NetTwoWay, OneBatchOfBothDirections) {
+  EnvVar every("BRAID_NET_SOCKET_TWO_WAY", "2");
+  TestRank r0(0), r1(1);
+  TestRank* ranks[2] = {&r0, &r1};
+  Connector send[2], recv[2];  // rank i's send to and receive from the other
+  std::promise<ConnectHandle> sendHandle[2], recvHandle[2];
+  const int before = openSockets();
+  auto side = [&](int me) {
+    const int peer = 1 - me;
+    send[me].ctx = recv[me].ctx = &ranks[me]->ctx;
+    ConnectHandle hs, hr;
+    ASSERT_EQ(netTransport()->setup(Direction::Recv, ranks[me]->info, ranks[peer]->info, 5, 64 << 10, &recv[me], &hr),
+              ncclSuccess)
+        << pendingError();
+    ASSERT_EQ(netTransport()->setup(Direction::Send, ranks[me]->info, ranks[peer]->info, 5, 64 << 10, &send[me], &hs),
+              ncclSuccess)
+        << pendingError();
+    sendHandle[me].set_value(hs);
+    recvHandle[me].set_value(hr);
+    const ConnectHandle peerRecv = recvHandle[peer].get_future().get();
+    const ConnectHandle peerSend = sendHandle[peer].get_future().get();
+    ASSERT_EQ(netTransport()->connect(Direction::Send, peerRecv, &send[me]), ncclSuccess) << pendingError();
+    ASSERT_EQ(netTransport()->connect(Direction::Recv, peerSend, &recv[me]), ncclSuccess) << pendingError();
+  };
+  std::thread t(side, 1);
+  side(0);
+  t.join();
+  ASSERT_TRUE(send[0].connected && recv[0].connected && send[1].connected && recv[1].connected);
+  EXPECT_EQ(openSockets() - before, 2);
+  std::string other;
+  std::thread back([&] { other = testutil::pump(send[1].info, recv[0].info, 73, 300); });
+  EXPECT_EQ(testutil::pump(send[0].info, recv[1].info, 72, 300), "");
+  back.join();
+  EXPECT_EQ(other, "");
+}
+
+TEST(NetTwoWay, OffGivesAConnectionEachWay) {
+  EnvVar off("BRAID_NET_SOCKET_TWO_WAY", "0");
+  BothWays c;
+  EXPECT_EQ(c.made, 4);
+  EXPECT_EQ(c.pump(), "");
+}
+
+// At 1, engines whose executors drive the connections (host communicators) share; the others (GPU communicators: a
+// send and a receive thread per socket would contend for it) keep a connection each way, as every engine does by
+// default.
+TEST(NetTwoWay, OneSharesOnHostCommunicatorsOnly) {
+  for (const char* setting : {static_cast<const char*>(nullptr), "1"}) {
+    EnvVar twoWay("BRAID_NET_SOCKET_TWO_WAY", setting);
+    const std::string which = setting ? setting : "unset";
+    EXPECT_EQ(BothWays(0, 0, 0, false).made, 4) << "GPU communicators, " << which;
+    EXPECT_EQ(BothWays(0, 0, 0, true).made, setting ? 2 : 4) << "host communicators, " << which;
+  }
+}
+
+// Connections on other tags keep their own TCP connections.
+TEST(NetTwoWay, OnlyTheSameTagShares) {
+  EnvVar every("BRAID_NET_SOCKET_TWO_WAY", "2");
+  BothWays c(0, 1, 2);
+  EXPECT_EQ(c.made, 4);
+  EXPECT_EQ(c.pump(), "");
+}
+
+// The peer closing both of its comms (as a dying process does) fails both of this rank's directions, naming it.
+TEST(NetTwoWay, PeerGoneFailsBothDirections) {
+  EnvVar every("BRAID_NET_SOCKET_TWO_WAY", "2");
+  TestRank a(0), b(1);
+  Connector abS, baR;
+  auto abR = std::make_unique<Connector>();
+  auto baS = std::make_unique<Connector>();
+  connectPair(netTransport(), a, b, 0, 64 << 10, &abS, abR.get());
+  connectPair(netTransport(), b, a, 0, 64 << 10, baS.get(), &baR);
+  std::string other;
+  std::thread back([&] { other = testutil::pump(baS->info, baR.info, 75, 300); });
+  ASSERT_EQ(testutil::pump(abS.info, abR->info, 74, 300), "");
+  back.join();
+  ASSERT_EQ(other, "");
+  abR.reset();
+  baS.reset();
+  b.ctx.proxy.reset();
+  EXPECT_TRUE(testutil::waitFlag(abS.info.errorFlag, 5)) << "the send to the gone peer";
+  EXPECT_TRUE(testutil::waitFlag(baR.info.errorFlag, 5)) << "the receive from the gone peer";
+  for (const uint32_t* flag : {abS.info.errorFlag, baR.info.errorFlag}) {
+    ncclResult_t code = ncclSuccess;
+    const std::string why = connFailure(flag, &code);
+    EXPECT_EQ(code, ncclRemoteError) << why;
+    EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
+  }
+}
+
+}  // namespace
+}  // namespace braid
