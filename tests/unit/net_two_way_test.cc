@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <future>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "core/result.h"
+#include "transport/net/proxy_affinity.h"
 #include "transport/conn_failure.h"
 #include "transport/net/net_internal.h"
 #include "transport/net/net_proxy.h"
@@ -46,8 +48,9 @@ struct BothWays {
   Connector abS, abR, baS, baR;
   int made = 0;
 
-  explicit BothWays(int first = 0, int abTag = 0, int baTag = 0, bool host = false) {
+  explicit BothWays(int first = 0, int abTag = 0, int baTag = 0, bool host = false, int threads = 1) {
     a.ctx.proxyExecutorDriven = b.ctx.proxyExecutorDriven = host;
+    a.ctx.proxyThreads = b.ctx.proxyThreads = threads;
     const int before = openSockets();
     for (int i = 0; i < 2; ++i) {
       if ((i == 0) == (first == 0)) {
@@ -139,6 +142,27 @@ TEST(NetTwoWay, OneSharesOnHostCommunicatorsOnly) {
     const std::string which = setting ? setting : "unset";
     EXPECT_EQ(BothWays(0, 0, 0, false).made, 4) << "GPU communicators, " << which;
     EXPECT_EQ(BothWays(0, 0, 0, true).made, setting ? 2 : 4) << "host communicators, " << which;
+  }
+}
+
+// An engine of several threads drives both directions of a two-way connection on one thread, the one its first comm
+// took (they would contend for the socket), where a connection each way has its send and its receive on different
+// threads.
+TEST(NetTwoWay, BothDirectionsOfOneConnectionOnOneThread) {
+  const CpuList mine = threadCpus();
+  if (mine.size() < 2) GTEST_SKIP() << "one CPU: the engine would run one thread";
+  EnvVar place("BRAID_PROXY_CPUS", formatCpuList(CpuList(mine.begin(), mine.begin() + 2)).c_str());
+  for (const char* setting : {"2", "0"}) {
+    EnvVar twoWay("BRAID_NET_SOCKET_TWO_WAY", setting);
+    BothWays c(0, 0, 0, false, 2);
+    ASSERT_EQ(c.a.ctx.proxy->threads(), 2);
+    const bool shared = setting[0] == '2';
+    for (TestRank* r : {&c.a, &c.b}) {
+      const int on0 = r->ctx.proxy->connectionsOn(0), on1 = r->ctx.proxy->connectionsOn(1);
+      EXPECT_EQ(on0 + on1, 2) << "rank " << r->info.rank << ", " << setting;
+      EXPECT_EQ(std::max(on0, on1), shared ? 2 : 1) << "rank " << r->info.rank << ", " << setting;
+    }
+    EXPECT_EQ(c.pump(), "") << setting;
   }
 }
 

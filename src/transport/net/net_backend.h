@@ -100,6 +100,9 @@ class NetComm {
   // The memory this comm's messages will come from or land in (the connection's FIFO slots), given once before the
   // first message: a backend that registers memory with its device does it here, not per message.
   virtual ncclResult_t registerBuffer(void* data, size_t bytes) { return ncclSuccess; }
+  // True where the comm of the other direction with the same peer and tag runs over the same connection (a socket
+  // backend's two-way connection): the engine then drives both on one thread, as they contend for the socket.
+  virtual bool sharesConnection() const { return false; }
   virtual void close() = 0;
 };
 

@@ -10,7 +10,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "nccl.h"
@@ -33,7 +36,8 @@ class NetProxy {
   NetProxy& operator=(const NetProxy&) = delete;
 
   // Hands a connected comm to the thread of `lane` (above); `info` points at a process-local FIFO that must stay
-  // allocated until remove(*id) returns.
+  // allocated until remove(*id) returns. A comm that shares its connection with the other direction's
+  // (NetComm::sharesConnection) joins the thread of that direction's comm of the same lane where there is one.
   ncclResult_t addSend(std::unique_ptr<NetSendComm> comm, const ConnInfo& info, uint32_t lane, uint64_t* id);
   ncclResult_t addRecv(std::unique_ptr<NetRecvComm> comm, const ConnInfo& info, uint32_t lane, uint64_t* id);
   // Unregisters and closes the connection; afterwards the engine never touches its FIFO again.
@@ -57,9 +61,13 @@ class NetProxy {
 
  private:
   uint64_t globalId(size_t thread, uint64_t local) const { return local * kMaxThreads + thread; }
+  // The thread for a comm of `lane` (sent: a send comm) whose own direction would put it on `usual`.
+  size_t threadFor(uint32_t lane, bool send, bool shared, size_t usual);
 
   std::shared_ptr<NetFailure> fail_;
   std::vector<std::unique_ptr<NetProxyThread>> threads_;
+  std::mutex placedMu_;
+  std::map<std::pair<uint32_t, bool>, size_t> placed_;  // (lane, send) -> the thread its last comm went to
 };
 
 }  // namespace braid

@@ -140,6 +140,7 @@ class SocketCommBase {
   }
 
   SockRequest* slotFor(uint64_t seq) { return &reqs_[seq % kMaxSockRequests]; }
+  bool sharedSet() const { return set_->otherWay.load(std::memory_order_acquire); }
 
   // The proxy's progress: moves what it may (not a bulk message's bytes) unless the helper has the connection
   // or holds the lock, and hands the connection to the helper when it reaches a bulk message.
@@ -318,6 +319,7 @@ class SocketSendComm final : public NetSendComm, SocketCommBase {
   }
 
   void pollFds(std::vector<pollfd>* fds) override { pollFdsBase(fds); }
+  bool sharesConnection() const override { return sharedSet(); }
 
   ncclResult_t pollResult(const pollfd* fds, size_t n) override {
     BRAID_CHECK(checkFailed());
@@ -435,6 +437,7 @@ class SocketRecvComm final : public NetRecvComm, SocketCommBase {
   }
 
   void pollFds(std::vector<pollfd>* fds) override { pollFdsBase(fds); }
+  bool sharesConnection() const override { return sharedSet(); }
 
   ncclResult_t pollResult(const pollfd* fds, size_t n) override {
     BRAID_CHECK(checkFailed());

@@ -65,9 +65,8 @@ NetSetupParams setupParams(const NetResources& res) {
     if (!res.ctx->netLinks) res.ctx->netLinks = std::make_shared<NetLinks>();
     p.links = res.ctx->netLinks.get();
   }
-  // Where one thread drives both directions (host communicators' executors) a two-way connection saves each small
-  // message its bare ACK; where a send and a receive thread share the socket, or large messages stream both ways,
-  // they contend for it (docs/TUNING.md, "A socket hop"): so only on request.
+  // A two-way connection saves each small message its bare ACK, but large messages streaming both ways over one
+  // socket were slower, and GPU communicators over it are unmeasured (docs/TUNING.md, "A socket hop"): on request.
   const int64_t twoWay = params::NetSocketTwoWay();
   p.twoWay = twoWay >= 2 || (twoWay == 1 && res.ctx->proxyExecutorDriven);
   return p;
