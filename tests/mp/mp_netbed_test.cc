@@ -150,7 +150,8 @@ std::vector<BedJob> bedJobs() {
   }
   jobs.push_back({4, 1, "", false, false, false});
   jobs.push_back({4, 1, "", true, false, false});
-  // Two-way connections: rings of two ranks, the tree's links and point-to-point pairs share theirs.
+  // Two-way connections: the ring of two ranks, the trees' links and point-to-point pairs share theirs.
+  jobs.push_back({2, 1, "", false, false, true});
   jobs.push_back({2, 2, "", false, true, true});
   jobs.push_back({3, 1, "Tree", false, false, true});
   return jobs;
@@ -194,6 +195,16 @@ TEST_P(NetBedCollectives, EveryCollectiveAndTypeAcrossNodes) {
   });
   mp::expectAllPassed(r);
   if (r.allPassed()) checkWiring(logs, bed, nranks);
+  if (r.allPassed() && job.twoWay) {  // some send ran over the connection from its peer (logged at INIT)
+    int shared = 0;
+    for (int q = 0; q < nranks; ++q) {
+      const std::string log = logs.read(q);
+      for (size_t at = log.find("over the connection from it"); at != std::string::npos;
+           at = log.find("over the connection from it", at + 1))
+        ++shared;
+    }
+    EXPECT_GT(shared, 0) << "no connection ran both ways";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Jobs, NetBedCollectives, testing::ValuesIn(bedJobs()), jobName);

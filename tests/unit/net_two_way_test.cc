@@ -1,12 +1,14 @@
 // Two-way socket connections (BRAID_NET_SOCKET_TWO_WAY): where a rank has connections to a peer on one tag in both
 // directions, they share one TCP connection, whichever way round and in whichever order they were made, with every
-// byte checked both ways at once; at 1 only host communicators' (executor-driven) engines share, at 0 (the default)
-// none does; a peer that goes away fails both directions.
+// byte checked both ways at once (point-to-point connections only over a connection made earlier); at 1 only host
+// communicators' (executor-driven) engines share, at 0 (the default) none does; an engine drives both directions of
+// one connection on one thread; a peer that goes away fails both directions.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <memory>
@@ -88,10 +90,9 @@ TEST(NetTwoWay, TheLowerRankAnswersOverTheHigherOnesConnection) {
   EXPECT_EQ(c.pump(), "");
 }
 
-// Both directions in one batch, each rank on its own thread in ConnectionManager's order (set up, exchange handles,
-// connect the sends, then accept): the higher rank takes the lower one's connection before its accept.
-TEST(NetTwoWay, OneBatchOfBothDirections) {
-  EnvVar every("BRAID_NET_SOCKET_TWO_WAY", "2");
+// Both directions in one batch on `tag`, each rank on its own thread in ConnectionManager's order (set up, exchange
+// handles, connect the sends, then accept), then steps both ways at once: the sockets that opened, and *err.
+int batchBothWays(int tag, std::string* err) {
   TestRank r0(0), r1(1);
   TestRank* ranks[2] = {&r0, &r1};
   Connector send[2], recv[2];  // rank i's send to and receive from the other
@@ -101,10 +102,10 @@ TEST(NetTwoWay, OneBatchOfBothDirections) {
     const int peer = 1 - me;
     send[me].ctx = recv[me].ctx = &ranks[me]->ctx;
     ConnectHandle hs, hr;
-    ASSERT_EQ(netTransport()->setup(Direction::Recv, ranks[me]->info, ranks[peer]->info, 5, 64 << 10, &recv[me], &hr),
+    ASSERT_EQ(netTransport()->setup(Direction::Recv, ranks[me]->info, ranks[peer]->info, tag, 64 << 10, &recv[me], &hr),
               ncclSuccess)
         << pendingError();
-    ASSERT_EQ(netTransport()->setup(Direction::Send, ranks[me]->info, ranks[peer]->info, 5, 64 << 10, &send[me], &hs),
+    ASSERT_EQ(netTransport()->setup(Direction::Send, ranks[me]->info, ranks[peer]->info, tag, 64 << 10, &send[me], &hs),
               ncclSuccess)
         << pendingError();
     sendHandle[me].set_value(hs);
@@ -117,13 +118,34 @@ TEST(NetTwoWay, OneBatchOfBothDirections) {
   std::thread t(side, 1);
   side(0);
   t.join();
-  ASSERT_TRUE(send[0].connected && recv[0].connected && send[1].connected && recv[1].connected);
-  EXPECT_EQ(openSockets() - before, 2);
+  const int made = openSockets() - before;
+  if (!(send[0].connected && recv[0].connected && send[1].connected && recv[1].connected)) {
+    *err = "not connected";
+    return made;
+  }
   std::string other;
   std::thread back([&] { other = testutil::pump(send[1].info, recv[0].info, 73, 300); });
-  EXPECT_EQ(testutil::pump(send[0].info, recv[1].info, 72, 300), "");
+  *err = testutil::pump(send[0].info, recv[1].info, 72, 300);
   back.join();
-  EXPECT_EQ(other, "");
+  if (err->empty()) *err = other;
+  return made;
+}
+
+// A ring channel's batch: the higher rank takes the lower one's connection before its accept.
+TEST(NetTwoWay, OneBatchOfBothDirections) {
+  EnvVar every("BRAID_NET_SOCKET_TWO_WAY", "2");
+  std::string err;
+  EXPECT_EQ(batchBothWays(5, &err), 2);
+  EXPECT_EQ(err, "");
+}
+
+// Point-to-point connections never wait for the peer's connection during setup (two ranks' groups need not match):
+// one batch of both directions keeps a connection each way.
+TEST(NetTwoWay, PointToPointBatchKeepsAConnectionEachWay) {
+  EnvVar every("BRAID_NET_SOCKET_TWO_WAY", "2");
+  std::string err;
+  EXPECT_EQ(batchBothWays(p2pConnChannel(0), &err), 4);
+  EXPECT_EQ(err, "");
 }
 
 TEST(NetTwoWay, OffGivesAConnectionEachWay) {
@@ -164,6 +186,26 @@ TEST(NetTwoWay, BothDirectionsOfOneConnectionOnOneThread) {
     }
     EXPECT_EQ(c.pump(), "") << setting;
   }
+}
+
+// An accept watches this rank's connection to the peer for the peer's word that it answers over it. Where the peer
+// connected the usual way and then closed its end of that connection (as an abort does), the accept takes the
+// listener's connection instead of failing on the closed one.
+TEST(NetTwoWay, AcceptTakesTheListenerWhereThePeerClosedTheOtherWay) {
+  TestRank a(0), b(1);
+  Connector baS;
+  auto baR = std::make_unique<Connector>();
+  connectPair(netTransport(), b, a, 4, 64 << 10, &baS, baR.get());  // b's send to a: the socket b's accept watches
+  Connector abS, abR;
+  abS.ctx = &a.ctx;
+  abR.ctx = &b.ctx;
+  ConnectHandle hs, hr;
+  ASSERT_EQ(netTransport()->setup(Direction::Recv, b.info, a.info, 4, 64 << 10, &abR, &hr), ncclSuccess);
+  ASSERT_EQ(netTransport()->setup(Direction::Send, a.info, b.info, 4, 64 << 10, &abS, &hs), ncclSuccess);
+  ASSERT_EQ(netTransport()->connect(Direction::Send, hr, &abS), ncclSuccess) << pendingError();
+  baR.reset();  // a closes its end of b's connection
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // b's socket has seen the end
+  EXPECT_EQ(netTransport()->connect(Direction::Recv, hs, &abR), ncclSuccess) << pendingError();
 }
 
 // Connections on other tags keep their own TCP connections.

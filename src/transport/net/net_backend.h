@@ -80,6 +80,8 @@ struct NetSetupParams {
   // Socket backend: a send comm may run over this rank's connection from the peer on the tag (a two-way connection)
   // rather than open its own (BRAID_NET_SOCKET_TWO_WAY). Either way the receiving side follows.
   bool twoWay = false;
+  // ... also the connection from the peer that this batch makes, taken before accept() (NetTransport: rings and trees).
+  bool twoWayEarly = false;
 };
 
 // Base of a backend's request type: owned by its comm, valid until test() reports it done.

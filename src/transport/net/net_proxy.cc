@@ -24,30 +24,32 @@ NetProxy::~NetProxy() {
   threads_.clear();
 }
 
-size_t NetProxy::threadFor(uint32_t lane, bool send, bool shared, size_t usual) {
+size_t NetProxy::threadFor(uint64_t pair, bool send, bool shared, size_t usual) {
   std::lock_guard<std::mutex> lk(placedMu_);
   size_t t = usual;
   if (shared) {  // with the other direction's comm: on two threads they would contend for the socket
-    auto it = placed_.find({lane, !send});
+    auto it = placed_.find({pair, !send});
     if (it != placed_.end()) t = it->second;
   }
-  placed_[{lane, send}] = t;
+  placed_[{pair, send}] = t;
   return t;
 }
 
-ncclResult_t NetProxy::addSend(std::unique_ptr<NetSendComm> comm, const ConnInfo& info, uint32_t lane, uint64_t* id) {
+ncclResult_t NetProxy::addSend(std::unique_ptr<NetSendComm> comm, const ConnInfo& info, uint32_t lane, uint64_t pair,
+                               uint64_t* id) {
   uint64_t local = 0;
-  const size_t t = threadFor(lane, true, comm->sharesConnection(), lane % threads_.size());
+  const size_t t = threadFor(pair, true, comm->sharesConnection(), lane % threads_.size());
   ncclResult_t r = threads_[t]->addSend(std::move(comm), info, &local);
   *id = r == ncclSuccess ? globalId(t, local) : 0;
   return r;
 }
 
-ncclResult_t NetProxy::addRecv(std::unique_ptr<NetRecvComm> comm, const ConnInfo& info, uint32_t lane, uint64_t* id) {
+ncclResult_t NetProxy::addRecv(std::unique_ptr<NetRecvComm> comm, const ConnInfo& info, uint32_t lane, uint64_t pair,
+                               uint64_t* id) {
   uint64_t local = 0;
   // Across the threads from the lane's send.
   const size_t t =
-      threadFor(lane, false, comm->sharesConnection(), (lane + threads_.size() / 2) % threads_.size());
+      threadFor(pair, false, comm->sharesConnection(), (lane + threads_.size() / 2) % threads_.size());
   ncclResult_t r = threads_[t]->addRecv(std::move(comm), info, &local);
   *id = r == ncclSuccess ? globalId(t, local) : 0;
   return r;

@@ -36,10 +36,13 @@ class NetProxy {
   NetProxy& operator=(const NetProxy&) = delete;
 
   // Hands a connected comm to the thread of `lane` (above); `info` points at a process-local FIFO that must stay
-  // allocated until remove(*id) returns. A comm that shares its connection with the other direction's
-  // (NetComm::sharesConnection) joins the thread of that direction's comm of the same lane where there is one.
-  ncclResult_t addSend(std::unique_ptr<NetSendComm> comm, const ConnInfo& info, uint32_t lane, uint64_t* id);
-  ncclResult_t addRecv(std::unique_ptr<NetRecvComm> comm, const ConnInfo& info, uint32_t lane, uint64_t* id);
+  // allocated until remove(*id) returns. `pair` names the connection's peer and tag (the same for both directions):
+  // a comm that shares its connection with the other direction's (NetComm::sharesConnection) joins the thread of
+  // that direction's comm of the same pair where there is one.
+  ncclResult_t addSend(std::unique_ptr<NetSendComm> comm, const ConnInfo& info, uint32_t lane, uint64_t pair,
+                       uint64_t* id);
+  ncclResult_t addRecv(std::unique_ptr<NetRecvComm> comm, const ConnInfo& info, uint32_t lane, uint64_t pair,
+                       uint64_t* id);
   // Unregisters and closes the connection; afterwards the engine never touches its FIFO again.
   void remove(uint64_t id);
   // NetProxyThread::driveInline over every thread's connections.
@@ -61,13 +64,13 @@ class NetProxy {
 
  private:
   uint64_t globalId(size_t thread, uint64_t local) const { return local * kMaxThreads + thread; }
-  // The thread for a comm of `lane` (sent: a send comm) whose own direction would put it on `usual`.
-  size_t threadFor(uint32_t lane, bool send, bool shared, size_t usual);
+  // The thread for a comm of `pair` (send: a send comm) whose own direction would put it on `usual`.
+  size_t threadFor(uint64_t pair, bool send, bool shared, size_t usual);
 
   std::shared_ptr<NetFailure> fail_;
   std::vector<std::unique_ptr<NetProxyThread>> threads_;
   std::mutex placedMu_;
-  std::map<std::pair<uint32_t, bool>, size_t> placed_;  // (lane, send) -> the thread its last comm went to
+  std::map<std::pair<uint64_t, bool>, size_t> placed_;  // (pair, send) -> the thread its comm went to
 };
 
 }  // namespace braid

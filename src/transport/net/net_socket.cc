@@ -128,7 +128,8 @@ class SocketBackend final : public NetBackend {
       BRAID_CHECK(otherWaySockets(h, ident, p, &set));
       if (set) {
         BRAID_CHECK(writeOtherWayPreamble(set.get(), h.nonce, ident, p));
-        BRAID_TRACE(kSubNet, "NET/Socket: send to rank %d tag %u over the connection from it", p.peer, ident.tag);
+        BRAID_INFO(kSubNet | kSubInit, "NET/Socket: send to rank %d tag %u over the connection from it", p.peer,
+                   ident.tag);
         *out = newSocketSendComm(std::move(set), p.peer, p.bulkHelperBytes);
         return ncclSuccess;
       }
@@ -190,9 +191,10 @@ class SocketBackend final : public NetBackend {
   }
 
   // The sockets a send comm to the peer on ident.tag may share with this rank's connection from the peer on the tag
-  // (null: none; it connects its own): a receive comm's, running already, or the connection the peer makes in this
-  // batch, which the higher rank takes here, before its accept(). The lower rank connects its sends before it
-  // accepts anything (ConnectionManager), so a rank waits here only for lower ones, and never in a cycle.
+  // (null: none; it connects its own): a receive comm's, running already, or (p.twoWayEarly: connections made in
+  // batches that match over the ranks) the connection the peer makes in this batch, which the higher rank takes here,
+  // before its accept(). The lower rank connects its sends before it accepts anything (ConnectionManager), so within
+  // such batches a rank waits here only for lower ones, and never in a cycle.
   ncclResult_t otherWaySockets(const SocketHandle& h, const NetConnIdent& ident, const NetSetupParams& p,
                                std::shared_ptr<SockSet>* out) {
     out->reset();
@@ -201,7 +203,7 @@ class SocketBackend final : public NetBackend {
       *out = std::move(recv);
       return ncclSuccess;
     }
-    if (ident.sendRank <= p.peer) return ncclSuccess;
+    if (!p.twoWayEarly || ident.sendRank <= p.peer) return ncclSuccess;
     auto l = std::dynamic_pointer_cast<SockListen>(p.links->find(p.peer, ident.tag, NetLinks::Kind::Listen));
     if (!l || l->early || !l->listener.valid() || l->nSocks != static_cast<int>(h.nSocks)) return ncclSuccess;
     std::shared_ptr<SockSet> set;

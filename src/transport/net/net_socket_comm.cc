@@ -597,14 +597,20 @@ class SocketListenComm final : public NetListenComm {
   std::shared_ptr<SockListen> l_;
 };
 
-// The preamble the peer wrote on socket 0 of `set` to say it sends over it: it must present this listener's nonce
-// and the connection expected.
+// The preamble the peer writes on socket 0 of `set` to say it sends over it: *taken once read. Where the socket
+// ends or fails first (the peer closed it after connecting the usual way, as an abort does) *taken stays false; a
+// preamble that presents anything but this listener's nonce and the connection expected is an error.
 ncclResult_t takeOtherWayPreamble(SockListen* l, const NetConnIdent& expect, const NetSetupParams& p, double left,
-                                  SockSet* set) {
+                                  SockSet* set, bool* taken) {
+  *taken = false;
   Preamble pre{};
-  ncclResult_t r = set->socks[0].recvAll(&pre, sizeof(pre), std::min(left, 5.0), p.abortFlag, "the connected side");
-  if (r != ncclSuccess) {
-    return rewrapError(r, "NET/Socket: waiting for rank %d on the connection both ways: %s", p.peer);
+  if (set->socks[0].recvAll(&pre, sizeof(pre), std::min(left, 5.0), p.abortFlag, "the connected side") !=
+      ncclSuccess) {
+    if (p.abortFlag && p.abortFlag->load()) {
+      return rewrapError(ncclInvalidUsage, "NET/Socket: setup with rank %d aborted: %s", p.peer);
+    }
+    clearPendingError();
+    return ncclSuccess;
   }
   if (pre.magic != kPreambleMagic || pre.nonce != l->nonce || pre.nSocks != static_cast<uint32_t>(l->nSocks) ||
       pre.sockIndex != 0 || pre.ident.sendRank != expect.sendRank || pre.ident.recvRank != expect.recvRank ||
@@ -616,6 +622,7 @@ ncclResult_t takeOtherWayPreamble(SockListen* l, const NetConnIdent& expect, con
                        expect.tag, pre.nonce == l->nonce ? "ok" : "wrong");
   }
   set->otherWay.store(true);
+  *taken = true;
   return ncclSuccess;
 }
 
@@ -627,6 +634,7 @@ ncclResult_t acceptSockets(SockListen* l, const NetConnIdent& expect, const NetS
   auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(p.timeoutSec));
   std::vector<Socket> socks(l->nSocks);
+  std::shared_ptr<SockSet> watch = otherWay;
   int got = 0;
   while (got < l->nSocks) {
     double left = std::chrono::duration<double>(deadline - Clock::now()).count();
@@ -636,13 +644,18 @@ ncclResult_t acceptSockets(SockListen* l, const NetConnIdent& expect, const NetS
                          p.timeoutSec, got, l->nSocks);
     }
     const double slice = p.wait == nullptr ? left : livenessSlice(left);
-    if (otherWay && got == 0) {  // until the peer's first socket arrives, it may answer over ours instead
-      pollfd fds[2] = {{l->listener.fd(), POLLIN, 0}, {otherWay->socks[0].fd(), POLLIN, 0}};
+    if (watch && got == 0) {  // until the peer's first socket arrives, it may answer over ours instead
+      pollfd fds[2] = {{l->listener.fd(), POLLIN, 0}, {watch->socks[0].fd(), POLLIN, 0}};
       const int n = poll(fds, 2, static_cast<int>(std::min(slice, 0.1) * 1000) + 1);
-      if (n > 0 && fds[1].revents) {
-        BRAID_CHECK(takeOtherWayPreamble(l, expect, p, left, otherWay.get()));
-        *out = otherWay;
-        return ncclSuccess;
+      if (n > 0 && !(fds[0].revents & POLLIN) && fds[1].revents) {
+        bool taken = false;
+        BRAID_CHECK(takeOtherWayPreamble(l, expect, p, left, watch.get(), &taken));
+        if (taken) {
+          *out = watch;
+          return ncclSuccess;
+        }
+        watch.reset();  // our socket ended: the peer connected here, or the waits below find it gone
+        continue;
       }
       if (n <= 0) {
         if (p.abortFlag && p.abortFlag->load()) {

@@ -69,6 +69,9 @@ NetSetupParams setupParams(const NetResources& res) {
   // socket were slower, and GPU communicators over it are unmeasured (docs/TUNING.md, "A socket hop"): on request.
   const int64_t twoWay = params::NetSocketTwoWay();
   p.twoWay = twoWay >= 2 || (twoWay == 1 && res.ctx->proxyExecutorDriven);
+  // Rings and trees connect both directions in batches that match over the ranks, so a rank may wait for the peer's
+  // connection there; point-to-point connections are made per group, and two ranks' groups need not match.
+  p.twoWayEarly = p.twoWay && !isP2pConnChannel(static_cast<int>(res.tag));
   return p;
 }
 
@@ -77,6 +80,11 @@ NetSetupParams setupParams(const NetResources& res) {
 // gets its own thread instead of every peer's sharing one.
 uint32_t laneOf(const NetResources& res) {
   return res.tag + (isPeerSharedConnChannel(static_cast<int>(res.tag)) ? static_cast<uint32_t>(res.peer) : 0u);
+}
+
+// The connection's peer and tag, the same for both directions (NetProxy puts a two-way connection's comms together).
+uint64_t pairOf(const NetResources& res) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(res.peer)) << 32 | res.tag;
 }
 
 ncclResult_t allocFifo(NetResources* res, uint32_t nSteps, uint32_t stepBytes, uint32_t llSlotBytes, Connector* conn) {
@@ -196,14 +204,14 @@ ncclResult_t NetTransport::connect(Direction dir, const ConnectHandle& peerHandl
     NetConnIdent ident{res->me, res->peer, res->tag, 0};
     BRAID_CHECK(res->backend->connect(h.net, ident, p, &comm));
     BRAID_CHECK(registerFifo(comm.get(), conn->info));
-    BRAID_CHECK(res->proxy->addSend(std::move(comm), conn->info, laneOf(*res), &res->proxyId));
+    BRAID_CHECK(res->proxy->addSend(std::move(comm), conn->info, laneOf(*res), pairOf(*res), &res->proxyId));
   } else {
     std::unique_ptr<NetRecvComm> comm;
     NetConnIdent expect{res->peer, res->me, res->tag, 0};
     BRAID_CHECK(res->listen->accept(expect, p, &comm));
     res->listen.reset();
     BRAID_CHECK(registerFifo(comm.get(), conn->info));
-    BRAID_CHECK(res->proxy->addRecv(std::move(comm), conn->info, laneOf(*res), &res->proxyId));
+    BRAID_CHECK(res->proxy->addRecv(std::move(comm), conn->info, laneOf(*res), pairOf(*res), &res->proxyId));
   }
   BRAID_INFO(kSubNet, "NET/%s: %s rank %d tag %u connected, %u x %u bytes", res->backend->name(),
              dir == Direction::Send ? "send to" : "recv from", res->peer, res->tag, conn->info.nSteps,
