@@ -2,7 +2,8 @@
 // directions, they share one TCP connection, whichever way round and in whichever order they were made, with every
 // byte checked both ways at once (point-to-point connections only over a connection made earlier); at 1 only host
 // communicators' (executor-driven) engines share, at 0 (the default) none does; an engine drives both directions of
-// one connection on one thread; a peer that goes away fails both directions.
+// one connection on one thread, also over several sockets with bulk helpers; the accepting side follows whatever its
+// own setting; a peer that goes away fails both directions.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -206,6 +207,53 @@ TEST(NetTwoWay, AcceptTakesTheListenerWhereThePeerClosedTheOtherWay) {
   baR.reset();  // a closes its end of b's connection
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // b's socket has seen the end
   EXPECT_EQ(netTransport()->connect(Direction::Recv, hs, &abR), ncclSuccess) << pendingError();
+}
+
+// Several sockets per connection (BRAID_NSOCKS_PERPEER) and bulk helpers: a two-way connection carries steps of up
+// to 256 KiB both ways, split over its sockets and moved by both comms' helpers, every byte checked.
+TEST(NetTwoWay, SeveralSocketsAndBulkHelpers) {
+  EnvVar every("BRAID_NET_SOCKET_TWO_WAY", "2");
+  EnvVar socks("BRAID_NSOCKS_PERPEER", "3");
+  TestRank a(0), b(1);
+  a.ctx.proxyBulkBytes = b.ctx.proxyBulkBytes = 64 << 10;
+  const int before = openSockets();
+  Connector abS, abR, baS, baR;
+  connectPair(netTransport(), a, b, 0, 2 << 20, &abS, &abR);
+  connectPair(netTransport(), b, a, 0, 2 << 20, &baS, &baR);
+  EXPECT_EQ(openSockets() - before, 6) << "one connection of 3 sockets";
+  ASSERT_GE(abS.info.stepBytes, 128u << 10) << "steps large enough to be split";
+  std::string other;
+  std::thread back([&] { other = testutil::pump(baS.info, baR.info, 77, 120); });
+  EXPECT_EQ(testutil::pump(abS.info, abR.info, 76, 120), "");
+  back.join();
+  EXPECT_EQ(other, "");
+}
+
+// The rank that would open the second connection decides; the other follows, whatever its own setting.
+TEST(NetTwoWay, TheAcceptingSideFollowsWhateverItsSetting) {
+  TestRank a(0), b(1);
+  const int before = openSockets();
+  Connector abS, abR, baS, baR;
+  connectPair(netTransport(), a, b, 0, 64 << 10, &abS, &abR);
+  baS.ctx = &b.ctx;
+  baR.ctx = &a.ctx;
+  ConnectHandle hs, hr;
+  ASSERT_EQ(netTransport()->setup(Direction::Recv, a.info, b.info, 0, 64 << 10, &baR, &hr), ncclSuccess);
+  ASSERT_EQ(netTransport()->setup(Direction::Send, b.info, a.info, 0, 64 << 10, &baS, &hs), ncclSuccess);
+  {
+    EnvVar on("BRAID_NET_SOCKET_TWO_WAY", "2");
+    ASSERT_EQ(netTransport()->connect(Direction::Send, hr, &baS), ncclSuccess) << pendingError();
+  }
+  {
+    EnvVar off("BRAID_NET_SOCKET_TWO_WAY", "0");
+    ASSERT_EQ(netTransport()->connect(Direction::Recv, hs, &baR), ncclSuccess) << pendingError();
+  }
+  EXPECT_EQ(openSockets() - before, 2);
+  std::string other;
+  std::thread back([&] { other = testutil::pump(baS.info, baR.info, 79, 300); });
+  EXPECT_EQ(testutil::pump(abS.info, abR.info, 78, 300), "");
+  back.join();
+  EXPECT_EQ(other, "");
 }
 
 // Connections on other tags keep their own TCP connections.
