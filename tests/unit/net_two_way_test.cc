@@ -44,6 +44,16 @@ int openSockets() {
   return n;
 }
 
+// Steps on two connections at once (s1 to r1 and s2 to r2), every byte checked: "" or what went wrong.
+std::string pumpBoth(const ConnInfo& s1, const ConnInfo& r1, const ConnInfo& s2, const ConnInfo& r2, uint32_t seed,
+                     uint64_t steps) {
+  std::string second;
+  std::thread t([&] { second = testutil::pump(s2, r2, seed + 1, steps); });
+  const std::string first = testutil::pump(s1, r1, seed, steps);
+  t.join();
+  return first.empty() ? second : "first connection: " + first;
+}
+
 // Rank 0's connections to and from rank 1: `first` connects first (0: rank 0's send, 1: rank 1's), each direction
 // on its tag; `made` is how many sockets that opened.
 struct BothWays {
@@ -66,13 +76,7 @@ struct BothWays {
   }
 
   // Steps both ways at once, every byte checked: "" or what went wrong.
-  std::string pump() {
-    std::string other;
-    std::thread t([&] { other = testutil::pump(baS.info, baR.info, 71, 300); });
-    std::string mine = testutil::pump(abS.info, abR.info, 70, 300);
-    t.join();
-    return mine.empty() ? other : "0 to 1: " + mine;
-  }
+  std::string pump() { return pumpBoth(abS.info, abR.info, baS.info, baR.info, 70, 300); }
 };
 
 // Rank 0 connects to rank 1 first, then rank 1 to rank 0: rank 1 sends over its receive connection.
@@ -124,11 +128,7 @@ int batchBothWays(int tag, std::string* err) {
     *err = "not connected";
     return made;
   }
-  std::string other;
-  std::thread back([&] { other = testutil::pump(send[1].info, recv[0].info, 73, 300); });
-  *err = testutil::pump(send[0].info, recv[1].info, 72, 300);
-  back.join();
-  if (err->empty()) *err = other;
+  *err = pumpBoth(send[0].info, recv[1].info, send[1].info, recv[0].info, 72, 300);
   return made;
 }
 
@@ -222,11 +222,7 @@ TEST(NetTwoWay, SeveralSocketsAndBulkHelpers) {
   connectPair(netTransport(), b, a, 0, 2 << 20, &baS, &baR);
   EXPECT_EQ(openSockets() - before, 6) << "one connection of 3 sockets";
   ASSERT_GE(abS.info.stepBytes, 128u << 10) << "steps large enough to be split";
-  std::string other;
-  std::thread back([&] { other = testutil::pump(baS.info, baR.info, 77, 120); });
-  EXPECT_EQ(testutil::pump(abS.info, abR.info, 76, 120), "");
-  back.join();
-  EXPECT_EQ(other, "");
+  EXPECT_EQ(pumpBoth(abS.info, abR.info, baS.info, baR.info, 76, 120), "");
 }
 
 // The rank that would open the second connection decides; the other follows, whatever its own setting.
@@ -249,11 +245,7 @@ TEST(NetTwoWay, TheAcceptingSideFollowsWhateverItsSetting) {
     ASSERT_EQ(netTransport()->connect(Direction::Recv, hs, &baR), ncclSuccess) << pendingError();
   }
   EXPECT_EQ(openSockets() - before, 2);
-  std::string other;
-  std::thread back([&] { other = testutil::pump(baS.info, baR.info, 79, 300); });
-  EXPECT_EQ(testutil::pump(abS.info, abR.info, 78, 300), "");
-  back.join();
-  EXPECT_EQ(other, "");
+  EXPECT_EQ(pumpBoth(abS.info, abR.info, baS.info, baR.info, 78, 300), "");
 }
 
 // Connections on other tags keep their own TCP connections.
@@ -273,11 +265,7 @@ TEST(NetTwoWay, PeerGoneFailsBothDirections) {
   auto baS = std::make_unique<Connector>();
   connectPair(netTransport(), a, b, 0, 64 << 10, &abS, abR.get());
   connectPair(netTransport(), b, a, 0, 64 << 10, baS.get(), &baR);
-  std::string other;
-  std::thread back([&] { other = testutil::pump(baS->info, baR.info, 75, 300); });
-  ASSERT_EQ(testutil::pump(abS.info, abR->info, 74, 300), "");
-  back.join();
-  ASSERT_EQ(other, "");
+  ASSERT_EQ(pumpBoth(abS.info, abR->info, baS->info, baR.info, 74, 300), "");
   abR.reset();
   baS.reset();
   b.ctx.proxy.reset();
