@@ -10,12 +10,8 @@
 // sockets, without the engine (runSockets).
 //   net_engine_bench [--channels C] [--active A] [--steps K] [--iters N] [--warmup W] [--bytes S1,S2,...]
 //                    [--hops | --sockets]
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,6 +25,8 @@
 #include <vector>
 
 #include "core/param.h"
+#include "core/result.h"
+#include "core/socket.h"
 #include "transport/net/net_internal.h"
 #include "transport/net/net_proxy.h"
 #include "unit/transport_test_util.h"
@@ -269,21 +267,12 @@ int runHops(const Options& o) {
 }
 
 // A connected pair of TCP sockets over loopback, as the socket backend sets them (TCP_NODELAY).
-bool loopbackPair(int* a, int* b) {
-  const int l = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in ad{};
-  ad.sin_family = AF_INET;
-  ad.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(ad);
-  bool ok = l >= 0 && bind(l, reinterpret_cast<sockaddr*>(&ad), sizeof(ad)) == 0 && listen(l, 1) == 0 &&
-            getsockname(l, reinterpret_cast<sockaddr*>(&ad), &len) == 0;
-  *a = ok ? socket(AF_INET, SOCK_STREAM, 0) : -1;
-  ok = ok && *a >= 0 && connect(*a, reinterpret_cast<sockaddr*>(&ad), sizeof(ad)) == 0;
-  *b = ok ? accept(l, nullptr, nullptr) : -1;
-  if (l >= 0) close(l);
-  const int one = 1;
-  return ok && *b >= 0 && setsockopt(*a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0 &&
-         setsockopt(*b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0;
+bool loopbackPair(Socket* a, Socket* b) {
+  SockAddr addr;
+  Socket listener;
+  return parseSockAddr("127.0.0.1:0", &addr) == ncclSuccess && listener.listen(&addr) == ncclSuccess &&
+         a->connect(addr, 5, nullptr) == ncclSuccess && listener.accept(b, 5, nullptr) == ncclSuccess &&
+         a->setNoDelay() == ncclSuccess && b->setNoDelay() == ncclSuccess;
 }
 
 // Reads exactly n bytes, polling as the engine does (non-blocking reads, yielding between them).
@@ -316,12 +305,12 @@ int runSockets(const Options& o) {
   for (size_t bytes : o.bytes) {
     printf("  %10zu", bytes);
     for (int eachWay = 0; eachWay < 2; ++eachWay) {
-      int a1 = -1, b1 = -1, a2 = -1, b2 = -1;  // a1 -> b1 carries the messages, b2 -> a2 the answers
-      if (!loopbackPair(&a1, &b1) || (eachWay && !loopbackPair(&a2, &b2))) {
-        fprintf(stderr, "net_engine_bench: cannot connect over loopback: %s\n", strerror(errno));
+      Socket s1, r1, s2, r2;  // s1 -> r1 carries the messages, s2 -> r2 the answers (each way)
+      if (!loopbackPair(&s1, &r1) || (eachWay && !loopbackPair(&r2, &s2))) {
+        fprintf(stderr, "net_engine_bench: cannot connect over loopback: %s\n", pendingError().c_str());
         return 1;
       }
-      if (!eachWay) a2 = a1, b2 = b1;
+      const int a1 = s1.fd(), b1 = r1.fd(), a2 = eachWay ? r2.fd() : a1, b2 = eachWay ? s2.fd() : b1;
       const int n = o.warmup + o.iters;
       std::atomic<bool> ok{true};
       std::thread answer([&] {
@@ -337,9 +326,7 @@ int runSockets(const Options& o) {
         if (it >= o.warmup) rtt.push_back(usSince(t0, Clock::now()));
       }
       shutdown(a1, SHUT_RDWR);  // an answering thread still reading sees the end
-      answer.join();
-      for (int fd : {a1, b1, eachWay ? a2 : -1, eachWay ? b2 : -1})
-        if (fd >= 0) close(fd);
+      answer.join();  // the Sockets close as they leave scope
       if (!ok || rtt.empty()) {
         fprintf(stderr, "net_engine_bench: a bare socket failed: %s\n", strerror(errno));
         return 1;

@@ -597,6 +597,13 @@ class SocketListenComm final : public NetListenComm {
   std::shared_ptr<SockListen> l_;
 };
 
+// Whether a preamble presents this listener's nonce and socket count and the connection expected.
+bool preambleFor(const Preamble& pre, const SockListen& l, const NetConnIdent& expect) {
+  return pre.magic == kPreambleMagic && pre.nonce == l.nonce && pre.nSocks == static_cast<uint32_t>(l.nSocks) &&
+         pre.sockIndex < static_cast<uint32_t>(l.nSocks) && pre.ident.sendRank == expect.sendRank &&
+         pre.ident.recvRank == expect.recvRank && pre.ident.tag == expect.tag;
+}
+
 // The preamble the peer writes on socket 0 of `set` to say it sends over it: *taken once read. Where the socket
 // ends or fails first (the peer closed it after connecting the usual way, as an abort does) *taken stays false; a
 // preamble that presents anything but this listener's nonce and the connection expected is an error.
@@ -612,9 +619,7 @@ ncclResult_t takeOtherWayPreamble(SockListen* l, const NetConnIdent& expect, con
     clearPendingError();
     return ncclSuccess;
   }
-  if (pre.magic != kPreambleMagic || pre.nonce != l->nonce || pre.nSocks != static_cast<uint32_t>(l->nSocks) ||
-      pre.sockIndex != 0 || pre.ident.sendRank != expect.sendRank || pre.ident.recvRank != expect.recvRank ||
-      pre.ident.tag != expect.tag) {
+  if (!preambleFor(pre, *l, expect) || pre.sockIndex != 0) {
     return recordError(ncclRemoteError,
                        "NET/Socket: rank %d presented rank %d -> %d tag %u on the connection both ways (expected rank "
                        "%d -> %d tag %u, nonce %s; protocol error)",
@@ -686,10 +691,7 @@ ncclResult_t acceptSockets(SockListen* l, const NetConnIdent& expect, const NetS
       clearPendingError();
       continue;
     }
-    bool ok = pre.magic == kPreambleMagic && pre.nonce == l->nonce && pre.nSocks == static_cast<uint32_t>(l->nSocks) &&
-              pre.sockIndex < static_cast<uint32_t>(l->nSocks) && pre.ident.sendRank == expect.sendRank &&
-              pre.ident.recvRank == expect.recvRank && pre.ident.tag == expect.tag && !socks[pre.sockIndex].valid();
-    if (!ok) {
+    if (!preambleFor(pre, *l, expect) || socks[pre.sockIndex].valid()) {
       BRAID_WARN(
           "NET/Socket: dropped a connection presenting rank %d -> %d tag %u socket %u (expected rank %d -> %d "
           "tag %u, nonce %s)",
