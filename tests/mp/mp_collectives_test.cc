@@ -11,8 +11,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -149,15 +147,14 @@ TEST(CollectivesRingOrder, ThreeRanksShmTwoRingsEachWay) { runOrdered(JobParam{3
 // together in the ring (0,2,1,3: two crossings, not four), the nodes talk over sockets though SHM is allowed, and
 // every collective checks out. The log (NCCL_DEBUG_FILE) shows the order and the transports.
 TEST(CollectivesHosts, NodesByHostIdKeepTheirRanksTogether) {
-  char dir[] = "/tmp/braid_hostid_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string logPrefix = std::string(dir) + "/log.";
+  mp::LogDir logs;
+  ASSERT_TRUE(logs.ok());
   mp::Options o = jobOptions(JobParam{4, false});
   o.env.push_back({"NCCL_DEBUG", "INFO"});
   o.env.push_back({"NCCL_DEBUG_SUBSYS", "INIT"});
-  o.childSetup = [logPrefix](int rank) {
+  o.childSetup = [&logs](int rank) {
     setenv("NCCL_HOSTID", rank % 2 == 0 ? "node-even" : "node-odd", 1);
-    setenv("NCCL_DEBUG_FILE", (logPrefix + std::to_string(rank)).c_str(), 1);
+    setenv("NCCL_DEBUG_FILE", logs.path(rank).c_str(), 1);
   };
   auto r = mp::runRanks(4, o, [](mp::RankCtx& ctx) {
     ncclComm_t comm;
@@ -169,21 +166,44 @@ TEST(CollectivesHosts, NodesByHostIdKeepTheirRanksTogether) {
     MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
   });
   mp::expectAllPassed(r);
-  auto readLog = [&](int rank) {
-    std::ifstream in(logPrefix + std::to_string(rank));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  const std::string log0 = readLog(0);
+  const std::string log0 = logs.read(0);
   EXPECT_NE(log0.find("rings run in the order 0,2,1,3"), std::string::npos) << log0;
   // Rank 0 sends to rank 2 (its node) and receives from rank 3 (the other node).
   EXPECT_NE(log0.find("send to 2 via SHM, recv from 3 via NET"), std::string::npos) << log0;
-  const std::string log2 = readLog(2);
+  const std::string log2 = logs.read(2);
   EXPECT_NE(log2.find("send to 1 via NET, recv from 0 via SHM"), std::string::npos) << log2;
-  for (int rank = 0; rank < 4; ++rank) std::remove((logPrefix + std::to_string(rank)).c_str());
-  rmdir(dir);
 }
+
+// BRAID_NET_SOCKET_TWO_WAY set differently in each process: the rank that shares a connection announces it on the
+// socket, and the other follows whatever its own setting. Every collective checks out over sockets, for both orders of
+// the settings. Where the higher rank shares (its ring connection from rank 0, taken before its accept), the logs must
+// show it; the other order shares only connections made later (point-to-point), which nothing here requires.
+void runMixedTwoWay(const char* rank0, const char* rank1, bool mustShare) {
+  mp::LogDir logs;
+  ASSERT_TRUE(logs.ok());
+  mp::Options o = jobOptions(JobParam{2, true});
+  o.env.insert(o.env.end(), {{"BRAID_HOST_COMM", "1"}, {"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT"}});
+  o.childSetup = [&logs, rank0, rank1](int rank) {
+    setenv("BRAID_NET_SOCKET_TWO_WAY", rank == 0 ? rank0 : rank1, 1);
+    setenv("NCCL_DEBUG_FILE", logs.path(rank).c_str(), 1);
+  };
+  auto r = mp::runRanks(2, o, [](mp::RankCtx& ctx) {
+    ncclComm_t comm;
+    mp::initComm(ctx, &comm);
+    if (testing::Test::HasFatalFailure()) return;
+    mp::setReportBudget(25);
+    if (!runAllCases(comm, ctx)) return;
+    mp::reportSuppressed();
+    MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
+  });
+  mp::expectAllPassed(r);
+  if (mustShare)
+    EXPECT_GT(logs.count(2, "over the connection from it"), 0)
+        << "rank 1 should have run its ring sends over rank 0's connection";
+}
+
+TEST(CollectivesTwoWay, MixedSettings_LowerRankOff) { runMixedTwoWay("0", "1", true); }
+TEST(CollectivesTwoWay, MixedSettings_HigherRankOff) { runMixedTwoWay("2", "0", false); }
 
 // A malformed order on rank 0 fails init on every rank, naming the variable (the others would otherwise wait
 // for a ring rank 0 never builds).

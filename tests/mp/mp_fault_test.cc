@@ -1,6 +1,7 @@
 // Faults: a rank that never arrives at init, a rank killed in the middle of an all-reduce loop (over shared
-// memory and over sockets), a rank stopped (SIGSTOP) between all-reduces, ncclCommAbort on healthy comms and while a peer waits. Every survivor must get
-// an error naming the dead rank within the timeout; nothing may hang; abort returns promptly.
+// memory, over sockets, and over sockets that carry both directions), a rank stopped (SIGSTOP) between
+// all-reduces, ncclCommAbort on healthy comms and while a peer waits. Every survivor must get an error naming the
+// dead rank within the timeout; nothing may hang; abort returns promptly.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -79,14 +80,24 @@ std::vector<int> ranksNamedGone(const std::string& msg) {
   return out;
 }
 
-// (b) One rank raises SIGKILL at a random point inside a large all-reduce loop.
-void killDuringAllReduce(int nranks, int victim, bool sockets, int timeoutEnv, double maxDetect, bool strictMessage) {
+// (b) One rank raises SIGKILL at a random point inside a large all-reduce loop. twoWay: over sockets, each pair's
+// connections on a tag share one TCP connection (BRAID_NET_SOCKET_TWO_WAY=1), so the kill resets a socket that both
+// directions use; the logs must show a connection shared.
+void killDuringAllReduce(int nranks, int victim, bool sockets, int timeoutEnv, double maxDetect, bool strictMessage,
+                         bool twoWay = false) {
   auto* sh = (KillShared*)mp::sharedAlloc(sizeof(KillShared));
   ASSERT_NE(sh, nullptr);
   mp::Options o;
   o.timeoutSec = 90;
   o.env = {{"BRAID_TIMEOUT", std::to_string(timeoutEnv)}, {"NCCL_BUFFSIZE", "262144"}};
   if (sockets) o.env.push_back({"NCCL_SHM_DISABLE", "1"});
+  mp::LogDir logs;
+  if (twoWay) {
+    ASSERT_TRUE(logs.ok());
+    o.env.insert(o.env.end(),
+                 {{"BRAID_NET_SOCKET_TWO_WAY", "1"}, {"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT"}});
+    o.childSetup = [&logs](int rank) { setenv("NCCL_DEBUG_FILE", logs.path(rank).c_str(), 1); };
+  }
   auto r = mp::runRanks(nranks, o, [&](mp::RankCtx& ctx) {
     ncclComm_t comm;
     mp::initComm(ctx, &comm);
@@ -139,10 +150,13 @@ void killDuringAllReduce(int nranks, int victim, bool sockets, int timeoutEnv, d
     EXPECT_LT(mp::nowSec() - t0, 2.0) << "ncclCommAbort must return promptly";
   });
   expectSurvivorsPassed(r, victim, true);
+  if (twoWay) EXPECT_GT(logs.count(nranks, "over the connection from it"), 0) << "no connection ran both ways";
 }
 
 TEST(Fault, RankKilledDuringAllReduce_3ranks_shm) { killDuringAllReduce(3, 1, false, 20, 15, true); }
 TEST(Fault, RankKilledDuringAllReduce_3ranks_socket) { killDuringAllReduce(3, 1, true, 20, 15, true); }
+// Two ranks over one TCP connection a tag: the kill resets it under the survivor's send and receive at once.
+TEST(Fault, RankKilledDuringAllReduce_2ranks_socketTwoWay) { killDuringAllReduce(2, 1, true, 20, 15, true, true); }
 // With 4 ranks, rank 0 is not a ring neighbour of rank 2; the neighbours fail first, abort and exit, and
 // rank 0 must still name rank 2 (not them) as the rank that is gone.
 TEST(Fault, RankKilledDuringAllReduce_4ranks_shm) { killDuringAllReduce(4, 2, false, 8, 8 + 6, true); }

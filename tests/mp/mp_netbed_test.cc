@@ -35,31 +35,8 @@ namespace {
 // cross node boundaries at every hop: the library has to reorder it.
 int nodeOf(int rank, int nodes) { return rank % nodes; }
 
-// A temporary folder for the ranks' INFO logs, removed with its files.
-class LogDir {
- public:
-  LogDir() {
-    char tmpl[] = "/tmp/braid_netbed_XXXXXX";
-    if (mkdtemp(tmpl)) dir_ = tmpl;
-  }
-  ~LogDir() {
-    if (!dir_.empty()) mp::shellStatus("rm -rf " + dir_);
-  }
-  bool ok() const { return !dir_.empty(); }
-  std::string path(int rank) const { return dir_ + "/rank" + std::to_string(rank) + ".log"; }
-  std::string read(int rank) const {
-    std::ifstream in(path(rank));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
- private:
-  std::string dir_;
-};
-
 // What the logs of all ranks say about the job's wiring; adds failures for whatever disagrees with the bed.
-void checkWiring(const LogDir& logs, const mp::NetBed& bed, int nranks) {
+void checkWiring(const mp::LogDir& logs, const mp::NetBed& bed, int nranks) {
   const int nodes = bed.nodes();
   const std::regex peerRe(R"(rank (\d+) <-> rank (\d+) \(([^,]+), pid \d+\): via (\w+))");
   const std::regex ringRe(
@@ -164,7 +141,7 @@ TEST_P(NetBedCollectives, EveryCollectiveAndTypeAcrossNodes) {
   const int nranks = job.nodes * job.perNode;
   mp::NetBed bed(job.nodes, job.shaped ? mp::LinkShape{"1ms", "1gbit"} : mp::LinkShape{});
   if (!bed.ok()) GTEST_SKIP() << "multi-node test bed unavailable: " << bed.why();
-  LogDir logs;
+  mp::LogDir logs;
   ASSERT_TRUE(logs.ok());
   mp::Options o;
   o.idSource = mp::IdSource::kRank0;  // the root must listen inside node 0, where the other nodes can reach it
@@ -196,14 +173,7 @@ TEST_P(NetBedCollectives, EveryCollectiveAndTypeAcrossNodes) {
   mp::expectAllPassed(r);
   if (r.allPassed()) checkWiring(logs, bed, nranks);
   if (r.allPassed() && job.twoWay) {  // some send ran over the connection from its peer (logged at INIT)
-    int shared = 0;
-    for (int q = 0; q < nranks; ++q) {
-      const std::string log = logs.read(q);
-      for (size_t at = log.find("over the connection from it"); at != std::string::npos;
-           at = log.find("over the connection from it", at + 1))
-        ++shared;
-    }
-    EXPECT_GT(shared, 0) << "no connection ran both ways";
+    EXPECT_GT(logs.count(nranks, "over the connection from it"), 0) << "no connection ran both ways";
   }
 }
 

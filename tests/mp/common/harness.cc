@@ -1,6 +1,7 @@
 // Multi-process test harness: fork, id hand-out, failure forwarding, deadline. See harness.h.
 #include "mp/common/harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -477,6 +479,39 @@ RunResult runRanks(int nranks, const Options& opts, const std::function<void(Ran
   if (status) munmap(status, kStatusBytes * (size_t)nranks);
   result.seconds = nowSec() - t0;
   return result;
+}
+
+LogDir::LogDir() {
+  char tmpl[] = "/tmp/braid_mp_logs_XXXXXX";
+  if (mkdtemp(tmpl)) dir_ = tmpl;
+}
+
+LogDir::~LogDir() {
+  if (dir_.empty()) return;
+  if (DIR* d = opendir(dir_.c_str())) {
+    while (const dirent* e = readdir(d)) {
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+        std::remove((dir_ + "/" + e->d_name).c_str());
+    }
+    closedir(d);
+  }
+  rmdir(dir_.c_str());
+}
+
+std::string LogDir::read(int rank) const {
+  std::ifstream in(path(rank));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int LogDir::count(int nranks, const std::string& what) const {
+  int n = 0;
+  for (int rank = 0; rank < nranks; ++rank) {
+    const std::string log = read(rank);
+    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
+  }
+  return n;
 }
 
 }  // namespace mp

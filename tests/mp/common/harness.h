@@ -101,6 +101,23 @@ struct UniqueIdLayout {
 // Shared anonymous memory that survives fork (for cross-rank timestamps etc.); never freed.
 void* sharedAlloc(size_t bytes);
 
+// A temporary folder for the ranks' logs (NCCL_DEBUG_FILE=path(rank) in childSetup), removed with its files.
+class LogDir {
+ public:
+  LogDir();
+  ~LogDir();
+  LogDir(const LogDir&) = delete;
+  LogDir& operator=(const LogDir&) = delete;
+  bool ok() const { return !dir_.empty(); }
+  std::string path(int rank) const { return dir_ + "/rank" + std::to_string(rank) + ".log"; }
+  std::string read(int rank) const;  // the whole log ("" where there is none)
+  // How often `what` occurs in the logs of ranks 0..nranks-1 together.
+  int count(int nranks, const std::string& what) const;
+
+ private:
+  std::string dir_;
+};
+
 }  // namespace mp
 
 // In a child: fail the body (fatal) if an NCCL call does not succeed, printing the library's message.
