@@ -1,8 +1,8 @@
 // The network backend interface under the NET transport (docs/DESIGN.md §2): listen / connect / accept set a
 // connection up; isend / irecv post a message (one FIFO slot) and test completes it; close (or the
 // destructor) releases it. Messages on one comm complete in posting order. Nothing here blocks after setup,
-// so a few proxy threads drive every connection of a communicator. Backends: socket (net_socket.cc) and IB verbs
-// (ib/ib_backend.cc).
+// so a few proxy threads drive every connection of a communicator. Backends: socket (net_socket.cc), IB verbs
+// (ib/ib_backend.cc) and NCCL network plugins (net_plugin.cc).
 #pragma once
 
 #include <poll.h>
@@ -105,6 +105,11 @@ class NetComm {
   // True where the comm of the other direction with the same peer and tag runs over the same connection (a socket
   // backend's two-way connection): the engine then drives both on one thread, as they contend for the socket.
   virtual bool sharesConnection() const { return false; }
+  // True while the backend learns of progress only by being called (a network plugin: its connection being made,
+  // sends in flight): the engine then keeps polling rather than block on descriptors, and calls advance() on each
+  // pass over the comm, which moves what needs no message to be posted or tested (the connection itself).
+  virtual bool needsPolling() const { return false; }
+  virtual ncclResult_t advance() { return ncclSuccess; }
   virtual void close() = 0;
 };
 

@@ -337,6 +337,13 @@ bool NetProxyThread::progress(Conn* c) {
     __atomic_store_n(in.errorFlag, 1u, __ATOMIC_RELEASE);
     return true;
   }
+  if (c->comm->needsPolling()) {  // a backend that learns of progress only when called (net_backend.h)
+    const ncclResult_t r = c->comm->advance();
+    if (r != ncclSuccess) {
+      markDead(c, r);
+      return true;
+    }
+  }
   bool moved = false;
   const uint32_t n = in.nSteps;
   if (c->send) {
@@ -589,8 +596,14 @@ void NetProxyThread::run() {
       napUs = kMinNapUs;
       continue;
     }
-    // Polling: a send connection's peer closing, or room in a full socket, shows only on the descriptors.
-    const bool spinning = now - lastMove < spin_;
+    // Polling: a send connection's peer closing, or room in a full socket, shows only on the descriptors. A
+    // backend without descriptors for what it waits on keeps the thread polling (NetComm::needsPolling).
+    auto polled = [&] {
+      for (auto& kv : conns_)
+        if (!kv.second->dead && kv.second->comm->needsPolling()) return true;
+      return false;
+    };
+    const bool spinning = now - lastMove < spin_ || polled();
     if (spinning || now < nextProbe) {
       if (now - lastCheck > kPollCheck) {
         waitEvents(lk, 0);

@@ -20,6 +20,7 @@
 #include "core/socket.h"
 #include "transport/net/ib/ib_backend.h"
 #include "transport/net/net_backend.h"
+#include "transport/net/net_plugin.h"
 #include "transport/net/net_socket.h"
 #include "transport/net/net_socket_comm.h"
 #include "transport/net/socket_nic.h"
@@ -260,8 +261,17 @@ NetBackend* socketNetBackend() {
 ncclResult_t selectNetBackend(NetBackend** out) {
   const std::string want = params::Net();
   const bool socketAsked = strcasecmp(want.c_str(), "Socket") == 0, ibAsked = strcasecmp(want.c_str(), "IB") == 0;
-  if (!want.empty() && !socketAsked && !ibAsked) {
-    return recordError(ncclInvalidArgument, "NCCL_NET=%s: unknown network backend (known: Socket, IB)", want.c_str());
+  const NetPluginStatus& plugin = netPlugin();
+  const bool pluginAsked = plugin.net && strcasecmp(want.c_str(), plugin.net->name.c_str()) == 0;
+  if (!want.empty() && !socketAsked && !ibAsked && !pluginAsked) {
+    return recordError(ncclInvalidArgument, "NCCL_NET=%s: unknown network backend (known: Socket, IB%s%s)%s%s",
+                       want.c_str(), plugin.net ? ", " : "", plugin.net ? plugin.net->name.c_str() : "",
+                       plugin.net ? "" : "; no network plugin is loaded: ", plugin.net ? "" : plugin.why.c_str());
+  }
+  // A plugin serves unless NCCL_NET asks for one of Braid's own backends, as NCCL puts plugins first.
+  if (plugin.net && (pluginAsked || want.empty())) {
+    *out = netPluginBackend(plugin.net);
+    return ncclSuccess;
   }
   *out = socketNetBackend();
   if (socketAsked) return ncclSuccess;

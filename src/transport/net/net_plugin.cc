@@ -1,0 +1,438 @@
+// The NET transport's backend over an NCCL network plugin (net_plugin.h). A plugin's connect() and accept() may
+// return before the connection exists and must be called again, and some plugins finish a connect only once the
+// peer accepts; ranks connect all their sends before they accept, so setup never waits on the plugin: a comm comes
+// back at once and makes its connection in the engine's progress calls, within the setup timeout.
+//
+// A Braid message carries flags (conn_info.h: end of message, LL, the step's tag) that a plugin message cannot, so
+// each goes as two plugin messages on the connection: a 16-byte header (size, flags, sequence) and the payload. The
+// receiver posts both receives at once, so they cost one network latency, not two. The first message of a
+// connection is the sender's identity (ranks and tag), which the receiver checks before any payload counts.
+#include "transport/net/net_plugin.h"
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/log.h"
+#include "core/result.h"
+#include "topology/topology.h"
+#include "transport/p2p/nvlink.h"
+#include "transport/p2p/p2p_level.h"
+
+namespace braid {
+namespace {
+
+constexpr uint32_t kIdentMagic = 0x42524944;   // "BRID"
+constexpr uint32_t kHeaderMagic = 0x42524844;  // "BRHD"
+constexpr uint64_t kQueue = 64;                // messages in flight per comm
+
+// A connection's first message (magic, sendRank, recvRank, tag) or a message's header (magic, size, flags, seq).
+struct Wire {
+  uint32_t magic;
+  uint32_t a;
+  uint32_t b;
+  uint32_t c;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// One Braid message: its header's and its payload's plugin requests (the identity has only a header).
+struct Msg final : NetRequest {
+  void* hdrReq = nullptr;
+  void* dataReq = nullptr;
+  bool hdrPosted = false;
+  bool dataPosted = false;
+  bool hdrDone = false;
+  bool dataDone = false;
+  char* data = nullptr;
+  size_t size = 0;  // the payload (send) or the room for it (receive)
+  int got = 0;      // bytes the payload's receive reports
+};
+
+// What a send and a receive comm share: making the connection, registrations, posting in order, testing, and the
+// NetComm calls (Base: NetSendComm or NetRecvComm). A plugin has no descriptor to offer: the engine polls.
+template <typename Base>
+class PluginConn : public Base {
+ public:
+  PluginConn(const PluginNet* net, bool send, int peer, int tag, const NetSetupParams& p)
+      : net_(net), send_(send), peer_(peer), tag_(tag), wires_(new Wire[kQueue + 1]()) {
+    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(p.timeoutSec > 0 ? p.timeoutSec : 1e9));
+    timeoutSec_ = p.timeoutSec;
+  }
+  ~PluginConn() override { shut(); }
+
+  void pollFds(std::vector<pollfd>*) override {}
+  ncclResult_t pollResult(const pollfd*, size_t) override { return failed_ == ncclSuccess ? ncclSuccess : sticky(); }
+  ncclResult_t registerBuffer(void* data, size_t bytes) override {
+    if (bytes == 0) return ncclSuccess;
+    regions_.push_back(Region{static_cast<char*>(data), bytes, nullptr});
+    return comm_ ? reg(&regions_.back()) : ncclSuccess;
+  }
+  // Polled while the connection is being made and while sends are in flight; posted receives complete when the
+  // executor next asks for them (a launch or a host executor's wait drives the engine then).
+  bool needsPolling() const override {
+    return !closed_ && failed_ == ncclSuccess && (!comm_ || (send_ && head_ != tail_));
+  }
+  ncclResult_t advance() override { return pump(); }
+  void close() override { shut(); }
+
+  void shut() {
+    if (closed_) return;
+    closed_ = true;
+    if (comm_) {
+      for (Region& r : regions_)
+        if (r.mh) net_->deregMr(comm_, r.mh);
+      if (wireMh_) net_->deregMr(comm_, wireMh_);
+      (void)(send_ ? net_->closeSend(comm_) : net_->closeRecv(comm_));
+      comm_ = nullptr;
+    }
+    listen_.reset();
+  }
+
+ protected:
+  struct Region {
+    char* base;
+    size_t bytes;
+    void* mh;
+  };
+
+  // Makes the connection (connect or accept, which a plugin may need called many times), then registers memory
+  // and posts the identity. Without a connection yet, returns ncclSuccess with comm_ still null.
+  virtual ncclResult_t establish(void** comm) = 0;
+
+  ncclResult_t fail(ncclResult_t r, const char* what) {
+    if (failed_ != ncclSuccess) return failed_;
+    // A plugin's system or remote error is the network's or the peer's: ncclRemoteError, naming the peer.
+    failed_ = r == ncclSystemError || r == ncclRemoteError ? ncclRemoteError : r;
+    return recordError(failed_, "NET/%s: %s failed (%s) on the connection %s rank %d", net_->name.c_str(), what,
+                       ncclGetErrorString(r), send_ ? "to" : "from", peer_);
+  }
+  ncclResult_t sticky() {
+    return recordError(failed_, "NET/%s: the connection %s rank %d failed earlier", net_->name.c_str(),
+                       send_ ? "to" : "from", peer_);
+  }
+
+  ncclResult_t reg(Region* r) {
+    const ncclResult_t res = net_->regMr(comm_, r->base, r->bytes, &r->mh);
+    return res == ncclSuccess ? ncclSuccess : fail(res, "registering memory (regMr)");
+  }
+
+  // The registration holding [p, p + n), or the header slots' for an empty payload.
+  void* mhFor(const char* p, size_t n) const {
+    if (n == 0) return wireMh_;
+    for (const Region& r : regions_)
+      if (p >= r.base && p + n <= r.base + r.bytes) return r.mh;
+    return nullptr;
+  }
+
+  // Everything queued, posted in order (identity; then each message's header and payload) as far as the plugin
+  // takes it now. Makes the connection first.
+  ncclResult_t pump() {
+    if (failed_ != ncclSuccess) return sticky();
+    if (!comm_) {
+      void* c = nullptr;
+      const ncclResult_t r = establish(&c);
+      if (r != ncclSuccess) return failed_ != ncclSuccess ? failed_ : fail(r, send_ ? "connect" : "accept");
+      if (!c) {
+        if (Clock::now() < deadline_) return ncclSuccess;
+        failed_ = ncclRemoteError;
+        return recordError(ncclRemoteError, "NET/%s: the connection %s rank %d was not made within %.0f s",
+                           net_->name.c_str(), send_ ? "to" : "from", peer_, timeoutSec_);
+      }
+      comm_ = c;
+      listen_.reset();
+      const ncclResult_t w = net_->regMr(comm_, wires_.get(), sizeof(Wire) * (kQueue + 1), &wireMh_);
+      if (w != ncclSuccess) return fail(w, "registering memory (regMr)");
+      for (Region& r : regions_) BRAID_CHECK(reg(&r));
+      BRAID_INFO(kSubNet, "NET/%s: %s rank %d connected", net_->name.c_str(), send_ ? "send to" : "receive from",
+                 peer_);
+    }
+    if (!ident_.hdrPosted && !post(&ident_, &wires_[kQueue], true)) return failed_;
+    for (; postCur_ < tail_; ++postCur_) {
+      Msg& m = msgs_[postCur_ % kQueue];
+      if (!m.hdrPosted && !post(&m, &wires_[postCur_ % kQueue], true)) return failed_;
+      if (!m.dataPosted && !post(&m, nullptr, false)) return failed_;
+    }
+    return ncclSuccess;
+  }
+
+  // Posts one part; false where the plugin cannot take it now (or failed: failed_ says).
+  bool post(Msg* m, Wire* wire, bool header) {
+    void** req = header ? &m->hdrReq : &m->dataReq;
+    char* p = header ? reinterpret_cast<char*>(wire) : m->data;
+    const size_t n = header ? sizeof(Wire) : m->size;
+    void* mh = header ? wireMh_ : mhFor(p, n);
+    if (!mh) {
+      failed_ = ncclInternalError;
+      recordError(ncclInternalError, "NET/%s: %zu bytes at %p for rank %d lie outside the registered memory",
+                  net_->name.c_str(), n, static_cast<void*>(p), peer_);
+      return false;
+    }
+    if (n == 0) p = reinterpret_cast<char*>(&wires_[0]);
+    const ncclResult_t r =
+        send_ ? net_->isend(comm_, p, n, tag_, mh, req) : net_->irecv(comm_, p, n, tag_, mh, req);
+    if (r != ncclSuccess) {
+      fail(r, send_ ? "isend" : "irecv");
+      return false;
+    }
+    if (!*req) return false;
+    (header ? m->hdrPosted : m->dataPosted) = true;
+    return true;
+  }
+
+  // Tests m's posted parts; *done once every part it has is done.
+  ncclResult_t testMsg(Msg* m, bool hasData, bool* done) {
+    int d = 0, size = 0;
+    if (m->hdrPosted && !m->hdrDone) {
+      const ncclResult_t r = net_->test(m->hdrReq, &d, &size);
+      if (r != ncclSuccess) return fail(r, "test");
+      m->hdrDone = d != 0;
+    }
+    if (hasData && m->dataPosted && !m->dataDone) {
+      d = 0;
+      const ncclResult_t r = net_->test(m->dataReq, &d, &size);
+      if (r != ncclSuccess) return fail(r, "test");
+      if (d) {
+        m->dataDone = true;
+        m->got = size;
+      }
+    }
+    *done = m->hdrDone && (!hasData || m->dataDone);
+    return ncclSuccess;
+  }
+
+  // A new message at the queue's tail; null where kQueue are in flight.
+  Msg* enqueue(const void* data, size_t size) {
+    if (tail_ - head_ >= kQueue) return nullptr;
+    Msg* m = &msgs_[tail_ % kQueue];
+    *m = Msg{};
+    m->data = const_cast<char*>(static_cast<const char*>(data));
+    m->size = size;
+    ++tail_;
+    return m;
+  }
+
+  // The oldest message, which test() must be asked about first (the engine completes in posting order).
+  ncclResult_t checkOldest(NetRequest* req) {
+    if (head_ == tail_ || req != &msgs_[head_ % kQueue]) {
+      failed_ = ncclInternalError;
+      return recordError(ncclInternalError, "NET/%s: a message to or from rank %d was tested out of order",
+                         net_->name.c_str(), peer_);
+    }
+    return ncclSuccess;
+  }
+
+  const PluginNet* net_;
+  const bool send_;
+  const int peer_;
+  const int tag_;  // the sending rank, on both sides (as NCCL tags its messages)
+  std::shared_ptr<void> listen_;  // a receive comm's listen comm until it accepts
+  void* comm_ = nullptr;
+  std::vector<Region> regions_;
+  std::unique_ptr<Wire[]> wires_;  // [kQueue]: the messages' headers; [kQueue]: the identity
+  void* wireMh_ = nullptr;
+  Msg ident_;
+  Msg msgs_[kQueue];
+  uint64_t head_ = 0, tail_ = 0, postCur_ = 0;
+  ncclResult_t failed_ = ncclSuccess;
+  bool closed_ = false;
+  Clock::time_point deadline_;
+  double timeoutSec_ = 0;
+};
+
+class PluginSendComm final : public PluginConn<NetSendComm> {
+ public:
+  PluginSendComm(const PluginNet* net, int dev, const NetHandle& handle, const NetConnIdent& ident,
+                 const NetSetupParams& p)
+      : PluginConn(net, true, p.peer, ident.sendRank, p), dev_(dev), handle_(handle) {
+    wires_[kQueue] = Wire{kIdentMagic, static_cast<uint32_t>(ident.sendRank), static_cast<uint32_t>(ident.recvRank),
+                          ident.tag};
+  }
+  ncclResult_t isend(const void* data, size_t size, uint32_t flags, NetRequest** req) override {
+    *req = nullptr;
+    if (failed_ != ncclSuccess) return sticky();
+    const uint64_t seq = tail_;
+    Msg* m = enqueue(data, size);
+    if (!m) return pump();
+    wires_[seq % kQueue] = Wire{kHeaderMagic, static_cast<uint32_t>(size), flags, static_cast<uint32_t>(seq)};
+    *req = m;
+    return pump();
+  }
+
+  ncclResult_t test(NetRequest* req, bool* done, size_t* size, uint32_t*) override {
+    *done = false;
+    BRAID_CHECK(pump());
+    BRAID_CHECK(checkOldest(req));
+    bool identDone = false;
+    BRAID_CHECK(testMsg(&ident_, false, &identDone));
+    Msg* m = static_cast<Msg*>(req);
+    bool d = false;
+    BRAID_CHECK(testMsg(m, true, &d));
+    if (!d) return ncclSuccess;
+    ++head_;
+    *done = true;
+    if (size) *size = m->size;
+    return ncclSuccess;
+  }
+
+ private:
+  ncclResult_t establish(void** comm) override { return net_->connect(dev_, handle_.data, comm); }
+  const int dev_;
+  NetHandle handle_;
+};
+
+class PluginRecvComm final : public PluginConn<NetRecvComm> {
+ public:
+  PluginRecvComm(const PluginNet* net, std::shared_ptr<void> listen, const NetConnIdent& expect,
+                 const NetSetupParams& p)
+      : PluginConn(net, false, p.peer, expect.sendRank, p), expect_(expect) {
+    listen_ = std::move(listen);
+  }
+  ncclResult_t irecv(void* data, size_t maxSize, NetRequest** req) override {
+    *req = nullptr;
+    if (failed_ != ncclSuccess) return sticky();
+    *req = enqueue(data, maxSize);
+    return pump();
+  }
+
+  ncclResult_t test(NetRequest* req, bool* done, size_t* size, uint32_t* flags) override {
+    *done = false;
+    BRAID_CHECK(pump());
+    BRAID_CHECK(checkOldest(req));
+    if (!identSeen_) {
+      bool d = false;
+      BRAID_CHECK(testMsg(&ident_, false, &d));
+      if (!d) return ncclSuccess;
+      const Wire& w = wires_[kQueue];
+      if (w.magic != kIdentMagic || static_cast<int>(w.a) != expect_.sendRank ||
+          static_cast<int>(w.b) != expect_.recvRank || w.c != expect_.tag) {
+        failed_ = ncclInternalError;
+        return recordError(ncclInternalError,
+                           "NET/%s: the connection from rank %d presents rank %d -> %d tag %u (magic %#x); expected "
+                           "rank %d -> %d tag %u: every rank must load the same network plugin",
+                           net_->name.c_str(), peer_, static_cast<int>(w.a), static_cast<int>(w.b), w.c, w.magic,
+                           expect_.sendRank, expect_.recvRank, expect_.tag);
+      }
+      identSeen_ = true;
+    }
+    Msg* m = static_cast<Msg*>(req);
+    bool d = false;
+    BRAID_CHECK(testMsg(m, true, &d));
+    if (!d) return ncclSuccess;
+    const uint64_t seq = head_;
+    const Wire& w = wires_[seq % kQueue];
+    if (w.magic != kHeaderMagic || w.c != static_cast<uint32_t>(seq) || w.a > m->size ||
+        static_cast<int>(w.a) != m->got) {
+      failed_ = ncclInternalError;
+      return recordError(ncclInternalError,
+                         "NET/%s: message %llu from rank %d arrived damaged (header magic %#x, sequence %u, %u bytes; "
+                         "%d bytes of payload came, room for %zu)",
+                         net_->name.c_str(), static_cast<unsigned long long>(seq), peer_, w.magic, w.c, w.a, m->got,
+                         m->size);
+    }
+    ++head_;
+    *done = true;
+    if (size) *size = w.a;
+    if (flags) *flags = w.b;
+    return ncclSuccess;
+  }
+
+ private:
+  ncclResult_t establish(void** comm) override { return net_->accept(listen_.get(), comm); }
+  const NetConnIdent expect_;
+  bool identSeen_ = false;
+};
+
+class PluginListenComm final : public NetListenComm {
+ public:
+  PluginListenComm(const PluginNet* net, void* lc)
+      : net_(net), lc_(lc, [net](void* c) { net->closeListen(c); }) {}
+  ncclResult_t accept(const NetConnIdent& expect, const NetSetupParams& p,
+                      std::unique_ptr<NetRecvComm>* out) override {
+    if (!lc_)
+      return recordError(ncclInternalError, "NET/%s: a second accept on one listen comm (rank %d)",
+                         net_->name.c_str(), p.peer);
+    out->reset(new PluginRecvComm(net_, std::move(lc_), expect, p));
+    return ncclSuccess;
+  }
+  void close() override { lc_.reset(); }
+
+ private:
+  const PluginNet* net_;
+  std::shared_ptr<void> lc_;  // closed by the last holder: this, or the receive comm until it has accepted
+};
+
+class PluginBackend final : public NetBackend {
+ public:
+  explicit PluginBackend(const PluginNet* net) : net_(net) {}
+  const char* name() const override { return net_->name.c_str(); }
+
+  bool nicPlace(int64_t gpuBusId, NetNicPlace* out) override {
+    const PluginNet::Device& d = net_->devices[static_cast<size_t>(deviceFor(gpuBusId))];
+    if (d.pciPath.empty()) return false;
+    out->name = d.name;
+    out->sysfsDevice = d.pciPath;
+    return true;
+  }
+
+  ncclResult_t listen(NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
+    return listenFor(NetSetupParams{}, handle, out);
+  }
+
+  ncclResult_t listenFor(const NetSetupParams& p, NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
+    static_assert(sizeof(handle->data) == netabi::kHandleMaxSize, "a plugin handle fills a NetHandle");
+    std::memset(handle, 0, sizeof(*handle));
+    void* lc = nullptr;
+    const ncclResult_t r = net_->listen(deviceFor(p.gpuBusId), handle->data, &lc);
+    if (r != ncclSuccess || !lc)
+      return recordError(r == ncclSuccess ? ncclInternalError : r, "NET/%s: listen for rank %d failed (%s)",
+                         net_->name.c_str(), p.peer, ncclGetErrorString(r));
+    out->reset(new PluginListenComm(net_, lc));
+    return ncclSuccess;
+  }
+
+  ncclResult_t connect(const NetHandle& handle, const NetConnIdent& ident, const NetSetupParams& p,
+                       std::unique_ptr<NetSendComm>* out) override {
+    out->reset(new PluginSendComm(net_, deviceFor(p.gpuBusId), handle, ident, p));
+    return ncclSuccess;
+  }
+
+ private:
+  // The plugin device the host topology puts nearest GPU `busId` (matched by name, as the IB backend matches its
+  // ports); the first for host communicators and where the topology does not say.
+  int deviceFor(int64_t busId) const {
+    if (net_->devices.size() <= 1 || busId < 0) return 0;
+    const std::shared_ptr<const HostTopology> t = hostTopologyIfKnown();
+    if (!t) return 0;
+    char bus[32];
+    p2pBusIdToString(busId, bus, sizeof(bus));
+    const int gpu = t->topo.find(TopoKind::Gpu, bus);
+    if (gpu < 0) return 0;
+    for (int n : nearestNets(t->topo, t->paths, gpu)) {
+      for (size_t d = 0; d < net_->devices.size(); ++d)
+        if (net_->devices[d].name == t->topo.nodes[n].name) return static_cast<int>(d);
+    }
+    return 0;
+  }
+
+  const PluginNet* net_;
+};
+
+}  // namespace
+
+std::unique_ptr<NetBackend> makeNetPluginBackend(const PluginNet* net) {
+  return std::unique_ptr<NetBackend>(new PluginBackend(net));
+}
+
+NetBackend* netPluginBackend(const PluginNet* net) {
+  static std::mutex mu;
+  static std::unique_ptr<NetBackend> backend;
+  std::lock_guard<std::mutex> lk(mu);
+  if (!backend) backend = makeNetPluginBackend(net);
+  return backend.get();
+}
+
+}  // namespace braid
