@@ -3,7 +3,9 @@
 // and holds its caller to the plugin contract the way strict plugins do: connect() and accept() come back empty at
 // least once, at most kMaxReqs requests per comm are taken (more get a null request), every buffer must lie in a
 // registration of that comm, a receive's tag must be the send's, a receive too small for its message fails, and a
-// request is tested only until it is done. Breaking a rule fails the call with ncclInternalError and a warning.
+// request is tested only until it is done and only once every older request of its comm is (NCCL's order), and v10's
+// profiler callback and handles are used as NCCL's own plugins use them (unchecked). Breaking a rule fails the call
+// with ncclInternalError and a warning.
 //   BRAID_TEST_NET_DEVICES   devices it reports (default 1)
 //   BRAID_TEST_NET_FAIL_INIT 1: init fails (a plugin that loads but cannot serve)
 #include <arpa/inet.h>
@@ -34,6 +36,7 @@ constexpr int kLogWarn = 2, kLogInfo = 3;
 constexpr unsigned long kSubNet = 16;
 
 DebugLogger logger = nullptr;
+ProfilerCallback profiler = nullptr;  // v10
 #define TLOG(level, ...) \
   if (logger) logger(level, kSubNet, __FILE__, __LINE__, __VA_ARGS__)
 
@@ -71,8 +74,9 @@ struct Comm {
   bool send = false;
   bool connectReturnedEmpty = false;
   bool failed = false;
-  std::deque<Req*> queue;  // in posting order; the head moves first
-  int live = 0;            // requests handed out and not yet reported done
+  std::deque<Req*> queue;   // in posting order; the head moves first
+  std::deque<Req*> handed;  // handed out and not yet reported done, in posting order
+  int live = 0;
 };
 
 struct Listen {
@@ -121,8 +125,9 @@ bool progress(Comm* c) {
                                 : ::recv(c->fd, hdr + r->hdrMoved, sizeof(WireHdr) - r->hdrMoved, 0);
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
       if (n <= 0) {
-        c->failed = true;
-        TLOG(kLogWarn, "BraidTest: connection lost (%s)", n == 0 ? "closed by the peer" : strerror(errno));
+        c->failed = true;  // the peer closing between messages is how connections end: no warning for that
+        TLOG(n == 0 && r->hdrMoved == 0 ? kLogInfo : kLogWarn, "BraidTest: connection lost (%s)",
+             n == 0 ? "closed by the peer" : strerror(errno));
         return false;
       }
       r->hdrMoved += static_cast<size_t>(n);
@@ -299,6 +304,7 @@ ncclResult_t post(void* comm, void* data, size_t size, int tag, void* mh, void**
   r->tag = tag;
   if (send) r->hdr = WireHdr{static_cast<uint32_t>(size), tag};
   c->queue.push_back(r);
+  c->handed.push_back(r);
   ++c->live;
   *request = r;
   return progress(c) ? ncclSuccess : ncclSystemError;
@@ -321,11 +327,13 @@ ncclResult_t tIflush(void*, int, void**, int*, void**, void** req) {
 ncclResult_t tTest(void* request, int* done, int* size) {
   auto* r = static_cast<Req*>(request);
   if (!r || !r->comm) return violation("test of a request that was not handed out or is done");
+  if (r->comm->handed.front() != r) return violation("test of a request before an older one of its comm is done");
   if (!r->done && !progress(r->comm)) return ncclSystemError;
   *done = r->done ? 1 : 0;
   if (r->done) {
     if (size) *size = static_cast<int>(r->send ? r->size : r->hdr.size);
     --r->comm->live;
+    r->comm->handed.pop_front();
     r->comm = nullptr;  // a later test of it is a violation (the memory is kept: tests are short)
   }
   return ncclSuccess;
@@ -333,6 +341,9 @@ ncclResult_t tTest(void* request, int* done, int* size) {
 
 ncclResult_t closeComm(void* comm) {
   auto* c = static_cast<Comm*>(comm);
+  if (!c->handed.empty())
+    TLOG(kLogInfo, "BraidTest: %s comm closed with %zu request(s) outstanding", c->send ? "send" : "receive",
+         c->handed.size());
   if (c->fd >= 0) close(c->fd);
   delete c;  // requests still queued are dropped, as a closing connection drops them
   return ncclSuccess;
@@ -372,8 +383,10 @@ ncclResult_t props9(int dev, PropertiesV9* p) { return tProps(dev, p); }
 ncclResult_t connect9(int dev, void* h, void** sc, DeviceHandle**) { return tConnect(dev, h, sc); }
 ncclResult_t accept9(void* lc, void** rc, DeviceHandle**) { return tAccept(lc, rc); }
 #else
-ncclResult_t init10(DebugLogger log, ProfilerCallback) {
+ncclResult_t init10(DebugLogger log, ProfilerCallback prof) {
   logger = log;
+  profiler = prof;
+  if (!prof) return violation("init without a profiler callback (NCCL always gives one)");
   return tInit();
 }
 ncclResult_t props10(int dev, PropertiesV9* p) { return tProps(dev, p); }
@@ -382,11 +395,20 @@ ncclResult_t connect10(int dev, CommConfigV10* config, void* h, void** sc, Devic
   return tConnect(dev, h, sc);
 }
 ncclResult_t accept10(void* lc, void** rc, DeviceHandle**) { return tAccept(lc, rc); }
-ncclResult_t isend10(void* sc, void* data, size_t size, int tag, void* mh, void*, void** req) {
-  return tIsend(sc, data, size, tag, mh, req);
+// As NCCL's IB code does: an event started through the profiler callback with the caller's handle, unchecked.
+ncclResult_t profile(void* pHandle) {
+  if (!pHandle) return violation("a null profiler handle");
+  void* event = reinterpret_cast<void*>(1);
+  const ncclResult_t r = profiler(&event, 0, pHandle, 0, nullptr);
+  return r != ncclSuccess ? r : event == nullptr ? ncclSuccess : violation("the profiler callback started an event");
 }
-ncclResult_t irecv10(void* rc, int n, void** data, size_t* sizes, int* tags, void** mhs, void**, void** req) {
-  return tIrecv(rc, n, data, sizes, tags, mhs, req);
+ncclResult_t isend10(void* sc, void* data, size_t size, int tag, void* mh, void* pHandle, void** req) {
+  const ncclResult_t r = profile(pHandle);
+  return r != ncclSuccess ? r : tIsend(sc, data, size, tag, mh, req);
+}
+ncclResult_t irecv10(void* rc, int n, void** data, size_t* sizes, int* tags, void** mhs, void** pHandles, void** req) {
+  const ncclResult_t r = profile(pHandles ? pHandles[0] : nullptr);
+  return r != ncclSuccess ? r : tIrecv(rc, n, data, sizes, tags, mhs, req);
 }
 #endif
 

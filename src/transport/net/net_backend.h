@@ -166,8 +166,9 @@ class NetBackend {
 };
 
 NetBackend* socketNetBackend();
-// The backend NCCL_NET selects: "Socket", "IB" (sockets, with a warning, where IB is unusable), or empty: IB where
-// it is usable and NCCL_IB_DISABLE is not 1, else sockets (said at INFO once).
+// The backend NCCL_NET selects: "Socket", "IB" (sockets, with a warning, where IB is unusable), the loaded network
+// plugin's name (net_plugin.h), or empty: the plugin where one is loaded, else IB where it is usable and
+// NCCL_IB_DISABLE is not 1, else sockets (said at INFO once).
 ncclResult_t selectNetBackend(NetBackend** out);
 
 }  // namespace braid

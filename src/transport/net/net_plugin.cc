@@ -27,6 +27,8 @@ namespace {
 constexpr uint32_t kIdentMagic = 0x42524944;   // "BRID"
 constexpr uint32_t kHeaderMagic = 0x42524844;  // "BRHD"
 constexpr uint64_t kQueue = 64;                // messages in flight per comm
+// Plugin requests outstanding per comm at most (NCCL_NET_MAX_REQUESTS): NCCL's own plugins fail a post past it.
+constexpr int kMaxPluginRequests = 32;
 
 // A connection's first message (magic, sendRank, recvRank, tag) or a message's header (magic, size, flags, seq).
 struct Wire {
@@ -58,9 +60,9 @@ class PluginConn : public Base {
  public:
   PluginConn(const PluginNet* net, bool send, int peer, int tag, const NetSetupParams& p)
       : net_(net), send_(send), peer_(peer), tag_(tag), wires_(new Wire[kQueue + 1]()) {
-    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(p.timeoutSec > 0 ? p.timeoutSec : 1e9));
-    timeoutSec_ = p.timeoutSec;
+    // Without a setup timeout (0: none), the engine still gives up on a connection never made after an hour.
+    timeoutSec_ = p.timeoutSec > 0 ? p.timeoutSec : 3600;
+    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeoutSec_));
   }
   ~PluginConn() override { shut(); }
 
@@ -71,10 +73,12 @@ class PluginConn : public Base {
     regions_.push_back(Region{static_cast<char*>(data), bytes, nullptr});
     return comm_ ? reg(&regions_.back()) : ncclSuccess;
   }
-  // Polled while the connection is being made and while sends are in flight; posted receives complete when the
-  // executor next asks for them (a launch or a host executor's wait drives the engine then).
+  // Polled while the connection is being made, while sends are in flight and while the plugin refused a post;
+  // posted receives complete when the executor next asks for them (a launch or a host executor's wait drives the
+  // engine then).
   bool needsPolling() const override {
-    return !closed_ && failed_ == ncclSuccess && (!comm_ || (send_ && head_ != tail_));
+    return !closed_ && failed_ == ncclSuccess && recvFailure_ == ncclSuccess &&
+           (!comm_ || postCur_ != tail_ || (send_ && head_ != tail_));
   }
   ncclResult_t advance() override { return pump(); }
   void close() override { shut(); }
@@ -103,10 +107,17 @@ class PluginConn : public Base {
   // and posts the identity. Without a connection yet, returns ncclSuccess with comm_ still null.
   virtual ncclResult_t establish(void** comm) = 0;
 
-  ncclResult_t fail(ncclResult_t r, const char* what) {
+  // remote: a call on the connection (connect, accept, isend, irecv, test), whose system or remote error is the
+  // network's or the peer's: ncclRemoteError, naming the peer. A local call's (regMr: a memlock limit) keeps its code.
+  ncclResult_t fail(ncclResult_t r, const char* what, bool remote = true) {
     if (failed_ != ncclSuccess) return failed_;
-    // A plugin's system or remote error is the network's or the peer's: ncclRemoteError, naming the peer.
-    failed_ = r == ncclSystemError || r == ncclRemoteError ? ncclRemoteError : r;
+    failed_ = remote && (r == ncclSystemError || r == ncclRemoteError) ? ncclRemoteError : r;
+    // A receive that fails before any byte of its message came is how a plugin shows the sender closing, which ends
+    // every communicator (its receives are posted ahead): worded as the socket backend's clean close, so the engine
+    // fails only this connection. An executor that still needs it gets this message.
+    if (failed_ == ncclRemoteError && !send_ && (head_ == tail_ || !msgs_[head_ % kQueue].hdrDone))
+      return recordError(failed_, "NET/%s: rank %d closed the connection, or it failed between messages (%s: %s)",
+                         net_->name.c_str(), peer_, what, ncclGetErrorString(r));
     return recordError(failed_, "NET/%s: %s failed (%s) on the connection %s rank %d", net_->name.c_str(), what,
                        ncclGetErrorString(r), send_ ? "to" : "from", peer_);
   }
@@ -117,7 +128,7 @@ class PluginConn : public Base {
 
   ncclResult_t reg(Region* r) {
     const ncclResult_t res = net_->regMr(comm_, r->base, r->bytes, &r->mh);
-    return res == ncclSuccess ? ncclSuccess : fail(res, "registering memory (regMr)");
+    return res == ncclSuccess ? ncclSuccess : fail(res, "registering memory (regMr)", false);
   }
 
   // The registration holding [p, p + n), or the header slots' for an empty payload.
@@ -132,6 +143,7 @@ class PluginConn : public Base {
   // takes it now. Makes the connection first.
   ncclResult_t pump() {
     if (failed_ != ncclSuccess) return sticky();
+    if (recvFailure_ != ncclSuccess) return ncclSuccess;  // nothing more is posted; test() reports it when due
     if (!comm_) {
       void* c = nullptr;
       const ncclResult_t r = establish(&c);
@@ -145,7 +157,7 @@ class PluginConn : public Base {
       comm_ = c;
       listen_.reset();
       const ncclResult_t w = net_->regMr(comm_, wires_.get(), sizeof(Wire) * (kQueue + 1), &wireMh_);
-      if (w != ncclSuccess) return fail(w, "registering memory (regMr)");
+      if (w != ncclSuccess) return fail(w, "registering memory (regMr)", false);
       for (Region& r : regions_) BRAID_CHECK(reg(&r));
       BRAID_INFO(kSubNet, "NET/%s: %s rank %d connected", net_->name.c_str(), send_ ? "send to" : "receive from",
                  peer_);
@@ -153,7 +165,8 @@ class PluginConn : public Base {
     if (!ident_.hdrPosted && !post(&ident_, &wires_[kQueue], true)) return failed_;
     for (; postCur_ < tail_; ++postCur_) {
       Msg& m = msgs_[postCur_ % kQueue];
-      if (!m.hdrPosted && !post(&m, &wires_[postCur_ % kQueue], true)) return failed_;
+      if (!m.hdrPosted && (inPlugin_ + 2 > kMaxPluginRequests || !post(&m, &wires_[postCur_ % kQueue], true)))
+        return failed_;
       if (!m.dataPosted && !post(&m, nullptr, false)) return failed_;
     }
     return ncclSuccess;
@@ -175,22 +188,33 @@ class PluginConn : public Base {
     const ncclResult_t r =
         send_ ? net_->isend(comm_, p, n, tag_, mh, req) : net_->irecv(comm_, p, n, tag_, mh, req);
     if (r != ncclSuccess) {
-      fail(r, send_ ? "isend" : "irecv");
+      // A receive posted ahead may find the sender gone (it closed after its last message): the messages posted
+      // before it may still have come whole, so the failure waits until a message needs this post (recvFailure_).
+      if (!send_) {
+        recvFailure_ = r;
+      } else {
+        fail(r, "isend");
+      }
       return false;
     }
     if (!*req) return false;
     (header ? m->hdrPosted : m->dataPosted) = true;
+    ++inPlugin_;
     return true;
   }
 
-  // Tests m's posted parts; *done once every part it has is done.
+  // Tests m's posted parts, oldest first as NCCL tests (a plugin may move a stream's bytes inside test()): the
+  // payload once the header is done. *done once every part it has is done.
   ncclResult_t testMsg(Msg* m, bool hasData, bool* done) {
     int d = 0, size = 0;
+    *done = false;
     if (m->hdrPosted && !m->hdrDone) {
       const ncclResult_t r = net_->test(m->hdrReq, &d, &size);
       if (r != ncclSuccess) return fail(r, "test");
       m->hdrDone = d != 0;
+      if (m->hdrDone) --inPlugin_;
     }
+    if (!m->hdrDone) return ncclSuccess;
     if (hasData && m->dataPosted && !m->dataDone) {
       d = 0;
       const ncclResult_t r = net_->test(m->dataReq, &d, &size);
@@ -198,6 +222,7 @@ class PluginConn : public Base {
       if (d) {
         m->dataDone = true;
         m->got = size;
+        --inPlugin_;
       }
     }
     *done = m->hdrDone && (!hasData || m->dataDone);
@@ -237,6 +262,8 @@ class PluginConn : public Base {
   Msg ident_;
   Msg msgs_[kQueue];
   uint64_t head_ = 0, tail_ = 0, postCur_ = 0;
+  int inPlugin_ = 0;  // plugin requests posted and not yet tested done
+  ncclResult_t recvFailure_ = ncclSuccess;  // an irecv's failure, not yet due
   ncclResult_t failed_ = ncclSuccess;
   bool closed_ = false;
   Clock::time_point deadline_;
@@ -266,10 +293,10 @@ class PluginSendComm final : public PluginConn<NetSendComm> {
     *done = false;
     BRAID_CHECK(pump());
     BRAID_CHECK(checkOldest(req));
-    bool identDone = false;
-    BRAID_CHECK(testMsg(&ident_, false, &identDone));
+    bool d = ident_.hdrDone;
+    if (!d) BRAID_CHECK(testMsg(&ident_, false, &d));
+    if (!d) return ncclSuccess;  // the identity went first: tested first
     Msg* m = static_cast<Msg*>(req);
-    bool d = false;
     BRAID_CHECK(testMsg(m, true, &d));
     if (!d) return ncclSuccess;
     ++head_;
@@ -303,6 +330,7 @@ class PluginRecvComm final : public PluginConn<NetRecvComm> {
     BRAID_CHECK(pump());
     BRAID_CHECK(checkOldest(req));
     if (!identSeen_) {
+      if (recvFailure_ != ncclSuccess && !ident_.hdrPosted) return fail(recvFailure_, "irecv");
       bool d = false;
       BRAID_CHECK(testMsg(&ident_, false, &d));
       if (!d) return ncclSuccess;
@@ -319,6 +347,7 @@ class PluginRecvComm final : public PluginConn<NetRecvComm> {
       identSeen_ = true;
     }
     Msg* m = static_cast<Msg*>(req);
+    if (recvFailure_ != ncclSuccess && !(m->hdrPosted && m->dataPosted)) return fail(recvFailure_, "irecv");
     bool d = false;
     BRAID_CHECK(testMsg(m, true, &d));
     if (!d) return ncclSuccess;
@@ -371,7 +400,7 @@ class PluginBackend final : public NetBackend {
   const char* name() const override { return net_->name.c_str(); }
 
   bool nicPlace(int64_t gpuBusId, NetNicPlace* out) override {
-    const PluginNet::Device& d = net_->devices[static_cast<size_t>(deviceFor(gpuBusId))];
+    const PluginNet::Device& d = net_->devices[nearest(gpuBusId)];
     if (d.pciPath.empty()) return false;
     out->name = d.name;
     out->sysfsDevice = d.pciPath;
@@ -403,7 +432,8 @@ class PluginBackend final : public NetBackend {
  private:
   // The plugin device the host topology puts nearest GPU `busId` (matched by name, as the IB backend matches its
   // ports); the first for host communicators and where the topology does not say.
-  int deviceFor(int64_t busId) const {
+  int deviceFor(int64_t busId) const { return net_->devices[nearest(busId)].index; }
+  size_t nearest(int64_t busId) const {
     if (net_->devices.size() <= 1 || busId < 0) return 0;
     const std::shared_ptr<const HostTopology> t = hostTopologyIfKnown();
     if (!t) return 0;
@@ -413,7 +443,7 @@ class PluginBackend final : public NetBackend {
     if (gpu < 0) return 0;
     for (int n : nearestNets(t->topo, t->paths, gpu)) {
       for (size_t d = 0; d < net_->devices.size(); ++d)
-        if (net_->devices[d].name == t->topo.nodes[n].name) return static_cast<int>(d);
+        if (net_->devices[d].name == t->topo.nodes[n].name) return d;
     }
     return 0;
   }

@@ -21,7 +21,8 @@ namespace braid {
 // them from several threads too).
 class PluginNet {
  public:
-  struct Device {
+  struct Device {  // those that take host memory (NCCL_PTR_HOST)
+    int index = 0;  // the plugin's own number for it
     std::string name;
     std::string pciPath;  // its sysfs device directory ("" for a virtual device)
     int ptrSupport = 0;

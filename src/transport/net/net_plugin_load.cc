@@ -18,14 +18,22 @@ namespace braid {
 namespace {
 
 extern "C" void pluginLog(int level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
-  const auto lvl = static_cast<LogLevel>(level);
+  auto lvl = static_cast<LogLevel>(level);
+  if (lvl == LogLevel::Abort) lvl = LogLevel::Warn;  // Braid has no abort level: the plugin's ABORT shows as WARN
   if (lvl == LogLevel::None || !logEnabled(lvl, flags)) return;
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  logMessage(lvl == LogLevel::Abort ? LogLevel::Warn : lvl, flags, file ? file : "plugin", line, "%s", msg);
+  logMessage(lvl, flags, file ? file : "plugin", line, "%s", msg);
+}
+
+// NCCL hands v10 plugins its profiler's callback, and plugins built from NCCL's own code call it unchecked: Braid's
+// records nothing and starts no event.
+extern "C" ncclResult_t pluginProfilerCallback(void** eHandle, int, void*, int64_t, void*) {
+  if (eHandle) *eHandle = nullptr;
+  return ncclSuccess;
 }
 
 std::vector<std::string> candidates(const std::string& env) {
@@ -57,16 +65,18 @@ bool take(void* lib, const char* sym, int v, Table** slot, Init init, PluginNet*
 }
 
 // Fills `net` from the newest table the library exports; false with *why where it has none or it fails to start.
-bool bind(void* lib, const std::string& file, PluginNet* net, std::string* why) {
+// *started: its init succeeded (the library must then stay loaded: it may have started threads).
+bool bind(void* lib, const std::string& file, PluginNet* net, std::string* why, bool* started) {
   net->library = file;
   why->clear();
   const bool found =
-      take(lib, "ncclNetPlugin_v10", 10, &net->v10, [](const netabi::NetV10* t) { return t->init(pluginLog, nullptr); },
+      take(lib, "ncclNetPlugin_v10", 10, &net->v10, [](const netabi::NetV10* t) { return t->init(pluginLog, pluginProfilerCallback); },
            net, why) ||
       take(lib, "ncclNetPlugin_v9", 9, &net->v9, [](const netabi::NetV9* t) { return t->init(pluginLog); }, net, why) ||
       take(lib, "ncclNetPlugin_v8", 8, &net->v8, [](const netabi::NetV8* t) { return t->init(pluginLog); }, net, why);
   if (!found) *why = file + ": exports none of ncclNetPlugin_v10, _v9, _v8";
   if (!why->empty()) return false;
+  *started = true;
   int n = 0;
   const ncclResult_t r = net->v10 ? net->v10->devices(&n) : net->v9 ? net->v9->devices(&n) : net->v8->devices(&n);
   if (r != ncclSuccess || n <= 0) {
@@ -75,6 +85,7 @@ bool bind(void* lib, const std::string& file, PluginNet* net, std::string* why) 
   }
   for (int d = 0; d < n; ++d) {
     PluginNet::Device dev;
+    dev.index = d;
     if (net->v8) {
       netabi::PropertiesV8 p{};
       if (net->v8->getProperties(d, &p) == ncclSuccess) {
@@ -92,13 +103,15 @@ bool bind(void* lib, const std::string& file, PluginNet* net, std::string* why) 
         dev.speedMbps = p.speed;
       }
     }
-    if (!(dev.ptrSupport & netabi::kPtrHost)) {
-      *why = file + " (" + net->name + "): device " + std::to_string(d) + " takes no host memory (NCCL_PTR_HOST)";
-      return false;
+    if (dev.ptrSupport & netabi::kPtrHost) {
+      net->devices.push_back(dev);
+    } else {
+      BRAID_INFO(kSubNet | kSubInit, "NET/Plugin: %s device %d (%s) takes no host memory (NCCL_PTR_HOST): not used",
+                 net->name.c_str(), d, dev.name.c_str());
     }
-    net->devices.push_back(dev);
   }
-  return true;
+  if (net->devices.empty()) *why = file + " (" + net->name + "): no device takes host memory (NCCL_PTR_HOST)";
+  return !net->devices.empty();
 }
 
 }  // namespace
@@ -116,9 +129,10 @@ NetPluginStatus loadNetPlugin(const std::string& env) {
     }
     auto* net = new PluginNet;  // lives as long as the process, as the library does
     std::string why;
-    if (!bind(lib, file, net, &why)) {
+    bool started = false;
+    if (!bind(lib, file, net, &why, &started)) {
       delete net;
-      dlclose(lib);
+      if (!started) dlclose(lib);  // once started, a plugin may run threads of its own: it stays
       tried += (tried.empty() ? "" : "; ") + why;
       continue;
     }
@@ -158,7 +172,7 @@ ncclResult_t PluginNet::listen(int dev, void* handle, void** lc) const {
 ncclResult_t PluginNet::connect(int dev, void* handle, void** sc) const {
   netabi::DeviceHandle* none = nullptr;  // no device offload asked for
   if (v10) {
-    netabi::CommConfigV10 config{-1};
+    static netabi::CommConfigV10 config{-1};  // no traffic class; it outlives every call, as NCCL's does
     return v10->connect(dev, &config, handle, sc, &none);
   }
   return v9 ? v9->connect(dev, handle, sc, &none) : v8->connect(dev, handle, sc, &none);
@@ -180,7 +194,8 @@ ncclResult_t PluginNet::deregMr(void* comm, void* mh) const {
 }
 
 ncclResult_t PluginNet::isend(void* sc, void* data, size_t size, int tag, void* mh, void** req) const {
-  if (v10) return v10->isend(sc, data, size, tag, mh, nullptr, req);
+  static char pHandle;  // NCCL passes its profiler's handle; plugins may read it unchecked
+  if (v10) return v10->isend(sc, data, size, tag, mh, &pHandle, req);
   if (v9) return v9->isend(sc, data, size, tag, mh, req);
   return v8->isend(sc, data, static_cast<int>(size), tag, mh, req);
 }
@@ -190,8 +205,9 @@ ncclResult_t PluginNet::irecv(void* rc, void* data, size_t size, int tag, void* 
   int tags[1] = {tag};
   void* mhs[1] = {mh};
   if (v10) {
+    static char pHandle;
     size_t sizes[1] = {size};
-    void* pHandles[1] = {nullptr};
+    void* pHandles[1] = {&pHandle};
     return v10->irecv(rc, 1, datas, sizes, tags, mhs, pHandles, req);
   }
   if (v9) {

@@ -261,7 +261,9 @@ NetBackend* socketNetBackend() {
 ncclResult_t selectNetBackend(NetBackend** out) {
   const std::string want = params::Net();
   const bool socketAsked = strcasecmp(want.c_str(), "Socket") == 0, ibAsked = strcasecmp(want.c_str(), "IB") == 0;
-  const NetPluginStatus& plugin = netPlugin();
+  // NCCL_NET naming one of Braid's own backends loads no plugin (a plugin's init may set variables of its own).
+  static const NetPluginStatus kNone;
+  const NetPluginStatus& plugin = socketAsked || ibAsked ? kNone : netPlugin();
   const bool pluginAsked = plugin.net && strcasecmp(want.c_str(), plugin.net->name.c_str()) == 0;
   if (!want.empty() && !socketAsked && !ibAsked && !pluginAsked) {
     return recordError(ncclInvalidArgument, "NCCL_NET=%s: unknown network backend (known: Socket, IB%s%s)%s%s",
