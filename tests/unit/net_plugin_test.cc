@@ -2,9 +2,10 @@
 // (tests/net_plugin/test_net_plugin.cc, one library per table version): each of ncclNetPlugin_v8, _v9 and _v10 loads;
 // a missing library, "none", a plugin whose init fails and a list fall through as NCCL's search does; messages of
 // every size carry their flags and every byte, in order, while the plugin refuses requests past its limit and
-// connects only on a later call; a receiver checks who connected; a peer that goes away is ncclRemoteError naming
-// it; a connection never made times out; memory outside the registrations is refused. Then the NET transport and
-// its progress engine run steps over the plugin (NCCL_NET=BraidTest), every byte checked.
+// connects only on a later call; a receiver checks who connected; a sender closing after its last message loses
+// none of it; a peer that goes away is ncclRemoteError naming it; a connection never made times out; memory outside
+// the registrations is refused. Then the NET transport and its progress engine run steps over the plugin
+// (NCCL_NET=BraidTest), every byte checked.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -195,6 +196,58 @@ TEST(NetPlugin, ReceiverChecksWhoConnected) {
   EXPECT_EQ(res, ncclInternalError);
   const std::string msg = pendingError();
   EXPECT_NE(msg.find("presents rank 0 -> 1 tag 7"), std::string::npos) << msg;
+  clearPendingError();
+}
+
+// Receives are posted ahead of what a sender sends: a sender that sends its last messages and closes (its rank ended
+// the communicator first) must lose none of them. The receive comm gets every message whole, and only the receive
+// past the last fails, worded as the peer closing.
+TEST(NetPlugin, SenderClosingAfterItsLastMessageLosesNothing) {
+  const NetPluginStatus st = loadNetPlugin(pluginPath(10));
+  ASSERT_NE(st.net, nullptr) << st.why;
+  constexpr size_t kMsgs = 6, kStride = 8192;
+  Link l(st.net, kMsgs * 2 * kStride, kIdent, kIdent);
+  exchange(l, {10, 20}, kStride);  // connected and working
+  for (size_t i = 0; i < l.sbuf.size(); ++i) l.sbuf[i] = static_cast<char>(i * 7 + 3);
+  std::memset(l.rbuf.data(), 0x5a, l.rbuf.size());
+  std::vector<NetRequest*> sreq, rreq;
+  for (size_t i = 0; i < 2 * kMsgs; ++i) {  // twice as many receives as messages, as the engine posts ahead
+    NetRequest* r = nullptr;
+    ASSERT_EQ(l.recv->irecv(l.rbuf.data() + i * kStride, kStride, &r), ncclSuccess) << pendingError();
+    ASSERT_NE(r, nullptr);
+    rreq.push_back(r);
+  }
+  for (size_t i = 0; i < kMsgs; ++i) {
+    NetRequest* r = nullptr;
+    while (!r) ASSERT_EQ(l.send->isend(l.sbuf.data() + i * kStride, 1000 + i, 0, &r), ncclSuccess) << pendingError();
+    sreq.push_back(r);
+  }
+  for (NetRequest* r : sreq) {
+    bool done = false;
+    size_t size = 0;
+    while (!done) ASSERT_EQ(l.send->test(r, &done, &size, nullptr), ncclSuccess) << pendingError();
+  }
+  l.send->close();  // every message is out: the sender ends
+  clearPendingError();
+  for (size_t i = 0; i < kMsgs; ++i) {
+    bool done = false;
+    size_t size = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done && std::chrono::steady_clock::now() < deadline)
+      ASSERT_EQ(l.recv->test(rreq[i], &done, &size, nullptr), ncclSuccess) << "message " << i << ": " << pendingError();
+    ASSERT_TRUE(done) << "message " << i;
+    ASSERT_EQ(size, 1000 + i);
+    for (size_t b = 0; b < size; ++b) ASSERT_EQ(l.rbuf[i * kStride + b], l.sbuf[i * kStride + b]) << i << ":" << b;
+  }
+  bool done = false;
+  size_t size = 0;
+  ncclResult_t res = ncclSuccess;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (res == ncclSuccess && !done && std::chrono::steady_clock::now() < deadline)
+    res = l.recv->test(rreq[kMsgs], &done, &size, nullptr);
+  EXPECT_EQ(res, ncclRemoteError);
+  const std::string msg = pendingError();
+  EXPECT_NE(msg.find("rank 1 closed the connection"), std::string::npos) << msg;
   clearPendingError();
 }
 
