@@ -82,6 +82,17 @@ mp::Options jobOptions(const JobParam& p) {
 // Runs every case of buildCases on `comm` (see mp::runCases).
 bool runAllCases(ncclComm_t comm, const mp::RankCtx& ctx) { return mp::runCases(comm, ctx, buildCases(ctx.nranks)); }
 
+// A rank's whole body in the jobs below: a communicator, every case of buildCases on it, its destruction.
+void everyCase(mp::RankCtx& ctx) {
+  ncclComm_t comm;
+  mp::initComm(ctx, &comm);
+  if (testing::Test::HasFatalFailure()) return;
+  mp::setReportBudget(25);
+  if (!runAllCases(comm, ctx)) return;
+  mp::reportSuppressed();
+  MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
+}
+
 TEST_P(Collectives, EveryCollectiveTypeOpCount) {
   const JobParam p = GetParam();
   mp::Options o = jobOptions(p);
@@ -119,15 +130,7 @@ void runOrdered(const JobParam& p, const char* order, const char* othersOrder, i
     o.env.push_back({"NCCL_MIN_NCHANNELS", std::to_string(channels)});
   }
   o.childSetup = [order, othersOrder](int rank) { setenv("BRAID_RING_ORDER", rank == 0 ? order : othersOrder, 1); };
-  auto r = mp::runRanks(p.nranks, o, [](mp::RankCtx& ctx) {
-    ncclComm_t comm;
-    mp::initComm(ctx, &comm);
-    if (testing::Test::HasFatalFailure()) return;
-    mp::setReportBudget(25);
-    if (!runAllCases(comm, ctx)) return;
-    mp::reportSuppressed();
-    MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
-  });
+  auto r = mp::runRanks(p.nranks, o, everyCase);
   mp::expectAllPassed(r);
 }
 
@@ -156,15 +159,7 @@ TEST(CollectivesHosts, NodesByHostIdKeepTheirRanksTogether) {
     setenv("NCCL_HOSTID", rank % 2 == 0 ? "node-even" : "node-odd", 1);
     setenv("NCCL_DEBUG_FILE", logs.path(rank).c_str(), 1);
   };
-  auto r = mp::runRanks(4, o, [](mp::RankCtx& ctx) {
-    ncclComm_t comm;
-    mp::initComm(ctx, &comm);
-    if (testing::Test::HasFatalFailure()) return;
-    mp::setReportBudget(25);
-    if (!runAllCases(comm, ctx)) return;
-    mp::reportSuppressed();
-    MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
-  });
+  auto r = mp::runRanks(4, o, everyCase);
   mp::expectAllPassed(r);
   const std::string log0 = logs.read(0);
   EXPECT_NE(log0.find("rings run in the order 0,2,1,3"), std::string::npos) << log0;
@@ -187,15 +182,7 @@ void runMixedTwoWay(const char* rank0, const char* rank1, bool mustShare) {
     setenv("BRAID_NET_SOCKET_TWO_WAY", rank == 0 ? rank0 : rank1, 1);
     setenv("NCCL_DEBUG_FILE", logs.path(rank).c_str(), 1);
   };
-  auto r = mp::runRanks(2, o, [](mp::RankCtx& ctx) {
-    ncclComm_t comm;
-    mp::initComm(ctx, &comm);
-    if (testing::Test::HasFatalFailure()) return;
-    mp::setReportBudget(25);
-    if (!runAllCases(comm, ctx)) return;
-    mp::reportSuppressed();
-    MP_NCCL_ASSERT_COMM(ncclCommDestroy(comm), nullptr);
-  });
+  auto r = mp::runRanks(2, o, everyCase);
   mp::expectAllPassed(r);
   if (mustShare)
     EXPECT_GT(logs.count(2, "over the connection from it"), 0)
