@@ -265,6 +265,37 @@ TEST(BadInput, IbSettingsOutOfRangeRejected) {
   expectOverrideRejected("NCCL_IB_ROCE_VERSION_NUM", "3", "=3");
 }
 
+// Ranks that pick different network backends (here one loads a plugin, the other does not) fail with
+// ncclInvalidUsage naming both, promptly, instead of handing a plugin another backend's connection handle.
+TEST(BadInput, NetBackendsDifferingAcrossRanksAreRefused) {
+  mp::Options o;
+  o.timeoutSec = 60;
+  o.env = {{"NCCL_SHM_DISABLE", "1"}, {"BRAID_BOOTSTRAP_TIMEOUT", "20"}, {"BRAID_TIMEOUT", "20"}};
+  o.childSetup = [](int rank) {
+    setenv("NCCL_NET_PLUGIN", rank == 0 ? BRAID_TEST_NET_PLUGIN_DIR "/libnccl-net-braidtest-v10.so" : "none", 1);
+  };
+  auto r = mp::runRanks(2, o, [](mp::RankCtx& ctx) {
+    const double t0 = mp::nowSec();
+    ncclComm_t comm = nullptr;
+    ncclResult_t res = ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank);
+    if (res == ncclSuccess) {  // a communicator may connect its network at its first collective
+      std::vector<float> buf(1024, 1.0f);
+      res = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
+    }
+    const std::string msg = mp::lastError(comm);
+    mp::note("rank %d: %s after %.1f s: %s", ctx.rank, ncclGetErrorString(res), mp::nowSec() - t0, msg.c_str());
+    EXPECT_NE(res, ncclSuccess);
+    EXPECT_LT(mp::nowSec() - t0, 15.0) << "refused before any timeout";
+    // Each rank refuses the other's handle, or learns that the other failed first.
+    if (res == ncclInvalidUsage) {
+      EXPECT_NE(msg.find("BraidTest"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("Socket"), std::string::npos) << msg;
+    }
+    if (comm) ncclCommAbort(comm);
+  });
+  mp::expectAllPassed(r);
+}
+
 TEST(BadInput, ValidOverridesInitialise) {
   mp::Options o;
   o.env = {{"NCCL_PROTO", "^LL128"}, {"NCCL_ALGO", "allreduce:ring;broadcast:ring"}};

@@ -29,6 +29,8 @@ struct NetConnHandle {
   uint32_t nSteps;  // receiver's FIFO geometry; the sender mirrors it
   uint32_t stepBytes;
   uint32_t llSlotBytes;  // receiver's LL slots (0: none); the sender mirrors them
+  char backend[32];      // the writer's NetBackend::name(): a peer over another backend is refused before its handle
+                         // reaches a backend (a plugin may not survive another's handle)
   NetHandle net;
 };
 static_assert(sizeof(NetConnHandle) <= sizeof(ConnectHandle), "NET handle fits");
@@ -163,6 +165,7 @@ ncclResult_t NetTransport::setup(Direction dir, const PeerInfo& me, const PeerIn
   h.magic = kNetConnMagic;
   h.rank = me.rank;
   h.tag = res->tag;
+  std::strncpy(h.backend, res->backend->name(), sizeof(h.backend) - 1);
   if (dir == Direction::Recv) {
     h.nSteps = kHostFifoSteps;
     h.stepBytes = hostFifoStepBytes(buffBytes, kHostFifoSteps);
@@ -190,6 +193,13 @@ ncclResult_t NetTransport::connect(Direction dir, const ConnectHandle& peerHandl
                        "NET: bad connection handle from rank %d (magic %#x, rank %d, tag %u; expected tag %u): both "
                        "sides must pick NET",
                        res->peer, h.magic, h.rank, h.tag, res->tag);
+  }
+  h.backend[sizeof(h.backend) - 1] = '\0';
+  if (std::strcmp(h.backend, res->backend->name()) != 0) {
+    return recordError(ncclInvalidUsage,
+                       "NET: rank %d connects over the %s network backend, this rank (%d) over %s: every rank must "
+                       "make the same choice (NCCL_NET, NCCL_NET_PLUGIN, NCCL_IB_DISABLE)",
+                       res->peer, h.backend, res->me, res->backend->name());
   }
   NetSetupParams p = setupParams(*res);
   BRAID_CHECK(proxyOf(res->ctx, res->backend, res->me, &res->proxy));
