@@ -32,6 +32,8 @@ constexpr int kRingTagBase = 0x10000000;
 constexpr int kP2pTagBase = 0x20000000;
 constexpr int kMaxRingChannels = 1 << 20;
 constexpr double kDrainTimeoutSec = 10;
+// How long a close waits for its peers' connections to end cleanly where a backend asks for it (NetProxy::settleCloses).
+constexpr double kSettleTimeoutSec = 2;
 static_assert(kP2pTagBase + 4 * kMaxP2pPeerChannels < kBootstrapInternalTag, "tags stay clear of the bootstrap's own");
 
 int tagFor(bool p2p, int channel, Direction dir) {
@@ -246,6 +248,9 @@ ConnectionManager::~ConnectionManager() {
     if (!impl_->aborted && !proxy->drain(kDrainTimeoutSec, impl_->wait ? impl_->wait->abortFlag : nullptr)) {
       BRAID_WARN("rank %d: NET send connections did not drain within %.0f s at close; peers may miss data",
                  impl_->self ? impl_->self->rank : -1, kDrainTimeoutSec);
+    } else if (!impl_->aborted && !proxy->settleCloses(kSettleTimeoutSec)) {
+      BRAID_INFO(kSubNet, "rank %d: NET connections did not end cleanly within %.0f s at close (a peer not closing)",
+                 impl_->self ? impl_->self->rank : -1, kSettleTimeoutSec);
     }
     // Join the proxy before connectors free the FIFOs it reads.
     proxy->stop();

@@ -8,6 +8,7 @@
 // with ncclInternalError and a warning.
 //   BRAID_TEST_NET_DEVICES   devices it reports (default 1)
 //   BRAID_TEST_NET_FAIL_INIT 1: init fails (a plugin that loads but cannot serve)
+//   BRAID_TEST_NET_STRICT_CLOSE 1: closing a comm with requests outstanding fails with a warning, as AWS OFI's does
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -341,9 +342,12 @@ ncclResult_t tTest(void* request, int* done, int* size) {
 
 ncclResult_t closeComm(void* comm) {
   auto* c = static_cast<Comm*>(comm);
-  if (!c->handed.empty())
-    TLOG(kLogInfo, "BraidTest: %s comm closed with %zu request(s) outstanding", c->send ? "send" : "receive",
-         c->handed.size());
+  if (!c->handed.empty()) {
+    const bool strict = envInt("BRAID_TEST_NET_STRICT_CLOSE", 0) == 1;
+    TLOG(strict ? kLogWarn : kLogInfo, "BraidTest: %s comm closed with %zu request(s) outstanding",
+         c->send ? "send" : "receive", c->handed.size());
+    if (strict) return ncclInternalError;  // and the comm stays, as a plugin that refuses keeps it
+  }
   if (c->fd >= 0) close(c->fd);
   delete c;  // requests still queued are dropped, as a closing connection drops them
   return ncclSuccess;

@@ -3,9 +3,9 @@
 // a missing library, "none", a plugin whose init fails and a list fall through as NCCL's search does; messages of
 // every size carry their flags and every byte, in order, while the plugin refuses requests past its limit and
 // connects only on a later call; a receiver checks who connected; a sender closing after its last message loses
-// none of it; a peer that goes away is ncclRemoteError naming it; a connection never made times out; memory outside
-// the registrations is refused. Then the NET transport and its progress engine run steps over the plugin
-// (NCCL_NET=BraidTest), every byte checked.
+// none of it; a clean end leaves no request outstanding; a peer that goes away is ncclRemoteError naming it; a
+// connection never made times out; memory outside the registrations is refused. Then the NET transport and its
+// progress engine run steps over the plugin (NCCL_NET=BraidTest), every byte checked.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -76,6 +76,9 @@ TEST(NetPlugin, SearchFallsThroughAsNcclDoes) {
   }
 }
 
+// A connection's FIFO steps: the receives the engine keeps posted ahead, and the byes of a clean end.
+constexpr uint32_t kSteps = 8;
+
 // A connection over the plugin, made as the NET transport makes it, driven by hand from one thread.
 struct Link {
   std::unique_ptr<NetBackend> backend;
@@ -88,6 +91,7 @@ struct Link {
       : backend(makeNetPluginBackend(net)), sbuf(bytes), rbuf(bytes) {
     NetSetupParams p;
     p.timeoutSec = timeoutSec;
+    p.nSteps = kSteps;
     p.peer = 1;
     NetHandle h;
     EXPECT_EQ(backend->listenFor(p, &h, &listen), ncclSuccess) << pendingError();
@@ -249,6 +253,43 @@ TEST(NetPlugin, SenderClosingAfterItsLastMessageLosesNothing) {
   const std::string msg = pendingError();
   EXPECT_NE(msg.find("rank 1 closed the connection"), std::string::npos) << msg;
   clearPendingError();
+}
+
+// A clean end: with the engine's receives posted ahead (kSteps), both sides end their connection before closing,
+// and the strict plugin (BRAID_TEST_NET_STRICT_CLOSE) then closes both with no request outstanding. Without the
+// clean end it refuses the receive comm's close.
+TEST(NetPlugin, CleanEndLeavesNothingOutstanding) {
+  EnvVar strict("BRAID_TEST_NET_STRICT_CLOSE", "1");
+  for (bool clean : {true, false}) {
+    SCOPED_TRACE(clean ? "clean end" : "closed at once");
+    const NetPluginStatus st = loadNetPlugin(pluginPath(10));
+    ASSERT_NE(st.net, nullptr) << st.why;
+    Link l(st.net, 64 << 10, kIdent, kIdent);
+    exchange(l, {100, 0, 5000}, 8192);
+    std::vector<NetRequest*> ahead;  // as the engine leaves them: kSteps receives beyond the last message
+    for (uint32_t i = 0; i < kSteps; ++i) {
+      NetRequest* r = nullptr;
+      ASSERT_EQ(l.recv->irecv(l.rbuf.data() + i * 8192, 8192, &r), ncclSuccess) << pendingError();
+      ASSERT_NE(r, nullptr);
+    }
+    const uint64_t refusedBefore = netPluginRefusedCloses();
+    if (clean) {
+      l.send->startClose();
+      l.recv->startClose();
+      bool sent = false, received = false;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!(sent && received) && std::chrono::steady_clock::now() < deadline) {
+        if (l.send->needsPolling()) ASSERT_EQ(l.send->advance(), ncclSuccess) << pendingError();
+        if (l.recv->needsPolling()) ASSERT_EQ(l.recv->advance(), ncclSuccess) << pendingError();
+        sent = sent || l.send->closeSettled();
+        received = received || l.recv->closeSettled();
+      }
+      ASSERT_TRUE(sent && received) << "sent " << sent << ", received " << received;
+    }
+    l.send->close();
+    l.recv->close();
+    EXPECT_EQ(netPluginRefusedCloses() - refusedBefore, clean ? 0u : 1u);  // the receive comm, posted ahead
+  }
 }
 
 TEST(NetPlugin, PeerGoneIsRemoteErrorNamingIt) {

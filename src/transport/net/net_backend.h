@@ -82,6 +82,8 @@ struct NetSetupParams {
   bool twoWay = false;
   // ... also the connection from the peer that this batch makes, taken before accept() (NetTransport: rings and trees).
   bool twoWayEarly = false;
+  uint32_t nSteps = 0;  // the connection's FIFO steps (both sides agree): how many receives the engine posts ahead
+
 };
 
 // Base of a backend's request type: owned by its comm, valid until test() reports it done.
@@ -110,6 +112,11 @@ class NetComm {
   // pass over the comm, which moves what needs no message to be posted or tested (the connection itself).
   virtual bool needsPolling() const { return false; }
   virtual ncclResult_t advance() { return ncclSuccess; }
+  // A clean end, before close(), for backends that need one (a network plugin may refuse to close a connection with
+  // requests outstanding, and receives are posted ahead): startClose() begins it once the communicator's sends have
+  // drained, and closeSettled() moves it and says when it is over (or cannot finish). Not on abort.
+  virtual void startClose() {}
+  virtual bool closeSettled() { return true; }
   virtual void close() = 0;
 };
 

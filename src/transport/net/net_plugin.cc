@@ -7,8 +7,15 @@
 // each goes as two plugin messages on the connection: a 16-byte header (size, flags, sequence) and the payload. The
 // receiver posts both receives at once, so they cost one network latency, not two. The first message of a
 // connection is the sender's identity (ranks and tag), which the receiver checks before any payload counts.
+//
+// The engine keeps a connection's nSteps receives posted ahead, and some plugins refuse to close a connection with
+// requests outstanding. So a communicator that ends cleanly ends its connections first (NetProxy::settleCloses):
+// each sender sends nSteps empty "bye" messages, which match the receives its peer holds, and each receiver takes
+// byes until it has nSteps and nothing is outstanding.
 #include "transport/net/net_plugin.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -26,6 +33,7 @@ namespace {
 
 constexpr uint32_t kIdentMagic = 0x42524944;   // "BRID"
 constexpr uint32_t kHeaderMagic = 0x42524844;  // "BRHD"
+constexpr uint32_t kByeMagic = 0x42524259;     // "BRBY": an empty message of a clean close (startClose)
 constexpr uint64_t kQueue = 64;                // messages in flight per comm
 // Plugin requests outstanding per comm at most (NCCL_NET_MAX_REQUESTS): NCCL's own plugins fail a post past it.
 constexpr int kMaxPluginRequests = 32;
@@ -39,6 +47,8 @@ struct Wire {
 };
 
 using Clock = std::chrono::steady_clock;
+
+std::atomic<uint64_t> gUncleanCloses{0};
 
 // One Braid message: its header's and its payload's plugin requests (the identity has only a header).
 struct Msg final : NetRequest {
@@ -62,6 +72,7 @@ class PluginConn : public Base {
       : net_(net), send_(send), peer_(peer), tag_(tag), wires_(new Wire[kQueue + 1]()) {
     // Without a setup timeout (0: none), the engine still gives up on a connection never made after an hour.
     timeoutSec_ = p.timeoutSec > 0 ? p.timeoutSec : 3600;
+    depth_ = static_cast<uint32_t>(std::min<uint64_t>(p.nSteps, kQueue));
     deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeoutSec_));
   }
   ~PluginConn() override { shut(); }
@@ -90,7 +101,12 @@ class PluginConn : public Base {
       for (Region& r : regions_)
         if (r.mh) net_->deregMr(comm_, r.mh);
       if (wireMh_) net_->deregMr(comm_, wireMh_);
-      (void)(send_ ? net_->closeSend(comm_) : net_->closeRecv(comm_));
+      const ncclResult_t r = send_ ? net_->closeSend(comm_) : net_->closeRecv(comm_);
+      if (r != ncclSuccess) {  // e.g. a plugin that refuses a close with requests outstanding: it keeps the comm
+        gUncleanCloses.fetch_add(1, std::memory_order_relaxed);
+        BRAID_INFO(kSubNet, "NET/%s: the plugin refused to close the connection %s rank %d (%s)", net_->name.c_str(),
+                   send_ ? "to" : "from", peer_, ncclGetErrorString(r));
+      }
       comm_ = nullptr;
     }
     listen_.reset();
@@ -263,6 +279,9 @@ class PluginConn : public Base {
   Msg msgs_[kQueue];
   uint64_t head_ = 0, tail_ = 0, postCur_ = 0;
   int inPlugin_ = 0;  // plugin requests posted and not yet tested done
+  uint32_t depth_ = 0;     // the receives the engine posts ahead (NetSetupParams::nSteps, at most kQueue): the byes
+  bool closing_ = false;   // startClose came: the engine's messages are over
+  uint32_t byes_ = 0;      // byes sent (send comm) or taken (receive comm)
   ncclResult_t recvFailure_ = ncclSuccess;  // an irecv's failure, not yet due
   ncclResult_t failed_ = ncclSuccess;
   bool closed_ = false;
@@ -281,12 +300,34 @@ class PluginSendComm final : public PluginConn<NetSendComm> {
   ncclResult_t isend(const void* data, size_t size, uint32_t flags, NetRequest** req) override {
     *req = nullptr;
     if (failed_ != ncclSuccess) return sticky();
+    if (closing_) return ncclSuccess;
     const uint64_t seq = tail_;
     Msg* m = enqueue(data, size);
     if (!m) return pump();
     wires_[seq % kQueue] = Wire{kHeaderMagic, static_cast<uint32_t>(size), flags, static_cast<uint32_t>(seq)};
     *req = m;
     return pump();
+  }
+
+  // Every message has gone (the engine drained its sends): the byes go out.
+  void startClose() override {
+    if (closing_) return;
+    closing_ = true;
+    if (comm_ && failed_ == ncclSuccess && head_ == tail_) queueByes();
+  }
+
+  bool closeSettled() override {
+    if (!closing_ || !comm_ || failed_ != ncclSuccess) return true;
+    queueByes();
+    bool d = ident_.hdrDone;
+    if (!d && testMsg(&ident_, false, &d) != ncclSuccess) return true;  // failed: nothing more to wait for
+    if (!d) return false;
+    while (head_ != tail_) {
+      if (testMsg(&msgs_[head_ % kQueue], true, &d) != ncclSuccess) return true;
+      if (!d) return false;
+      ++head_;
+    }
+    return byes_ == depth_;
   }
 
   ncclResult_t test(NetRequest* req, bool* done, size_t* size, uint32_t*) override {
@@ -306,6 +347,17 @@ class PluginSendComm final : public PluginConn<NetSendComm> {
   }
 
  private:
+  // As many byes as the queue takes, up to depth_ in all, then posted as far as the plugin takes them.
+  void queueByes() {
+    while (byes_ < depth_) {
+      const uint64_t seq = tail_;
+      if (!enqueue(nullptr, 0)) break;
+      wires_[seq % kQueue] = Wire{kByeMagic, 0, 0, static_cast<uint32_t>(seq)};
+      ++byes_;
+    }
+    if (pump() != ncclSuccess) clearPendingError();  // failed_ says it; closeSettled gives up
+  }
+
   ncclResult_t establish(void** comm) override { return net_->connect(dev_, handle_.data, comm); }
   const int dev_;
   NetHandle handle_;
@@ -321,31 +373,55 @@ class PluginRecvComm final : public PluginConn<NetRecvComm> {
   ncclResult_t irecv(void* data, size_t maxSize, NetRequest** req) override {
     *req = nullptr;
     if (failed_ != ncclSuccess) return sticky();
+    if (closing_) return ncclSuccess;
     *req = enqueue(data, maxSize);
     return pump();
   }
 
+  void startClose() override { closing_ = true; }
+
+  // Takes the byes into the receives outstanding, posting empty ones for any byes beyond them, until depth_ came and
+  // nothing is outstanding.
+  bool closeSettled() override {
+    if (!closing_ || !comm_ || failed_ != ncclSuccess || depth_ == 0) return true;
+    bool seen = false;
+    if (identity(&seen) != ncclSuccess) {
+      clearPendingError();
+      return true;
+    }
+    if (!seen) return false;
+    for (;;) {
+      while (byes_ + (tail_ - head_) < depth_ && enqueue(nullptr, 0)) {
+      }
+      if (pump() != ncclSuccess) {
+        clearPendingError();
+        return true;
+      }
+      if (head_ == tail_) return byes_ >= depth_;
+      Msg* m = &msgs_[head_ % kQueue];
+      if (recvFailure_ != ncclSuccess && !(m->hdrPosted && m->dataPosted)) return true;  // cannot finish
+      bool d = false;
+      if (testMsg(m, true, &d) != ncclSuccess) {
+        clearPendingError();
+        return true;
+      }
+      if (!d) return false;
+      if (wires_[head_ % kQueue].magic == kByeMagic) ++byes_;
+      ++head_;
+    }
+  }
+
   ncclResult_t test(NetRequest* req, bool* done, size_t* size, uint32_t* flags) override {
     *done = false;
+    // The communicator is ending: its executors want nothing more, and closeSettled owns the queue now.
+    if (closing_)
+      return recordError(ncclRemoteError, "NET/%s: rank %d closed the connection (the communicator ends)",
+                         net_->name.c_str(), peer_);
     BRAID_CHECK(pump());
     BRAID_CHECK(checkOldest(req));
-    if (!identSeen_) {
-      if (recvFailure_ != ncclSuccess && !ident_.hdrPosted) return fail(recvFailure_, "irecv");
-      bool d = false;
-      BRAID_CHECK(testMsg(&ident_, false, &d));
-      if (!d) return ncclSuccess;
-      const Wire& w = wires_[kQueue];
-      if (w.magic != kIdentMagic || static_cast<int>(w.a) != expect_.sendRank ||
-          static_cast<int>(w.b) != expect_.recvRank || w.c != expect_.tag) {
-        failed_ = ncclInternalError;
-        return recordError(ncclInternalError,
-                           "NET/%s: the connection from rank %d presents rank %d -> %d tag %u (magic %#x); expected "
-                           "rank %d -> %d tag %u: every rank must load the same network plugin",
-                           net_->name.c_str(), peer_, static_cast<int>(w.a), static_cast<int>(w.b), w.c, w.magic,
-                           expect_.sendRank, expect_.recvRank, expect_.tag);
-      }
-      identSeen_ = true;
-    }
+    bool seen = false;
+    BRAID_CHECK(identity(&seen));
+    if (!seen) return ncclSuccess;
     Msg* m = static_cast<Msg*>(req);
     if (recvFailure_ != ncclSuccess && !(m->hdrPosted && m->dataPosted)) return fail(recvFailure_, "irecv");
     bool d = false;
@@ -353,6 +429,11 @@ class PluginRecvComm final : public PluginConn<NetRecvComm> {
     if (!d) return ncclSuccess;
     const uint64_t seq = head_;
     const Wire& w = wires_[seq % kQueue];
+    if (w.magic == kByeMagic && w.c == static_cast<uint32_t>(seq)) {  // the peer's communicator ended first
+      ++byes_;
+      ++head_;
+      return recordError(ncclRemoteError, "NET/%s: rank %d closed the connection", net_->name.c_str(), peer_);
+    }
     if (w.magic != kHeaderMagic || w.c != static_cast<uint32_t>(seq) || w.a > m->size ||
         static_cast<int>(w.a) != m->got) {
       failed_ = ncclInternalError;
@@ -370,6 +451,29 @@ class PluginRecvComm final : public PluginConn<NetRecvComm> {
   }
 
  private:
+  // Tests the identity (the connection's first message) until it came, then checks it: *seen once it did.
+  ncclResult_t identity(bool* seen) {
+    *seen = identSeen_;
+    if (identSeen_) return ncclSuccess;
+    if (recvFailure_ != ncclSuccess && !ident_.hdrPosted) return fail(recvFailure_, "irecv");
+    bool d = false;
+    BRAID_CHECK(testMsg(&ident_, false, &d));
+    if (!d) return ncclSuccess;
+    const Wire& w = wires_[kQueue];
+    if (w.magic != kIdentMagic || static_cast<int>(w.a) != expect_.sendRank ||
+        static_cast<int>(w.b) != expect_.recvRank || w.c != expect_.tag) {
+      failed_ = ncclInternalError;
+      return recordError(ncclInternalError,
+                         "NET/%s: the connection from rank %d presents rank %d -> %d tag %u (magic %#x); expected "
+                         "rank %d -> %d tag %u: every rank must load the same network plugin",
+                         net_->name.c_str(), peer_, static_cast<int>(w.a), static_cast<int>(w.b), w.c, w.magic,
+                         expect_.sendRank, expect_.recvRank, expect_.tag);
+    }
+    identSeen_ = true;
+    *seen = true;
+    return ncclSuccess;
+  }
+
   ncclResult_t establish(void** comm) override { return net_->accept(listen_.get(), comm); }
   const NetConnIdent expect_;
   bool identSeen_ = false;
@@ -456,6 +560,8 @@ class PluginBackend final : public NetBackend {
 std::unique_ptr<NetBackend> makeNetPluginBackend(const PluginNet* net) {
   return std::unique_ptr<NetBackend>(new PluginBackend(net));
 }
+
+uint64_t netPluginRefusedCloses() { return gUncleanCloses.load(std::memory_order_relaxed); }
 
 NetBackend* netPluginBackend(const PluginNet* net) {
   static std::mutex mu;

@@ -66,5 +66,8 @@ NetPluginStatus loadNetPlugin(const std::string& env);
 // The backend over `net`: one per process (netPluginBackend), or a new one (tests).
 NetBackend* netPluginBackend(const PluginNet* net);
 std::unique_ptr<NetBackend> makeNetPluginBackend(const PluginNet* net);
+// Closes the plugin refused in this process (a connection closed with requests outstanding, where a plugin will not):
+// what the clean end before close (NetComm::startClose) is there to prevent. Logged at INFO each time.
+uint64_t netPluginRefusedCloses();
 
 }  // namespace braid

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 namespace braid {
 
@@ -111,6 +112,18 @@ bool NetProxy::drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag) 
     if (!t->drain(std::max(0.0, left), abortFlag)) return false;
   }
   return true;
+}
+
+bool NetProxy::settleCloses(double timeoutSec) {
+  for (auto& t : threads_) t->startCloses();  // every send's part goes out before anyone waits
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSec);
+  for (;;) {
+    bool all = true;
+    for (auto& t : threads_) all = t->closesSettled() && all;
+    if (all) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
 }
 
 void NetProxy::stop() {

@@ -257,6 +257,18 @@ bool NetProxyThread::drain(double timeoutSec, const std::atomic<uint32_t>* abort
   }
 }
 
+void NetProxyThread::startCloses() {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto& kv : conns_) kv.second->comm->startClose();
+}
+
+bool NetProxyThread::closesSettled() {
+  std::lock_guard<std::mutex> lk(mu_);
+  bool all = true;
+  for (auto& kv : conns_) all = kv.second->comm->closeSettled() && all;
+  return all;
+}
+
 int NetProxyThread::connections() const {
   std::lock_guard<std::mutex> lk(mu_);
   return static_cast<int>(conns_.size());

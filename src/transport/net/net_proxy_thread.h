@@ -83,6 +83,8 @@ class NetProxyThread {
   // Waits (bounded) until every live send connection has handed all published slots to the backend, so
   // closing right after a collective loses nothing. False on timeout or abort.
   bool drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag);
+  void startCloses();                        // NetComm::startClose on every live connection
+  bool closesSettled();                      // one pass of NetComm::closeSettled over them: all settled
   // Stops and joins the thread; idempotent, never blocks on a peer. Registered connections are no
   // longer progressed (their errorFlag is left to the caller: abort sets it).
   void stop();

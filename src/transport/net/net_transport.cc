@@ -212,12 +212,14 @@ ncclResult_t NetTransport::connect(Direction dir, const ConnectHandle& peerHandl
     BRAID_CHECK(allocFifo(res, h.nSteps, h.stepBytes, h.llSlotBytes, conn));
     std::unique_ptr<NetSendComm> comm;
     NetConnIdent ident{res->me, res->peer, res->tag, 0};
+    p.nSteps = h.nSteps;
     BRAID_CHECK(res->backend->connect(h.net, ident, p, &comm));
     BRAID_CHECK(registerFifo(comm.get(), conn->info));
     BRAID_CHECK(res->proxy->addSend(std::move(comm), conn->info, laneOf(*res), pairOf(*res), &res->proxyId));
   } else {
     std::unique_ptr<NetRecvComm> comm;
     NetConnIdent expect{res->peer, res->me, res->tag, 0};
+    p.nSteps = conn->info.nSteps;
     BRAID_CHECK(res->listen->accept(expect, p, &comm));
     res->listen.reset();
     BRAID_CHECK(registerFifo(comm.get(), conn->info));
