@@ -248,7 +248,8 @@ ConnectionManager::~ConnectionManager() {
     if (!impl_->aborted && !proxy->drain(kDrainTimeoutSec, impl_->wait ? impl_->wait->abortFlag : nullptr)) {
       BRAID_WARN("rank %d: NET send connections did not drain within %.0f s at close; peers may miss data",
                  impl_->self ? impl_->self->rank : -1, kDrainTimeoutSec);
-    } else if (!impl_->aborted && !proxy->settleCloses(kSettleTimeoutSec)) {
+    } else if (!impl_->aborted &&
+               !proxy->settleCloses(kSettleTimeoutSec, impl_->wait ? impl_->wait->abortFlag : nullptr)) {
       BRAID_INFO(kSubNet, "rank %d: NET connections did not end cleanly within %.0f s at close (a peer not closing)",
                  impl_->self ? impl_->self->rank : -1, kSettleTimeoutSec);
     }

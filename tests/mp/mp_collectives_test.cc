@@ -167,6 +167,8 @@ TEST(CollectivesHosts, NodesByHostIdKeepTheirRanksTogether) {
   EXPECT_NE(log0.find("send to 2 via SHM, recv from 3 via NET"), std::string::npos) << log0;
   const std::string log2 = logs.read(2);
   EXPECT_NE(log2.find("send to 1 via NET, recv from 0 via SHM"), std::string::npos) << log2;
+  // As in the net bed: no connection closed with requests outstanding (a strict network plugin says so).
+  EXPECT_EQ(logs.count(4, "request(s) outstanding"), 0) << "a connection closed with requests outstanding";
 }
 
 // BRAID_NET_SOCKET_TWO_WAY set differently in each process: the rank that shares a connection announces it on the

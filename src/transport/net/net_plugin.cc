@@ -84,12 +84,11 @@ class PluginConn : public Base {
     regions_.push_back(Region{static_cast<char*>(data), bytes, nullptr});
     return comm_ ? reg(&regions_.back()) : ncclSuccess;
   }
-  // Polled while the connection is being made, while sends are in flight and while the plugin refused a post;
-  // posted receives complete when the executor next asks for them (a launch or a host executor's wait drives the
-  // engine then).
+  // Polled while the connection is being made and while sends are in flight (a refused send post is one);
+  // receives, posted or refused, move when the executor next asks for them (a launch or a host executor's wait
+  // drives the engine then), so an idle communicator's thread may block.
   bool needsPolling() const override {
-    return !closed_ && failed_ == ncclSuccess && recvFailure_ == ncclSuccess &&
-           (!comm_ || postCur_ != tail_ || (send_ && head_ != tail_));
+    return !closed_ && failed_ == ncclSuccess && recvFailure_ == ncclSuccess && (!comm_ || (send_ && head_ != tail_));
   }
   ncclResult_t advance() override { return pump(); }
   void close() override { shut(); }
@@ -309,21 +308,23 @@ class PluginSendComm final : public PluginConn<NetSendComm> {
     return pump();
   }
 
-  // Every message has gone (the engine drained its sends): the byes go out.
+  // Every message has gone (the engine drained its sends): the byes go out. With messages of the engine still in
+  // flight the queue stays the engine's, and no bye is sent.
   void startClose() override {
     if (closing_) return;
     closing_ = true;
-    if (comm_ && failed_ == ncclSuccess && head_ == tail_) queueByes();
+    byesOwned_ = comm_ && failed_ == ncclSuccess && head_ == tail_;
+    if (byesOwned_) queueByes();
   }
 
   bool closeSettled() override {
-    if (!closing_ || !comm_ || failed_ != ncclSuccess) return true;
+    if (!byesOwned_ || failed_ != ncclSuccess) return true;
     queueByes();
     bool d = ident_.hdrDone;
-    if (!d && testMsg(&ident_, false, &d) != ncclSuccess) return true;  // failed: nothing more to wait for
+    if (!d && testMsg(&ident_, false, &d) != ncclSuccess) return gaveUp();
     if (!d) return false;
     while (head_ != tail_) {
-      if (testMsg(&msgs_[head_ % kQueue], true, &d) != ncclSuccess) return true;
+      if (testMsg(&msgs_[head_ % kQueue], true, &d) != ncclSuccess) return gaveUp();
       if (!d) return false;
       ++head_;
     }
@@ -357,6 +358,14 @@ class PluginSendComm final : public PluginConn<NetSendComm> {
     }
     if (pump() != ncclSuccess) clearPendingError();  // failed_ says it; closeSettled gives up
   }
+
+  // A clean end that cannot finish (the connection failed): closed as it is, its message not left for the caller.
+  static bool gaveUp() {
+    clearPendingError();
+    return true;
+  }
+
+  bool byesOwned_ = false;  // startClose queued the byes: the queue is the clean end's
 
   ncclResult_t establish(void** comm) override { return net_->connect(dev_, handle_.data, comm); }
   const int dev_;

@@ -114,14 +114,15 @@ bool NetProxy::drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag) 
   return true;
 }
 
-bool NetProxy::settleCloses(double timeoutSec) {
+bool NetProxy::settleCloses(double timeoutSec, const std::atomic<uint32_t>* abortFlag) {
+  if (fail_->failed.load(std::memory_order_acquire)) return true;
   for (auto& t : threads_) t->startCloses();  // every send's part goes out before anyone waits
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSec);
   for (;;) {
     bool all = true;
     for (auto& t : threads_) all = t->closesSettled() && all;
     if (all) return true;
-    if (std::chrono::steady_clock::now() > deadline) return false;
+    if ((abortFlag && abortFlag->load()) || std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }

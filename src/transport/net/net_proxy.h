@@ -54,8 +54,9 @@ class NetProxy {
   // Waits (bounded, in all) until every thread's live send connections have handed their slots to the backend.
   bool drain(double timeoutSec, const std::atomic<uint32_t>* abortFlag);
   // After drain, where a backend needs it: every connection's clean end (NetComm::startClose), both directions at
-  // once so that no rank waits on a peer that waits on it; false where some did not settle within timeoutSec.
-  bool settleCloses(double timeoutSec);
+  // once so that no rank waits on a peer that waits on it; false where some did not settle within timeoutSec or the
+  // abort flag rose. Skipped (true) where a connection of the communicator failed: its peers may be gone.
+  bool settleCloses(double timeoutSec, const std::atomic<uint32_t>* abortFlag);
   // Stops and joins every thread; idempotent.
   void stop();
   int connections() const;
