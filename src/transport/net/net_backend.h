@@ -83,7 +83,6 @@ struct NetSetupParams {
   // ... also the connection from the peer that this batch makes, taken before accept() (NetTransport: rings and trees).
   bool twoWayEarly = false;
   uint32_t nSteps = 0;  // the connection's FIFO steps (both sides agree): how many receives the engine posts ahead
-
 };
 
 // Base of a backend's request type: owned by its comm, valid until test() reports it done.

@@ -24,8 +24,6 @@
 
 #include "core/log.h"
 #include "core/result.h"
-#include "topology/topology.h"
-#include "transport/p2p/nvlink.h"
 #include "transport/p2p/p2p_level.h"
 
 namespace braid {
@@ -135,6 +133,11 @@ class PluginConn : public Base {
                          net_->name.c_str(), peer_, what, ncclGetErrorString(r));
     return recordError(failed_, "NET/%s: %s failed (%s) on the connection %s rank %d", net_->name.c_str(), what,
                        ncclGetErrorString(r), send_ ? "to" : "from", peer_);
+  }
+  // A clean end that cannot finish (the connection failed): closed as it is, its message not left for the caller.
+  static bool gaveUp() {
+    clearPendingError();
+    return true;
   }
   ncclResult_t sticky() {
     return recordError(failed_, "NET/%s: the connection %s rank %d failed earlier", net_->name.c_str(),
@@ -359,12 +362,6 @@ class PluginSendComm final : public PluginConn<NetSendComm> {
     if (pump() != ncclSuccess) clearPendingError();  // failed_ says it; closeSettled gives up
   }
 
-  // A clean end that cannot finish (the connection failed): closed as it is, its message not left for the caller.
-  static bool gaveUp() {
-    clearPendingError();
-    return true;
-  }
-
   bool byesOwned_ = false;  // startClose queued the byes: the queue is the clean end's
 
   ncclResult_t establish(void** comm) override { return net_->connect(dev_, handle_.data, comm); }
@@ -394,26 +391,17 @@ class PluginRecvComm final : public PluginConn<NetRecvComm> {
   bool closeSettled() override {
     if (!closing_ || !comm_ || failed_ != ncclSuccess || depth_ == 0) return true;
     bool seen = false;
-    if (identity(&seen) != ncclSuccess) {
-      clearPendingError();
-      return true;
-    }
+    if (identity(&seen) != ncclSuccess) return gaveUp();
     if (!seen) return false;
     for (;;) {
       while (byes_ + (tail_ - head_) < depth_ && enqueue(nullptr, 0)) {
       }
-      if (pump() != ncclSuccess) {
-        clearPendingError();
-        return true;
-      }
+      if (pump() != ncclSuccess) return gaveUp();
       if (head_ == tail_) return byes_ >= depth_;
       Msg* m = &msgs_[head_ % kQueue];
       if (recvFailure_ != ncclSuccess && !(m->hdrPosted && m->dataPosted)) return true;  // cannot finish
       bool d = false;
-      if (testMsg(m, true, &d) != ncclSuccess) {
-        clearPendingError();
-        return true;
-      }
+      if (testMsg(m, true, &d) != ncclSuccess) return gaveUp();
       if (!d) return false;
       if (wires_[head_ % kQueue].magic == kByeMagic) ++byes_;
       ++head_;
@@ -547,16 +535,10 @@ class PluginBackend final : public NetBackend {
   // ports); the first for host communicators and where the topology does not say.
   int deviceFor(int64_t busId) const { return net_->devices[nearest(busId)].index; }
   size_t nearest(int64_t busId) const {
-    if (net_->devices.size() <= 1 || busId < 0) return 0;
-    const std::shared_ptr<const HostTopology> t = hostTopologyIfKnown();
-    if (!t) return 0;
-    char bus[32];
-    p2pBusIdToString(busId, bus, sizeof(bus));
-    const int gpu = t->topo.find(TopoKind::Gpu, bus);
-    if (gpu < 0) return 0;
-    for (int n : nearestNets(t->topo, t->paths, gpu)) {
+    if (net_->devices.size() <= 1) return 0;
+    for (const auto& nic : hostNicsNearestGpu(busId)) {
       for (size_t d = 0; d < net_->devices.size(); ++d)
-        if (net_->devices[d].name == t->topo.nodes[n].name) return d;
+        if (net_->devices[d].name == nic.first) return d;
     }
     return 0;
   }

@@ -64,14 +64,23 @@ bool take(void* lib, const char* sym, int v, Table** slot, Init init, PluginNet*
   return true;
 }
 
+// What Braid keeps of a device's properties (v8's struct, or v9's, which v10 shares).
+template <typename Props>
+void keep(const Props& p, PluginNet::Device* dev) {
+  dev->name = p.name ? p.name : "";
+  dev->pciPath = p.pciPath ? p.pciPath : "";
+  dev->ptrSupport = p.ptrSupport;
+  dev->speedMbps = p.speed;
+}
+
 // Fills `net` from the newest table the library exports; false with *why where it has none or it fails to start.
 // *started: its init succeeded (the library must then stay loaded: it may have started threads).
 bool bind(void* lib, const std::string& file, PluginNet* net, std::string* why, bool* started) {
   net->library = file;
   why->clear();
   const bool found =
-      take(lib, "ncclNetPlugin_v10", 10, &net->v10, [](const netabi::NetV10* t) { return t->init(pluginLog, pluginProfilerCallback); },
-           net, why) ||
+      take(lib, "ncclNetPlugin_v10", 10, &net->v10,
+           [](const netabi::NetV10* t) { return t->init(pluginLog, pluginProfilerCallback); }, net, why) ||
       take(lib, "ncclNetPlugin_v9", 9, &net->v9, [](const netabi::NetV9* t) { return t->init(pluginLog); }, net, why) ||
       take(lib, "ncclNetPlugin_v8", 8, &net->v8, [](const netabi::NetV8* t) { return t->init(pluginLog); }, net, why);
   if (!found) *why = file + ": exports none of ncclNetPlugin_v10, _v9, _v8";
@@ -86,22 +95,13 @@ bool bind(void* lib, const std::string& file, PluginNet* net, std::string* why, 
   for (int d = 0; d < n; ++d) {
     PluginNet::Device dev;
     dev.index = d;
+    // A device the plugin cannot describe stays empty: it takes no host memory and is not used.
     if (net->v8) {
       netabi::PropertiesV8 p{};
-      if (net->v8->getProperties(d, &p) == ncclSuccess) {
-        dev.name = p.name ? p.name : "";
-        dev.pciPath = p.pciPath ? p.pciPath : "";
-        dev.ptrSupport = p.ptrSupport;
-        dev.speedMbps = p.speed;
-      }
+      if (net->v8->getProperties(d, &p) == ncclSuccess) keep(p, &dev);
     } else {
       netabi::PropertiesV9 p{};
-      if ((net->v10 ? net->v10->getProperties(d, &p) : net->v9->getProperties(d, &p)) == ncclSuccess) {
-        dev.name = p.name ? p.name : "";
-        dev.pciPath = p.pciPath ? p.pciPath : "";
-        dev.ptrSupport = p.ptrSupport;
-        dev.speedMbps = p.speed;
-      }
+      if ((net->v10 ? net->v10->getProperties(d, &p) : net->v9->getProperties(d, &p)) == ncclSuccess) keep(p, &dev);
     }
     if (dev.ptrSupport & netabi::kPtrHost) {
       net->devices.push_back(dev);

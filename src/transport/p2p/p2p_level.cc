@@ -39,6 +39,18 @@ std::shared_ptr<const HostTopology> hostTopologyIfKnown() {
   return gTopo;
 }
 
+std::vector<std::pair<std::string, int>> hostNicsNearestGpu(int64_t busId) {
+  std::vector<std::pair<std::string, int>> out;
+  const std::shared_ptr<const HostTopology> t = hostTopologyIfKnown();
+  if (!t || busId < 0) return out;
+  char bus[32];
+  p2pBusIdToString(busId, bus, sizeof(bus));
+  const int gpu = t->topo.find(TopoKind::Gpu, bus);
+  if (gpu < 0) return out;
+  for (int n : nearestNets(t->topo, t->paths, gpu)) out.emplace_back(t->topo.nodes[n].name, t->topo.nodes[n].port);
+  return out;
+}
+
 bool p2pLevelLimit(const HostTopology* topo, PathClass* limit, std::string* why) {
   const std::string text = params::P2pLevel();
   if (text.empty()) {

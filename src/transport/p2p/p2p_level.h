@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "topology/topology.h"
 
@@ -23,6 +25,11 @@ struct HostTopology {
 // The host's topology for every later connection choice of this process (replaces any earlier one).
 void setHostTopology(std::shared_ptr<const HostTopology> topo);
 std::shared_ptr<const HostTopology> hostTopologyIfKnown();
+
+// The NICs (NET nodes: name and port) the host's topology puts nearest GPU `busId` (PeerInfo::busId), best first
+// (nearestNets): where a network backend's connections for that GPU go. Empty where the topology is not known yet
+// or does not hold the GPU.
+std::vector<std::pair<std::string, int>> hostNicsNearestGpu(int64_t busId);
 
 // The most distant path class P2P may cross: NCCL_P2P_LEVEL where set (a class name or NCCL's number), else NCCL's
 // default for the host's CPUs: PXB where a CPU is Intel, Zhaoxin or Arm (P2P through their host bridges is slow or

@@ -16,7 +16,6 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "core/result.h"
-#include "transport/p2p/nvlink.h"
 #include "transport/p2p/p2p_level.h"
 
 namespace braid {
@@ -485,20 +484,9 @@ const std::vector<IbPort>& ibPorts(std::string* why) {
 const IbPort* ibPortFor(int64_t gpuBusId) {
   const std::vector<IbPort>& ports = ibPorts(nullptr);
   if (ports.empty()) return nullptr;
-  if (gpuBusId >= 0) {
-    const std::shared_ptr<const HostTopology> t = hostTopologyIfKnown();
-    if (t) {
-      char bus[32];
-      p2pBusIdToString(gpuBusId, bus, sizeof(bus));
-      const int gpu = t->topo.find(TopoKind::Gpu, bus);
-      if (gpu >= 0) {
-        for (int net : nearestNets(t->topo, t->paths, gpu)) {
-          const TopoNode& n = t->topo.nodes[net];
-          for (const IbPort& p : ports) {
-            if (p.name == n.name && (n.port <= 0 || n.port == p.port)) return &p;
-          }
-        }
-      }
+  for (const auto& nic : hostNicsNearestGpu(gpuBusId)) {
+    for (const IbPort& p : ports) {
+      if (p.name == nic.first && (nic.second <= 0 || nic.second == p.port)) return &p;
     }
   }
   return &ports[0];
