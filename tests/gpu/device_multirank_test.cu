@@ -163,6 +163,10 @@ bool sameBitsEverywhere(int rank, int n, ncclComm_t comm, cudaStream_t s, ncclDa
   GT_CUDA(cudaMalloc(&dAll, count * n * sizeof(T)));
   GT_CUDA(cudaMemcpy(dIn, in.data(), count * sizeof(T), cudaMemcpyHostToDevice));
   GT_CUDA(cudaMemset(dOut, 0xA5, count * sizeof(T)));
+  // The copy and the memset run on the legacy stream, which the non-blocking stream `s` does not wait for, and a
+  // copy from pageable memory may return before its data has landed: without this, the all-reduce could read a
+  // stale input or have its output poisoned after it (ranks sharing one GPU saw both, 1 run in 3).
+  GT_CUDA(cudaDeviceSynchronize());
   T* out = inPlace ? dIn : dOut;
   GT_NCCL(ncclAllReduce(dIn, out, count, dt, ncclSum, comm, s));
   GT_NCCL(ncclAllGather(out, dAll, count, dt, comm, s));
