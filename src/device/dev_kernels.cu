@@ -195,8 +195,32 @@ const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind) {
   }
 }
 
-// LL and LL128 kernels (prims_ll.h, prims_ll128.h): the copy kernel and sums of float, half and bfloat16 (the
-// small- and mid-size cases that matter most); the executor runs SIMPLE for everything else.
+namespace {
+
+// The low-latency kernels serving every reduction of a datatype (dev_any_red.cuh).
+const void* anyRedKernelFor(ncclDataType_t dtype, DevLowLatency v) {
+  switch (dtype) {
+    case ncclFloat32:
+    case ncclFloat64: return devAnyRedFloat(dtype, v);
+    case ncclFloat16:
+    case ncclBfloat16: return devAnyRedHalf(dtype, v);
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2: return devAnyRedFp8(dtype, v);
+    case ncclInt8:
+    case ncclUint8:
+    case ncclInt32:
+    case ncclUint32: return devAnyRedInt(dtype, v);
+    case ncclInt64:
+    case ncclUint64: return devAnyRedInt64(dtype, v);
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+// LL and LL128 kernels (prims_ll.h, prims_ll128.h): the copy kernel; sums of float, half and bfloat16 (the cases
+// that matter most) on kernels of their own, with packed adds; on LL, every other datatype and reduction on its
+// type's kernel that reads the reduction at run time (LL128 has none: those run SIMPLE at its sizes).
 template <int Proto>
 const void* lowLatencyKernel(CollType coll, ncclDataType_t dtype, RedKind kind) {
   switch (coll) {
@@ -207,30 +231,34 @@ const void* lowLatencyKernel(CollType coll, ncclDataType_t dtype, RedKind kind) 
     case CollType::ReduceScatter: break;
     default: return nullptr;
   }
-  if (kind != RedKind::Sum) return nullptr;
-  switch (dtype) {
-    case ncclFloat32: return reinterpret_cast<const void*>(&collKernel<float, FuncSum<float>, false, Proto>);
+  if (kind == RedKind::Sum) {
+    switch (dtype) {
+      case ncclFloat32: return reinterpret_cast<const void*>(&collKernel<float, FuncSum<float>, false, Proto>);
 #ifndef BRAID_KERNELS_MINIMAL
-    case ncclFloat16: return reinterpret_cast<const void*>(&collKernel<Half, FuncSum<Half>, false, Proto>);
-    case ncclBfloat16: return reinterpret_cast<const void*>(&collKernel<BFloat16, FuncSum<BFloat16>, false, Proto>);
+      case ncclFloat16: return reinterpret_cast<const void*>(&collKernel<Half, FuncSum<Half>, false, Proto>);
+      case ncclBfloat16: return reinterpret_cast<const void*>(&collKernel<BFloat16, FuncSum<BFloat16>, false, Proto>);
 #endif
-    default: return nullptr;
+      default: break;
+    }
   }
+  return Proto == kDevProtoLL ? anyRedKernelFor(dtype, DevLowLatency::LL) : nullptr;
 }
 
 const void* devCollKernelLL(CollType coll, ncclDataType_t dtype, RedKind kind) {
   return lowLatencyKernel<kDevProtoLL>(coll, dtype, kind);
 }
 const void* devOneShotPeersKernel(ncclDataType_t dtype, RedKind kind) {
-  if (kind != RedKind::Sum) return nullptr;
-  switch (dtype) {
-    case ncclFloat32: return reinterpret_cast<const void*>(&oneShotPeersKernel<float, FuncSum<float>>);
+  if (kind == RedKind::Sum) {
+    switch (dtype) {
+      case ncclFloat32: return reinterpret_cast<const void*>(&oneShotPeersKernel<float, FuncSum<float>>);
 #ifndef BRAID_KERNELS_MINIMAL
-    case ncclFloat16: return reinterpret_cast<const void*>(&oneShotPeersKernel<Half, FuncSum<Half>>);
-    case ncclBfloat16: return reinterpret_cast<const void*>(&oneShotPeersKernel<BFloat16, FuncSum<BFloat16>>);
+      case ncclFloat16: return reinterpret_cast<const void*>(&oneShotPeersKernel<Half, FuncSum<Half>>);
+      case ncclBfloat16: return reinterpret_cast<const void*>(&oneShotPeersKernel<BFloat16, FuncSum<BFloat16>>);
 #endif
-    default: return nullptr;
+      default: break;
+    }
   }
+  return anyRedKernelFor(dtype, DevLowLatency::Peers);
 }
 
 const void* devCollKernelLL128(CollType coll, ncclDataType_t dtype, RedKind kind) {

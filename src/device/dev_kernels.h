@@ -17,12 +17,13 @@ const void* devCollKernel(CollType coll, ncclDataType_t dtype, RedKind kind);
 const void* devP2pKernel(int maxBlocks);
 // The kernel that copies one P2pTableChunk into device memory (p2p_table.h), launched as one CTA.
 const void* devP2pTableFillKernel();
-// The LL-protocol kernel for the same arguments, or nullptr where this build has none (then SIMPLE).
+// The LL-protocol kernel for the same arguments (every datatype and reduction in the full preset), or nullptr where
+// this build has none (then SIMPLE).
 const void* devCollKernelLL(CollType coll, ncclDataType_t dtype, RedKind kind);
-// The one-shot all-reduce of more than two ranks on LL (kDevAllReduceOneShotPeers; the LL kernels' variants), or
-// nullptr.
+// The one-shot and two-shot all-reduce of more than two ranks on LL (kDevAllReduceOneShotPeers,
+// kDevAllReduceTwoShotPeers; the LL kernels' variants), or nullptr.
 const void* devOneShotPeersKernel(ncclDataType_t dtype, RedKind kind);
-// The LL128-protocol kernel (the same variants as LL), or nullptr.
+// The LL128-protocol kernel (the copies and the float, half and bfloat16 sums), or nullptr.
 const void* devCollKernelLL128(CollType coll, ncclDataType_t dtype, RedKind kind);
 // Loads every kernel of this build on the current device (cudaFuncGetAttributes forces CUDA's lazy
 // module loading). A first launch that loads a module may wait for the device to go idle; in a process

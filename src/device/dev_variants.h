@@ -19,4 +19,14 @@ const void* devSelectInt8(ncclDataType_t dtype, RedKind kind);   // int8, uint8
 const void* devSelectInt32(ncclDataType_t dtype, RedKind kind);  // int32, uint32
 const void* devSelectInt64(ncclDataType_t dtype, RedKind kind);  // int64, uint64
 
+// The low-latency kernels that serve every reduction of a datatype (dev_any_red.cuh): the LL collectives, and the
+// one-shot / two-shot over every peer. Each group's translation unit is dev_any_<group>.cu; the minimal preset
+// compiles float's only.
+enum class DevLowLatency { LL, Peers };
+const void* devAnyRedFloat(ncclDataType_t dtype, DevLowLatency v);  // float, double
+const void* devAnyRedHalf(ncclDataType_t dtype, DevLowLatency v);   // half, bfloat16
+const void* devAnyRedFp8(ncclDataType_t dtype, DevLowLatency v);    // both fp8 formats
+const void* devAnyRedInt(ncclDataType_t dtype, DevLowLatency v);    // 8- and 32-bit integers
+const void* devAnyRedInt64(ncclDataType_t dtype, DevLowLatency v);  // 64-bit integers
+
 }  // namespace braid

@@ -94,8 +94,8 @@ TEST(DeviceColl2Gpu, SimpleAndLl128Forced) {
   }
 }
 
-// NCCL_PROTO=LL: float/half/bf16 sums and every copy collective run the LL kernels over P2P (the rest falls
-// back to Simple with a warning); every case checked as above.
+// NCCL_PROTO=LL: every case runs the LL kernels over P2P (float/half/bf16 sums their own, every other datatype and
+// reduction its type's FuncAnyRed kernel, copies the byte kernel); every case checked as above.
 TEST(DeviceColl2Gpu, LlForced) {
   NEED_GPUS(2);
   EnvScope env;

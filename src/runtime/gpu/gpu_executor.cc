@@ -483,6 +483,7 @@ ncclResult_t GpuExecutor::launchColl(const OpDesc& op, cudaStream_t s) {
   a.scalarPtr = op.op.scalarPtr;
   std::memcpy(&a.scalar, op.op.scalar, sizeof(a.scalar));
   a.divisor = op.op.divisor;
+  a.redKind = static_cast<int32_t>(op.op.kind);
   a.coll = plan.devColl;
   a.splitGuard = plan.splitGuard ? st_->splitGuard : nullptr;
   a.root = op.root;
