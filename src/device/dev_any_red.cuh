@@ -35,8 +35,14 @@ struct FuncAnyRed {
       default: return FuncSum<T>()(a, b);  // Sum, PreMulSum, SumPostDiv
     }
   }
+  // The product rounded on its own (never fused into the add that follows): the one-shot over peers adds this
+  // rank's term in the thread that multiplied it, and a fused one would go in unrounded where the peers' terms
+  // arrive rounded, so ranks could store different bits.
   __device__ __forceinline__ T pre(T x) const {
-    return static_cast<RedKind>(kind) == RedKind::PreMulSum ? FuncProd<T>()(x, scalar) : x;
+    if (static_cast<RedKind>(kind) != RedKind::PreMulSum) return x;
+    if constexpr (std::is_same<T, float>::value) return __fmul_rn(x, scalar);
+    else if constexpr (std::is_same<T, double>::value) return __dmul_rn(x, scalar);
+    else return FuncProd<T>()(x, scalar);
   }
   __device__ __forceinline__ T post(T x) const {
     if constexpr (std::is_integral<T>::value) {
