@@ -41,8 +41,17 @@ struct Offer {
   uint32_t twoShotPeersBytes;
   uint32_t peersChannelBytes;
   int32_t ringIntra;
+  uint32_t tunerPlugin;
+  uint32_t pad;
 };
 }  // namespace
+
+uint32_t tunerPluginId(const char* name, int version) {
+  uint32_t h = 2166136261u;  // FNV-1a over the name, then the version
+  for (const char* c = name; c && *c; ++c) h = (h ^ static_cast<uint8_t>(*c)) * 16777619u;
+  h = (h ^ static_cast<uint32_t>(version)) * 16777619u;
+  return h ? h : 1;
+}
 
 ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const TuningFacts& facts, TunerConfig* cfg,
                          TuningFacts* agreed) {
@@ -64,6 +73,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   mine.twoShotPeersBytes = facts.twoShotPeersBytes;
   mine.peersChannelBytes = facts.peersChannelBytes;
   mine.ringIntra = facts.ringIntra;
+  mine.tunerPlugin = facts.tunerPlugin;
   mine.clusterRing = facts.clusterRing;
   mine.clusterThree = facts.clusterThree;
   mine.p2pPair = facts.p2pPair;
@@ -90,6 +100,8 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
   f.transport = 0;
   f.ringIntra = 0;
   f.tunerOn = all[0].tunerOn;
+  f.tunerPlugin = all[0].tunerPlugin;
+  bool pluginsDiffer = false;
   f.p2pLlThreshold = all[0].p2pLlThreshold;
   f.p2pChannelBytes = all[0].p2pChannelBytes;
   f.p2pPieces = all[0].p2pPieces;
@@ -117,6 +129,7 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
     f.peersShm |= o.peersShm;
     f.transport = std::max(f.transport, o.transport);
     f.ringIntra = std::max(f.ringIntra, o.ringIntra);
+    pluginsDiffer = pluginsDiffer || o.tunerPlugin != all[0].tunerPlugin;
     out.minChannels = std::max(out.minChannels, o.minChannels);
     out.maxCtas = static_cast<int>(foldBounds(out.maxCtas, o.maxCtas));
     out.maxP2pCtas = static_cast<int>(foldBounds(out.maxP2pCtas, o.maxP2pCtas));
@@ -151,6 +164,11 @@ ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const Tuning
         "smallest CTA bounds, rank 0's sizes, split, tuner switch, threshold, p2p channel bytes, pieces, balance "
         "bytes, peer channels, one-shot and two-shot bytes)",
         comm->rank);
+  if (pluginsDiffer) {
+    f.tunerPlugin = 0;
+    BRAID_WARN("rank %d: the ranks loaded different tuner plugins, or some none (NCCL_TUNER_PLUGIN, NCCL_NET_PLUGIN): "
+               "no rank uses one; Braid's own cost model tunes", comm->rank);
+  }
   *cfg = out;
   *agreed = f;
   return ncclSuccess;

@@ -48,7 +48,14 @@ struct TuningFacts {
   // 64, at least 128); AND over ranks: under a small CTA bound the p2p cut counts on pairing (p2pCtaBudget),
   // and both sides must cut alike.
   uint32_t p2pPair = 0;
+  // The tuner plugin the rank loaded (tunerPluginId: its name and table version; 0: none); agreed only where every
+  // rank loaded the same one, else 0 (none anywhere), with a warning: ranks tuned apart could run a collective
+  // two ways.
+  uint32_t tunerPlugin = 0;
 };
+
+// A tuner plugin's identity for TuningFacts::tunerPlugin (never 0).
+uint32_t tunerPluginId(const char* name, int version);
 
 // Agrees `local` (this rank's loadTunerConfig) and `facts` with every rank: per collective the protocols and
 // algorithms all ranks allow (AND; an empty result falls back to Simple / Ring), the largest

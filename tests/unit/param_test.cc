@@ -119,7 +119,7 @@ int childCreatingComms(const std::map<std::string, std::string>& env, bool withT
 // The warnings of the child in SetUnimplementedVariableWarnsOncePerProcess: one for each variable set to a
 // value Braid does not implement, none for NCCL_NVLS_ENABLE=0.
 void expectOneWarningEach(const std::string& log) {
-  EXPECT_EQ(countOccurrences(log, "NCCL_TUNER_PLUGIN=libtuner.so has no effect in Braid"), 1) << log;
+  EXPECT_EQ(countOccurrences(log, "NCCL_NET_GDR_LEVEL=PHB has no effect in Braid"), 1) << log;
   EXPECT_EQ(countOccurrences(log, "NCCL_COLLNET_ENABLE=1 has no effect in Braid"), 1) << log;
   EXPECT_EQ(countOccurrences(log, "NCCL_IB_DISABLE"), 0) << log;  // implemented
   EXPECT_EQ(countOccurrences(log, "NCCL_P2P_LEVEL"), 0) << log;    // implemented
@@ -166,10 +166,10 @@ TEST(ParamWarn, OnlyUnimplementedValuesWarn) {
   const ParamDesc* nvls = findParam("NCCL_NVLS_ENABLE");
   const ParamDesc* collnet = findParam("NCCL_COLLNET_ENABLE");
   const ParamDesc* ib = findParam("NCCL_IB_DISABLE");
-  const ParamDesc* tunerPlugin = findParam("NCCL_TUNER_PLUGIN");
+  const ParamDesc* gdrLevel = findParam("NCCL_NET_GDR_LEVEL");
   const ParamDesc* level = findParam("NCCL_P2P_LEVEL");
   const ParamDesc* buff = findParam("NCCL_BUFFSIZE");
-  ASSERT_TRUE(nvls && collnet && ib && tunerPlugin && level && buff);
+  ASSERT_TRUE(nvls && collnet && ib && gdrLevel && level && buff);
   EXPECT_EQ(nvls->kind, ParamKind::Ignored);
   EXPECT_EQ(level->kind, ParamKind::Str);
   EXPECT_FALSE(paramValueUnimplemented(*nvls, nullptr));
@@ -181,7 +181,7 @@ TEST(ParamWarn, OnlyUnimplementedValuesWarn) {
   EXPECT_TRUE(paramValueUnimplemented(*collnet, "1"));
   EXPECT_EQ(ib->kind, ParamKind::Int);  // implemented: never warns
   EXPECT_FALSE(paramValueUnimplemented(*ib, "0"));
-  EXPECT_TRUE(paramValueUnimplemented(*tunerPlugin, "libtuner.so"));
+  EXPECT_TRUE(paramValueUnimplemented(*gdrLevel, "PHB"));
   for (const char* v : {"LOC", "0", "NVL", "PIX", "SYS"}) EXPECT_FALSE(paramValueUnimplemented(*level, v)) << v;
   EXPECT_FALSE(paramValueUnimplemented(*buff, "12345"));  // implemented: never
 }
@@ -190,7 +190,7 @@ TEST(ParamWarn, SetUnimplementedVariableWarnsOncePerProcess) {
   for (bool withThreads : {false, true}) {
     SCOPED_TRACE(withThreads ? "communicators and threads" : "communicators only");
     const std::string log = logOfChild([withThreads] {
-      return childCreatingComms({{"NCCL_TUNER_PLUGIN", "libtuner.so"},
+      return childCreatingComms({{"NCCL_NET_GDR_LEVEL", "PHB"},
                                  {"NCCL_P2P_LEVEL", "NVL"},
                                  {"NCCL_NVLS_ENABLE", "0"},
                                  {"NCCL_IB_DISABLE", "0"},
@@ -222,12 +222,12 @@ TEST(ParamWarn, CheckCountsWhatItWarnsOf) {
     for (int i = 0; i < n; ++i)
       if (t[i].kind == ParamKind::Ignored || t[i].kind == ParamKind::Partial) unsetenv(t[i].env);
     if (warnUnimplementedParamsNow() != 0) return 1;
-    setenv("NCCL_TUNER_PLUGIN", "libtuner.so", 1);
+    setenv("NCCL_NET_GDR_LEVEL", "PHB", 1);
     setenv("NCCL_COLLNET_ENABLE", "1", 1);
     if (warnUnimplementedParamsNow() != 2) return 2;
     if (warnUnimplementedParamsNow() != 2) return 3;
     return 0;
   });
-  EXPECT_EQ(countOccurrences(log, "NCCL_TUNER_PLUGIN=libtuner.so has no effect in Braid"), 2) << log;
+  EXPECT_EQ(countOccurrences(log, "NCCL_NET_GDR_LEVEL=PHB has no effect in Braid"), 2) << log;
   EXPECT_EQ(countOccurrences(log, "NCCL_COLLNET_ENABLE=1 has no effect in Braid"), 2) << log;
 }

@@ -125,6 +125,24 @@ TEST(TuningAgreement, P2pPairingOnlyWhereEveryRankCan) {
   }
 }
 
+// A tuner plugin tunes a communicator only where every rank loaded the same one (name and table version): one rank
+// without it, or with another, and none does, so no two ranks plan a collective apart.
+TEST(TuningAgreement, TunerPluginOnlyWhereEveryRankLoadedTheSame) {
+  const uint32_t a = tunerPluginId("BraidTestTuner", 5), b = tunerPluginId("BraidTestTuner", 4);
+  EXPECT_NE(a, 0u);
+  EXPECT_NE(a, b);
+  for (int odd : {-1, 0, 2}) {
+    for (uint32_t other : {0u, b}) {
+      const AgreedAll got = agreeAll(3, [&](int r) {
+        Offered o = offerOf(r);
+        o.facts.tunerPlugin = r == odd ? other : a;
+        return o;
+      });
+      for (const TuningFacts& f : got.facts) EXPECT_EQ(f.tunerPlugin, odd < 0 ? a : 0u) << odd << " " << other;
+    }
+  }
+}
+
 // The one-shot and two-shot of more than two ranks: every rank reaches every peer over P2P or SHM (AND), the channels follow any
 // rank's SHM peer (OR), and the byte thresholds, bytes per channel and peer channels are rank 0's, so all plan it alike.
 TEST(TuningAgreement, OneShotOverPeersAgreedAcrossRanks) {

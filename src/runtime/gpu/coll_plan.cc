@@ -5,6 +5,7 @@
 #include "runtime/gpu/coll_plan.h"
 
 #include <algorithm>
+#include <string>
 
 #include "algo/ll_protocol.h"
 #include "algo/ring_split.h"
@@ -52,8 +53,7 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
       (lowLatency & bit(Proto::LL)) && f_.llPath && (llForced || modelRowMeasured(f_.transport, Proto::LL));
   const bool ll128Offered = (lowLatency & bit(Proto::LL128)) && f_.ll128Path && (asked & bit(Proto::LL128)) &&
                             (ll128Forced || modelRowMeasured(f_.transport, Proto::LL128));
-  const uint32_t protos =
-      bit(Proto::Simple) | (llOffered ? bit(Proto::LL) : 0u) | (ll128Offered ? bit(Proto::LL128) : 0u);
+  uint32_t protos = bit(Proto::Simple) | (llOffered ? bit(Proto::LL) : 0u) | (ll128Offered ? bit(Proto::LL128) : 0u);
   // The one-shot schedule exists for 2 ranks (ring_schedules.h), where the ring's neighbour is the peer, and
   // runs only reductions that give both ranks the same bits in it (oneShotExact).
   const bool oneShot = op.coll == CollType::AllReduce && f_.nranks == 2 && oneShotExact(op.op.kind, op.dtype);
@@ -61,7 +61,15 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
   // LL where LL is offered, every tree connection has LL slots and this build has the op's LL kernel.
   const bool tree = op.coll == CollType::AllReduce && f_.treeChannels > 0;
   const bool treeLl = tree && f_.treeLlPath && (protos & bit(Proto::LL));
-  const uint32_t algos = bit(Algo::Ring) | (oneShot ? bit(Algo::OneShot) : 0u) | (tree ? bit(Algo::Tree) : 0u);
+  uint32_t algos = bit(Algo::Ring) | (oneShot ? bit(Algo::OneShot) : 0u) | (tree ? bit(Algo::Tree) : 0u);
+  // A tuner plugin (tuner_plugin.h), with the tuner on, picks first: what follows chooses within its pick.
+  PluginPick pick;
+  const bool plugged = f_.tunerOn && f_.tunerPlugin && askPlugin(op, algos, protos, treeLl, &pick);
+  pluginChannels_ = plugged ? pick.nChannels : 0;
+  if (plugged) {
+    algos &= pick.algos;
+    protos &= bit(pick.proto);
+  }
   if (ll128Forced && !ll128Offered && !ll128Warned_) {
     ll128Warned_ = true;
     BRAID_WARN("rank %d: NCCL_PROTO asks for LL128 but %s: %s %s runs on %s", f_.rank,
@@ -89,7 +97,8 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
   // BRAID_TWOSHOT_PEERS_BYTES), as the cost model has no rows for them yet; NCCL_ALGO without OneShot / TwoShot
   // or NCCL_PROTO without LL keep the ring; with the tuner off (BRAID_DEVICE_TUNER=0) they run only where
   // NCCL_ALGO leaves the ring out.
-  const bool peersAllowed = op.coll == CollType::AllReduce && f_.nranks > 2 &&
+  const bool peersAllowed = op.coll == CollType::AllReduce && f_.nranks > 2 && (protos & bit(Proto::LL)) &&
+                            (algos & bit(Algo::Ring)) &&
                             (f_.tunerOn || !(cfg.algos.mask[c] & bit(Algo::Ring))) && (lowLatency & bit(Proto::LL)) &&
                             (asked & bit(Proto::LL));
   const bool onePeers = peersAllowed && f_.oneShotPeersBytes > 0 && bytes <= f_.oneShotPeersBytes &&
@@ -107,14 +116,7 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
     return plan;
   }
   if (f_.tunerOn) {
-    TuneRequest req = makeTuneRequest(op, f_.nranks, f_.transport);
-    req.algosAvailable = algos;
-    req.protosAvailable = protos;
-    req.connectedChannels = f_.nChannels;
-    req.maxThreads = kDevMaxThreads;
-    req.nNodes = f_.nNodes;
-    req.intraTransport = f_.treeIntra;
-    req.ringIntraTransport = f_.ringIntra;
+    const TuneRequest req = tuneRequest(op, algos, protos);
     TuneDecision d = tune(req, cfg);
     // A tree on a protocol it cannot run here (LL128; LL without LL slots on every tree connection) the model
     // preferred is weighed as Simple against the best of the rest (where NCCL_ALGO allows any).
@@ -130,6 +132,7 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
     plan.proto = (protos & bit(d.proto)) ? d.proto : Proto::Simple;
     if (d.algo == Algo::OneShot) plan.devColl = kDevAllReduceOneShot;
     if (modelRowMeasured(f_.transport, d.proto)) plan.nChannels = std::max(1, std::min(d.nChannels, f_.nChannels));
+    if (pluginChannels_ > 0) plan.nChannels = std::min(pluginChannels_, f_.nChannels);
     plan.predictedUs =
         d.nChannels == plan.nChannels ? d.predictedUs : predictUs(req, d.algo, d.proto, plan.nChannels, d.chunkBytes);
     // The model cannot tell the unsplit one-shot from the clustered ring (its rows are fitted to plain
@@ -186,6 +189,59 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
   return plan;
 }
 
+TuneRequest CollPlanner::tuneRequest(const OpDesc& op, uint32_t algos, uint32_t protos) const {
+  TuneRequest req = makeTuneRequest(op, f_.nranks, f_.transport);
+  req.algosAvailable = algos;
+  req.protosAvailable = protos;
+  req.connectedChannels = f_.nChannels;
+  req.maxThreads = kDevMaxThreads;
+  req.nNodes = f_.nNodes;
+  req.intraTransport = f_.treeIntra;
+  req.ringIntraTransport = f_.ringIntra;
+  return req;
+}
+
+// The table a tuner plugin sees is NCCL's: rows Tree and Ring (Braid's one-shots are its ways to run a Ring-row
+// choice), columns LL, LL128, Simple, each entry the model's time for the best plan within it, -1 where Braid cannot
+// run it (the tree on LL128, or on LL without LL slots) or NCCL_ALGO / NCCL_PROTO leave it out.
+bool CollPlanner::askPlugin(const OpDesc& op, uint32_t algos, uint32_t protos, bool treeLl, PluginPick* pick) {
+  int func;
+  switch (op.coll) {
+    case CollType::AllReduce: func = tunerabi::kFuncAllReduce; break;
+    case CollType::Broadcast: func = tunerabi::kFuncBroadcast; break;
+    case CollType::Reduce: func = tunerabi::kFuncReduce; break;
+    case CollType::AllGather: func = tunerabi::kFuncAllGather; break;
+    case CollType::ReduceScatter: func = tunerabi::kFuncReduceScatter; break;
+    default: return false;
+  }
+  const TunerConfig& cfg = f_.tuning;
+  const int c = static_cast<int>(op.coll);
+  const uint32_t family[2] = {bit(Algo::Tree), bit(Algo::Ring) | bit(Algo::OneShot)};  // by NCCL_ALGO_TREE, _RING
+  float costs[tunerabi::kNumAlgos][tunerabi::kNumProtos];
+  for (auto& row : costs)
+    for (float& x : row) x = tunerabi::kIgnore;
+  for (int a = 0; a < 2; ++a) {
+    const uint32_t fam = family[a] & algos & cfg.algos.mask[c];
+    const uint32_t ps = protos & cfg.protos.mask[c] &
+                        (a == tunerabi::kAlgoTree ? bit(Proto::Simple) | (treeLl ? bit(Proto::LL) : 0u) : ~0u);
+    for (int p = 0; fam && p < kNumProtos; ++p) {
+      const Proto proto = static_cast<Proto>(p);  // Braid's Proto order is NCCL_PROTO_*'s
+      if (!(ps & bit(proto))) continue;
+      const TuneDecision d = tune(tuneRequest(op, fam, bit(proto)), cfg);
+      if ((fam & bit(d.algo)) && d.proto == proto) costs[a][p] = static_cast<float>(d.predictedUs);
+    }
+  }
+  int a = -1, p = -1, nc = 0;
+  if (!f_.tunerPlugin->choose(func, opBytes(op, f_.nranks), 1, costs, &a, &p, &nc) || a < 0 || a > 1) return false;
+  pick->algos = family[a];
+  pick->proto = static_cast<Proto>(p);
+  pick->nChannels = nc;
+  BRAID_INFO(kSubTuning, "%s %zu bytes: tuner plugin %s picks %s/%s%s", collName(op.coll), opBytes(op, f_.nranks),
+             f_.tunerPlugin->lib().name.c_str(), a == tunerabi::kAlgoTree ? "Tree" : "Ring", protoName(pick->proto),
+             nc > 0 ? (" on " + std::to_string(nc) + " channels").c_str() : "");
+  return true;
+}
+
 CollPlan CollPlanner::planTree(const OpDesc& op, const TuneRequest& req, const TuneDecision& d, uint32_t asked,
                                bool treeLl) {
   const size_t bytes = opBytes(op, f_.nranks);
@@ -218,7 +274,7 @@ CollPlan CollPlanner::planTree(const OpDesc& op, const TuneRequest& req, const T
   // Channels as the ring's (the model's where its row is measured, else 64 KiB per channel), within the trees'.
   const bool modelChannels = modelRowMeasured(f_.transport, plan.proto) && d.proto == plan.proto;
   const int nch = modelChannels ? d.nChannels : channelsForBytes(bytes, f_.nChannels);
-  plan.nChannels = std::max(1, std::min(nch, f_.treeChannels));
+  plan.nChannels = std::max(1, std::min(pluginChannels_ > 0 ? pluginChannels_ : nch, f_.treeChannels));
   plan.nCta = 2 * plan.nChannels;
   plan.predictedUs = predictUs(req, Algo::Tree, plan.proto, plan.nChannels, d.proto == plan.proto ? d.chunkBytes : 0);
   return plan;

@@ -12,6 +12,7 @@
 #include "algo/op_desc.h"
 #include "device/dev_work.h"
 #include "tuner/tuner.h"
+#include "tuner/tuner_plugin.h"
 
 namespace braid {
 
@@ -53,6 +54,8 @@ struct CollPlanFacts {
   // Channel 0's send connection: the FIFO the split one-shot's steps are counted on.
   uint32_t ringStepBytes = 0;
   uint32_t ringSteps = 0;
+  // The tuner plugin every rank asks (tuner_plugin.h; null: none), owned by the DeviceState.
+  TunerPluginComm* tunerPlugin = nullptr;
 };
 
 struct CollPlan {
@@ -95,11 +98,22 @@ class CollPlanner {
   // The tree all-reduce's plan, where decision d (the tuner's, or NCCL_ALGO's with the tuner off) chose Tree; asked:
   // the protocols NCCL_PROTO allows for all-reduce; treeLl: the tree may run on LL.
   CollPlan planTree(const OpDesc& op, const TuneRequest& req, const TuneDecision& d, uint32_t asked, bool treeLl);
+  // The tuner's request for op over the algorithms and protocols offered.
+  TuneRequest tuneRequest(const OpDesc& op, uint32_t algos, uint32_t protos) const;
+  // The tuner plugin's pick for op (f_.tunerPlugin), among the algorithm families (NCCL's Ring, Braid's one-shots
+  // counted in it, and Tree) and protocols offered, each priced by Braid's model; false where it picks nothing.
+  struct PluginPick {
+    uint32_t algos = 0;  // the family picked, as Algo bits
+    Proto proto = Proto::Simple;
+    int nChannels = 0;   // the plugin's channel count (0: the model's)
+  };
+  bool askPlugin(const OpDesc& op, uint32_t algos, uint32_t protos, bool treeLl, PluginPick* pick);
 
   CollPlanFacts f_;
   bool llWarned_ = false;
   bool treeProtoSaid_ = false;
   bool ll128Warned_ = false;
+  int pluginChannels_ = 0;  // the plan being made: the tuner plugin's channel count (0: none set)
   // The previous call's plan: training loops repeat the same calls, and a search costs ~1 us.
   struct Memo {
     bool valid = false;

@@ -26,6 +26,7 @@
 #include "topology/topology.h"
 #include "runtime/tuning_agreement.h"
 #include "transport/host_fifo.h"
+#include "transport/net/net_plugin.h"
 #include "transport/p2p/nvlink.h"
 #include "transport/transport.h"
 #include "tuner/launch_attrs.h"
@@ -352,8 +353,37 @@ cudaError_t maxActiveClusters(int cluster, int grid, int threads, int* fit) {
 // connection of every rank has LL slots, the ring's transport class (the slowest of any rank's ring
 // connections, so a ring mixing P2P with SHM or NET plans like its slowest path on every rank), whether every
 // rank's ring launches in thread-block clusters, and BRAID_DEVICE_TUNER.
+// The process's tuner plugin (tuner_plugin.h): NCCL_TUNER_PLUGIN's, else one in the network plugin's library.
+const TunerPluginLib* processTunerPlugin() {
+  const NetPluginStatus& net = netPlugin();
+  return tunerPlugin(net.net ? net.net->library : std::string());
+}
+
+// This communicator's tuner plugin context, where every rank loaded the same plugin (agreed) and every rank's
+// init of it succeeded: a rank asking its plugin while another tunes alone could plan a collective differently.
+ncclResult_t openTunerPlugin(ncclComm* comm, DeviceState* st) {
+  if (!st->tunerPluginId || comm->nranks < 2) return ncclSuccess;
+  st->tunerPlugin = TunerPluginComm::open(processTunerPlugin(), static_cast<size_t>(comm->nranks),
+                                          static_cast<size_t>(st->nNodes), comm->commHash);
+  std::vector<int32_t> ok(static_cast<size_t>(comm->nranks), 0);
+  ok[static_cast<size_t>(comm->rank)] = st->tunerPlugin ? 1 : 0;
+  BRAID_CHECK(comm->bootstrap->allGather(ok.data(), sizeof(int32_t)));
+  for (int32_t v : ok)
+    if (!v) {
+      if (st->tunerPlugin)
+        BRAID_WARN("rank %d: another rank's tuner plugin failed to start: this communicator tunes without it",
+                   comm->rank);
+      st->tunerPlugin.reset();
+      return ncclSuccess;
+    }
+  BRAID_INFO(kSubInit | kSubTuning, "rank %d: tuner plugin %s (v%d) tunes this communicator's collectives", comm->rank,
+             st->tunerPlugin->lib().name.c_str(), st->tunerPlugin->lib().version);
+  return ncclSuccess;
+}
+
 ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   TuningFacts facts;
+  if (const TunerPluginLib* t = processTunerPlugin()) facts.tunerPlugin = tunerPluginId(t->name.c_str(), t->version);
   facts.llPath = comm->nranks > 1 && comm->conns ? 1u : 0u;
   // LL128 needs whole 128-byte stores: NVLink P2P (the transport gives those connections LL128 slots) on sm_90+.
   int major = 0;
@@ -464,6 +494,7 @@ ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   st->transport = static_cast<TransportClass>(agreed.transport);
   st->ringIntra = static_cast<TransportClass>(agreed.ringIntra);
   st->tunerOn = agreed.tunerOn != 0;
+  st->tunerPluginId = agreed.tunerPlugin;
   st->p2pLlThreshold = agreed.p2pLlThreshold;
   st->p2pChannelBytes = agreed.p2pChannelBytes;
   st->p2pPieces = agreed.p2pPieces;
@@ -762,6 +793,7 @@ ncclResult_t initDeviceComm(ncclComm* comm) {
   BRAID_CHECK(agreeOnSelection(comm, st.get()));
   BRAID_CHECK(connectOneShotPeers(comm, st.get()));
   BRAID_CHECK(connectDeviceTrees(comm, st.get()));
+  BRAID_CHECK(openTunerPlugin(comm, st.get()));
   BRAID_INFO(kSubInit, "comm %p rank %d nranks %d: device communicator on GPU %d ready, %d channel(s) x %d threads%s%s",
              (void*)comm, comm->rank, comm->nranks, comm->cudaDev, comm->nChannels, st->nThreads,
              comm->nranks > 1 ? ", ring next via " : "",

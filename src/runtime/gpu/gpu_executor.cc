@@ -63,6 +63,7 @@ CollPlanFacts planFacts(const DeviceState& st, ncclComm* comm) {
   f.peersChannelBytes = st.peersChannelBytes;
   f.treeChannels = st.treeChannels;
   f.nNodes = st.nNodes;
+  f.tunerPlugin = st.tunerPlugin.get();
   f.treeLlPath = st.treeLlPath;
   f.treeIntra = st.treeIntra;
   f.ringIntra = st.ringIntra;

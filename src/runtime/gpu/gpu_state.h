@@ -17,6 +17,7 @@
 #include "runtime/executor.h"
 #include "runtime/gpu/gpu_comm.h"
 #include "tuner/tuner.h"
+#include "tuner/tuner_plugin.h"
 #include "nccl.h"
 #include "transport/conn_info.h"
 
@@ -132,6 +133,10 @@ class DeviceState {
   DevConn* treeConns = nullptr;
   int treeChannels = 0;
   int nNodes = 1;  // nodes the ranks span (PeerInfo::hostHash, NCCL_HOSTID)
+  // The tuner plugin every rank loaded (TuningFacts::tunerPlugin agreed), its context for this communicator; null
+  // where none serves every rank (gpu_comm.cc: openTunerPlugin).
+  uint32_t tunerPluginId = 0;
+  std::unique_ptr<TunerPluginComm> tunerPlugin;
   bool treeLlPath = false;  // every tree connection of every rank has LL slots (agreed): the tree may run on LL
   TransportClass treeIntra = TransportClass::P2pNvlink;  // the slowest tree hop inside a node on any rank (agreed)
   TransportClass ringIntra = TransportClass::P2pNvlink;  // the slowest ring hop inside a node on any rank (agreed)

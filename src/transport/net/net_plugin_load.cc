@@ -4,52 +4,22 @@
 #include <dlfcn.h>
 #include <strings.h>
 
-#include <cstdarg>
-#include <cstdio>
 #include <mutex>
-#include <sstream>
 
 #include "core/log.h"
 #include "core/param.h"
+#include "core/plugin_lib.h"
 #include "core/result.h"
 #include "transport/net/net_plugin.h"
 
 namespace braid {
 namespace {
 
-extern "C" void pluginLog(int level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
-  auto lvl = static_cast<LogLevel>(level);
-  if (lvl == LogLevel::Abort) lvl = LogLevel::Warn;  // Braid has no abort level: the plugin's ABORT shows as WARN
-  if (lvl == LogLevel::None || !logEnabled(lvl, flags)) return;
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  logMessage(lvl, flags, file ? file : "plugin", line, "%s", msg);
-}
-
 // NCCL hands v10 plugins its profiler's callback, and plugins built from NCCL's own code call it unchecked: Braid's
 // records nothing and starts no event.
 extern "C" ncclResult_t pluginProfilerCallback(void** eHandle, int, void*, int64_t, void*) {
   if (eHandle) *eHandle = nullptr;
   return ncclSuccess;
-}
-
-std::vector<std::string> candidates(const std::string& env) {
-  std::vector<std::string> names;
-  if (env.empty()) return {"libnccl-net.so"};
-  if (strcasecmp(env.c_str(), "none") == 0) return names;
-  std::stringstream ss(env);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (item.empty()) continue;
-    names.push_back(item);
-    // A bare NAME also stands for libnccl-net-NAME.so (not a path, not already a library's file name).
-    const bool isFile = item.find('/') != std::string::npos ||
-                        (item.compare(0, 3, "lib") == 0 && item.size() > 3 && item.rfind(".so") == item.size() - 3);
-    if (!isFile) names.push_back("libnccl-net-" + item + ".so");
-  }
-  return names;
 }
 
 // Takes table t (version v) as net's when the library exports it (sym: its symbol) and its init succeeds.
@@ -120,7 +90,7 @@ NetPluginStatus loadNetPlugin(const std::string& env) {
   NetPluginStatus st;
   st.asked = !env.empty() && strcasecmp(env.c_str(), "none") != 0;
   std::string tried;
-  for (const std::string& file : candidates(env)) {
+  for (const std::string& file : pluginCandidates(env, "net")) {
     void* lib = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       const char* e = dlerror();

@@ -1,0 +1,225 @@
+// NCCL tuner plugins (src/tuner/tuner_plugin.h) against the tests' own (tests/tuner_plugin, each table version):
+// finding the library as NCCL does, a communicator's context, the cost table the plugin sees and the entry Braid takes
+// back from it, and the GPU planner (coll_plan.h) running what the plugin picks within what Braid can run.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/env_guard.h"
+#include "runtime/gpu/coll_plan.h"
+#include "tuner/tuner_plugin.h"
+
+using namespace braid;
+using braid_test::EnvGuard;
+
+namespace {
+
+std::string pluginPath(int v) {
+  return std::string(BRAID_TEST_TUNER_PLUGIN_DIR) + "/libnccl-tuner-braidtest-v" + std::to_string(v) + ".so";
+}
+
+const TunerPluginLib* load(int v) {
+  std::string why;
+  const TunerPluginLib* t = loadTunerPlugin(pluginPath(v), "", &why);
+  EXPECT_NE(t, nullptr) << why;
+  return t;
+}
+
+// A record file for the plugin (BRAID_TEST_TUNER_RECORD), read back line by line.
+struct Record {
+  std::string path = "/tmp/braid_tuner_record_" + std::to_string(getpid());
+  EnvGuard guard{"BRAID_TEST_TUNER_RECORD", path.c_str()};
+  Record() { std::remove(path.c_str()); }
+  ~Record() { std::remove(path.c_str()); }
+  std::vector<std::string> lines() const {
+    std::vector<std::string> out;
+    std::ifstream f(path);
+    for (std::string l; std::getline(f, l);) out.push_back(l);
+    return out;
+  }
+};
+
+// Costs as the planner offers them: Ring on every protocol, Tree on Simple, the rest not offered.
+void offered(float (*c)[tunerabi::kNumProtos]) {
+  for (int a = 0; a < tunerabi::kNumAlgos; ++a)
+    for (int p = 0; p < tunerabi::kNumProtos; ++p) c[a][p] = tunerabi::kIgnore;
+  c[tunerabi::kAlgoRing][0] = 5;   // LL
+  c[tunerabi::kAlgoRing][1] = 7;   // LL128
+  c[tunerabi::kAlgoRing][2] = 9;   // Simple
+  c[tunerabi::kAlgoTree][2] = 11;  // Simple
+}
+
+CollPlanFacts nvlinkPair() {
+  CollPlanFacts f;
+  f.rank = 0;
+  f.nranks = 2;
+  f.nChannels = 64;
+  f.transport = TransportClass::P2pNvlink;
+  f.llPath = true;
+  f.ll128Path = true;
+  f.ringStepBytes = 512 << 10;
+  f.ringSteps = 8;
+  return f;
+}
+
+OpDesc allReduce(size_t count, const void* in, void* out) {
+  OpDesc op;
+  op.coll = CollType::AllReduce;
+  op.dtype = ncclFloat32;
+  op.op.kind = RedKind::Sum;
+  op.count = count;
+  op.sendbuff = in;
+  op.recvbuff = out;
+  return op;
+}
+
+constexpr uint32_t kLowLatency = (1u << static_cast<int>(Proto::LL)) | (1u << static_cast<int>(Proto::LL128));
+
+}  // namespace
+
+TEST(TunerPlugin, LoadsEachTableVersion) {
+  for (int v = 2; v <= 6; ++v) {
+    const TunerPluginLib* t = load(v);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->version, v);
+    EXPECT_EQ(t->name, "BraidTestTuner");
+    EXPECT_EQ(t->library, pluginPath(v));
+  }
+}
+
+// NCCL's search: the names given, then the network plugin's library; "none" loads nothing; a library without a
+// tuner table is passed over, saying why.
+TEST(TunerPlugin, SearchFallsThroughToTheNetworkPluginsLibrary) {
+  std::string why;
+  const TunerPluginLib* t = loadTunerPlugin("no-such-tuner", pluginPath(5), &why);
+  ASSERT_NE(t, nullptr) << why;
+  EXPECT_EQ(t->version, 5);
+  EXPECT_EQ(loadTunerPlugin("none", pluginPath(5), &why), nullptr);
+  EXPECT_EQ(loadTunerPlugin("no-such-tuner", "", &why), nullptr);
+  EXPECT_NE(why.find("libnccl-tuner-no-such-tuner.so"), std::string::npos) << why;
+  const std::string netOnly = std::string(BRAID_TEST_TUNER_PLUGIN_DIR) + "/../net_plugin/libnccl-net-braidtest-v10.so";
+  EXPECT_EQ(loadTunerPlugin(netOnly, "", &why), nullptr);
+  EXPECT_NE(why.find("exports none of ncclTunerPlugin"), std::string::npos) << why;
+}
+
+// Every table version: init with the communicator's size, the table as offered (-1 entries left out), the plugin's
+// pick and channel count back, a pick Braid does not offer ignored, a failed call reported, finalize at the end.
+TEST(TunerPlugin, EachVersionPicksAnOfferedEntry) {
+  for (int v = 2; v <= 6; ++v) {
+    SCOPED_TRACE("v" + std::to_string(v));
+    Record rec;
+    {
+      auto comm = TunerPluginComm::open(load(v), 8, 2, 0x1234);
+      ASSERT_NE(comm, nullptr);
+      float c[tunerabi::kNumAlgos][tunerabi::kNumProtos];
+      int a = -1, p = -1, nc = -1;
+      {
+        EnvGuard g1("BRAID_TEST_TUNER_PICK", "tree,simple");
+        EnvGuard g2("BRAID_TEST_TUNER_CHANNELS", "3");
+        offered(c);
+        ASSERT_TRUE(comm->choose(tunerabi::kFuncAllReduce, 4096, 1, c, &a, &p, &nc));
+        EXPECT_EQ(a, tunerabi::kAlgoTree);
+        EXPECT_EQ(p, 2);
+        EXPECT_EQ(nc, 3);
+      }
+      {
+        EnvGuard g1("BRAID_TEST_TUNER_PICK", "nvls,simple");  // not offered: the cheapest offered entry stands
+        offered(c);
+        ASSERT_TRUE(comm->choose(tunerabi::kFuncAllGather, 65536, 1, c, &a, &p, &nc));
+        EXPECT_TRUE(a == tunerabi::kAlgoRing || a == tunerabi::kAlgoTree) << a;
+        EXPECT_EQ(nc, 0);
+      }
+      {
+        offered(c);  // no pick: Braid's own cheapest
+        ASSERT_TRUE(comm->choose(tunerabi::kFuncReduce, 8, 1, c, &a, &p, &nc));
+        EXPECT_EQ(a, tunerabi::kAlgoRing);
+        EXPECT_EQ(p, 0);
+      }
+      {
+        EnvGuard g("BRAID_TEST_TUNER_FAIL", "call");
+        offered(c);
+        EXPECT_FALSE(comm->choose(tunerabi::kFuncAllReduce, 8, 1, c, &a, &p, &nc));
+      }
+    }
+    const std::vector<std::string> l = rec.lines();
+    ASSERT_EQ(l.size(), 6u);
+    EXPECT_EQ(l[0], "init " + std::to_string(v) + " 8 2");
+    if (v == 2) {
+      EXPECT_EQ(l[1], "call 4 4096 1");
+    } else {
+      EXPECT_EQ(l[1], "call 4 4096 1 0:2=11 1:0=5 1:1=7 1:2=9");  // the entries offered, nothing else
+    }
+    EXPECT_EQ(l[2].rfind("call 2 65536 1", 0), 0u) << l[2];
+    EXPECT_EQ(l[5], "fini");
+  }
+}
+
+TEST(TunerPlugin, AFailedInitLeavesNoContext) {
+  EnvGuard g("BRAID_TEST_TUNER_FAIL", "init");
+  for (int v : {2, 5}) EXPECT_EQ(TunerPluginComm::open(load(v), 4, 1, 1), nullptr) << v;
+}
+
+// The planner asks the plugin with the tuner on and runs its pick: a small all-reduce that the model runs on LL or
+// LL128 runs Simple when the plugin says Ring/Simple, on the plugin's channel count; a failing plugin leaves the
+// model's plan, and a pick of the tree where no trees are connected never runs it.
+TEST(TunerPlugin, ThePlannerRunsThePick) {
+  std::vector<char> mem(1 << 20);
+  const OpDesc small = allReduce(256, mem.data(), mem.data() + (512 << 10));
+  const CollPlan own = CollPlanner(nvlinkPair()).plan(small, kLowLatency);
+  ASSERT_NE(own.proto, Proto::Simple);
+  auto comm = TunerPluginComm::open(load(4), 2, 1, 7);
+  ASSERT_NE(comm, nullptr);
+  CollPlanFacts f = nvlinkPair();
+  f.tunerPlugin = comm.get();
+  {
+    EnvGuard g1("BRAID_TEST_TUNER_PICK", "ring,simple");
+    EnvGuard g2("BRAID_TEST_TUNER_CHANNELS", "3");
+    const CollPlan p = CollPlanner(f).plan(small, kLowLatency);
+    EXPECT_EQ(p.proto, Proto::Simple);
+    EXPECT_EQ(p.nChannels, 3);
+  }
+  {
+    EnvGuard g1("BRAID_TEST_TUNER_PICK", "ring,ll");
+    EXPECT_EQ(CollPlanner(f).plan(small, kLowLatency).proto, Proto::LL);
+  }
+  {
+    EnvGuard g1("BRAID_TEST_TUNER_FAIL", "call");
+    EnvGuard g2("BRAID_TEST_TUNER_PICK", "ring,simple");
+    const CollPlan p = CollPlanner(f).plan(small, kLowLatency);
+    EXPECT_EQ(p.proto, own.proto);
+    EXPECT_EQ(p.nChannels, own.nChannels);
+  }
+  {
+    EnvGuard g("BRAID_TEST_TUNER_PICK", "tree,simple");  // no trees here: the cheapest entry offered (all tied)
+    EXPECT_NE(CollPlanner(f).plan(small, kLowLatency).devColl, kDevAllReduceTree);
+  }
+  // With the tuner off (BRAID_DEVICE_TUNER=0) the plugin is not asked.
+  f.tunerOn = false;
+  Record rec;
+  CollPlanner(f).plan(small, kLowLatency);
+  EXPECT_TRUE(rec.lines().empty());
+}
+
+// Across nodes the table offers the tree: a plugin picking Tree/Simple gets the tree all-reduce, on its channels
+// within the trees'.
+TEST(TunerPlugin, APickOfTheTreeRunsTheTree) {
+  std::vector<char> mem(1 << 20);
+  auto comm = TunerPluginComm::open(load(6), 4, 2, 9);
+  ASSERT_NE(comm, nullptr);
+  CollPlanFacts f = nvlinkPair();
+  f.nranks = 4;
+  f.transport = TransportClass::NetSocket;
+  f.treeChannels = 4;
+  f.nNodes = 2;
+  f.tunerPlugin = comm.get();
+  EnvGuard g1("BRAID_TEST_TUNER_PICK", "tree,simple");
+  EnvGuard g2("BRAID_TEST_TUNER_CHANNELS", "9");
+  const CollPlan p = CollPlanner(f).plan(allReduce(1 << 16, mem.data(), mem.data() + (512 << 10)), kLowLatency);
+  EXPECT_EQ(p.devColl, kDevAllReduceTree);
+  EXPECT_EQ(p.proto, Proto::Simple);
+  EXPECT_EQ(p.nChannels, 4);  // the plugin's 9, within the 4 tree channels
+}
