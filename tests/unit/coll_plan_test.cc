@@ -5,41 +5,14 @@
 #include <vector>
 
 #include "algo/ll_protocol.h"
+#include "coll_plan_fixtures.h"
 #include "runtime/gpu/coll_plan.h"
 #include "tuner/launch_attrs.h"
 
 using namespace braid;
-
-namespace {
-
-// Two ranks over NVLink with 64 channels and the default FIFOs (4 MiB in 8 steps), as init agrees them.
-CollPlanFacts nvlinkPair() {
-  CollPlanFacts f;
-  f.rank = 0;
-  f.nranks = 2;
-  f.nChannels = 64;
-  f.transport = TransportClass::P2pNvlink;
-  f.llPath = true;
-  f.ll128Path = true;
-  f.ringStepBytes = 512 << 10;
-  f.ringSteps = 8;
-  return f;
-}
-
-OpDesc allReduce(size_t count, const void* in, void* out) {
-  OpDesc op;
-  op.coll = CollType::AllReduce;
-  op.dtype = ncclFloat32;
-  op.op.kind = RedKind::Sum;
-  op.count = count;
-  op.sendbuff = in;
-  op.recvbuff = out;
-  return op;
-}
-
-constexpr uint32_t kAllProtos = (1u << static_cast<int>(Proto::LL)) | (1u << static_cast<int>(Proto::LL128));
-
-}  // namespace
+using braid_test::allReduce;
+using braid_test::kAllProtos;
+using braid_test::nvlinkPair;
 
 TEST(CollPlan, SplitOneShotFollowsTheBuffers) {
   CollPlanner planner(nvlinkPair());

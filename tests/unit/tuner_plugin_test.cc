@@ -9,12 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "coll_plan_fixtures.h"
 #include "common/env_guard.h"
 #include "runtime/gpu/coll_plan.h"
 #include "tuner/tuner_plugin.h"
 
 using namespace braid;
+using braid_test::allReduce;
 using braid_test::EnvGuard;
+using braid_test::nvlinkPair;
 
 namespace {
 
@@ -52,32 +55,6 @@ void offered(float (*c)[tunerabi::kNumProtos]) {
   c[tunerabi::kAlgoRing][2] = 9;   // Simple
   c[tunerabi::kAlgoTree][2] = 11;  // Simple
 }
-
-CollPlanFacts nvlinkPair() {
-  CollPlanFacts f;
-  f.rank = 0;
-  f.nranks = 2;
-  f.nChannels = 64;
-  f.transport = TransportClass::P2pNvlink;
-  f.llPath = true;
-  f.ll128Path = true;
-  f.ringStepBytes = 512 << 10;
-  f.ringSteps = 8;
-  return f;
-}
-
-OpDesc allReduce(size_t count, const void* in, void* out) {
-  OpDesc op;
-  op.coll = CollType::AllReduce;
-  op.dtype = ncclFloat32;
-  op.op.kind = RedKind::Sum;
-  op.count = count;
-  op.sendbuff = in;
-  op.recvbuff = out;
-  return op;
-}
-
-constexpr uint32_t kLowLatency = (1u << static_cast<int>(Proto::LL)) | (1u << static_cast<int>(Proto::LL128));
 
 }  // namespace
 
@@ -169,7 +146,7 @@ TEST(TunerPlugin, AFailedInitLeavesNoContext) {
 TEST(TunerPlugin, ThePlannerRunsThePick) {
   std::vector<char> mem(1 << 20);
   const OpDesc small = allReduce(256, mem.data(), mem.data() + (512 << 10));
-  const CollPlan own = CollPlanner(nvlinkPair()).plan(small, kLowLatency);
+  const CollPlan own = CollPlanner(nvlinkPair()).plan(small, braid_test::kAllProtos);
   ASSERT_NE(own.proto, Proto::Simple);
   auto comm = TunerPluginComm::open(load(4), 2, 1, 7);
   ASSERT_NE(comm, nullptr);
@@ -178,29 +155,29 @@ TEST(TunerPlugin, ThePlannerRunsThePick) {
   {
     EnvGuard g1("BRAID_TEST_TUNER_PICK", "ring,simple");
     EnvGuard g2("BRAID_TEST_TUNER_CHANNELS", "3");
-    const CollPlan p = CollPlanner(f).plan(small, kLowLatency);
+    const CollPlan p = CollPlanner(f).plan(small, braid_test::kAllProtos);
     EXPECT_EQ(p.proto, Proto::Simple);
     EXPECT_EQ(p.nChannels, 3);
   }
   {
     EnvGuard g1("BRAID_TEST_TUNER_PICK", "ring,ll");
-    EXPECT_EQ(CollPlanner(f).plan(small, kLowLatency).proto, Proto::LL);
+    EXPECT_EQ(CollPlanner(f).plan(small, braid_test::kAllProtos).proto, Proto::LL);
   }
   {
     EnvGuard g1("BRAID_TEST_TUNER_FAIL", "call");
     EnvGuard g2("BRAID_TEST_TUNER_PICK", "ring,simple");
-    const CollPlan p = CollPlanner(f).plan(small, kLowLatency);
+    const CollPlan p = CollPlanner(f).plan(small, braid_test::kAllProtos);
     EXPECT_EQ(p.proto, own.proto);
     EXPECT_EQ(p.nChannels, own.nChannels);
   }
   {
     EnvGuard g("BRAID_TEST_TUNER_PICK", "tree,simple");  // no trees here: the cheapest entry offered (all tied)
-    EXPECT_NE(CollPlanner(f).plan(small, kLowLatency).devColl, kDevAllReduceTree);
+    EXPECT_NE(CollPlanner(f).plan(small, braid_test::kAllProtos).devColl, kDevAllReduceTree);
   }
   // With the tuner off (BRAID_DEVICE_TUNER=0) the plugin is not asked.
   f.tunerOn = false;
   Record rec;
-  CollPlanner(f).plan(small, kLowLatency);
+  CollPlanner(f).plan(small, braid_test::kAllProtos);
   EXPECT_TRUE(rec.lines().empty());
 }
 
@@ -218,7 +195,7 @@ TEST(TunerPlugin, APickOfTheTreeRunsTheTree) {
   f.tunerPlugin = comm.get();
   EnvGuard g1("BRAID_TEST_TUNER_PICK", "tree,simple");
   EnvGuard g2("BRAID_TEST_TUNER_CHANNELS", "9");
-  const CollPlan p = CollPlanner(f).plan(allReduce(1 << 16, mem.data(), mem.data() + (512 << 10)), kLowLatency);
+  const CollPlan p = CollPlanner(f).plan(allReduce(1 << 16, mem.data(), mem.data() + (512 << 10)), braid_test::kAllProtos);
   EXPECT_EQ(p.devColl, kDevAllReduceTree);
   EXPECT_EQ(p.proto, Proto::Simple);
   EXPECT_EQ(p.nChannels, 4);  // the plugin's 9, within the 4 tree channels
