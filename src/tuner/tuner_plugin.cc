@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "core/plugin_lib.h"
+#include "core/result.h"
 
 namespace braid {
 namespace {
@@ -50,23 +51,24 @@ TunerPluginLib* tryLibrary(const std::string& file, std::string* why) {
 
 }  // namespace
 
-const TunerPluginLib* loadTunerPlugin(const std::string& env, const std::string& netPluginLibrary, std::string* why) {
+const TunerPluginLib* loadTunerPlugin(const std::string& env, const std::vector<std::string>& fallback,
+                                      std::string* why) {
   why->clear();
   if (strcasecmp(env.c_str(), "none") == 0) return nullptr;
   for (const std::string& file : pluginCandidates(env, "tuner"))
     if (TunerPluginLib* t = tryLibrary(file, why)) return t;
-  if (!netPluginLibrary.empty())
-    if (TunerPluginLib* t = tryLibrary(netPluginLibrary, why)) return t;
+  for (const std::string& file : fallback)
+    if (TunerPluginLib* t = tryLibrary(file, why)) return t;
   return nullptr;
 }
 
-const TunerPluginLib* tunerPlugin(const std::string& netPluginLibrary) {
+const TunerPluginLib* tunerPlugin() {
   static std::once_flag once;
   static const TunerPluginLib* lib = nullptr;
   std::call_once(once, [&] {
     const std::string env = params::TunerPlugin();
     std::string why;
-    lib = loadTunerPlugin(env, netPluginLibrary, &why);
+    lib = loadTunerPlugin(env, pluginCandidates(params::NetPlugin(), "net"), &why);
     if (lib) {
       BRAID_INFO(kSubInit | kSubTuning, "TUNER/Plugin: %s (ncclTunerPlugin_v%d) from %s", lib->name.c_str(),
                  lib->version, lib->library.c_str());
@@ -114,11 +116,13 @@ TunerPluginComm::~TunerPluginComm() {
   else lib_->v2->destroy(context_);
 }
 
-bool TunerPluginComm::choose(int func, size_t bytes, int numPipeOps, float (*costs)[kNumProtos], int* algo,
-                             int* proto, int* nChannels) {
+ncclResult_t TunerPluginComm::choose(int func, size_t bytes, int numPipeOps, float (*costs)[kNumProtos], int* algo,
+                                     int* proto, int* nChannels) {
+  *algo = *proto = -1;
   bool offered[kNumAlgos][kNumProtos];
+  float given[kNumAlgos][kNumProtos];
   for (int a = 0; a < kNumAlgos; ++a)
-    for (int p = 0; p < kNumProtos; ++p) offered[a][p] = costs[a][p] >= 0;
+    for (int p = 0; p < kNumProtos; ++p) offered[a][p] = (given[a][p] = costs[a][p]) >= 0;
   int nc = 0;
   auto** table = reinterpret_cast<float**>(costs);  // NCCL passes its 2-D array so, and plugins index it back
   ncclResult_t r;
@@ -132,14 +136,23 @@ bool TunerPluginComm::choose(int func, size_t bytes, int numPipeOps, float (*cos
         : lib_->v5 ? lib_->v5->getCollInfo(context_, func, bytes, numPipeOps, table, kNumAlgos, kNumProtos, 0, &nc)
                    : lib_->v4->getCollInfo(context_, func, bytes, numPipeOps, table, kNumAlgos, kNumProtos, 0, &nc);
   }
-  if (r != ncclSuccess) return false;  // as NCCL: the default tuning for this collective
+  if (r != ncclSuccess) {
+    return recordError(r, "tuner plugin %s (v%d) failed (%d) on collective %d of %zu bytes (NCCL_TUNER_PLUGIN=none "
+                       "tunes without it)", lib_->name.c_str(), lib_->version, static_cast<int>(r), func, bytes);
+  }
   *nChannels = nc > 0 ? nc : 0;
   if (pickA >= 0 && pickA < kNumAlgos && pickP >= 0 && pickP < kNumProtos && offered[pickA][pickP]) {
     *algo = pickA;
     *proto = pickP;
-    return true;
+    return ncclSuccess;
   }
-  // The cheapest entry left among those offered (a plugin raising one entry to 0 picks it; one setting an entry
+  // A table handed back as it came is no opinion: Braid's own plan stands (its one-shots included, which the table
+  // can only show as Ring entries).
+  bool changed = false;
+  for (int a = 0; a < kNumAlgos; ++a)
+    for (int p = 0; p < kNumProtos; ++p) changed = changed || costs[a][p] != given[a][p];
+  if (!changed) return ncclSuccess;
+  // The cheapest entry left among those offered (a plugin lowering one entry to 0 picks it; one setting an entry
   // Braid does not run cannot make it run).
   float best = -1;
   for (int a = 0; a < kNumAlgos; ++a)
@@ -149,7 +162,7 @@ bool TunerPluginComm::choose(int func, size_t bytes, int numPipeOps, float (*cos
         *algo = a;
         *proto = p;
       }
-  return best >= 0;
+  return ncclSuccess;
 }
 
 }  // namespace braid

@@ -1,7 +1,7 @@
 // NCCL tuner plugins (NCCL_TUNER_PLUGIN): a library exporting ncclTunerPlugin_v6 ... _v2 (tuner_plugin_abi.h) that
 // adjusts the cost of each (algorithm, protocol) of a collective, or picks one, and may set its channel count. Found
 // as NCCL finds it: NCCL_TUNER_PLUGIN's names (unset: libnccl-tuner.so; none: no plugin), else the network plugin's
-// own library. Each GPU communicator opens its own context (the plugin's init) and the planner asks it about each
+// libraries (NCCL_NET_PLUGIN's names), opened for their tuner table only: the network plugin's init is not run. Each GPU communicator opens its own context (the plugin's init) and the planner asks it about each
 // collective of NCCL's five (coll_plan.cc), with Braid's cost model's predictions as the table.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tuner/tuner_plugin_abi.h"
 
@@ -26,12 +27,14 @@ struct TunerPluginLib {
   const tunerabi::TunerV6* v6 = nullptr;
 };
 
-// Loads the first library of `env`'s candidates exporting a tuner table, else `netPluginLibrary`'s (empty: none).
-// Null where none does; *why says what was tried. Not cached: tunerPlugin() is the process's.
-const TunerPluginLib* loadTunerPlugin(const std::string& env, const std::string& netPluginLibrary, std::string* why);
-// The process's tuner plugin, loaded on first call from NCCL_TUNER_PLUGIN (one line says which, or why none where
-// one was asked for).
-const TunerPluginLib* tunerPlugin(const std::string& netPluginLibrary);
+// Loads the first library of `env`'s candidates exporting a tuner table, else of `fallback` (the network plugin's
+// candidates); "none" loads nothing. Null where none does; *why says what was tried. Not cached: tunerPlugin() is
+// the process's.
+const TunerPluginLib* loadTunerPlugin(const std::string& env, const std::vector<std::string>& fallback,
+                                      std::string* why);
+// The process's tuner plugin, loaded on first call from NCCL_TUNER_PLUGIN and NCCL_NET_PLUGIN (one line says which,
+// or why none where one was asked for).
+const TunerPluginLib* tunerPlugin();
 
 class TunerPluginComm {
  public:
@@ -45,10 +48,11 @@ class TunerPluginComm {
 
   // Asks about one collective (func: tunerabi::kFunc*). costs: kNumAlgos rows of kNumProtos, Braid's predicted
   // microseconds, kIgnore where Braid does not run it; the plugin may change them. *algo, *proto: the cheapest entry
-  // Braid offered that the plugin left (v2: the plugin's own pick where it names an offered one); *nChannels: the
-  // plugin's count, 0 where it set none. False where the plugin failed or left nothing Braid offered.
-  bool choose(int func, size_t bytes, int numPipeOps, float (*costs)[tunerabi::kNumProtos], int* algo, int* proto,
-              int* nChannels);
+  // Braid offered that the plugin left (v2: the plugin's own pick where it names an offered one), -1 where it left
+  // none or handed the table back unchanged (no opinion); *nChannels: the plugin's count, 0 where it set none. The plugin's error where its call failed (recorded):
+  // as in NCCL the collective then fails, since a rank tuning alone could run it differently from the others.
+  ncclResult_t choose(int func, size_t bytes, int numPipeOps, float (*costs)[tunerabi::kNumProtos], int* algo,
+                      int* proto, int* nChannels);
 
  private:
   TunerPluginComm() = default;

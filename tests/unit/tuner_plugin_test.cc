@@ -27,7 +27,7 @@ std::string pluginPath(int v) {
 
 const TunerPluginLib* load(int v) {
   std::string why;
-  const TunerPluginLib* t = loadTunerPlugin(pluginPath(v), "", &why);
+  const TunerPluginLib* t = loadTunerPlugin(pluginPath(v), {}, &why);
   EXPECT_NE(t, nullptr) << why;
   return t;
 }
@@ -68,18 +68,17 @@ TEST(TunerPlugin, LoadsEachTableVersion) {
   }
 }
 
-// NCCL's search: the names given, then the network plugin's library; "none" loads nothing; a library without a
+// NCCL's search: the names given, then the network plugin's libraries; "none" loads nothing; a library without a
 // tuner table is passed over, saying why.
 TEST(TunerPlugin, SearchFallsThroughToTheNetworkPluginsLibrary) {
   std::string why;
-  const TunerPluginLib* t = loadTunerPlugin("no-such-tuner", pluginPath(5), &why);
+  const std::string netOnly = std::string(BRAID_TEST_TUNER_PLUGIN_DIR) + "/../net_plugin/libnccl-net-braidtest-v10.so";
+  const TunerPluginLib* t = loadTunerPlugin("no-such-tuner", {netOnly, pluginPath(5)}, &why);
   ASSERT_NE(t, nullptr) << why;
   EXPECT_EQ(t->version, 5);
-  EXPECT_EQ(loadTunerPlugin("none", pluginPath(5), &why), nullptr);
-  EXPECT_EQ(loadTunerPlugin("no-such-tuner", "", &why), nullptr);
+  EXPECT_EQ(loadTunerPlugin("none", {pluginPath(5)}, &why), nullptr);
+  EXPECT_EQ(loadTunerPlugin("no-such-tuner", {netOnly}, &why), nullptr);
   EXPECT_NE(why.find("libnccl-tuner-no-such-tuner.so"), std::string::npos) << why;
-  const std::string netOnly = std::string(BRAID_TEST_TUNER_PLUGIN_DIR) + "/../net_plugin/libnccl-net-braidtest-v10.so";
-  EXPECT_EQ(loadTunerPlugin(netOnly, "", &why), nullptr);
   EXPECT_NE(why.find("exports none of ncclTunerPlugin"), std::string::npos) << why;
 }
 
@@ -98,28 +97,31 @@ TEST(TunerPlugin, EachVersionPicksAnOfferedEntry) {
         EnvGuard g1("BRAID_TEST_TUNER_PICK", "tree,simple");
         EnvGuard g2("BRAID_TEST_TUNER_CHANNELS", "3");
         offered(c);
-        ASSERT_TRUE(comm->choose(tunerabi::kFuncAllReduce, 4096, 1, c, &a, &p, &nc));
+        ASSERT_EQ(ncclSuccess, comm->choose(tunerabi::kFuncAllReduce, 4096, 1, c, &a, &p, &nc));
         EXPECT_EQ(a, tunerabi::kAlgoTree);
         EXPECT_EQ(p, 2);
         EXPECT_EQ(nc, 3);
       }
       {
-        EnvGuard g1("BRAID_TEST_TUNER_PICK", "nvls,simple");  // not offered: the cheapest offered entry stands
+        // Not offered: a table plugin raised every offered entry, so the cheapest of those stands; v2's pick alone
+        // changes nothing, so it is no opinion.
+        EnvGuard g1("BRAID_TEST_TUNER_PICK", "nvls,simple");
         offered(c);
-        ASSERT_TRUE(comm->choose(tunerabi::kFuncAllGather, 65536, 1, c, &a, &p, &nc));
-        EXPECT_TRUE(a == tunerabi::kAlgoRing || a == tunerabi::kAlgoTree) << a;
+        ASSERT_EQ(ncclSuccess, comm->choose(tunerabi::kFuncAllGather, 65536, 1, c, &a, &p, &nc));
+        if (v == 2) EXPECT_EQ(a, -1);
+        else EXPECT_TRUE(a == tunerabi::kAlgoRing || a == tunerabi::kAlgoTree) << a;
         EXPECT_EQ(nc, 0);
       }
       {
-        offered(c);  // no pick: Braid's own cheapest
-        ASSERT_TRUE(comm->choose(tunerabi::kFuncReduce, 8, 1, c, &a, &p, &nc));
-        EXPECT_EQ(a, tunerabi::kAlgoRing);
-        EXPECT_EQ(p, 0);
+        offered(c);  // no pick: the table comes back as it went, no opinion
+        ASSERT_EQ(ncclSuccess, comm->choose(tunerabi::kFuncReduce, 8, 1, c, &a, &p, &nc));
+        EXPECT_EQ(a, -1);
+        EXPECT_EQ(p, -1);
       }
       {
         EnvGuard g("BRAID_TEST_TUNER_FAIL", "call");
         offered(c);
-        EXPECT_FALSE(comm->choose(tunerabi::kFuncAllReduce, 8, 1, c, &a, &p, &nc));
+        EXPECT_EQ(ncclInternalError, comm->choose(tunerabi::kFuncAllReduce, 8, 1, c, &a, &p, &nc));
       }
     }
     const std::vector<std::string> l = rec.lines();
@@ -141,8 +143,8 @@ TEST(TunerPlugin, AFailedInitLeavesNoContext) {
 }
 
 // The planner asks the plugin with the tuner on and runs its pick: a small all-reduce that the model runs on LL or
-// LL128 runs Simple when the plugin says Ring/Simple, on the plugin's channel count; a failing plugin leaves the
-// model's plan, and a pick of the tree where no trees are connected never runs it.
+// LL128 runs Simple when the plugin says Ring/Simple, on the plugin's channel count; a plugin that hands the table
+// back unchanged leaves the model's plan; a plugin whose call fails fails the collective.
 TEST(TunerPlugin, ThePlannerRunsThePick) {
   std::vector<char> mem(1 << 20);
   const OpDesc small = allReduce(256, mem.data(), mem.data() + (512 << 10));
@@ -164,15 +166,16 @@ TEST(TunerPlugin, ThePlannerRunsThePick) {
     EXPECT_EQ(CollPlanner(f).plan(small, braid_test::kAllProtos).proto, Proto::LL);
   }
   {
-    EnvGuard g1("BRAID_TEST_TUNER_FAIL", "call");
-    EnvGuard g2("BRAID_TEST_TUNER_PICK", "ring,simple");
-    const CollPlan p = CollPlanner(f).plan(small, braid_test::kAllProtos);
+    const CollPlan p = CollPlanner(f).plan(small, braid_test::kAllProtos);  // no pick: the model's plan
     EXPECT_EQ(p.proto, own.proto);
     EXPECT_EQ(p.nChannels, own.nChannels);
+    EXPECT_EQ(p.error, ncclSuccess);
   }
   {
-    EnvGuard g("BRAID_TEST_TUNER_PICK", "tree,simple");  // no trees here: the cheapest entry offered (all tied)
-    EXPECT_NE(CollPlanner(f).plan(small, braid_test::kAllProtos).devColl, kDevAllReduceTree);
+    EnvGuard g1("BRAID_TEST_TUNER_FAIL", "call");  // the collective fails, naming the plugin, on every call
+    CollPlanner planner(f);
+    for (int k = 0; k < 2; ++k) EXPECT_EQ(planner.plan(small, braid_test::kAllProtos).error, ncclInternalError) << k;
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("BraidTestTuner"), std::string::npos);
   }
   // With the tuner off (BRAID_DEVICE_TUNER=0) the plugin is not asked.
   f.tunerOn = false;
@@ -199,4 +202,33 @@ TEST(TunerPlugin, APickOfTheTreeRunsTheTree) {
   EXPECT_EQ(p.devColl, kDevAllReduceTree);
   EXPECT_EQ(p.proto, Proto::Simple);
   EXPECT_EQ(p.nChannels, 4);  // the plugin's 9, within the 4 tree channels
+}
+
+// More than two ranks: the one-shot over every peer runs by its size rule before the model is asked, and a plugin's
+// pick keeps it only where it is Ring/LL (the row Braid's one-shots run in); with no plugin it runs also where the
+// model has no LL row for the path (P2P over PCIe).
+TEST(TunerPlugin, TheOneShotOverPeersFollowsARingLlPick) {
+  std::vector<char> mem(1 << 20);
+  CollPlanFacts f = nvlinkPair();
+  f.nranks = 4;
+  f.transport = TransportClass::P2pPcie;
+  f.oneShotPeersBytes = 65536;
+  f.oneShotPeerChannels = 8;
+  const OpDesc op = allReduce(1024, mem.data(), mem.data() + (512 << 10));
+  EXPECT_EQ(CollPlanner(f).plan(op, braid_test::kAllProtos).devColl, kDevAllReduceOneShotPeers);
+  f.transport = TransportClass::P2pNvlink;
+  auto comm = TunerPluginComm::open(load(3), 4, 1, 3);
+  ASSERT_NE(comm, nullptr);
+  f.tunerPlugin = comm.get();
+  {
+    EnvGuard g("BRAID_TEST_TUNER_PICK", "ring,ll");
+    EXPECT_EQ(CollPlanner(f).plan(op, braid_test::kAllProtos).devColl, kDevAllReduceOneShotPeers);
+  }
+  {
+    EnvGuard g("BRAID_TEST_TUNER_PICK", "ring,simple");
+    const CollPlan p = CollPlanner(f).plan(op, braid_test::kAllProtos);
+    EXPECT_EQ(p.devColl, kDevAllReduce);
+    EXPECT_EQ(p.proto, Proto::Simple);
+  }
+  EXPECT_EQ(CollPlanner(f).plan(op, braid_test::kAllProtos).devColl, kDevAllReduceOneShotPeers);  // no opinion
 }

@@ -65,7 +65,11 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
   // A tuner plugin (tuner_plugin.h), with the tuner on, picks first: what follows chooses within its pick.
   PluginPick pick;
   const bool plugged = f_.tunerOn && f_.tunerPlugin && askPlugin(op, algos, protos, treeLl, &pick);
-  pluginChannels_ = plugged ? pick.nChannels : 0;
+  pluginChannels_ = pick.nChannels;  // also where the plugin left the table as it was
+  if (pick.error != ncclSuccess) {
+    plan.error = pick.error;
+    return plan;
+  }
   if (plugged) {
     algos &= pick.algos;
     protos &= bit(pick.proto);
@@ -97,8 +101,8 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
   // BRAID_TWOSHOT_PEERS_BYTES), as the cost model has no rows for them yet; NCCL_ALGO without OneShot / TwoShot
   // or NCCL_PROTO without LL keep the ring; with the tuner off (BRAID_DEVICE_TUNER=0) they run only where
   // NCCL_ALGO leaves the ring out.
-  const bool peersAllowed = op.coll == CollType::AllReduce && f_.nranks > 2 && (protos & bit(Proto::LL)) &&
-                            (algos & bit(Algo::Ring)) &&
+  const bool peersAllowed = op.coll == CollType::AllReduce && f_.nranks > 2 &&
+                            (!plugged || ((pick.algos & bit(Algo::Ring)) && pick.proto == Proto::LL)) &&
                             (f_.tunerOn || !(cfg.algos.mask[c] & bit(Algo::Ring))) && (lowLatency & bit(Proto::LL)) &&
                             (asked & bit(Proto::LL));
   const bool onePeers = peersAllowed && f_.oneShotPeersBytes > 0 && bytes <= f_.oneShotPeersBytes &&
@@ -110,6 +114,7 @@ CollPlan CollPlanner::planSizes(const OpDesc& op, uint32_t lowLatency, bool* spl
     plan.proto = Proto::LL;
     // One channel per BRAID_PEERS_CHANNEL_BYTES up to the peers' channels, so each CTA's threads hold a few lines.
     plan.nChannels = plan.nCta = channelsForBytes(bytes, f_.oneShotPeerChannels, f_.peersChannelBytes);
+    if (pluginChannels_ > 0) plan.nChannels = plan.nCta = std::min(pluginChannels_, f_.oneShotPeerChannels);
     if (onePeers && f_.threadsAuto) plan.nThreads = oneShotPeersThreads(bytes, plan.nChannels, f_.threads);
     plan.predictedUs = predictUs(makeTuneRequest(op, f_.nranks, f_.transport), onePeers ? Algo::OneShot : Algo::TwoShot,
                                  Proto::LL, plan.nChannels, 0);
@@ -232,10 +237,11 @@ bool CollPlanner::askPlugin(const OpDesc& op, uint32_t algos, uint32_t protos, b
     }
   }
   int a = -1, p = -1, nc = 0;
-  if (!f_.tunerPlugin->choose(func, opBytes(op, f_.nranks), 1, costs, &a, &p, &nc) || a < 0 || a > 1) return false;
+  pick->error = f_.tunerPlugin->choose(func, opBytes(op, f_.nranks), 1, costs, &a, &p, &nc);
+  pick->nChannels = nc;
+  if (pick->error != ncclSuccess || a < 0 || a > 1) return false;
   pick->algos = family[a];
   pick->proto = static_cast<Proto>(p);
-  pick->nChannels = nc;
   BRAID_INFO(kSubTuning, "%s %zu bytes: tuner plugin %s picks %s/%s%s", collName(op.coll), opBytes(op, f_.nranks),
              f_.tunerPlugin->lib().name.c_str(), a == tunerabi::kAlgoTree ? "Tree" : "Ring", protoName(pick->proto),
              nc > 0 ? (" on " + std::to_string(nc) + " channels").c_str() : "");
@@ -262,6 +268,7 @@ CollPlan CollPlanner::planTree(const OpDesc& op, const TuneRequest& req, const T
     plan.devColl = kDevAllReduce;
     plan.proto = d.proto;
     plan.nChannels = plan.nCta = channelsForBytes(bytes, f_.nChannels);
+    if (pluginChannels_ > 0) plan.nChannels = plan.nCta = std::min(pluginChannels_, f_.nChannels);
     plan.predictedUs = predictUs(req, Algo::Ring, d.proto, plan.nChannels, 0);
     return plan;
   }
@@ -297,6 +304,10 @@ CollPlan CollPlanner::plan(const OpDesc& op, uint32_t lowLatency) {
       memo_.lowLatency != lowLatency || memo_.exact != exact) {
     bool splitRuns = false;
     const CollPlan p = planSizes(op, lowLatency, &splitRuns);
+    if (p.error != ncclSuccess) {  // a failed tuner plugin: the next call asks again
+      memo_.valid = false;
+      return p;
+    }
     memo_ = Memo{true, op.coll, bytes, esize, lowLatency, exact, splitRuns, p};
     // Which cluster size a launch got is a per-launch fact, not an init one: said under TUNING only.
     if (p.cluster > 0 && logging)

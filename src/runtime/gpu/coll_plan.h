@@ -68,6 +68,7 @@ struct CollPlan {
   bool splitGuard = false;  // the split one-shot in place: the guard words order each read before its overwrite
   double predictedUs = 0;   // the cost model's time of the plan (ncclGroupSimulateEnd)
   int nThreads = 0;         // threads a CTA; 0: the communicator's
+  ncclResult_t error = ncclSuccess;  // the tuner plugin's failure (recorded): the collective fails with it
 };
 
 // Threads a CTA of the one-shot over every peer: the fewest of maxThreads, maxThreads / 2, ... (not under
@@ -106,6 +107,7 @@ class CollPlanner {
     uint32_t algos = 0;  // the family picked, as Algo bits
     Proto proto = Proto::Simple;
     int nChannels = 0;   // the plugin's channel count (0: the model's)
+    ncclResult_t error = ncclSuccess;  // the plugin's call failed
   };
   bool askPlugin(const OpDesc& op, uint32_t algos, uint32_t protos, bool treeLl, PluginPick* pick);
 

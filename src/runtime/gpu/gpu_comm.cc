@@ -26,7 +26,6 @@
 #include "topology/topology.h"
 #include "runtime/tuning_agreement.h"
 #include "transport/host_fifo.h"
-#include "transport/net/net_plugin.h"
 #include "transport/p2p/nvlink.h"
 #include "transport/transport.h"
 #include "tuner/launch_attrs.h"
@@ -349,21 +348,11 @@ cudaError_t maxActiveClusters(int cluster, int grid, int threads, int* fit) {
   return cudaSuccess;
 }
 
-// The tuning agreement of a GPU communicator (tuning_agreement.h), with the GPU facts: whether every ring
-// connection of every rank has LL slots, the ring's transport class (the slowest of any rank's ring
-// connections, so a ring mixing P2P with SHM or NET plans like its slowest path on every rank), whether every
-// rank's ring launches in thread-block clusters, and BRAID_DEVICE_TUNER.
-// The process's tuner plugin (tuner_plugin.h): NCCL_TUNER_PLUGIN's, else one in the network plugin's library.
-const TunerPluginLib* processTunerPlugin() {
-  const NetPluginStatus& net = netPlugin();
-  return tunerPlugin(net.net ? net.net->library : std::string());
-}
-
 // This communicator's tuner plugin context, where every rank loaded the same plugin (agreed) and every rank's
 // init of it succeeded: a rank asking its plugin while another tunes alone could plan a collective differently.
 ncclResult_t openTunerPlugin(ncclComm* comm, DeviceState* st) {
   if (!st->tunerPluginId || comm->nranks < 2) return ncclSuccess;
-  st->tunerPlugin = TunerPluginComm::open(processTunerPlugin(), static_cast<size_t>(comm->nranks),
+  st->tunerPlugin = TunerPluginComm::open(tunerPlugin(), static_cast<size_t>(comm->nranks),
                                           static_cast<size_t>(st->nNodes), comm->commHash);
   std::vector<int32_t> ok(static_cast<size_t>(comm->nranks), 0);
   ok[static_cast<size_t>(comm->rank)] = st->tunerPlugin ? 1 : 0;
@@ -381,9 +370,13 @@ ncclResult_t openTunerPlugin(ncclComm* comm, DeviceState* st) {
   return ncclSuccess;
 }
 
+// The tuning agreement of a GPU communicator (tuning_agreement.h), with the GPU facts: whether every ring
+// connection of every rank has LL slots, the ring's transport class (the slowest of any rank's ring
+// connections, so a ring mixing P2P with SHM or NET plans like its slowest path on every rank), whether every
+// rank's ring launches in thread-block clusters, and BRAID_DEVICE_TUNER.
 ncclResult_t agreeOnSelection(ncclComm* comm, DeviceState* st) {
   TuningFacts facts;
-  if (const TunerPluginLib* t = processTunerPlugin()) facts.tunerPlugin = tunerPluginId(t->name.c_str(), t->version);
+  if (const TunerPluginLib* t = tunerPlugin()) facts.tunerPlugin = tunerPluginId(t->name.c_str(), t->version);
   facts.llPath = comm->nranks > 1 && comm->conns ? 1u : 0u;
   // LL128 needs whole 128-byte stores: NVLink P2P (the transport gives those connections LL128 slots) on sm_90+.
   int major = 0;

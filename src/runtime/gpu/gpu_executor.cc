@@ -465,6 +465,7 @@ ncclResult_t GpuExecutor::launchColl(const OpDesc& op, cudaStream_t s) {
   }
   if (op.count == 0) return ncclSuccess;
   const CollPlan plan = planner_.plan(op, lowLatencyKernels(op));
+  if (plan.error != ncclSuccess) return plan.error;  // the tuner plugin failed (recorded, naming it)
   if (plan.proto == Proto::LL) kernel = devCollKernelLL(op.coll, op.dtype, op.op.kind);
   if (plan.proto == Proto::LL128) kernel = devCollKernelLL128(op.coll, op.dtype, op.op.kind);
   DevConn* const* peerConns = nullptr;
