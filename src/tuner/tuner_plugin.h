@@ -1,8 +1,9 @@
 // NCCL tuner plugins (NCCL_TUNER_PLUGIN): a library exporting ncclTunerPlugin_v6 ... _v2 (tuner_plugin_abi.h) that
 // adjusts the cost of each (algorithm, protocol) of a collective, or picks one, and may set its channel count. Found
 // as NCCL finds it: NCCL_TUNER_PLUGIN's names (unset: libnccl-tuner.so; none: no plugin), else the network plugin's
-// libraries (NCCL_NET_PLUGIN's names), opened for their tuner table only: the network plugin's init is not run. Each GPU communicator opens its own context (the plugin's init) and the planner asks it about each
-// collective of NCCL's five (coll_plan.cc), with Braid's cost model's predictions as the table.
+// libraries (NCCL_NET_PLUGIN's names), opened for their tuner table only: the network plugin's init is not run.
+// Each GPU communicator opens its own context (the plugin's init) and the planner asks it about each collective of
+// NCCL's five (coll_plan.cc), with Braid's cost model's predictions as the table.
 #pragma once
 
 #include <cstddef>
@@ -49,8 +50,9 @@ class TunerPluginComm {
   // Asks about one collective (func: tunerabi::kFunc*). costs: kNumAlgos rows of kNumProtos, Braid's predicted
   // microseconds, kIgnore where Braid does not run it; the plugin may change them. *algo, *proto: the cheapest entry
   // Braid offered that the plugin left (v2: the plugin's own pick where it names an offered one), -1 where it left
-  // none or handed the table back unchanged (no opinion); *nChannels: the plugin's count, 0 where it set none. The plugin's error where its call failed (recorded):
-  // as in NCCL the collective then fails, since a rank tuning alone could run it differently from the others.
+  // none or handed the table back unchanged (no opinion); *nChannels: the plugin's count, 0 where it set none. The
+  // plugin's error where its call failed (recorded): as in NCCL the collective then fails, since a rank tuning alone
+  // could run it differently from the others.
   ncclResult_t choose(int func, size_t bytes, int numPipeOps, float (*costs)[tunerabi::kNumProtos], int* algo,
                       int* proto, int* nChannels);
 

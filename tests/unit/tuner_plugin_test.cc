@@ -198,7 +198,8 @@ TEST(TunerPlugin, APickOfTheTreeRunsTheTree) {
   f.tunerPlugin = comm.get();
   EnvGuard g1("BRAID_TEST_TUNER_PICK", "tree,simple");
   EnvGuard g2("BRAID_TEST_TUNER_CHANNELS", "9");
-  const CollPlan p = CollPlanner(f).plan(allReduce(1 << 16, mem.data(), mem.data() + (512 << 10)), braid_test::kAllProtos);
+  const OpDesc op = allReduce(1 << 16, mem.data(), mem.data() + (512 << 10));
+  const CollPlan p = CollPlanner(f).plan(op, braid_test::kAllProtos);
   EXPECT_EQ(p.devColl, kDevAllReduceTree);
   EXPECT_EQ(p.proto, Proto::Simple);
   EXPECT_EQ(p.nChannels, 4);  // the plugin's 9, within the 4 tree channels
