@@ -137,8 +137,10 @@ ncclResult_t TunerPluginComm::choose(int func, size_t bytes, int numPipeOps, flo
                    : lib_->v4->getCollInfo(context_, func, bytes, numPipeOps, table, kNumAlgos, kNumProtos, 0, &nc);
   }
   if (r != ncclSuccess) {
-    return recordError(r, "tuner plugin %s (v%d) failed (%d) on collective %d of %zu bytes (NCCL_TUNER_PLUGIN=none "
-                       "tunes without it)", lib_->name.c_str(), lib_->version, static_cast<int>(r), func, bytes);
+    static const char* const kFuncs[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
+    return recordError(r, "tuner plugin %s (v%d) failed (%d) on %s of %zu bytes (NCCL_TUNER_PLUGIN=none tunes "
+                       "without it)", lib_->name.c_str(), lib_->version, static_cast<int>(r),
+                       func >= 0 && func < 5 ? kFuncs[func] : "a collective", bytes);
   }
   *nChannels = nc > 0 ? nc : 0;
   if (pickA >= 0 && pickA < kNumAlgos && pickP >= 0 && pickP < kNumProtos && offered[pickA][pickP]) {
