@@ -17,15 +17,16 @@
 #include "core/param.h"
 
 namespace braid {
-namespace {
 
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
+uint64_t fnv1a(const std::string& s, uint64_t h) {
   for (unsigned char c : s) {
     h ^= c;
     h *= 1099511628211ull;
   }
   return h;
 }
+
+namespace {
 
 // PF_EXITING in /proc/<pid>/stat's flags (include/linux/sched.h): set as do_exit() begins.
 constexpr unsigned long long kPfExiting = 0x4;

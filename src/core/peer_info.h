@@ -24,6 +24,9 @@ static_assert(std::is_trivially_copyable<PeerInfo>::value, "PeerInfo travels as 
 // Fills identity fields for this process (rank/cudaDev/busId/isHost are the caller's).
 void fillLocalPeerInfo(PeerInfo* info);
 
+// 64-bit FNV-1a of `s` (continuing from `h`): the identities ranks compare (hosts, namespaces, plugins).
+uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull);
+
 // True when `peer` can use SHM with `me` (same host and same /dev/shm).
 inline bool sameShmDomain(const PeerInfo& me, const PeerInfo& peer) {
   return me.hostHash == peer.hostHash && me.shmDevHash == peer.shmDevHash;

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/log.h"
 #include "core/param.h"  // foldBounds
+#include "core/peer_info.h"
 #include "core/result.h"
 #include "runtime/comm.h"
 
@@ -47,10 +49,9 @@ struct Offer {
 }  // namespace
 
 uint32_t tunerPluginId(const char* name, int version) {
-  uint32_t h = 2166136261u;  // FNV-1a over the name, then the version
-  for (const char* c = name; c && *c; ++c) h = (h ^ static_cast<uint8_t>(*c)) * 16777619u;
-  h = (h ^ static_cast<uint32_t>(version)) * 16777619u;
-  return h ? h : 1;
+  const uint64_t h = fnv1a(std::string(name ? name : "") + "|v" + std::to_string(version));
+  const uint32_t folded = static_cast<uint32_t>(h ^ (h >> 32));
+  return folded ? folded : 1;
 }
 
 ncclResult_t agreeTuning(ncclComm_t comm, const TunerConfig& local, const TuningFacts& facts, TunerConfig* cfg,
