@@ -13,6 +13,7 @@
 #include "algo/ring_schedules.h"
 #include "algo/tree_schedules.h"
 #include "device/dev_probe.h"
+#include "device/func_any_red.h"
 #include "device/dev_work.h"
 #include "device/prims_ll.h"
 #include "device/prims_ll128.h"
@@ -46,6 +47,16 @@ struct DevMakeFn<FuncSumPostDiv<T>> {
     return f;
   }
 };
+template <typename T>
+struct DevMakeFn<FuncAnyRed<T>> {
+  static __device__ FuncAnyRed<T> make(const CollLaunchArgs& a) {
+    FuncAnyRed<T> f;
+    f.kind = a.redKind;
+    f.scalar = DevMakeFn<FuncPreMulSum<T>>::make(a).scalar;
+    f.divisor = a.divisor == 0 ? 1 : a.divisor;
+    return f;
+  }
+};
 
 // Which ring directions a schedule uses (nranks > 1): broadcast and reduce are chains (ring_schedules.h), the
 // others use both. LL cleans exactly these before its first step (DevPrimsLL::begin).
@@ -71,6 +82,9 @@ template <typename T>
 struct OneShotFn<FuncProd<T>> : std::true_type {};
 template <typename T>
 struct OneShotFn<FuncSumPostDiv<T>> : std::true_type {};
+// The executor asks a FuncAnyRed kernel for the one-shot only where every rank gets the same bits (oneShotExact).
+template <typename T>
+struct OneShotFn<FuncAnyRed<T>> : std::true_type {};
 template <typename T, typename Fn>
 constexpr bool kHasOneShot = std::is_integral<T>::value || OneShotFn<Fn>::value;
 
@@ -303,18 +317,23 @@ const void* reduceKernelPtr() {
   return reinterpret_cast<const void*>(&collKernel<T, Fn, false, kDevProtoSimple>);
 }
 
-// Selects the reducing kernel for T and a reduction kind (SumPostDiv only for integers).
+// A reduction's SIMPLE kernel: its own where simpleOwnKernel says so, else its type's FuncAnyRed kernel
+// (func_any_red.h), or none (SumPostDiv on floating types, which average through PreMulSum). Compiling each
+// reduction's loop only where its speed matters keeps the device build small.
 template <typename T>
-const void* floatKernelFor(RedKind kind) {
+const void* simpleAnyKernelFor(RedKind kind) {
+  return simpleAnyServes<T>(kind) ? reduceKernelPtr<T, FuncAnyRed<T>>() : nullptr;
+}
+template <typename T>
+const void* simpleKernelFor(RedKind kind) {
   switch (kind) {
     case RedKind::Sum: return reduceKernelPtr<T, FuncSum<T>>();
-    case RedKind::Prod: return reduceKernelPtr<T, FuncProd<T>>();
-    case RedKind::Max: return reduceKernelPtr<T, FuncMax<T>>();
-    case RedKind::Min: return reduceKernelPtr<T, FuncMin<T>>();
-    case RedKind::PreMulSum: return reduceKernelPtr<T, FuncPreMulSum<T>>();
-    case RedKind::SumPostDiv: break;
+    case RedKind::PreMulSum:
+      if constexpr (simpleOwnKernel<T>(RedKind::PreMulSum)) return reduceKernelPtr<T, FuncPreMulSum<T>>();
+      break;
+    default: break;
   }
-  return nullptr;
+  return simpleAnyKernelFor<T>(kind);
 }
 
 // The selector of a translation unit holding one floating type's reducing kernels (none in the minimal
@@ -324,19 +343,19 @@ const void* floatKernelFor(RedKind kind) {
   const void* name(ncclDataType_t, RedKind) { return nullptr; }
 #else
 #define BRAID_FLOAT_TYPE_SELECTOR(name, T) \
-  const void* name(ncclDataType_t, RedKind kind) { return floatKernelFor<T>(kind); }
+  const void* name(ncclDataType_t, RedKind kind) { return simpleKernelFor<T>(kind); }
 #endif
 
 // Integers: sum/prod/premulsum on the unsigned type (same wrapping bits); max/min/average need the sign.
 template <typename S, typename U>
 const void* intKernelFor(RedKind kind) {
   switch (kind) {
-    case RedKind::Sum: return reduceKernelPtr<U, FuncSum<U>>();
-    case RedKind::Prod: return reduceKernelPtr<U, FuncProd<U>>();
-    case RedKind::PreMulSum: return reduceKernelPtr<U, FuncPreMulSum<U>>();
-    case RedKind::Max: return reduceKernelPtr<S, FuncMax<S>>();
-    case RedKind::Min: return reduceKernelPtr<S, FuncMin<S>>();
-    case RedKind::SumPostDiv: return reduceKernelPtr<S, FuncSumPostDiv<S>>();
+    case RedKind::Sum:
+    case RedKind::Prod:
+    case RedKind::PreMulSum: return simpleKernelFor<U>(kind);
+    case RedKind::Max:
+    case RedKind::Min:
+    case RedKind::SumPostDiv: return simpleAnyKernelFor<S>(kind);  // never a signed sum kernel
   }
   return nullptr;
 }

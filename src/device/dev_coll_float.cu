@@ -6,12 +6,12 @@ namespace braid {
 
 const void* devSelectFloat(ncclDataType_t dtype, RedKind kind) {
 #ifdef BRAID_KERNELS_MINIMAL
-  if (dtype == ncclFloat32) return floatKernelFor<float>(kind);
+  if (dtype == ncclFloat32) return simpleKernelFor<float>(kind);
   return nullptr;
 #else
   switch (dtype) {
-    case ncclFloat32: return floatKernelFor<float>(kind);
-    case ncclFloat64: return floatKernelFor<double>(kind);
+    case ncclFloat32: return simpleKernelFor<float>(kind);
+    case ncclFloat64: return simpleKernelFor<double>(kind);
     default: return nullptr;
   }
 #endif

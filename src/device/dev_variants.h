@@ -1,7 +1,9 @@
 // The kernel-variant table: which (datatype, reduction) pairs get a compiled reducing kernel, and how they
 // fold. Each group below is compiled by its own translation unit (dev_coll_<group>.cu) so the build
 // parallelises; dev_kernels.cu dispatches to them. Folding (as NCCL): signed and unsigned integer
-// sum/prod/premulsum share the unsigned kernel; all-gather/broadcast and every p2p op run one byte kernel.
+// sum/prod/premulsum share the unsigned kernel; all-gather/broadcast and every p2p op run one byte kernel. On
+// SIMPLE only sums (and float, half, bfloat16 pre-multiplied sums) have kernels of their own; a type's other
+// reductions share one (func_any_red.h).
 // Preset: -DBRAID_KERNELS=minimal (CMake; defines BRAID_KERNELS_MINIMAL) compiles only float and the byte kernels, for quick
 // development builds; a missing variant is refused at run time with a message naming it.
 #pragma once

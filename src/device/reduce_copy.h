@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "algo/reduce_ops.h"
+#include "device/func_any_red.h"
 #include "device/op128.h"
 #include "device/packed_math.h"
 
@@ -257,11 +258,52 @@ __device__ __noinline__ void reduceCopyOutlined(const Fn fn, int tid, int nthrea
   reduceCopyBody<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, n);
 }
 
+// M without the pre / post steps that Fn does not have (FuncAnyRed's modes carry both for whichever reduction runs).
+template <typename Fn, typename M>
+using RcModeOf = RcMode<M::kSrc, M::kDst, M::kPre0 && Fn::kHasPre, M::kPre1 && Fn::kHasPre, M::kPost && Fn::kHasPost>;
+
+template <typename T, typename Fn, typename M>
+__device__ __forceinline__ void reduceCopyAs(const Fn& fn, int tid, int nthreads, const T* s0, const T* s1, T* d0,
+                                             T* d1, size_t n) {
+  reduceCopyBody<T, Fn, RcModeOf<Fn, M>>(fn, tid, nthreads, s0, s1, d0, d1, n);
+}
+
+// FuncAnyRed on SIMPLE: the reduction is read once per call, and that reduction's own loop runs, out of line (one copy
+// per mode in the kernel, as kRcOutline). Only the reductions its kernels are chosen for are compiled in
+// (simpleAnyServes); anything else runs the sum.
+template <typename T, typename M>
+__device__ __noinline__ void reduceCopyAnyRed(const FuncAnyRed<T> fn, int tid, int nthreads, const T* s0, const T* s1,
+                                              T* d0, T* d1, size_t n) {
+  switch (fn.red()) {
+    case RedKind::Prod:
+      if constexpr (simpleAnyServes<T>(RedKind::Prod))
+        return reduceCopyAs<T, FuncProd<T>, M>({}, tid, nthreads, s0, s1, d0, d1, n);
+      break;
+    case RedKind::Max:
+      return reduceCopyAs<T, FuncMax<T>, M>({}, tid, nthreads, s0, s1, d0, d1, n);
+    case RedKind::Min:
+      return reduceCopyAs<T, FuncMin<T>, M>({}, tid, nthreads, s0, s1, d0, d1, n);
+    case RedKind::PreMulSum:
+      if constexpr (simpleAnyServes<T>(RedKind::PreMulSum))
+        return reduceCopyAs<T, FuncPreMulSum<T>, M>(fn.preMulSum(), tid, nthreads, s0, s1, d0, d1, n);
+      break;
+    case RedKind::SumPostDiv:
+      if constexpr (simpleAnyServes<T>(RedKind::SumPostDiv))
+        return reduceCopyAs<T, FuncSumPostDiv<T>, M>(fn.sumPostDiv(), tid, nthreads, s0, s1, d0, d1, n);
+      break;
+    case RedKind::Sum:
+      break;
+  }
+  reduceCopyAs<T, FuncSum<T>, M>({}, tid, nthreads, s0, s1, d0, d1, n);
+}
+
 // All threads of the CTA call this with the same arguments. s1/d1 are ignored unless M uses them.
 template <typename T, typename Fn, typename M>
 __device__ __forceinline__ void reduceCopy(const Fn& fn, int tid, int nthreads, const T* s0, const T* s1, T* d0, T* d1,
                                            size_t n) {
-  if constexpr (kRcOutline<T, Fn>) {
+  if constexpr (IsFuncAnyRed<Fn>::value && (M::kSrc == 2 || M::kPre0 || M::kPost)) {
+    reduceCopyAnyRed<T, M>(fn, tid, nthreads, s0, s1, d0, d1, n);
+  } else if constexpr (kRcOutline<T, Fn>) {
     reduceCopyOutlined<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, n);
   } else {
     reduceCopyBody<T, Fn, M>(fn, tid, nthreads, s0, s1, d0, d1, n);

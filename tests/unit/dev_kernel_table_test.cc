@@ -1,6 +1,7 @@
 // The device build's kernel table (dev_kernels.h): every reducing collective has a SIMPLE kernel, an LL kernel and
 // a one-shot-over-peers kernel for each of NCCL's datatypes and reductions, so the tuner can choose LL for any of
-// them; signed and unsigned integers get kernels of their own where the sign changes the result. Asked of the host
+// them; signed and unsigned integers get kernels of their own where the sign changes the result; SIMPLE's rarer
+// reductions share a kernel per type. Asked of the host
 // side of the library only: no GPU is needed.
 #include <gtest/gtest.h>
 
@@ -57,6 +58,36 @@ TEST(DevKernelTable, SignedAndUnsignedMaxRunDifferentKernels) {
       EXPECT_NE(braid::devOneShotPeersKernel(p.first, k), braid::devOneShotPeersKernel(p.second, k))
           << braid::dtypeName(p.first) << " kind " << static_cast<int>(k);
     }
+}
+
+// SIMPLE compiles sums (and floating pre-multiplied sums, NCCL's average of floats) as kernels of their own; the other
+// reductions of a type share one kernel that reads the reduction at run time, which keeps the device build small.
+// Integer products and pre-multiplied sums run on the unsigned type; max, min and the average need the sign.
+TEST(DevKernelTable, RareReductionsShareTheirTypesSimpleKernel) {
+  if (braid::devKernelsMinimal()) GTEST_SKIP() << "minimal kernel preset (-DBRAID_KERNELS=minimal): float only";
+  const auto simple = [](ncclDataType_t t, RedKind k) { return braid::devCollKernel(CollType::AllReduce, t, k); };
+  for (ncclDataType_t t : kTypes) {
+    const void* shared = simple(t, RedKind::Max);
+    EXPECT_EQ(simple(t, RedKind::Min), shared) << braid::dtypeName(t);
+    EXPECT_NE(simple(t, RedKind::Sum), shared) << braid::dtypeName(t);
+    const bool ownPreMul = t == ncclFloat32 || t == ncclFloat16 || t == ncclBfloat16;
+    if (braid::dtypeIsFloat(t)) {
+      EXPECT_EQ(simple(t, RedKind::Prod), shared) << braid::dtypeName(t);
+      EXPECT_EQ(simple(t, RedKind::PreMulSum) == shared, !ownPreMul) << braid::dtypeName(t);
+      EXPECT_EQ(simple(t, RedKind::SumPostDiv), nullptr) << braid::dtypeName(t);
+    } else {
+      EXPECT_EQ(simple(t, RedKind::SumPostDiv), shared) << braid::dtypeName(t);
+    }
+  }
+  const std::pair<ncclDataType_t, ncclDataType_t> pairs[] = {
+      {ncclInt8, ncclUint8}, {ncclInt32, ncclUint32}, {ncclInt64, ncclUint64}};
+  for (const auto& p : pairs) {
+    for (RedKind k : {RedKind::Sum, RedKind::Prod, RedKind::PreMulSum})
+      EXPECT_EQ(simple(p.first, k), simple(p.second, k))
+          << braid::dtypeName(p.first) << " kind " << static_cast<int>(k);
+    EXPECT_EQ(simple(p.second, RedKind::Prod), simple(p.second, RedKind::Max)) << braid::dtypeName(p.second);
+    EXPECT_NE(simple(p.first, RedKind::Max), simple(p.second, RedKind::Max)) << braid::dtypeName(p.first);
+  }
 }
 
 // LL128 keeps its kernels for the copies and the float, half and bfloat16 sums (the cases it is chosen for over
