@@ -162,13 +162,18 @@ def loss(logp, pts, proto, anchors=True):
     return err
 
 
-def nelder_mead(f, x0, iters=4000):
+def nelder_mead(f, x0, iters=4000, xtol=1e-7):
+    """Minimises f from x0; stops after iters steps or once the simplex has shrunk within xtol (log-parameters:
+    relative 1e-7) with its values equal to 1e-12, where further steps no longer move the fit."""
     n = len(x0)
     simplex = [x0[:]] + [[x + (0.5 if i == j else 0) for j, x in enumerate(x0)] for i in range(n)]
     vals = [f(x) for x in simplex]
     for _ in range(iters):
         order = sorted(range(n + 1), key=lambda i: vals[i])
         simplex, vals = [simplex[i] for i in order], [vals[i] for i in order]
+        spread = max(abs(simplex[i][j] - simplex[0][j]) for i in range(1, n + 1) for j in range(n))
+        if spread < xtol and vals[-1] - vals[0] <= 1e-12 * (1.0 + abs(vals[0])):
+            break
         cen = [sum(simplex[i][j] for i in range(n)) / n for j in range(n)]
         refl = [cen[j] + (cen[j] - simplex[-1][j]) for j in range(n)]
         fr = f(refl)
