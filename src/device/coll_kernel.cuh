@@ -71,9 +71,10 @@ __device__ __forceinline__ bool llWillRecv(int32_t coll, const RingArgs& a) {
   return true;
 }
 
-// Whether a reducing kernel carries the one-shot schedule: only where the executor can pick it (oneShotExact
-// in tuning_agreement.h: sums, products and integer reductions); float max/min/pre-multiplied sums never run
-// it, and leaving it out of them trims the device build (fp8 objects are the slowest to compile).
+// Whether a reducing kernel carries the one-shot schedule: the executor picks it only where every rank gets the
+// same bits (oneShotExact in algo/op_desc.h: sums, products and integer reductions), so the float pre-multiplied
+// sums' kernels leave it out. The shared FuncAnyRed kernels carry it for their integer reductions and products; their
+// floating max/min never run it.
 template <typename Fn>
 struct OneShotFn : std::false_type {};
 template <typename T>

@@ -197,7 +197,7 @@ struct CollLaunchArgs {
   // fixed for the communicator's life); null where the communicator has no trees.
   DevConn* treeConns;
   int32_t pdlTrigger;  // 1: each CTA lets the stream's next kernel launch at once (it waits for this one to end)
-  int32_t redKind;     // the op's RedKind: read by the kernels that serve every reduction (dev_any_red.cuh)
+  int32_t redKind;     // the op's RedKind: read by the kernels that serve several reductions (func_any_red.h)
 };
 static_assert(std::is_trivially_copyable<CollLaunchArgs>::value, "CollLaunchArgs is passed by value to kernels");
 // Every byte of a kernel's parameters is copied at each launch: the ring fields fill what was padding and add one

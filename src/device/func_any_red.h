@@ -14,6 +14,7 @@
 
 namespace braid {
 
+#ifdef __CUDACC__
 template <typename T>
 struct FuncAnyRed {
   static constexpr bool kHasPre = true;
@@ -21,8 +22,8 @@ struct FuncAnyRed {
   int32_t kind;
   T scalar;
   uint64_t divisor;
-  BRAID_HDI RedKind red() const { return static_cast<RedKind>(kind); }
-  BRAID_HDI T operator()(T a, T b) const {
+  __device__ __forceinline__ RedKind red() const { return static_cast<RedKind>(kind); }
+  __device__ __forceinline__ T operator()(T a, T b) const {
     switch (red()) {
       case RedKind::Prod:
         return FuncProd<T>()(a, b);
@@ -37,32 +38,28 @@ struct FuncAnyRed {
   // The product rounded on its own (never fused into the add that follows): the one-shot over peers adds this
   // rank's term in the thread that multiplied it, and a fused one would go in unrounded where the peers' terms
   // arrive rounded, so ranks could store different bits.
-  BRAID_HDI T pre(T x) const {
+  __device__ __forceinline__ T pre(T x) const {
     if (red() != RedKind::PreMulSum) return x;
-#ifdef __CUDA_ARCH__
     if constexpr (std::is_same<T, float>::value)
       return __fmul_rn(x, scalar);
     else if constexpr (std::is_same<T, double>::value)
       return __dmul_rn(x, scalar);
     else
       return FuncProd<T>()(x, scalar);
-#else
-    return FuncProd<T>()(x, scalar);
-#endif
   }
-  BRAID_HDI T post(T x) const {
+  __device__ __forceinline__ T post(T x) const {
     if constexpr (std::is_integral<T>::value) {
       if (red() == RedKind::SumPostDiv) return sumPostDiv().post(x);
     }
     return x;
   }
-  BRAID_HDI FuncPreMulSum<T> preMulSum() const {
+  __device__ __forceinline__ FuncPreMulSum<T> preMulSum() const {
     FuncPreMulSum<T> f;
     f.scalar = scalar;
     return f;
   }
   template <typename U = T, typename = std::enable_if_t<std::is_integral<U>::value>>
-  BRAID_HDI FuncSumPostDiv<T> sumPostDiv() const {
+  __device__ __forceinline__ FuncSumPostDiv<T> sumPostDiv() const {
     FuncSumPostDiv<T> f;
     f.divisor = divisor;
     return f;
@@ -73,10 +70,12 @@ template <typename Fn>
 struct IsFuncAnyRed : std::false_type {};
 template <typename T>
 struct IsFuncAnyRed<FuncAnyRed<T>> : std::true_type {};
+#endif  // __CUDACC__
 
-// Which SIMPLE reducing kernels are compiled for one reduction alone, with its loop inlined at every primitive: the
-// sums of every type, and the pre-multiplied sums of float, half and bfloat16 (NCCL's average of floating types,
-// which data-parallel training runs at full size). Every other reduction runs on its type's FuncAnyRed kernel.
+// Which SIMPLE reducing kernels are compiled for one reduction alone (its loop inlined at every primitive, but for
+// half and fp8, whose loops are out of line: kRcOutline in reduce_copy.h): the sums of every type, and the
+// pre-multiplied sums of float, half and bfloat16 (NCCL's average of floating types, which data-parallel training
+// runs at full size). Every other reduction runs on its type's FuncAnyRed kernel.
 // Integer sums, products and pre-multiplied sums run on the unsigned type (the same wrapping bits), so a signed
 // integer's FuncAnyRed kernel serves only max, min and the average.
 template <typename T>

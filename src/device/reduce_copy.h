@@ -241,7 +241,8 @@ __device__ __forceinline__ void reduceCopyBody(const Fn& fn, int tid, int nthrea
 // does not (the callee saves registers to the stack): on 2xH200 int8 and int64 all-reduce ran 262/270 GB/s
 // outlined against 301/297 inlined at 64 MB (NCCL 266/272) and int8 reduce-scatter 238 against 260, while
 // fp16/bf16/fp8 measured the same both ways (docs/TUNING.md, "Device primitives"). So only half
-// and the fp8 types, whose inlined objects were the slowest to build, stay out of line. Clean sm_90 objects
+// and the fp8 types, whose inlined objects were the slowest to build, stay out of line (and every reduction of the
+// shared FuncAnyRed kernels, through reduceCopyAnyRed below). Clean sm_90 objects
 // on the 2-core build machine (nvcc 13.0): int8 70 s inlined (25 outlined), int32 38 (17), int64 30 (13);
 // the inlined integer kernels spill 8-88 bytes in a few kernels and are still the faster ones.
 template <typename T>
@@ -262,15 +263,20 @@ __device__ __noinline__ void reduceCopyOutlined(const Fn fn, int tid, int nthrea
 template <typename Fn, typename M>
 using RcModeOf = RcMode<M::kSrc, M::kDst, M::kPre0 && Fn::kHasPre, M::kPre1 && Fn::kHasPre, M::kPost && Fn::kHasPost>;
 
+// An in-place copy (a rank's own part where the reduction has no pre or post step) has nothing to do, as in the
+// kernels of one reduction (DevPrims::localReduceCopy).
 template <typename T, typename Fn, typename M>
 __device__ __forceinline__ void reduceCopyAs(const Fn& fn, int tid, int nthreads, const T* s0, const T* s1, T* d0,
                                              T* d1, size_t n) {
-  reduceCopyBody<T, Fn, RcModeOf<Fn, M>>(fn, tid, nthreads, s0, s1, d0, d1, n);
+  using R = RcModeOf<Fn, M>;
+  if (R::kSrc == 1 && R::kDst == 1 && !R::kPre0 && !R::kPost && s0 == d0) return;
+  reduceCopyBody<T, Fn, R>(fn, tid, nthreads, s0, s1, d0, d1, n);
 }
 
 // FuncAnyRed on SIMPLE: the reduction is read once per call, and that reduction's own loop runs, out of line (one copy
 // per mode in the kernel, as kRcOutline). Only the reductions its kernels are chosen for are compiled in
-// (simpleAnyServes); anything else runs the sum.
+// (simpleAnyServes, which the kernel selection in coll_kernel.cuh follows); another one cannot arrive, and would stop
+// the kernel rather than compute the wrong reduction.
 template <typename T, typename M>
 __device__ __noinline__ void reduceCopyAnyRed(const FuncAnyRed<T> fn, int tid, int nthreads, const T* s0, const T* s1,
                                               T* d0, T* d1, size_t n) {
@@ -294,7 +300,7 @@ __device__ __noinline__ void reduceCopyAnyRed(const FuncAnyRed<T> fn, int tid, i
     case RedKind::Sum:
       break;
   }
-  reduceCopyAs<T, FuncSum<T>, M>({}, tid, nthreads, s0, s1, d0, d1, n);
+  __trap();
 }
 
 // All threads of the CTA call this with the same arguments. s1/d1 are ignored unless M uses them.
