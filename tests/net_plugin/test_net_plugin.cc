@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <type_traits>
 
 #include "transport/net/net_plugin_abi.h"
 
@@ -174,6 +175,17 @@ ncclResult_t tDevices(int* n) {
   return ncclSuccess;
 }
 
+// v9's properties (v10 shares them) bound a message's size; NVIDIA NCCL refuses a device that leaves them at 0. Its
+// largest allowed value (NCCL_MAX_NET_SIZE_BYTES): this plugin sends any size.
+constexpr size_t kMaxNetBytes = size_t{1} << 40;
+template <typename Props>
+void setMaxBytes(Props* p) {
+  if constexpr (std::is_same<Props, PropertiesV9>::value) {
+    p->maxP2pBytes = kMaxNetBytes;
+    p->maxCollBytes = kMaxNetBytes;
+  }
+}
+
 template <typename Props>
 ncclResult_t tProps(int dev, Props* p) {
   static char names[8][16];
@@ -187,6 +199,7 @@ ncclResult_t tProps(int dev, Props* p) {
   p->speed = 10000;
   p->maxComms = 1 << 16;
   p->maxRecvs = 1;
+  setMaxBytes(p);
   return ncclSuccess;
 }
 
@@ -399,12 +412,14 @@ ncclResult_t connect10(int dev, CommConfigV10* config, void* h, void** sc, Devic
   return tConnect(dev, h, sc);
 }
 ncclResult_t accept10(void* lc, void** rc, DeviceHandle**) { return tAccept(lc, rc); }
-// As NCCL's IB code does: an event started through the profiler callback with the caller's handle, unchecked.
+// As NCCL's IB code does: an event started through the profiler callback with the caller's handle (type 0), and
+// stopped (type 1) where the callback made one: NVIDIA NCCL makes one only with a profiler plugin loaded, Braid never.
 ncclResult_t profile(void* pHandle) {
   if (!pHandle) return violation("a null profiler handle");
-  void* event = reinterpret_cast<void*>(1);
+  void* event = nullptr;
   const ncclResult_t r = profiler(&event, 0, pHandle, 0, nullptr);
-  return r != ncclSuccess ? r : event == nullptr ? ncclSuccess : violation("the profiler callback started an event");
+  if (r != ncclSuccess || event == nullptr) return r;
+  return profiler(&event, 1, nullptr, 0, nullptr);
 }
 ncclResult_t isend10(void* sc, void* data, size_t size, int tag, void* mh, void* pHandle, void** req) {
   const ncclResult_t r = profile(pHandle);

@@ -39,6 +39,11 @@ TEST(NetPlugin, EachTableVersionLoads) {
     EXPECT_EQ(st.net->name, "BraidTest");
     ASSERT_EQ(st.net->devices.size(), 1u);
     EXPECT_EQ(st.net->devices[0].name, "braidtest0");
+    // v9 and v10 bound a message's size; NVIDIA NCCL refuses a device outside 1 .. NCCL_MAX_NET_SIZE_BYTES (1 TiB).
+    if (v >= 9) {
+      EXPECT_GT(st.net->devices[0].maxP2pBytes, 0u) << "v" << v;
+      EXPECT_LE(st.net->devices[0].maxP2pBytes, size_t{1} << 40) << "v" << v;
+    }
   }
   EnvVar devs("BRAID_TEST_NET_DEVICES", "3");
   const NetPluginStatus st = loadNetPlugin(pluginPath(9));

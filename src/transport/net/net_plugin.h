@@ -6,6 +6,7 @@
 // connections.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@ class PluginNet {
     std::string pciPath;  // its sysfs device directory ("" for a virtual device)
     int ptrSupport = 0;
     int speedMbps = 0;
+    size_t maxP2pBytes = 0;  // v9 and v10: the largest message it takes (0 where v8 does not say)
   };
   int version = 0;      // 8, 9 or 10
   std::string name;     // the table's name (NCCL_NET selects it by this)

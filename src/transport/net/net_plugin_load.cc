@@ -5,6 +5,8 @@
 #include <strings.h>
 
 #include <mutex>
+#include <string>
+#include <type_traits>
 
 #include "core/log.h"
 #include "core/param.h"
@@ -34,13 +36,21 @@ bool take(void* lib, const char* sym, int v, Table** slot, Init init, PluginNet*
   return true;
 }
 
-// What Braid keeps of a device's properties (v8's struct, or v9's, which v10 shares).
+// What Braid keeps of a device's properties (v8's struct, or v9's, which v10 shares). v9's message-size bounds do not
+// limit Braid (a network step is far below any bound a plugin sets), but NVIDIA NCCL refuses a device that leaves
+// them at 0, so a plugin tested with Braid alone is told.
 template <typename Props>
-void keep(const Props& p, PluginNet::Device* dev) {
+void keep(const Props& p, const std::string& plugin, int index, PluginNet::Device* dev) {
   dev->name = p.name ? p.name : "";
   dev->pciPath = p.pciPath ? p.pciPath : "";
   dev->ptrSupport = p.ptrSupport;
   dev->speedMbps = p.speed;
+  if constexpr (std::is_same<Props, netabi::PropertiesV9>::value) {
+    dev->maxP2pBytes = p.maxP2pBytes;
+    if (p.maxP2pBytes == 0 || p.maxCollBytes == 0)
+      BRAID_WARN("NET/Plugin: %s device %d (%s) reports maxP2pBytes %zu, maxCollBytes %zu: NVIDIA NCCL refuses 0",
+                 plugin.c_str(), index, dev->name.c_str(), p.maxP2pBytes, p.maxCollBytes);
+  }
 }
 
 // Fills `net` from the newest table the library exports; false with *why where it has none or it fails to start.
@@ -68,10 +78,11 @@ bool bind(void* lib, const std::string& file, PluginNet* net, std::string* why, 
     // A device the plugin cannot describe stays empty: it takes no host memory and is not used.
     if (net->v8) {
       netabi::PropertiesV8 p{};
-      if (net->v8->getProperties(d, &p) == ncclSuccess) keep(p, &dev);
+      if (net->v8->getProperties(d, &p) == ncclSuccess) keep(p, net->name, d, &dev);
     } else {
       netabi::PropertiesV9 p{};
-      if ((net->v10 ? net->v10->getProperties(d, &p) : net->v9->getProperties(d, &p)) == ncclSuccess) keep(p, &dev);
+      if ((net->v10 ? net->v10->getProperties(d, &p) : net->v9->getProperties(d, &p)) == ncclSuccess)
+        keep(p, net->name, d, &dev);
     }
     if (dev.ptrSupport & netabi::kPtrHost) {
       net->devices.push_back(dev);
