@@ -36,9 +36,9 @@ bool take(void* lib, const char* sym, int v, Table** slot, Init init, PluginNet*
   return true;
 }
 
-// What Braid keeps of a device's properties (v8's struct, or v9's, which v10 shares). v9's message-size bounds do not
-// limit Braid (a network step is far below any bound a plugin sets), but NVIDIA NCCL refuses a device that leaves
-// them at 0, so a plugin tested with Braid alone is told.
+// What Braid keeps of a device's properties (v8's struct, or v9's, which v10 shares). v9's message-size bounds are
+// kept but not enforced: a message is at most one FIFO step (NCCL_BUFFSIZE / 8, 512 KiB by default). NVIDIA NCCL
+// refuses a device that leaves them at 0, so a plugin tested with Braid alone is told.
 template <typename Props>
 void keep(const Props& p, const std::string& plugin, int index, PluginNet::Device* dev) {
   dev->name = p.name ? p.name : "";
